@@ -1,9 +1,283 @@
-"""`sqsjobs redrive`: placeholder until its issue lands (it registers nothing yet)."""
+"""`sqsjobs redrive`: move dead letters back to their source queue, through the guard.
+
+Thin over :mod:`sqsjobs.redrive`: parse flags, build the client, show a
+progress bar and a summary. Exit codes: 0 done, 1 something failed or an AWS
+error stopped the run, 2 bad options, 130 interrupted (nothing lost: run it
+again to continue).
+"""
 
 from __future__ import annotations
 
+import json
+from typing import TYPE_CHECKING, Annotated, Literal
+
 import typer
+from sqsjobs.redrive import (
+    Redrive,
+    RedriveError,
+    RedriveOptions,
+    RedriveSummary,
+    cancel_native_redrive,
+    make_sqs_client,
+    native_redrive_status,
+    queue_depth,
+    resolve_queue_url,
+    start_native_redrive,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+    from rich.console import Console
+    from sqsjobs.redrive import MoveTask
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def format_age(seconds: float | None) -> str:
+    """A short human age.
+
+    Example:
+        >>> format_age(3725.0)
+        '1h02m'
+    """
+    if seconds is None:
+        return "?"
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app`` (none yet)."""
+    """Add ``sqsjobs redrive`` to ``app``.
+
+    Example:
+        >>> app = typer.Typer()
+        >>> register(app)
+        >>> [c.name for c in app.registered_commands]
+        ['redrive']
+    """
+
+    @app.command("redrive")
+    def redrive_command(
+        dlq: Annotated[
+            str, typer.Option("--dlq", envvar="SQSJOBS_DLQ_URL", help="The DLQ: URL, ARN or name.")
+        ],
+        to: Annotated[
+            str | None,
+            typer.Option(help="Send here (URL, ARN or name) instead of each message's source queue."),
+        ] = None,
+        job: Annotated[str | None, typer.Option(help="Only messages of this job.")] = None,
+        error: Annotated[
+            str | None,
+            typer.Option(help="Only this error type (e.g. TimeoutError) or reason (permanent, exhausted)."),
+        ] = None,
+        max_messages: Annotated[
+            int | None, typer.Option("--max", min=1, help="Move at most this many messages.")
+        ] = None,
+        rate: Annotated[
+            float | None, typer.Option(min=0.001, help="At most this many messages per second.")
+        ] = None,
+        dry_run: Annotated[
+            bool, typer.Option("--dry-run", help="List what would move (job, reason, age); change nothing.")
+        ] = False,
+        force: Annotated[
+            bool, typer.Option("--force", help="Also move messages past the redrive limit (poison guard).")
+        ] = False,
+        max_redrives: Annotated[
+            int, typer.Option(min=0, help="Poison guard: skip messages already redriven this often.")
+        ] = 3,
+        skip_malformed: Annotated[
+            bool,
+            typer.Option("--skip-malformed", help="Leave malformed bodies in the DLQ (default: move them)."),
+        ] = False,
+        native: Annotated[
+            bool, typer.Option("--native", help="Use SQS's own message move task (no filters).")
+        ] = False,
+        status: Annotated[
+            bool, typer.Option("--status", help="With --native: show the DLQ's move tasks.")
+        ] = False,
+        cancel: Annotated[
+            bool, typer.Option("--cancel", help="With --native: cancel the running move task.")
+        ] = False,
+        json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+        wait_time: Annotated[
+            int, typer.Option(min=0, max=20, help="Receive long-poll seconds (0 = short polling).")
+        ] = 1,
+        endpoint_url: Annotated[
+            str | None,
+            typer.Option(envvar="AWS_ENDPOINT_URL", help="AWS endpoint, e.g. the local cloud's."),
+        ] = None,
+        region: Annotated[
+            str | None, typer.Option(envvar=["AWS_REGION", "AWS_DEFAULT_REGION"], help="AWS region.")
+        ] = None,
+    ) -> None:
+        """Move dead letters back to their source queue (through the idempotency guard)."""
+        from rich.console import Console
+
+        console = Console(stderr=json_output)
+        malformed: Literal["move", "skip"] = "skip" if skip_malformed else "move"
+        try:
+            options = RedriveOptions(
+                dlq=dlq,
+                to=to,
+                job=job,
+                error_type=error,
+                max_messages=max_messages,
+                rate=rate,
+                dry_run=dry_run,
+                force=force,
+                max_redrives=max_redrives,
+                malformed=malformed,
+                wait_time_seconds=wait_time,
+            )
+            if (status or cancel) and not native:
+                raise RedriveError("--status and --cancel go with --native")
+        except RedriveError as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(EXIT_USAGE) from exc
+        sqs = make_sqs_client(endpoint_url=endpoint_url, region=region)
+        try:
+            if native:
+                _native(console, options, sqs, status=status, cancel=cancel, json_output=json_output)
+                return
+            summary = _run(console, options, sqs, json_output=json_output)
+        except RedriveError as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(EXIT_USAGE) from exc
+        if json_output:
+            typer.echo(json.dumps(summary.to_dict(), indent=2))
+        else:
+            _print_summary(console, summary)
+        if summary.stopped == "interrupted":
+            raise typer.Exit(EXIT_INTERRUPTED)
+        if not summary.ok:
+            raise typer.Exit(EXIT_FAILED)
+
+
+def _run(console: Console, options: RedriveOptions, sqs: SQSClient, *, json_output: bool) -> RedriveSummary:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    dlq_url = resolve_queue_url(sqs, options.dlq)
+    depth = queue_depth(sqs, dlq_url)
+    total = min(depth, options.max_messages) if options.max_messages else depth
+    label = "scanning (dry run)" if options.dry_run else "redriving"
+    with Progress(
+        TextColumn(f"[bold]{label}[/bold]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[counts]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=json_output,
+        transient=False,
+    ) as progress:
+        task = progress.add_task(label, total=total or None, counts="")
+
+        def show(summary: RedriveSummary) -> None:
+            done = summary.matched if options.dry_run else summary.moved
+            skipped = sum(summary.skipped.values())
+            progress.update(
+                task,
+                completed=done,
+                counts=f"moved {summary.moved} · skipped {skipped} · failed {summary.failed}",
+            )
+
+        engine = Redrive(options, sqs_client=sqs, on_progress=show)
+        try:
+            summary = engine.run()
+        except KeyboardInterrupt:
+            # run() released what it held before re-raising; the counts are final.
+            summary = engine.summary()
+        show(summary)
+    return summary
+
+
+def _native(
+    console: Console,
+    options: RedriveOptions,
+    sqs: SQSClient,
+    *,
+    status: bool,
+    cancel: bool,
+    json_output: bool,
+) -> None:
+    if status:
+        tasks = native_redrive_status(options.dlq, sqs_client=sqs)
+        if json_output:
+            typer.echo(json.dumps([t.to_dict() for t in tasks], indent=2))
+        else:
+            _print_tasks(console, tasks)
+        return
+    if cancel:
+        moved = cancel_native_redrive(options.dlq, sqs_client=sqs)
+        if json_output:
+            typer.echo(json.dumps({"cancelled": True, "moved": moved}))
+        else:
+            console.print(f"cancelled the move task after ~{moved} messages; the rest stay in the DLQ")
+        return
+    handle = start_native_redrive(options, sqs_client=sqs)
+    if json_output:
+        typer.echo(json.dumps({"task_handle": handle}))
+    else:
+        console.print(f"started a message move task: {handle}")
+        console.print(f"follow it with: sqsjobs redrive --dlq {options.dlq} --native --status")
+
+
+def _print_summary(console: Console, summary: RedriveSummary) -> None:
+    from rich.table import Table
+
+    if summary.dry_run:
+        _print_plan(console, summary)
+    table = Table(title="redrive summary" + (" (dry run: nothing changed)" if summary.dry_run else ""))
+    table.add_column("count")
+    table.add_column("value", justify="right")
+    table.add_row("would move" if summary.dry_run else "moved", str(summary.matched if summary.dry_run
+                                                                     else summary.moved))
+    for reason, count in sorted(summary.skipped.items()):
+        table.add_row(f"skipped: {reason}", str(count))
+    table.add_row("send failed (still in DLQ)", str(summary.failed))
+    table.add_row("sent, delete failed (duplicate on re-run)", str(summary.delete_failed))
+    table.add_row("left in DLQ (approx.)", "?" if summary.left is None else str(summary.left))
+    table.add_row("stopped", summary.stopped)
+    console.print(table)
+    if summary.error:
+        console.print(f"[red]error:[/red] {summary.error}")
+    if summary.stopped in ("interrupted", "error", "deadline"):
+        console.print("nothing was lost: run the same command again to continue")
+    if summary.skipped.get("poison"):
+        console.print("poison guard: over-redriven messages stay in the DLQ; fix the job, then --force")
+
+
+def _print_plan(console: Console, summary: RedriveSummary) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"would redrive from {summary.dlq_url}")
+    for name in ("message", "job", "reason", "error", "age", "redrives", "action"):
+        table.add_column(name)
+    for p in summary.planned:
+        table.add_row(
+            p.message_id[:8], p.job, p.reason, p.error_type, format_age(p.age_seconds),
+            str(p.redrive_count), p.action if p.action != "move" else f"move → {p.target}",
+        )
+    console.print(table)
+
+
+def _print_tasks(console: Console, tasks: tuple[MoveTask, ...]) -> None:
+    from rich.table import Table
+
+    table = Table(title="message move tasks (newest first)")
+    for name in ("status", "moved", "to move", "rate", "destination", "failure"):
+        table.add_column(name)
+    for t in tasks:
+        table.add_row(
+            t.status, str(t.moved or 0), str(t.to_move or "?"), str(t.rate or "max"),
+            t.destination_arn or "(original sources)", t.failure_reason or "",
+        )
+    console.print(table)

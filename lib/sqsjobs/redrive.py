@@ -1,0 +1,970 @@
+"""DLQ redrive: send dead letters back to their source queue, through the guard.
+
+A redriven message is one more delivery of the same job: it passes the same
+idempotency guard as the first one, so a job that completed meanwhile is
+acknowledged as a duplicate and a job that failed runs once more (invariant 7
+in DESIGN.md). This module only moves bytes; it never runs a job.
+
+What it must never do:
+
+- delete a message from the DLQ before its send to the source queue succeeded
+  (an interruption at any point leaves each message in the DLQ, in the source
+  queue, or in both, and a re-run continues; "both" is the duplicate the guard
+  absorbs);
+- call AWS at import (clients are injected; boto3 is imported only when the
+  caller asks this module to build one);
+- leave a message it did not move hidden until its visibility timeout expires.
+
+Two engines: :class:`Redrive` (receive, filter, send, delete; used by
+``sqsjobs redrive`` and ``handlers/redrive.py``) and SQS's own message move
+task (:func:`start_native_redrive`, :func:`native_redrive_status`,
+:func:`cancel_native_redrive`), which is faster but cannot filter.
+
+Error tree additions (both under :class:`sqsjobs.errors.SqsJobsError`)::
+
+    SqsJobsError
+    └── RedriveError        a redrive cannot start (unknown queue, bad options)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Literal
+from urllib.parse import urlparse
+
+from sqsjobs.errors import SqsJobsError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+
+    from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import (
+        DeleteMessageBatchRequestEntryTypeDef,
+        MessageAttributeValueOutputTypeDef,
+        MessageAttributeValueTypeDef,
+        MessageTypeDef,
+        SendMessageBatchRequestEntryTypeDef,
+    )
+
+# The wire contract (docs/architecture.md, "DLQ reason attributes").
+ATTR_JOB: Final = "sqsjobs.job"
+ATTR_REASON: Final = "sqsjobs.reason"
+ATTR_ERROR_TYPE: Final = "sqsjobs.error_type"
+ATTR_ERROR_MESSAGE: Final = "sqsjobs.error_message"
+ATTR_ATTEMPTS: Final = "sqsjobs.attempts"
+ATTR_ORIGINAL_MESSAGE_ID: Final = "sqsjobs.original_message_id"
+ATTR_FIRST_RECEIVE_TIME: Final = "sqsjobs.first_receive_time"
+ATTR_SOURCE_QUEUE: Final = "sqsjobs.source_queue"
+ATTR_REDRIVE_COUNT: Final = "sqsjobs.redrive_count"
+
+# Written by the worker about *one* failed delivery. They are stale once the
+# message goes back (the worker writes fresh ones if it fails again), and
+# dropping them keeps the message under SQS's 10-attribute limit after the
+# redrive count is added.
+STALE_REASON_ATTRIBUTES: Final = frozenset(
+    {
+        ATTR_REASON,
+        ATTR_ERROR_TYPE,
+        ATTR_ERROR_MESSAGE,
+        ATTR_ATTEMPTS,
+        ATTR_ORIGINAL_MESSAGE_ID,
+        ATTR_FIRST_RECEIVE_TIME,
+        ATTR_SOURCE_QUEUE,
+    }
+)
+UNKNOWN_JOB: Final = "?"
+REASON_MALFORMED: Final = "malformed"
+MAX_MESSAGE_ATTRIBUTES: Final = 10
+# SQS batch APIs take at most 10 entries.
+BATCH_SIZE: Final = 10
+# A batch's total payload limit. SQS accepts more today (1 MiB), but 256 KiB
+# is what every region and the local cloud accept, and costs one extra call at most.
+BATCH_BYTES: Final = 256 * 1024
+# Consecutive receives that return only messages already seen in this run:
+# the DLQ has been scanned (what is left is hidden by us or by someone else).
+STALE_ROUNDS: Final = 3
+
+# Skip reasons reported in RedriveSummary.skipped.
+SKIP_FILTERED: Final = "filtered"
+SKIP_POISON: Final = "poison"
+SKIP_MALFORMED: Final = "malformed"
+SKIP_NO_SOURCE: Final = "no-source"
+SKIP_TOO_MANY_ATTRIBUTES: Final = "too-many-attributes"
+
+StopReason = Literal["drained", "scanned", "max", "deadline", "error", "interrupted", "running"]
+
+
+class RedriveError(SqsJobsError):
+    """Raised when a redrive cannot start: an unknown queue, no source to send to, or bad options."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RedriveOptions:
+    """What to redrive, where to, and how fast.
+
+    ``to`` wins over the message's ``sqsjobs.source_queue`` attribute, which
+    wins over ``default_to`` (the Lambda's ``SQSJOBS_QUEUE_URL``), which wins
+    over the DLQ's only redrive source (``ListDeadLetterSourceQueues``).
+
+    Example:
+        >>> RedriveOptions(dlq="jobs-dlq", job="invoice-email", max_messages=100).rate is None
+        True
+    """
+
+    dlq: str
+    to: str | None = None
+    default_to: str | None = None
+    job: str | None = None
+    error_type: str | None = None
+    max_messages: int | None = None
+    rate: float | None = None
+    dry_run: bool = False
+    force: bool = False
+    max_redrives: int = 3
+    malformed: Literal["move", "skip"] = "move"
+    visibility_timeout: int = 60
+    wait_time_seconds: int = 1
+    stop_margin_seconds: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not self.dlq:
+            raise RedriveError("a DLQ is required: pass --dlq URL_OR_NAME (or SQSJOBS_DLQ_URL)")
+        if self.max_messages is not None and self.max_messages < 1:
+            raise RedriveError(f"max_messages must be >= 1, got {self.max_messages}")
+        if self.rate is not None and self.rate <= 0:
+            raise RedriveError(f"rate must be > 0 messages per second, got {self.rate}")
+        if self.max_redrives < 0:
+            raise RedriveError(f"max_redrives must be >= 0, got {self.max_redrives}")
+        if self.malformed not in ("move", "skip"):
+            raise RedriveError(f"malformed must be 'move' or 'skip', got {self.malformed!r}")
+        if not 0 <= self.wait_time_seconds <= 20:
+            raise RedriveError(f"wait_time_seconds must be 0..20, got {self.wait_time_seconds}")
+        if not 1 <= self.visibility_timeout <= 43200:
+            raise RedriveError(f"visibility_timeout must be 1..43200, got {self.visibility_timeout}")
+
+    @property
+    def has_filters(self) -> bool:
+        """True when a filter or a per-message decision needs the client-side engine."""
+        return bool(self.job or self.error_type or self.max_messages or self.dry_run)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeadLetter:
+    """One DLQ message as the operator sees it: which job, why, how old.
+
+    Example:
+        >>> msg = {"MessageId": "m1", "Body": '{"v": 1, "job": "a"}',
+        ...        "Attributes": {"SentTimestamp": "1000"},
+        ...        "MessageAttributes": {
+        ...            "sqsjobs.reason": {"DataType": "String", "StringValue": "permanent"}}}
+        >>> letter = DeadLetter.from_message(msg, now=61.0)
+        >>> (letter.job, letter.reason, letter.age_seconds, letter.malformed)
+        ('a', 'permanent', 60.0, False)
+    """
+
+    message_id: str
+    job: str
+    reason: str
+    error_type: str
+    error_message: str
+    attempts: int | None
+    redrive_count: int
+    source_queue: str | None
+    sent_at: float | None
+    age_seconds: float | None
+    malformed: bool
+
+    @classmethod
+    def from_message(cls, message: MessageTypeDef, *, now: float) -> DeadLetter:
+        """Read the worker's reason attributes, falling back to the body for the job name."""
+        attrs = message.get("MessageAttributes", {})
+        body_job = _body_job(message.get("Body", ""))
+        reason = _attr(attrs, ATTR_REASON) or "unknown"
+        job = _attr(attrs, ATTR_JOB) or body_job or UNKNOWN_JOB
+        sent_ms = _int(message.get("Attributes", {}).get("SentTimestamp"))
+        sent_at = sent_ms / 1000 if sent_ms is not None else None
+        return cls(
+            message_id=message.get("MessageId", ""),
+            job=job,
+            reason=reason,
+            error_type=_attr(attrs, ATTR_ERROR_TYPE) or "",
+            error_message=_attr(attrs, ATTR_ERROR_MESSAGE) or "",
+            attempts=_int(_attr(attrs, ATTR_ATTEMPTS)),
+            redrive_count=_int(_attr(attrs, ATTR_REDRIVE_COUNT)) or 0,
+            source_queue=_attr(attrs, ATTR_SOURCE_QUEUE),
+            sent_at=sent_at,
+            age_seconds=max(0.0, now - sent_at) if sent_at is not None else None,
+            malformed=body_job is None or reason == REASON_MALFORMED,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedMove:
+    """A dry-run line: what would happen to one dead letter.
+
+    Example:
+        >>> PlannedMove(message_id="m1", job="a", reason="exhausted", error_type="TimeoutError",
+        ...             age_seconds=5.0, redrive_count=0, action="move", target="q").action
+        'move'
+    """
+
+    message_id: str
+    job: str
+    reason: str
+    error_type: str
+    age_seconds: float | None
+    redrive_count: int
+    action: str  # "move" or "skip:<reason>"
+    target: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RedriveSummary:
+    """What a redrive did: moved, skipped by reason, failed, and what is left.
+
+    ``left`` is the DLQ's approximate depth (visible + in flight) after the
+    run, or None when it could not be read. ``stopped`` says why the run ended.
+
+    Example:
+        >>> RedriveSummary(dlq_url="u", dry_run=False, moved=3).to_dict()["moved"]
+        3
+    """
+
+    dlq_url: str
+    dry_run: bool
+    moved: int = 0
+    matched: int = 0
+    skipped: Mapping[str, int] = field(default_factory=dict)
+    failed: int = 0
+    delete_failed: int = 0
+    left: int | None = None
+    stopped: StopReason = "running"
+    error: str | None = None
+    planned: tuple[PlannedMove, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing failed and the run was not cut short by an error."""
+        return self.failed == 0 and self.delete_failed == 0 and self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the Lambda's return value and ``--json`` output)."""
+        data = asdict(self)
+        data["skipped"] = dict(self.skipped)
+        data["planned"] = [asdict(p) for p in self.planned]
+        data["ok"] = self.ok
+        return data
+
+
+@dataclass
+class _Held:
+    """A received message this run is responsible for until it is deleted or released."""
+
+    message: MessageTypeDef
+    letter: DeadLetter
+    target: str | None = None
+
+
+class Redrive:
+    """Receive from a DLQ, filter, send back to the source, delete after the send.
+
+    Messages that do not move (filtered, poison, dry run) stay hidden only
+    while the scan runs, then go back to visible with one
+    ``ChangeMessageVisibilityBatch`` per 10. Releasing each one at once would
+    hand it straight back to the next receive, and the scan would never reach
+    the messages behind it. The visibility timeout bounds the hiding even if
+    this process dies.
+
+    Example:
+        >>> import boto3  # doctest: +SKIP
+        >>> opts = RedriveOptions(dlq="jobs-dlq", job="invoice-email", dry_run=True)  # doctest: +SKIP
+        >>> Redrive(opts, sqs_client=boto3.client("sqs")).run().planned  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        options: RedriveOptions,
+        *,
+        sqs_client: SQSClient,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        remaining_time: Callable[[], float] | None = None,
+        on_progress: Callable[[RedriveSummary], None] | None = None,
+    ) -> None:
+        self.options = options
+        self._sqs = sqs_client
+        self._clock = clock
+        self._sleep = sleep
+        self._remaining_time = remaining_time
+        self._on_progress = on_progress
+        self._dlq_url = ""
+        self._to_url: str | None = None
+        self._redrive_sources: list[str] | None = None
+        self._held: dict[str, _Held] = {}
+        self._seen: set[str] = set()
+        self._skipped: Counter[str] = Counter()
+        self._planned: list[PlannedMove] = []
+        self._moved = 0
+        self._matched = 0
+        self._failed = 0
+        self._delete_failed = 0
+        self._sent_total = 0
+        self._started = 0.0
+        self._left: int | None = None
+        self._stopped: StopReason = "running"
+        self._error: str | None = None
+
+    def summary(self) -> RedriveSummary:
+        """The counts so far (also valid after an interrupted :meth:`run`)."""
+        return RedriveSummary(
+            dlq_url=self._dlq_url or self.options.dlq,
+            dry_run=self.options.dry_run,
+            moved=self._moved,
+            matched=self._matched,
+            skipped=dict(self._skipped),
+            failed=self._failed,
+            delete_failed=self._delete_failed,
+            left=self._left,
+            stopped=self._stopped,
+            error=self._error,
+            planned=tuple(self._planned),
+        )
+
+    def run(self) -> RedriveSummary:
+        """Redrive until drained, scanned, ``max_messages``, the deadline, or an AWS error.
+
+        AWS errors end the run with ``stopped="error"`` and the message in
+        ``error``; KeyboardInterrupt releases what this run holds and propagates
+        (read :meth:`summary` for the counts).
+        """
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        self._started = self._clock()
+        try:
+            self._dlq_url = resolve_queue_url(self._sqs, self.options.dlq)
+            if self.options.to:
+                self._to_url = resolve_queue_url(self._sqs, self.options.to)
+            self._stopped = self._loop()
+        except (BotoCoreError, ClientError) as exc:
+            self._stopped = "error"
+            self._error = f"{type(exc).__name__}: {exc}"
+        except BaseException:
+            self._stopped = "interrupted"
+            raise
+        finally:
+            self._release_all()
+            self._left = self._depth()
+        return self.summary()
+
+    # -- the loop ---------------------------------------------------------
+
+    def _loop(self) -> StopReason:
+        stale = 0
+        while True:
+            remaining = self._remaining_quota()
+            if remaining == 0:
+                return "max"
+            if self._deadline_near():
+                return "deadline"
+            messages = self._receive(min(BATCH_SIZE, remaining))
+            if not messages:
+                return "drained"
+            fresh = [m for m in messages if self._admit(m)]
+            stale = 0 if fresh else stale + 1
+            if stale >= STALE_ROUNDS:
+                return "scanned"
+            to_send = [held for held in map(self._decide, fresh) if held is not None]
+            self._send_all(to_send)
+            self._report()
+
+    def _remaining_quota(self) -> int:
+        if self.options.max_messages is None:
+            return BATCH_SIZE
+        return max(0, self.options.max_messages - self._matched)
+
+    def _deadline_near(self) -> bool:
+        if self._remaining_time is None:
+            return False
+        return self._remaining_time() < self.options.stop_margin_seconds
+
+    def _receive(self, count: int) -> list[MessageTypeDef]:
+        response = self._sqs.receive_message(
+            QueueUrl=self._dlq_url,
+            MaxNumberOfMessages=count,
+            WaitTimeSeconds=self.options.wait_time_seconds,
+            VisibilityTimeout=self.options.visibility_timeout,
+            MessageAttributeNames=["All"],
+            AttributeNames=["All"],
+        )
+        return response.get("Messages", [])
+
+    def _admit(self, message: MessageTypeDef) -> bool:
+        """Hold ``message``; True when this run has not seen it before."""
+        message_id = message.get("MessageId", "")
+        if message_id in self._seen:
+            # Its visibility ran out during a long scan and it came back: keep
+            # the newest receipt handle so the release at the end still works.
+            if message_id in self._held:
+                self._held[message_id].message = message
+            else:
+                self._held[message_id] = _Held(message, DeadLetter.from_message(message, now=self._clock()))
+            return False
+        self._seen.add(message_id)
+        self._held[message_id] = _Held(message, DeadLetter.from_message(message, now=self._clock()))
+        return True
+
+    def _decide(self, message: MessageTypeDef) -> _Held | None:
+        """Return the held entry when it should be sent now; else record why not."""
+        held = self._held[message.get("MessageId", "")]
+        letter = held.letter
+        skip = self._skip_reason(letter)
+        target = None
+        if skip is None:
+            target = self._target(letter)
+            if target is None:
+                skip = SKIP_NO_SOURCE
+            elif len(_resend_attributes(message, letter)) > MAX_MESSAGE_ATTRIBUTES:
+                skip = SKIP_TOO_MANY_ATTRIBUTES
+        if skip is not None:
+            self._skipped[skip] += 1
+            if self.options.dry_run:
+                self._planned.append(_plan(letter, f"skip:{skip}", None))
+            return None
+        self._matched += 1
+        held.target = target
+        if self.options.dry_run:
+            self._planned.append(_plan(letter, "move", target))
+            return None
+        return held
+
+    def _skip_reason(self, letter: DeadLetter) -> str | None:
+        opts = self.options
+        if opts.job is not None and letter.job != opts.job:
+            return SKIP_FILTERED
+        if opts.error_type is not None and opts.error_type not in (letter.error_type, letter.reason):
+            return SKIP_FILTERED
+        if letter.malformed and opts.malformed == "skip":
+            return SKIP_MALFORMED
+        if letter.redrive_count >= opts.max_redrives and not opts.force:
+            return SKIP_POISON
+        return None
+
+    def _target(self, letter: DeadLetter) -> str | None:
+        if self._to_url:
+            return self._to_url
+        if letter.source_queue:
+            return letter.source_queue
+        if self.options.default_to:
+            return self.options.default_to
+        if self._redrive_sources is None:
+            self._redrive_sources = list(_dead_letter_sources(self._sqs, self._dlq_url))
+        return self._redrive_sources[0] if len(self._redrive_sources) == 1 else None
+
+    # -- sending ----------------------------------------------------------
+
+    def _send_all(self, to_send: Sequence[_Held]) -> None:
+        by_target: dict[str, list[_Held]] = {}
+        for held in to_send:
+            by_target.setdefault(held.target or "", []).append(held)
+        for target, group in by_target.items():
+            for chunk in _chunks(group, self._chunk_size()):
+                self._pace()
+                self._send_chunk(target, chunk)
+
+    def _chunk_size(self) -> int:
+        # Bursts are at most one second's worth of the rate limit.
+        if self.options.rate is None:
+            return BATCH_SIZE
+        return max(1, min(BATCH_SIZE, math.floor(self.options.rate)))
+
+    def _pace(self) -> None:
+        if self.options.rate is None:
+            return
+        due = self._started + self._sent_total / self.options.rate
+        wait = due - self._clock()
+        if wait > 0:
+            self._sleep(wait)
+
+    def _send_chunk(self, target: str, chunk: Sequence[_Held]) -> None:
+        fifo = target.endswith(".fifo")
+        entries = [_send_entry(str(i), held, fifo=fifo) for i, held in enumerate(chunk)]
+        # Counted before the call: an exception below ends the run, and pacing
+        # must not let a retry burst past the rate.
+        self._sent_total += len(entries)
+        response = self._sqs.send_message_batch(QueueUrl=target, Entries=entries)
+        sent = [chunk[int(entry["Id"])] for entry in response.get("Successful", [])]
+        failed = response.get("Failed", [])
+        self._failed += len(failed)
+        if failed:
+            # Not deleted, so still in the DLQ; release now so a re-run finds it.
+            self._release([chunk[int(entry["Id"])] for entry in failed])
+        self._delete(sent)
+
+    def _delete(self, sent: Sequence[_Held]) -> None:
+        if not sent:
+            return
+        entries: list[DeleteMessageBatchRequestEntryTypeDef] = [
+            {"Id": str(i), "ReceiptHandle": held.message.get("ReceiptHandle", "")}
+            for i, held in enumerate(sent)
+        ]
+        response = self._sqs.delete_message_batch(QueueUrl=self._dlq_url, Entries=entries)
+        for entry in response.get("Successful", []):
+            held = sent[int(entry["Id"])]
+            self._held.pop(held.letter.message_id, None)
+            self._moved += 1
+        # Sent but still in the DLQ: a re-run sends it again, and the guard
+        # absorbs that duplicate. Counted so the operator sees it.
+        self._delete_failed += len(response.get("Failed", []))
+
+    # -- releasing and reporting -----------------------------------------
+
+    def _release(self, entries: Iterable[_Held]) -> None:
+        for chunk in _chunks(list(entries), BATCH_SIZE):
+            self._sqs.change_message_visibility_batch(
+                QueueUrl=self._dlq_url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": held.message.get("ReceiptHandle", ""),
+                     "VisibilityTimeout": 0}
+                    for i, held in enumerate(chunk)
+                ],
+            )
+            for held in chunk:
+                self._held.pop(held.letter.message_id, None)
+
+    def _release_all(self) -> None:
+        """Make every message this run still holds visible again (best effort)."""
+        if not self._held or not self._dlq_url:
+            return
+        try:
+            self._release(list(self._held.values()))
+        except Exception as exc:  # the connection may be what failed; their timeout still runs out
+            if self._error is None:
+                self._error = f"release failed ({type(exc).__name__}: {exc}); held messages reappear after "
+                self._error += f"their visibility timeout ({self.options.visibility_timeout}s)"
+
+    def _depth(self) -> int | None:
+        if not self._dlq_url:
+            return None
+        try:
+            return queue_depth(self._sqs, self._dlq_url)
+        except Exception:  # a summary without "left" beats no summary after a lost connection
+            return None
+
+    def _report(self) -> None:
+        if self._on_progress is not None:
+            self._on_progress(self.summary())
+
+
+def redrive(
+    options: RedriveOptions,
+    *,
+    sqs_client: SQSClient,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    remaining_time: Callable[[], float] | None = None,
+) -> RedriveSummary:
+    """Run one redrive and return its summary.
+
+    Example:
+        >>> summary = redrive(RedriveOptions(dlq="jobs-dlq"), sqs_client=sqs)  # doctest: +SKIP
+        >>> summary.moved, dict(summary.skipped), summary.left  # doctest: +SKIP
+        (12, {'poison': 1}, 1)
+    """
+    engine = Redrive(options, sqs_client=sqs_client, clock=clock, sleep=sleep, remaining_time=remaining_time)
+    return engine.run()
+
+
+# -- the native message move task --------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class MoveTask:
+    """One SQS message move task, as ``ListMessageMoveTasks`` reports it.
+
+    Example:
+        >>> MoveTask(handle="h", status="RUNNING", source_arn="arn:dlq").status
+        'RUNNING'
+    """
+
+    handle: str | None
+    status: str
+    source_arn: str
+    destination_arn: str | None = None
+    rate: int | None = None
+    moved: int | None = None
+    to_move: int | None = None
+    failure_reason: str | None = None
+    started_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def start_native_redrive(options: RedriveOptions, *, sqs_client: SQSClient) -> str:
+    """Start SQS's own move task from the DLQ; return its task handle.
+
+    Without ``to`` SQS sends each message back to the queue it came from. It
+    cannot filter, count redrives or dry-run, so those options are refused.
+
+    Example:
+        >>> start_native_redrive(RedriveOptions(dlq="jobs-dlq", rate=50), sqs_client=sqs)  # doctest: +SKIP
+        'eyJ0YXNrSWQiOi...'
+    """
+    if options.has_filters:
+        raise RedriveError(
+            "--native moves every message and cannot filter, limit or dry-run; "
+            "drop --job/--error/--max/--dry-run or run without --native"
+        )
+    source_arn = queue_arn(sqs_client, resolve_queue_url(sqs_client, options.dlq))
+    kwargs: dict[str, Any] = {"SourceArn": source_arn}
+    if options.to:
+        kwargs["DestinationArn"] = queue_arn(sqs_client, resolve_queue_url(sqs_client, options.to))
+    if options.rate is not None:
+        kwargs["MaxNumberOfMessagesPerSecond"] = max(1, int(options.rate))
+    return sqs_client.start_message_move_task(**kwargs)["TaskHandle"]
+
+
+def native_redrive_status(dlq: str, *, sqs_client: SQSClient) -> tuple[MoveTask, ...]:
+    """The DLQ's recent move tasks, newest first (SQS keeps the last 10).
+
+    Example:
+        >>> [t.status for t in native_redrive_status("jobs-dlq", sqs_client=sqs)]  # doctest: +SKIP
+        ['RUNNING']
+    """
+    source_arn = queue_arn(sqs_client, resolve_queue_url(sqs_client, dlq))
+    results = sqs_client.list_message_move_tasks(SourceArn=source_arn, MaxResults=10).get("Results", [])
+    return tuple(
+        MoveTask(
+            handle=r.get("TaskHandle"),
+            status=r.get("Status", "UNKNOWN"),
+            source_arn=r.get("SourceArn", source_arn),
+            destination_arn=r.get("DestinationArn"),
+            rate=r.get("MaxNumberOfMessagesPerSecond"),
+            moved=r.get("ApproximateNumberOfMessagesMoved"),
+            to_move=r.get("ApproximateNumberOfMessagesToMove"),
+            failure_reason=r.get("FailureReason"),
+            started_at=r["StartedTimestamp"] / 1000 if "StartedTimestamp" in r else None,
+        )
+        for r in results
+    )
+
+
+def cancel_native_redrive(dlq: str, *, sqs_client: SQSClient) -> int:
+    """Cancel the DLQ's running move task; return how many it had moved.
+
+    Messages already moved stay moved; the rest stay in the DLQ.
+
+    Example:
+        >>> cancel_native_redrive("jobs-dlq", sqs_client=sqs)  # doctest: +SKIP
+        420
+    """
+    tasks = native_redrive_status(dlq, sqs_client=sqs_client)
+    running = [t for t in tasks if t.status == "RUNNING" and t.handle]
+    if not running:
+        raise RedriveError(f"no running message move task on {dlq}; see `sqsjobs redrive --native --status`")
+    response = sqs_client.cancel_message_move_task(TaskHandle=running[0].handle or "")
+    return response.get("ApproximateNumberOfMessagesMoved", 0)
+
+
+# -- queues and clients --------------------------------------------------------
+
+
+def resolve_queue_url(sqs_client: SQSClient, ref: str) -> str:
+    """A queue URL from a URL, an ARN or a name.
+
+    Example:
+        >>> resolve_queue_url(sqs, "https://sqs.eu-west-1.amazonaws.com/1/jobs-dlq")  # doctest: +SKIP
+        'https://sqs.eu-west-1.amazonaws.com/1/jobs-dlq'
+    """
+    if ref.startswith(("https://", "http://")):
+        return ref
+    from botocore.exceptions import ClientError
+
+    try:
+        if ref.startswith("arn:"):
+            parts = ref.split(":")
+            if len(parts) != 6 or parts[2] != "sqs":
+                raise RedriveError(f"not an SQS queue ARN: {ref}")
+            return sqs_client.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])["QueueUrl"]
+        return sqs_client.get_queue_url(QueueName=ref)["QueueUrl"]
+    except ClientError as exc:
+        raise RedriveError(f"queue {ref!r} not found: {exc}") from exc
+
+
+def queue_name(url_or_name: str) -> str:
+    """The queue name at the end of a URL or ARN.
+
+    Example:
+        >>> queue_name("http://127.0.0.1:5000/123456789012/jobs-dlq")
+        'jobs-dlq'
+    """
+    if url_or_name.startswith("arn:"):
+        return url_or_name.rsplit(":", 1)[-1]
+    return urlparse(url_or_name).path.rstrip("/").rsplit("/", 1)[-1] or url_or_name
+
+
+def queue_arn(sqs_client: SQSClient, url: str) -> str:
+    """The queue's ARN (``GetQueueAttributes``)."""
+    attrs = sqs_client.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
+    return attrs["QueueArn"]
+
+
+def queue_depth(sqs_client: SQSClient, url: str) -> int:
+    """Approximate messages in the queue: visible + in flight + delayed.
+
+    Example:
+        >>> queue_depth(sqs, dlq_url)  # doctest: +SKIP
+        3
+    """
+    attrs = sqs_client.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ],
+    ).get("Attributes", {})
+    return sum(int(value) for value in attrs.values())
+
+
+def _dead_letter_sources(sqs_client: SQSClient, dlq_url: str) -> Iterator[str]:
+    paginator = sqs_client.get_paginator("list_dead_letter_source_queues")
+    for page in paginator.paginate(QueueUrl=dlq_url):
+        yield from page.get("queueUrls", [])
+
+
+def make_sqs_client(*, endpoint_url: str | None = None, region: str | None = None) -> SQSClient:
+    """An SQS client for AWS or the local cloud (``AWS_ENDPOINT_URL`` is honoured).
+
+    Example:
+        >>> make_sqs_client(endpoint_url="http://127.0.0.1:5000").meta.endpoint_url  # doctest: +SKIP
+        'http://127.0.0.1:5000'
+    """
+    import boto3
+
+    return boto3.session.Session().client("sqs", **_client_kwargs(endpoint_url, region))
+
+
+def make_cloudwatch_client(*, endpoint_url: str | None = None, region: str | None = None) -> CloudWatchClient:
+    """A CloudWatch client for AWS or the local cloud (``AWS_ENDPOINT_URL`` is honoured)."""
+    import boto3
+
+    return boto3.session.Session().client("cloudwatch", **_client_kwargs(endpoint_url, region))
+
+
+def _client_kwargs(endpoint_url: str | None, region: str | None) -> dict[str, Any]:
+    import boto3
+
+    endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
+    kwargs: dict[str, Any] = {}
+    if endpoint:
+        kwargs["endpoint_url"] = endpoint
+    if region:
+        kwargs["region_name"] = region
+    if endpoint and _is_loopback(endpoint):
+        session = boto3.session.Session()
+        # The local cloud accepts any signature: a laptop with no AWS profile
+        # should still run the runbook's commands as written.
+        if session.get_credentials() is None:
+            kwargs.update(aws_access_key_id="testing", aws_secret_access_key="testing")
+        if region is None and session.region_name is None:
+            kwargs["region_name"] = "us-east-1"
+    return kwargs
+
+
+def _is_loopback(endpoint: str) -> bool:
+    return urlparse(endpoint).hostname in ("127.0.0.1", "localhost", "::1")
+
+
+# -- message helpers -----------------------------------------------------------
+
+
+def _attr(attrs: Mapping[str, MessageAttributeValueOutputTypeDef], name: str) -> str | None:
+    value = attrs.get(name)
+    return value.get("StringValue") if value is not None else None
+
+
+def _int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(float(value))
+    except ValueError:
+        return None
+
+
+def _body_job(body: str) -> str | None:
+    """The job named by an envelope body, or None when the body is not one."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    job = data.get("job") if isinstance(data, dict) else None
+    return job if isinstance(job, str) and job else None
+
+
+def _plan(letter: DeadLetter, action: str, target: str | None) -> PlannedMove:
+    return PlannedMove(
+        message_id=letter.message_id,
+        job=letter.job,
+        reason=letter.reason,
+        error_type=letter.error_type,
+        age_seconds=letter.age_seconds,
+        redrive_count=letter.redrive_count,
+        action=action,
+        target=target,
+    )
+
+
+def _resend_attributes(
+    message: MessageTypeDef, letter: DeadLetter
+) -> dict[str, MessageAttributeValueTypeDef]:
+    attrs: dict[str, MessageAttributeValueTypeDef] = {}
+    for name, value in message.get("MessageAttributes", {}).items():
+        if name in STALE_REASON_ATTRIBUTES or name == ATTR_REDRIVE_COUNT:
+            continue
+        # Only the value fields: the *ListValues fields come back empty and
+        # SQS rejects them on send ("reserved for future use").
+        copy: MessageAttributeValueTypeDef = {"DataType": value["DataType"]}
+        if "StringValue" in value:
+            copy["StringValue"] = value["StringValue"]
+        if "BinaryValue" in value:
+            copy["BinaryValue"] = value["BinaryValue"]
+        attrs[name] = copy
+    attrs[ATTR_REDRIVE_COUNT] = {"DataType": "Number", "StringValue": str(letter.redrive_count + 1)}
+    return attrs
+
+
+def dedup_id(message: MessageTypeDef, redrive_count: int) -> str:
+    """A FIFO deduplication id for the ``redrive_count``-th redrive of ``message``.
+
+    Deterministic, so a re-run that sends the same DLQ message again within
+    SQS's 5-minute window is deduplicated by SQS itself; fresh, because the
+    original id would be swallowed as a duplicate of the first delivery.
+
+    Example:
+        >>> dedup_id({"MessageId": "m1", "Attributes": {"MessageDeduplicationId": "k"}}, 1) == \\
+        ...     dedup_id({"MessageId": "m2", "Attributes": {"MessageDeduplicationId": "k"}}, 1)
+        True
+    """
+    original = (
+        message.get("Attributes", {}).get("MessageDeduplicationId")
+        or _attr(message.get("MessageAttributes", {}), ATTR_ORIGINAL_MESSAGE_ID)
+        or message.get("MessageId", "")
+    )
+    return hashlib.sha256(f"{original}|redrive|{redrive_count}".encode()).hexdigest()
+
+
+def _send_entry(entry_id: str, held: _Held, *, fifo: bool) -> SendMessageBatchRequestEntryTypeDef:
+    message, letter = held.message, held.letter
+    entry: SendMessageBatchRequestEntryTypeDef = {
+        "Id": entry_id,
+        "MessageBody": message.get("Body", ""),
+        "MessageAttributes": _resend_attributes(message, letter),
+    }
+    if fifo:
+        # The group keeps per-entity ordering; a message from a standard DLQ
+        # has none, and its job name is the closest stand-in.
+        entry["MessageGroupId"] = message.get("Attributes", {}).get("MessageGroupId") or letter.job
+        entry["MessageDeduplicationId"] = dedup_id(message, letter.redrive_count + 1)
+    return entry
+
+
+def _entry_bytes(held: _Held) -> int:
+    size = len(held.message.get("Body", "").encode())
+    for name, value in held.message.get("MessageAttributes", {}).items():
+        size += len(name) + len(value.get("DataType", "")) + len(value.get("StringValue", "").encode())
+        size += len(value.get("BinaryValue", b""))
+    return size + 64  # the redrive count attribute and FIFO ids
+
+
+def _chunks(items: Sequence[_Held], size: int) -> Iterator[list[_Held]]:
+    """Chunks of at most ``size`` entries and ``BATCH_BYTES`` bytes."""
+    chunk: list[_Held] = []
+    total = 0
+    for item in items:
+        nbytes = _entry_bytes(item)
+        if chunk and (len(chunk) >= size or total + nbytes > BATCH_BYTES):
+            yield chunk
+            chunk, total = [], 0
+        chunk.append(item)
+        total += nbytes
+    if chunk:
+        yield chunk
+
+
+# -- the Lambda entry's logic ----------------------------------------------------
+
+
+def options_from_event(
+    event: Mapping[str, Any], *, environ: Mapping[str, str] | None = None
+) -> RedriveOptions:
+    """Options from a Lambda event; names follow the CLI flags (``error``, ``max``, ``dry_run``...).
+
+    Example:
+        >>> options_from_event({"job": "a", "max": 5}, environ={"SQSJOBS_DLQ_URL": "u"}).max_messages
+        5
+    """
+    env = os.environ if environ is None else environ
+    known = {"dlq", "to", "job", "error", "max", "rate", "dry_run", "force", "max_redrives", "malformed",
+             "native", "status", "cancel", "wait_time_seconds", "visibility_timeout", "stop_margin_seconds"}
+    unknown = sorted(set(event) - known)
+    if unknown:
+        raise RedriveError(f"unknown redrive option(s) {unknown}; use {sorted(known)}")
+    try:
+        return RedriveOptions(
+            dlq=str(event.get("dlq") or env.get("SQSJOBS_DLQ_URL", "")),
+            to=event.get("to"),
+            default_to=env.get("SQSJOBS_QUEUE_URL") or None,
+            job=event.get("job"),
+            error_type=event.get("error"),
+            max_messages=int(event["max"]) if event.get("max") is not None else None,
+            rate=float(event["rate"]) if event.get("rate") is not None else None,
+            dry_run=bool(event.get("dry_run", False)),
+            force=bool(event.get("force", False)),
+            max_redrives=int(event.get("max_redrives", 3)),
+            malformed=event.get("malformed", "move"),
+            wait_time_seconds=int(event.get("wait_time_seconds", 1)),
+            visibility_timeout=int(event.get("visibility_timeout", 60)),
+            stop_margin_seconds=float(event.get("stop_margin_seconds", 10.0)),
+        )
+    except (TypeError, ValueError) as exc:
+        raise RedriveError(f"bad redrive option: {exc}") from exc
+
+
+def handle_redrive_event(
+    event: Mapping[str, Any],
+    context: Any,
+    *,
+    sqs_client: SQSClient,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run what the event asks (redrive, native start/status/cancel) within the Lambda's time.
+
+    Example:
+        >>> event = {"job": "invoice-email", "max": 100}
+        >>> handle_redrive_event(event, context, sqs_client=sqs)  # doctest: +SKIP
+        {'moved': 100, 'stopped': 'max', 'left': 20, ...}
+    """
+    options = options_from_event(event, environ=environ)
+    if event.get("status"):
+        tasks = native_redrive_status(options.dlq, sqs_client=sqs_client)
+        return {"tasks": [t.to_dict() for t in tasks]}
+    if event.get("cancel"):
+        return {"cancelled": True, "moved": cancel_native_redrive(options.dlq, sqs_client=sqs_client)}
+    if event.get("native"):
+        return {"task_handle": start_native_redrive(options, sqs_client=sqs_client)}
+    engine = Redrive(
+        options,
+        sqs_client=sqs_client,
+        remaining_time=lambda: float(context.get_remaining_time_in_millis()) / 1000.0,
+    )
+    return engine.run().to_dict()
