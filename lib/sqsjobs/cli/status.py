@@ -1,9 +1,137 @@
-"""`sqsjobs status`: placeholder until its issue lands (it registers nothing yet)."""
+"""`sqsjobs status`: queue depth, oldest age, the DLQ by job and reason, alarms, recent failures.
+
+Thin over :mod:`sqsjobs.status`: rich tables for people, ``--json`` for scripts.
+"""
 
 from __future__ import annotations
 
+import json
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+from sqsjobs.cli.redrive import format_age
+from sqsjobs.redrive import RedriveError, make_cloudwatch_client, make_sqs_client
+from sqsjobs.status import DEFAULT_RECENT, DEFAULT_SAMPLE, StatusError, StatusReport, collect_status
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from sqsjobs.status import QueueStatus
+
+EXIT_USAGE = 2
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app`` (none yet)."""
+    """Add ``sqsjobs status`` to ``app``.
+
+    Example:
+        >>> app = typer.Typer()
+        >>> register(app)
+        >>> [c.name for c in app.registered_commands]
+        ['status']
+    """
+
+    @app.command("status")
+    def status_command(
+        queue: Annotated[
+            str | None,
+            typer.Option(envvar="SQSJOBS_QUEUE_URL", help="The jobs queue: URL, ARN or name."),
+        ] = None,
+        dlq: Annotated[
+            str | None,
+            typer.Option(envvar="SQSJOBS_DLQ_URL", help="Its DLQ (default: the queue's redrive target)."),
+        ] = None,
+        json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+        sample: Annotated[
+            int, typer.Option(min=1, max=1000, help="Peek at most this many DLQ messages.")
+        ] = DEFAULT_SAMPLE,
+        recent: Annotated[int, typer.Option(min=0, help="Show this many recent failures.")] = DEFAULT_RECENT,
+        alarm_prefix: Annotated[
+            str | None,
+            typer.Option(help="Alarms named with this prefix (default: alarms on these queues/metrics)."),
+        ] = None,
+        endpoint_url: Annotated[
+            str | None,
+            typer.Option(envvar="AWS_ENDPOINT_URL", help="AWS endpoint, e.g. the local cloud's."),
+        ] = None,
+        region: Annotated[
+            str | None, typer.Option(envvar=["AWS_REGION", "AWS_DEFAULT_REGION"], help="AWS region.")
+        ] = None,
+    ) -> None:
+        """Show queue depth, oldest age, the DLQ by job and reason, alarms and recent failures."""
+        from rich.console import Console
+
+        console = Console(stderr=json_output)
+        try:
+            report = collect_status(
+                sqs_client=make_sqs_client(endpoint_url=endpoint_url, region=region),
+                cloudwatch_client=make_cloudwatch_client(endpoint_url=endpoint_url, region=region),
+                queue=queue,
+                dlq=dlq,
+                sample=sample,
+                recent=recent,
+                alarm_prefix=alarm_prefix,
+            )
+        except (StatusError, RedriveError) as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(EXIT_USAGE) from exc
+        if json_output:
+            typer.echo(json.dumps(report.to_dict(), indent=2))
+        else:
+            print_report(console, report)
+
+
+def print_report(console: Console, report: StatusReport) -> None:
+    """Render ``report`` as rich tables.
+
+    Example:
+        >>> from rich.console import Console
+        >>> from sqsjobs.status import StatusReport
+        >>> print_report(Console(width=80), StatusReport(queue=None, dlq=None, dlq_groups=(),
+        ...     dlq_sampled=0, alarms=(), recent_failures=(), notes=()))  # doctest: +ELLIPSIS
+        <BLANKLINE>...
+    """
+    from rich.table import Table
+
+    queues = Table(title="queues")
+    for name in ("queue", "visible", "in flight", "delayed", "oldest age", "age from"):
+        queues.add_column(name, justify="left" if name in ("queue", "age from") else "right")
+    for label, q in (("jobs", report.queue), ("dlq", report.dlq)):
+        if q is not None:
+            queues.add_row(*_queue_row(label, q))
+    console.print(queues)
+
+    groups = Table(title=f"DLQ by job and reason ({report.dlq_sampled} peeked)")
+    for name in ("job", "reason", "error type", "count", "oldest"):
+        groups.add_column(name, justify="right" if name in ("count", "oldest") else "left")
+    for g in report.dlq_groups:
+        groups.add_row(g.job, g.reason, g.error_type, str(g.count), format_age(g.oldest_age_seconds))
+    console.print(groups)
+
+    alarms = Table(title="alarms")
+    for name in ("alarm", "state", "metric", "reason"):
+        alarms.add_column(name)
+    for a in report.alarms:
+        style = "bold red" if a.firing else ("green" if a.state == "OK" else "yellow")
+        alarms.add_row(a.name, f"[{style}]{a.state}[/{style}]", a.metric, a.reason[:80])
+    console.print(alarms)
+
+    recent = Table(title="recent failures (newest first)")
+    for name in ("age", "job", "reason", "error", "attempts", "redrives", "message"):
+        recent.add_column(name)
+    for f in report.recent_failures:
+        recent.add_row(
+            format_age(f.age_seconds), f.job, f.reason, f.error_type,
+            "?" if f.attempts is None else str(f.attempts), str(f.redrive_count), f.error_message[:60],
+        )
+    console.print(recent)
+    for note in report.notes:
+        console.print(f"[dim]note: {note}[/dim]")
+
+
+def _queue_row(label: str, q: QueueStatus) -> tuple[str, ...]:
+    return (
+        f"{label}: {q.name}", str(q.visible), str(q.in_flight), str(q.delayed),
+        format_age(q.oldest_age_seconds), q.oldest_age_source,
+    )

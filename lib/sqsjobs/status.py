@@ -1,0 +1,440 @@
+"""`sqsjobs status`: what the paged engineer looks at first.
+
+Queue depth and in-flight counts, the oldest message's age, the DLQ grouped by
+job and reason, alarm states and the most recent failures, as one frozen
+:class:`StatusReport` (rendered as rich tables or JSON by ``sqsjobs.cli.status``).
+
+What it must never do:
+
+- receive from the *jobs* queue: every receive counts toward the queue's
+  ``maxReceiveCount`` and the worker's attempt number, so peeking could push a
+  healthy message into the DLQ. Only the DLQ is peeked (nothing redrives out
+  of it by receive count), and every peeked message is made visible again;
+- call AWS at import (clients are injected).
+
+The oldest age comes from CloudWatch's ``ApproximateAgeOfOldestMessage``.
+Where CloudWatch has no datapoint (a new queue, the local cloud), the DLQ's
+age is estimated from the peeked sample and the jobs queue's is reported as
+unknown, each with its source named.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from sqsjobs.errors import SqsJobsError
+from sqsjobs.redrive import DeadLetter, queue_name, resolve_queue_url
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_cloudwatch.type_defs import MetricAlarmTypeDef
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+DEFAULT_SAMPLE: Final = 100
+DEFAULT_RECENT: Final = 10
+# Long enough to finish the peek before the first peeked message reappears,
+# short enough that a crash mid-peek hides nothing for long.
+PEEK_VISIBILITY_SECONDS: Final = 30
+ERROR_MESSAGE_CHARS: Final = 200
+
+AgeSource = Literal["cloudwatch", "peek", "empty", "unknown"]
+
+
+class StatusError(SqsJobsError):
+    """Raised when status cannot tell which queues to look at."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueueStatus:
+    """Depth of one queue and the age of its oldest message.
+
+    Example:
+        >>> QueueStatus(name="jobs", url="u", visible=3, in_flight=1, delayed=0,
+        ...             oldest_age_seconds=None, oldest_age_source="unknown").depth
+        4
+    """
+
+    name: str
+    url: str
+    visible: int
+    in_flight: int
+    delayed: int
+    oldest_age_seconds: float | None
+    oldest_age_source: AgeSource
+
+    @property
+    def depth(self) -> int:
+        """Visible + in flight + delayed."""
+        return self.visible + self.in_flight + self.delayed
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeadLetterGroup:
+    """Dead letters of one job with one reason and error type (from the peeked sample).
+
+    Example:
+        >>> DeadLetterGroup(job="a", reason="exhausted", error_type="TimeoutError", count=2,
+        ...                 oldest_age_seconds=60.0).count
+        2
+    """
+
+    job: str
+    reason: str
+    error_type: str
+    count: int
+    oldest_age_seconds: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecentFailure:
+    """One recent dead letter: which job, why, when.
+
+    Example:
+        >>> RecentFailure(message_id="m", job="a", reason="permanent", error_type="KeyError",
+        ...               error_message="'x'", attempts=1, redrive_count=0, age_seconds=5.0).job
+        'a'
+    """
+
+    message_id: str
+    job: str
+    reason: str
+    error_type: str
+    error_message: str
+    attempts: int | None
+    redrive_count: int
+    age_seconds: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlarmState:
+    """One CloudWatch alarm and its state (``OK``, ``ALARM``, ``INSUFFICIENT_DATA``).
+
+    Example:
+        >>> AlarmState(name="jobs-dlq-not-empty", state="ALARM", reason="1 > 0", metric="x",
+        ...            updated_at=None).firing
+        True
+    """
+
+    name: str
+    state: str
+    reason: str
+    metric: str
+    updated_at: float | None
+
+    @property
+    def firing(self) -> bool:
+        """True in state ``ALARM``."""
+        return self.state == "ALARM"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatusReport:
+    """Everything ``sqsjobs status`` shows.
+
+    ``dlq_sampled`` is how many DLQ messages the groups and recent failures
+    were computed from; when it is below the DLQ's depth they are a sample.
+
+    Example:
+        >>> StatusReport(queue=None, dlq=None, dlq_groups=(), dlq_sampled=0, alarms=(),
+        ...              recent_failures=(), notes=()).to_dict()["dlq_sampled"]
+        0
+    """
+
+    queue: QueueStatus | None
+    dlq: QueueStatus | None
+    dlq_groups: tuple[DeadLetterGroup, ...]
+    dlq_sampled: int
+    alarms: tuple[AlarmState, ...]
+    recent_failures: tuple[RecentFailure, ...]
+    notes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``sqsjobs status --json``)."""
+        data = asdict(self)
+        for key in ("queue", "dlq"):
+            value = getattr(self, key)
+            if value is not None:
+                data[key]["depth"] = value.depth
+        data["alarms_firing"] = [a.name for a in self.alarms if a.firing]
+        return data
+
+
+def collect_status(
+    *,
+    sqs_client: SQSClient,
+    cloudwatch_client: CloudWatchClient | None = None,
+    queue: str | None = None,
+    dlq: str | None = None,
+    sample: int = DEFAULT_SAMPLE,
+    recent: int = DEFAULT_RECENT,
+    alarm_prefix: str | None = None,
+    namespace: str | None = None,
+    clock: Callable[[], float] = time.time,
+) -> StatusReport:
+    """Read queue depths, peek the DLQ, read alarms; return one report.
+
+    ``queue``/``dlq`` are URLs, ARNs or names, defaulting to
+    ``SQSJOBS_QUEUE_URL``/``SQSJOBS_DLQ_URL``; the DLQ is otherwise found from
+    the queue's redrive policy.
+
+    Example:
+        >>> report = collect_status(sqs_client=sqs, cloudwatch_client=cw, queue="jobs")  # doctest: +SKIP
+        >>> report.dlq.depth, [g.job for g in report.dlq_groups]  # doctest: +SKIP
+        (2, ['invoice-email'])
+    """
+    queue = queue or os.environ.get("SQSJOBS_QUEUE_URL") or None
+    dlq = dlq or os.environ.get("SQSJOBS_DLQ_URL") or None
+    if not queue and not dlq:
+        raise StatusError("which queue? pass --queue (and --dlq) or set SQSJOBS_QUEUE_URL / SQSJOBS_DLQ_URL")
+    notes: list[str] = []
+    queue_url = resolve_queue_url(sqs_client, queue) if queue else None
+    dlq_url = resolve_queue_url(sqs_client, dlq) if dlq else _dlq_of(sqs_client, queue_url)
+    if dlq_url is None:
+        notes.append("the queue has no redrive policy: no DLQ to inspect")
+
+    letters = _peek(sqs_client, dlq_url, sample=sample, now=clock()) if dlq_url else []
+    queue_status = None
+    if queue_url:
+        queue_status = _queue_status(sqs_client, cloudwatch_client, queue_url, letters=None, now=clock())
+        if queue_status.oldest_age_source == "unknown":
+            notes.append(
+                f"oldest age of {queue_status.name} unknown: no CloudWatch datapoint "
+                "(the jobs queue is never peeked: a receive would count toward maxReceiveCount)"
+            )
+    dlq_status = None
+    if dlq_url:
+        dlq_status = _queue_status(sqs_client, cloudwatch_client, dlq_url, letters=letters, now=clock())
+        if dlq_status.oldest_age_source == "peek":
+            notes.append(f"oldest age of {dlq_status.name}: estimated from a peek of {len(letters)}")
+        if len(letters) < dlq_status.visible:
+            notes.append(f"DLQ groups are a sample: {len(letters)} of ~{dlq_status.depth} messages")
+
+    alarms: tuple[AlarmState, ...] = ()
+    if cloudwatch_client is not None:
+        names = {queue_name(u) for u in (queue_url, dlq_url) if u}
+        ns = namespace or os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "sqsjobs"
+        alarms = tuple(_alarms(cloudwatch_client, prefix=alarm_prefix, queue_names=names, namespace=ns))
+    return StatusReport(
+        queue=queue_status,
+        dlq=dlq_status,
+        dlq_groups=_group(letters),
+        dlq_sampled=len(letters),
+        alarms=alarms,
+        recent_failures=_recent(letters, recent),
+        notes=tuple(notes),
+    )
+
+
+def _dlq_of(sqs_client: SQSClient, queue_url: str | None) -> str | None:
+    import json
+
+    if queue_url is None:
+        return None
+    attrs = sqs_client.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["RedrivePolicy"])
+    policy = attrs.get("Attributes", {}).get("RedrivePolicy")
+    if not policy:
+        return None
+    return resolve_queue_url(sqs_client, json.loads(policy)["deadLetterTargetArn"])
+
+
+def _queue_status(
+    sqs_client: SQSClient,
+    cloudwatch_client: CloudWatchClient | None,
+    url: str,
+    *,
+    letters: list[DeadLetter] | None,
+    now: float,
+) -> QueueStatus:
+    attrs = sqs_client.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ],
+    ).get("Attributes", {})
+    visible = int(attrs.get("ApproximateNumberOfMessages", 0))
+    in_flight = int(attrs.get("ApproximateNumberOfMessagesNotVisible", 0))
+    delayed = int(attrs.get("ApproximateNumberOfMessagesDelayed", 0))
+    name = queue_name(url)
+    age: float | None = None
+    source: AgeSource = "unknown"
+    if cloudwatch_client is not None:
+        age = _cloudwatch_oldest_age(cloudwatch_client, name, now=now)
+        source = "cloudwatch" if age is not None else "unknown"
+    if age is None and visible + in_flight + delayed == 0:
+        age, source = 0.0, "empty"
+    elif age is None and letters:
+        ages = [letter.age_seconds for letter in letters if letter.age_seconds is not None]
+        if ages:
+            age, source = max(ages), "peek"
+    return QueueStatus(
+        name=name,
+        url=url,
+        visible=visible,
+        in_flight=in_flight,
+        delayed=delayed,
+        oldest_age_seconds=age,
+        oldest_age_source=source,
+    )
+
+
+def _cloudwatch_oldest_age(cloudwatch_client: CloudWatchClient, name: str, *, now: float) -> float | None:
+    end = datetime.fromtimestamp(now, tz=UTC)
+    response = cloudwatch_client.get_metric_statistics(
+        Namespace="AWS/SQS",
+        MetricName="ApproximateAgeOfOldestMessage",
+        Dimensions=[{"Name": "QueueName", "Value": name}],
+        StartTime=end - timedelta(minutes=15),
+        EndTime=end,
+        Period=60,
+        Statistics=["Maximum"],
+    )
+    points = sorted(response.get("Datapoints", []), key=lambda p: p["Timestamp"])
+    if not points or "Maximum" not in points[-1]:
+        return None
+    return float(points[-1]["Maximum"])
+
+
+def _peek(sqs_client: SQSClient, dlq_url: str, *, sample: int, now: float) -> list[DeadLetter]:
+    """Receive up to ``sample`` DLQ messages, then make every one visible again."""
+    received: dict[str, MessageTypeDef] = {}
+    try:
+        while len(received) < sample:
+            messages = sqs_client.receive_message(
+                QueueUrl=dlq_url,
+                MaxNumberOfMessages=min(10, sample - len(received)),
+                VisibilityTimeout=PEEK_VISIBILITY_SECONDS,
+                WaitTimeSeconds=0,
+                MessageAttributeNames=["All"],
+                AttributeNames=["All"],
+            ).get("Messages", [])
+            fresh = [m for m in messages if m.get("MessageId", "") not in received]
+            for m in messages:
+                received[m.get("MessageId", "")] = m
+            if not fresh:
+                break
+    finally:
+        _make_visible(sqs_client, dlq_url, received.values())
+    return [DeadLetter.from_message(m, now=now) for m in received.values()]
+
+
+def _make_visible(sqs_client: SQSClient, url: str, messages: Iterable[MessageTypeDef]) -> None:
+    handles = [m.get("ReceiptHandle", "") for m in messages]
+    for start in range(0, len(handles), 10):
+        sqs_client.change_message_visibility_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": 0}
+                for i, h in enumerate(handles[start : start + 10])
+            ],
+        )
+
+
+def _group(letters: list[DeadLetter]) -> tuple[DeadLetterGroup, ...]:
+    groups: dict[tuple[str, str, str], list[DeadLetter]] = defaultdict(list)
+    for letter in letters:
+        groups[letter.job, letter.reason, letter.error_type].append(letter)
+    out = []
+    for (job, reason, error_type), members in groups.items():
+        ages = [m.age_seconds for m in members if m.age_seconds is not None]
+        out.append(
+            DeadLetterGroup(
+                job=job,
+                reason=reason,
+                error_type=error_type,
+                count=len(members),
+                oldest_age_seconds=max(ages) if ages else None,
+            )
+        )
+    return tuple(sorted(out, key=lambda g: (-g.count, g.job, g.reason, g.error_type)))
+
+
+def _recent(letters: list[DeadLetter], limit: int) -> tuple[RecentFailure, ...]:
+    newest = sorted(letters, key=lambda m: -(m.sent_at or 0.0))[:limit]
+    return tuple(
+        RecentFailure(
+            message_id=m.message_id,
+            job=m.job,
+            reason=m.reason,
+            error_type=m.error_type,
+            error_message=m.error_message[:ERROR_MESSAGE_CHARS],
+            attempts=m.attempts,
+            redrive_count=m.redrive_count,
+            age_seconds=m.age_seconds,
+        )
+        for m in newest
+    )
+
+
+def _alarms(
+    cloudwatch_client: CloudWatchClient, *, prefix: str | None, queue_names: set[str], namespace: str
+) -> Iterable[AlarmState]:
+    paginator = cloudwatch_client.get_paginator("describe_alarms")
+    kwargs: dict[str, Any] = {"AlarmTypes": ["MetricAlarm", "CompositeAlarm"]}
+    if prefix:
+        kwargs["AlarmNamePrefix"] = prefix
+    for page in paginator.paginate(**kwargs):
+        for alarm in page.get("MetricAlarms", []):
+            metric = _metric_label(alarm)
+            if prefix or _concerns(alarm, queue_names, namespace):
+                yield _alarm_state(alarm, metric)
+        for composite in page.get("CompositeAlarms", []):
+            # A composite names no metric; without a prefix we cannot tell it is ours.
+            if prefix:
+                yield AlarmState(
+                    name=composite.get("AlarmName", ""),
+                    state=composite.get("StateValue", "INSUFFICIENT_DATA"),
+                    reason=composite.get("StateReason", ""),
+                    metric=composite.get("AlarmRule", ""),
+                    updated_at=_ts(composite.get("StateUpdatedTimestamp")),
+                )
+
+
+def _alarm_state(alarm: MetricAlarmTypeDef, metric: str) -> AlarmState:
+    return AlarmState(
+        name=alarm.get("AlarmName", ""),
+        state=alarm.get("StateValue", "INSUFFICIENT_DATA"),
+        reason=alarm.get("StateReason", ""),
+        metric=metric,
+        updated_at=_ts(alarm.get("StateUpdatedTimestamp")),
+    )
+
+
+def _concerns(alarm: MetricAlarmTypeDef, queue_names: set[str], namespace: str) -> bool:
+    """True when the alarm watches one of our queues or our metric namespace."""
+    metrics: list[tuple[str, dict[str, str]]] = []
+    if "MetricName" in alarm:
+        dims = {d["Name"]: d["Value"] for d in alarm.get("Dimensions", [])}
+        metrics.append((alarm.get("Namespace", ""), dims))
+    for query in alarm.get("Metrics", []):
+        stat = query.get("MetricStat")
+        if stat is not None:
+            m = stat["Metric"]
+            metrics.append((m.get("Namespace", ""), {d["Name"]: d["Value"] for d in m.get("Dimensions", [])}))
+    for ns, dims in metrics:
+        if ns == namespace:
+            return True
+        if ns == "AWS/SQS" and dims.get("QueueName") in queue_names:
+            return True
+    return False
+
+
+def _metric_label(alarm: MetricAlarmTypeDef) -> str:
+    if "MetricName" in alarm:
+        return f"{alarm.get('Namespace', '')}/{alarm['MetricName']}"
+    queries = alarm.get("Metrics", [])
+    names = [q["MetricStat"]["Metric"].get("MetricName", "") for q in queries if "MetricStat" in q]
+    return "math(" + ", ".join(names) + ")" if names else ""
+
+
+def _ts(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None

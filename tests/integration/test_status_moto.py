@@ -1,0 +1,172 @@
+"""`sqsjobs status` against moto: depths, DLQ groups, alarms, JSON, and the peek leaves no trace."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from sqsjobs.cli import build_app
+from sqsjobs.status import StatusError, collect_status
+from typer.testing import CliRunner
+
+REGION = "us-east-1"
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_ENDPOINT_URL", "SQSJOBS_QUEUE_URL", "SQSJOBS_DLQ_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with mock_aws():
+        yield boto3.client("sqs", region_name=REGION), boto3.client("cloudwatch", region_name=REGION)
+
+
+def make_queues(sqs: Any) -> tuple[str, str]:
+    dlq = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    policy = json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": 3})
+    src = sqs.create_queue(QueueName="jobs", Attributes={"RedrivePolicy": policy})["QueueUrl"]
+    return src, dlq
+
+
+def dead_letter(sqs: Any, dlq: str, job: str, reason: str, error_type: str, message: str = "boom") -> None:
+    attrs = {
+        "sqsjobs.job": job, "sqsjobs.reason": reason, "sqsjobs.error_type": error_type,
+        "sqsjobs.error_message": message,
+    }
+    sqs.send_message(
+        QueueUrl=dlq,
+        MessageBody=json.dumps({"v": 1, "job": job, "args": {}}),
+        MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attrs.items()}
+        | {"sqsjobs.attempts": {"DataType": "Number", "StringValue": "3"}},
+    )
+
+
+def seed(sqs: Any, cw: Any) -> tuple[str, str]:
+    src, dlq = make_queues(sqs)
+    for i in range(4):
+        sqs.send_message(QueueUrl=src, MessageBody=json.dumps({"v": 1, "job": "invoice-email", "args": {"i": i}}))
+    dead_letter(sqs, dlq, "invoice-email", "exhausted", "TimeoutError")
+    dead_letter(sqs, dlq, "invoice-email", "exhausted", "TimeoutError")
+    dead_letter(sqs, dlq, "sync-account", "permanent", "KeyError", "'account 7'")
+    cw.put_metric_alarm(
+        AlarmName="jobs-dlq-not-empty", Namespace="AWS/SQS", MetricName="ApproximateNumberOfMessagesVisible",
+        Dimensions=[{"Name": "QueueName", "Value": "jobs-dlq"}], Statistic="Maximum", Period=60,
+        EvaluationPeriods=1, Threshold=0, ComparisonOperator="GreaterThanThreshold",
+    )
+    cw.put_metric_alarm(
+        AlarmName="jobs-failure-rate", Namespace="sqsjobs", MetricName="JobFailed",
+        Dimensions=[{"Name": "service", "Value": "demo"}], Statistic="Sum", Period=60,
+        EvaluationPeriods=1, Threshold=5, ComparisonOperator="GreaterThanThreshold",
+    )
+    cw.put_metric_alarm(
+        AlarmName="someone-elses-alarm", Namespace="AWS/EC2", MetricName="CPUUtilization",
+        Statistic="Average", Period=60, EvaluationPeriods=1, Threshold=90,
+        ComparisonOperator="GreaterThanThreshold",
+    )
+    cw.set_alarm_state(AlarmName="jobs-dlq-not-empty", StateValue="ALARM", StateReason="3 > 0")
+    return src, dlq
+
+
+def test_report_counts_groups_and_alarms(aws: Any) -> None:
+    sqs, cw = aws
+    src, dlq = seed(sqs, cw)
+    sqs.receive_message(QueueUrl=src, MaxNumberOfMessages=1, VisibilityTimeout=300)  # one in flight
+
+    report = collect_status(sqs_client=sqs, cloudwatch_client=cw, queue="jobs")
+
+    assert report.queue is not None and report.dlq is not None
+    assert (report.queue.visible, report.queue.in_flight) == (3, 1)
+    assert report.queue.oldest_age_source == "unknown"  # moto has no CloudWatch SQS metrics; never peeked
+    assert report.dlq.url == dlq and report.dlq.visible == 3
+    assert report.dlq.oldest_age_source == "peek"
+    groups = [(g.job, g.reason, g.error_type, g.count) for g in report.dlq_groups]
+    assert groups == [
+        ("invoice-email", "exhausted", "TimeoutError", 2),
+        ("sync-account", "permanent", "KeyError", 1),
+    ]
+    states = {a.name: a.state for a in report.alarms}
+    assert set(states) == {"jobs-dlq-not-empty", "jobs-failure-rate"}  # not the EC2 one
+    assert states["jobs-dlq-not-empty"] == "ALARM"
+    assert {f.error_message for f in report.recent_failures} == {"boom", "'account 7'"}
+    assert any("unknown" in n for n in report.notes)
+
+
+def test_peek_leaves_the_dlq_visible_and_the_jobs_queue_untouched(aws: Any) -> None:
+    sqs, cw = aws
+    src, dlq = seed(sqs, cw)
+    collect_status(sqs_client=sqs, cloudwatch_client=cw, queue=src, dlq=dlq)
+    attrs = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["All"])["Attributes"]
+    assert (attrs["ApproximateNumberOfMessages"], attrs["ApproximateNumberOfMessagesNotVisible"]) == ("3", "0")
+    # The jobs queue was never received from: no receive count was spent.
+    msgs = sqs.receive_message(QueueUrl=src, MaxNumberOfMessages=10, AttributeNames=["ApproximateReceiveCount"])
+    assert {m["Attributes"]["ApproximateReceiveCount"] for m in msgs["Messages"]} == {"1"}
+
+
+def test_sample_limits_the_peek_and_says_so(aws: Any) -> None:
+    sqs, cw = aws
+    _, dlq = seed(sqs, cw)
+    report = collect_status(sqs_client=sqs, cloudwatch_client=cw, dlq=dlq, sample=2)
+    assert report.dlq_sampled == 2
+    assert any("sample" in n for n in report.notes)
+
+
+def test_alarm_prefix_selects_by_name(aws: Any) -> None:
+    sqs, cw = aws
+    _, dlq = seed(sqs, cw)
+    report = collect_status(sqs_client=sqs, cloudwatch_client=cw, dlq=dlq, alarm_prefix="someone")
+    assert [a.name for a in report.alarms] == ["someone-elses-alarm"]
+
+
+def test_empty_queues_have_age_zero(aws: Any) -> None:
+    sqs, cw = aws
+    make_queues(sqs)
+    report = collect_status(sqs_client=sqs, cloudwatch_client=cw, queue="jobs")
+    assert report.queue is not None and report.dlq is not None
+    assert (report.queue.oldest_age_seconds, report.queue.oldest_age_source) == (0.0, "empty")
+    assert report.dlq_groups == ()
+
+
+def test_no_queue_is_a_clear_error(aws: Any) -> None:
+    sqs, _ = aws
+    with pytest.raises(StatusError, match="SQSJOBS_QUEUE_URL"):
+        collect_status(sqs_client=sqs)
+
+
+def test_cli_json_is_machine_readable(aws: Any) -> None:
+    sqs, cw = aws
+    seed(sqs, cw)
+    result = CliRunner().invoke(build_app(), ["status", "--queue", "jobs", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["queue"]["depth"] == 4
+    assert data["dlq"]["depth"] == 3
+    assert data["dlq_groups"][0] == {
+        "job": "invoice-email", "reason": "exhausted", "error_type": "TimeoutError", "count": 2,
+        "oldest_age_seconds": data["dlq_groups"][0]["oldest_age_seconds"],
+    }
+    assert data["alarms_firing"] == ["jobs-dlq-not-empty"]
+
+
+def test_cli_tables_name_what_matters(aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    sqs, cw = aws
+    src, _ = seed(sqs, cw)
+    monkeypatch.setenv("SQSJOBS_QUEUE_URL", src)
+    monkeypatch.setenv("COLUMNS", "200")
+    result = CliRunner().invoke(build_app(), ["status"])
+    assert result.exit_code == 0, result.output
+    for text in ("jobs-dlq", "invoice-email", "TimeoutError", "jobs-dlq-not-empty", "ALARM", "recent failures"):
+        assert text in result.output
+
+
+def test_cli_without_a_queue_exits_2(aws: Any) -> None:
+    result = CliRunner().invoke(build_app(), ["status"])
+    assert result.exit_code == 2
