@@ -74,12 +74,12 @@ class BatchMetrics:
         """Write one EMF line per job seen in this batch, then forget them."""
         # Imported here: Powertools' provider costs ~70 ms to import, which a
         # cold start pays only once a batch actually has metrics to write.
+        import json
+
         from aws_lambda_powertools.metrics import MetricUnit
         from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import (
             AmazonCloudWatchEMFProvider,
         )
-
-        import json
 
         jobs = set(self._counts) | set(self._durations)
         for job in sorted(jobs):

@@ -1,0 +1,57 @@
+"""sqsjobs: background jobs on SQS + Lambda behind a DynamoDB idempotency guard.
+
+Example:
+    >>> from sqsjobs import JobApp, PermanentError, RetryableError
+    >>> app = JobApp(queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/jobs")
+    >>> @app.job("invoice-email", key="invoice-email:{invoice_id}")
+    ... def send_invoice_email(invoice_id: int) -> None: ...
+"""
+
+from sqsjobs.app import JobApp
+from sqsjobs.backoff import BackoffPolicy
+from sqsjobs.delivery import BatchResult, Outcome
+from sqsjobs.errors import (
+    ConfigurationError,
+    EnqueueError,
+    InvalidArgumentsError,
+    InvalidEventError,
+    JobError,
+    MalformedMessageError,
+    PermanentError,
+    RetryableError,
+    SqsJobsError,
+    StoreError,
+    TimeLimitExceeded,
+    UnknownJobError,
+)
+from sqsjobs.guard import IdempotencyStore, InMemoryStore
+from sqsjobs.job import Job
+from sqsjobs.message import JobMessage
+from sqsjobs.producer import EnqueueReport
+from sqsjobs.settings import Settings
+
+__all__ = [
+    "BackoffPolicy",
+    "BatchResult",
+    "ConfigurationError",
+    "EnqueueError",
+    "EnqueueReport",
+    "IdempotencyStore",
+    "InMemoryStore",
+    "InvalidArgumentsError",
+    "InvalidEventError",
+    "Job",
+    "JobApp",
+    "JobError",
+    "JobMessage",
+    "MalformedMessageError",
+    "Outcome",
+    "PermanentError",
+    "RetryableError",
+    "Settings",
+    "SqsJobsError",
+    "StoreError",
+    "TimeLimitExceeded",
+    "UnknownJobError",
+]
+__version__ = "0.1.0"

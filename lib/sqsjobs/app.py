@@ -1,0 +1,307 @@
+"""``JobApp``: the façade users meet — register jobs, enqueue them, handle batches.
+
+Building an app and declaring jobs never creates an AWS client or calls AWS
+(cold start stays cheap); clients are created on first use, once per process,
+unless they were injected.
+"""
+
+from __future__ import annotations
+
+import random as _random
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from sqsjobs.backoff import BackoffPolicy, RandomSource
+from sqsjobs.errors import ConfigurationError, UnknownJobError
+from sqsjobs.job import Job, JobOptions
+from sqsjobs.settings import Settings
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+
+    from sqsjobs.delivery import BatchResult
+    from sqsjobs.guard import IdempotencyStore
+    from sqsjobs.message import JobMessage
+    from sqsjobs.producer import EnqueueReport, Producer
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: Celery option names people bring with them, and what to write instead.
+CELERY_NAMES = {
+    "max_retries": "max_attempts (= max_retries + 1: sqsjobs counts the first run)",
+    "retry_backoff": "backoff_base",
+    "retry_backoff_max": "backoff_cap",
+    "retry_jitter": "jitter",
+    "autoretry_for": "retry_on",
+    "soft_time_limit": "time_limit",
+    "bind": "nothing: jobs take their arguments only; read the current message's trace id with "
+    "sqsjobs.tracing.current_trace_id()",
+}
+
+
+class JobApp:
+    """A set of jobs sharing one queue, DLQ and idempotency table.
+
+    Settings come from the environment the template sets (``SQSJOBS_QUEUE_URL``,
+    ``SQSJOBS_DLQ_URL``, ``SQSJOBS_TABLE``, ``SQSJOBS_MAX_ATTEMPTS``...);
+    keyword arguments win.
+
+    Example:
+        >>> app = JobApp(queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/jobs")
+        >>> @app.job("invoice-email", key="invoice-email:{invoice_id}")
+        ... def send_invoice_email(invoice_id: int) -> None: ...
+        >>> sorted(app.jobs)
+        ['invoice-email']
+    """
+
+    def __init__(
+        self,
+        *,
+        queue_url: str | None = None,
+        dlq_url: str | None = None,
+        table_name: str | None = None,
+        max_attempts: int | None = None,
+        function_timeout: float | None = None,
+        service: str | None = None,
+        namespace: str | None = None,
+        backoff_base: float | None = None,
+        backoff_cap: float | None = None,
+        completed_ttl: float | None = None,
+        deadline_margin: float | None = None,
+        lease_margin: float | None = None,
+        sqs_client: SQSClient | None = None,
+        dynamodb_client: DynamoDBClient | None = None,
+        store: IdempotencyStore | None = None,
+        clock: Callable[[], float] = time.time,
+        random: RandomSource | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        emit_metrics: Callable[[str], None] = print,
+        logger: Any = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.settings = Settings.from_env(
+            environ,
+            queue_url=queue_url,
+            dlq_url=dlq_url,
+            table_name=table_name,
+            max_attempts=max_attempts,
+            function_timeout=function_timeout,
+            service=service,
+            namespace=namespace,
+            backoff_base=backoff_base,
+            backoff_cap=backoff_cap,
+            completed_ttl=completed_ttl,
+            deadline_margin=deadline_margin,
+            lease_margin=lease_margin,
+        )
+        self.jobs: dict[str, Job[Any, Any]] = {}
+        self.clock = clock
+        self.random: RandomSource = random if random is not None else _random.Random()
+        self.sleep = sleep
+        self.emit_metrics = emit_metrics
+        self._sqs = sqs_client
+        self._dynamodb = dynamodb_client
+        self._store = store
+        self._logger = logger
+        self._producer: Producer | None = None
+        self._processor: Any = None
+
+    # ------------------------------------------------------------ declaring
+    def job(
+        self,
+        name: str,
+        *,
+        key: str | None = None,
+        group: str | None = None,
+        max_attempts: int | None = None,
+        backoff_base: float | None = None,
+        backoff_cap: float | None = None,
+        jitter: bool = True,
+        retry_on: Iterable[type[BaseException]] = (Exception,),
+        permanent_on: Iterable[type[BaseException]] = (),
+        time_limit: float | None = None,
+        version: int = 1,
+        **unknown: Any,
+    ) -> Callable[[Callable[P, R]], Job[P, R]]:
+        """Register a job function under ``name``.
+
+        ``key`` is the idempotency key template (``"invoice-email:{invoice_id}"``;
+        default: the name plus all arguments). See docs/jobs.md for every option.
+
+        Example:
+            >>> app = JobApp(queue_url="https://sqs.example/q")
+            >>> @app.job("sync-account", key="sync:{account_id}", max_attempts=3, retry_on=(TimeoutError,))
+            ... def sync_account(account_id: int) -> None: ...
+            >>> sync_account.options.max_attempts
+            3
+        """
+        if unknown:
+            hints = [f"{k!r} (Celery) → use {CELERY_NAMES[k]}" for k in unknown if k in CELERY_NAMES]
+            others = [repr(k) for k in unknown if k not in CELERY_NAMES]
+            raise ConfigurationError(
+                f"job {name!r}: unknown option(s) {', '.join(hints + others)}. Options: key, group, max_attempts, "
+                "backoff_base, backoff_cap, jitter, retry_on, permanent_on, time_limit, version"
+            )
+        options = self._options(
+            name, key=key, group=group, max_attempts=max_attempts, backoff_base=backoff_base,
+            backoff_cap=backoff_cap, jitter=jitter, retry_on=tuple(retry_on), permanent_on=tuple(permanent_on),
+            time_limit=time_limit, version=version,
+        )
+
+        def register(fn: Callable[P, R]) -> Job[P, R]:
+            if name in self.jobs:
+                raise ConfigurationError(f"job {name!r} is already registered (by {self.jobs[name].fn.__qualname__})")
+            job = Job(self, name, fn, options)
+            self.jobs[name] = job
+            return job
+
+        return register
+
+    def _options(self, name: str, *, backoff_base: float | None, backoff_cap: float | None, jitter: bool,
+                 max_attempts: int | None, time_limit: float | None, version: int,
+                 retry_on: tuple[type[BaseException], ...], permanent_on: tuple[type[BaseException], ...],
+                 key: str | None, group: str | None) -> JobOptions:
+        if not name or not isinstance(name, str) or len(name) > 128:
+            raise ConfigurationError(f"a job name must be a non-empty string of at most 128 characters, got {name!r}")
+        if max_attempts is not None and not 1 <= max_attempts <= self.settings.max_attempts:
+            raise ConfigurationError(
+                f"job {name!r}: max_attempts={max_attempts} must be within 1..{self.settings.max_attempts}: the "
+                f"queue's redrive policy (maxReceiveCount = SQSJOBS_MAX_ATTEMPTS = {self.settings.max_attempts}) "
+                "moves a message to the DLQ after that many receives, so more attempts can never happen. "
+                "Raise MaxAttempts in the template instead."
+            )
+        for label, kinds in (("retry_on", retry_on), ("permanent_on", permanent_on)):
+            if not all(isinstance(k, type) and issubclass(k, BaseException) for k in kinds):
+                raise ConfigurationError(f"job {name!r}: {label} must be a tuple of exception classes")
+        if time_limit is not None:
+            if time_limit <= 0:
+                raise ConfigurationError(f"job {name!r}: time_limit must be positive, got {time_limit}")
+            timeout = self.settings.function_timeout
+            if timeout is not None and time_limit > timeout - self.settings.deadline_margin:
+                raise ConfigurationError(
+                    f"job {name!r}: time_limit={time_limit} s does not fit in the function's timeout of "
+                    f"{timeout} s minus the {self.settings.deadline_margin} s deadline margin; lower the limit "
+                    "or raise the worker's Timeout (and the queue's visibility with it)"
+                )
+        if type(version) is not int or version < 1:
+            raise ConfigurationError(f"job {name!r}: version must be a positive integer, got {version!r}")
+        backoff = BackoffPolicy(
+            base=self.settings.backoff_base if backoff_base is None else backoff_base,
+            cap=self.settings.backoff_cap if backoff_cap is None else backoff_cap,
+            jitter=jitter,
+        )
+        return JobOptions(key=key, group=group, max_attempts=max_attempts, backoff=backoff, retry_on=retry_on,
+                          permanent_on=permanent_on, time_limit=time_limit, version=version)
+
+    def get_job(self, name: str) -> Job[Any, Any]:
+        """The job registered as ``name``; ``UnknownJobError`` names the known ones otherwise."""
+        try:
+            return self.jobs[name]
+        except KeyError:
+            known = ", ".join(sorted(self.jobs)) or "none"
+            raise UnknownJobError(f"no job named {name!r} is registered (known: {known})") from None
+
+    # ------------------------------------------------------------ producing
+    def message(self, name: str, **kwargs: Any) -> JobMessage:
+        """Build (and validate) the message for job ``name`` without sending it."""
+        return self.get_job(name).message(**kwargs)
+
+    def enqueue(self, name: str, **kwargs: Any) -> str:
+        """Enqueue job ``name`` with keyword arguments; returns the SQS message id.
+
+        Example:
+            >>> app.enqueue("invoice-email", invoice_id=42)  # doctest: +SKIP
+            'b3c1...'
+        """
+        return self.send(self.message(name, **kwargs))
+
+    def send(self, message: JobMessage) -> str:
+        """Send a prepared message (``Job.message``) to the jobs queue."""
+        return self.producer.send(message)
+
+    def enqueue_many(self, messages: Iterable[JobMessage]) -> EnqueueReport:
+        """Send many messages in full ``SendMessageBatch`` calls; failures are reported, not raised.
+
+        Example:
+            >>> report = app.enqueue_many(send_invoice_email.message(invoice_id=i) for i in range(25))  # doctest: +SKIP
+            >>> report.sent, report.calls  # doctest: +SKIP
+            (25, 3)
+        """
+        return self.producer.send_many(list(messages))
+
+    # ------------------------------------------------------------ consuming
+    def handle_batch(self, event: Any, context: Any = None) -> dict[str, list[dict[str, str]]]:
+        """The Lambda handler body: ``{"batchItemFailures": [...]}`` for Lambda's SQS poller.
+
+        Example:
+            >>> def handler(event, context):  # handlers/worker.py
+            ...     return app.handle_batch(event, context)
+        """
+        return self.process_batch(event, context).response()
+
+    def process_batch(self, event: Any, context: Any = None) -> BatchResult:
+        """Like ``handle_batch`` but returns what happened to each record."""
+        result: BatchResult = self.processor.run(event, context)
+        return result
+
+    # ------------------------------------------------------------ collaborators (lazy)
+    @property
+    def sqs(self) -> SQSClient:
+        """The SQS client (created on first use unless injected)."""
+        if self._sqs is None:
+            import boto3
+
+            self._sqs = boto3.client("sqs")
+        return self._sqs
+
+    @property
+    def dynamodb(self) -> DynamoDBClient:
+        """The DynamoDB client (created on first use unless injected)."""
+        if self._dynamodb is None:
+            import boto3
+
+            self._dynamodb = boto3.client("dynamodb")
+        return self._dynamodb
+
+    @property
+    def store(self) -> IdempotencyStore:
+        """The idempotency store: DynamoDB on ``SQSJOBS_TABLE`` unless one was injected."""
+        if self._store is None:
+            from sqsjobs.dynamodb_store import DynamoDBStore
+
+            self._store = DynamoDBStore(self.dynamodb, self.settings.require("table_name"))
+        return self._store
+
+    @property
+    def producer(self) -> Producer:
+        """The producer for the jobs queue."""
+        if self._producer is None:
+            from sqsjobs.producer import Producer
+
+            self._producer = Producer(self.sqs, self.settings.require("queue_url"), random=self.random,
+                                      sleep=self.sleep)
+        return self._producer
+
+    @property
+    def logger(self) -> Any:
+        """A Powertools ``Logger`` (JSON lines); jobs may log through it to get the record's fields."""
+        if self._logger is None:
+            from aws_lambda_powertools import Logger
+
+            self._logger = Logger(service=self.settings.service)
+        return self._logger
+
+    @property
+    def processor(self) -> Any:
+        """The batch processor (built once per cold start)."""
+        if self._processor is None:
+            from sqsjobs.consumer import JobBatchProcessor
+
+            self._processor = JobBatchProcessor(
+                settings=self.settings, jobs=self.jobs, store=self.store, sqs=self.sqs, clock=self.clock,
+                random=self.random, logger=self.logger, emit=self.emit_metrics,
+            )
+        return self._processor

@@ -1,0 +1,101 @@
+"""The message body: what a producer sends and a worker reads.
+
+Envelope version 1 is a JSON object::
+
+    {"v": 1, "job": "invoice-email", "job_version": 1,
+     "key": "invoice-email:42", "args": {"invoice_id": 42}, "enqueued_at": 1767225600.0}
+
+``v`` is the envelope's own format; ``job_version`` is the version of the
+job's arguments (see upcasting in docs/jobs.md). The JSON Schema shipped as
+``sqsjobs/envelope.schema.json`` describes the same thing for producers in
+other languages. Decoding never raises anything but ``MalformedMessageError``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqsjobs.errors import MalformedMessageError
+
+ENVELOPE_VERSION = 1
+SUPPORTED_VERSIONS = frozenset({ENVELOPE_VERSION})
+#: SQS's classic message size limit; IDs-only payloads stay far below it.
+MAX_BODY_BYTES = 256 * 1024
+#: DynamoDB's partition key limit is 2048 bytes; the key is the partition key.
+MAX_KEY_BYTES = 2048
+
+
+@dataclass(frozen=True, kw_only=True)
+class Envelope:
+    """A decoded job message.
+
+    Example:
+        >>> e = Envelope(job="invoice-email", key="invoice-email:42", args={"invoice_id": 42})
+        >>> Envelope.decode(e.encode()).args
+        {'invoice_id': 42}
+    """
+
+    job: str
+    key: str
+    args: dict[str, Any] = field(default_factory=dict)
+    job_version: int = 1
+    enqueued_at: float | None = None
+    v: int = ENVELOPE_VERSION
+
+    def encode(self) -> str:
+        """The JSON body, compact and with sorted keys (stable for dedup ids)."""
+        body: dict[str, Any] = {
+            "v": self.v,
+            "job": self.job,
+            "job_version": self.job_version,
+            "key": self.key,
+            "args": self.args,
+        }
+        if self.enqueued_at is not None:
+            body["enqueued_at"] = self.enqueued_at
+        return json.dumps(body, separators=(",", ":"), sort_keys=True, allow_nan=False)
+
+    @classmethod
+    def decode(cls, body: str | bytes | None) -> Envelope:
+        """Parse and check a body; every problem is a ``MalformedMessageError`` with a reason."""
+        if body is None:
+            raise MalformedMessageError("message has no body")
+        raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+        if len(raw) > MAX_BODY_BYTES:
+            raise MalformedMessageError(f"body is {len(raw)} bytes, over the {MAX_BODY_BYTES}-byte limit")
+        try:
+            data = json.loads(raw)
+        # RecursionError: absurdly deep nesting is a malformed body, not a crash.
+        except (ValueError, RecursionError) as error:
+            raise MalformedMessageError(f"body is not valid JSON: {error}") from None
+        if not isinstance(data, dict):
+            raise MalformedMessageError(f"body must be a JSON object, got {type(data).__name__}")
+        version = data.get("v")
+        if type(version) is not int:
+            raise MalformedMessageError(f"body has no integer envelope version 'v' (got {version!r})")
+        if version not in SUPPORTED_VERSIONS:
+            raise MalformedMessageError(
+                f"unsupported envelope version {version}; this worker reads {sorted(SUPPORTED_VERSIONS)}"
+            )
+        job = data.get("job")
+        if not isinstance(job, str) or not job:
+            raise MalformedMessageError("body has no job name ('job' must be a non-empty string)")
+        args = data.get("args", {})
+        if not isinstance(args, dict):
+            raise MalformedMessageError(f"'args' must be a JSON object, got {type(args).__name__}")
+        key = data.get("key")
+        if key is not None and (not isinstance(key, str) or not key):
+            raise MalformedMessageError("'key' must be a non-empty string when present")
+        if key is not None and len(key.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+            raise MalformedMessageError(f"'key' is longer than {MAX_KEY_BYTES} bytes")
+        job_version = data.get("job_version", 1)
+        if type(job_version) is not int or job_version < 1:
+            raise MalformedMessageError(f"'job_version' must be a positive integer, got {job_version!r}")
+        enqueued_at = data.get("enqueued_at")
+        if enqueued_at is not None and (isinstance(enqueued_at, bool) or not isinstance(enqueued_at, int | float)):
+            raise MalformedMessageError("'enqueued_at' must be a number of epoch seconds")
+        # A missing key is filled in by the consumer from the job's key template.
+        return cls(job=job, key=key or "", args=args, job_version=job_version, enqueued_at=enqueued_at, v=version)
+

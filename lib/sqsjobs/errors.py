@@ -1,0 +1,91 @@
+"""The one exception tree of sqsjobs.
+
+::
+
+    SqsJobsError                     root: catch this to catch everything of ours
+    ├── ConfigurationError (ValueError)   a setting or job option is missing or impossible
+    ├── UnknownJobError (LookupError)     no job is registered under that name
+    ├── InvalidArgumentsError (TypeError) arguments do not fit the job's signature / scalar rule
+    ├── InvalidEventError (ValueError)    the Lambda event is not an SQS batch
+    ├── EnqueueError                      SQS refused a message (after retries)
+    ├── StoreError                        the idempotency store failed (not a conflict)
+    └── JobError                          raised *by job code* to steer what happens next
+        ├── RetryableError                retry after a full-jitter delay (or ``delay=``)
+        │   └── TimeLimitExceeded         the job ran past its ``time_limit``
+        └── PermanentError                do not retry: dead-letter with the reason
+            └── MalformedMessageError     the body cannot be a job (bad JSON, version, ...)
+
+Conflicts in the store (a key already claimed, a fence lost) are outcomes,
+not exceptions: they are returned as values, logged and counted.
+
+Example:
+    >>> try:
+    ...     raise PermanentError("invoice 42 was deleted")
+    ... except SqsJobsError as error:
+    ...     type(error).__name__
+    'PermanentError'
+"""
+
+from __future__ import annotations
+
+
+class SqsJobsError(Exception):
+    """Raised when anything in sqsjobs fails; the root of the tree."""
+
+
+class ConfigurationError(SqsJobsError, ValueError):
+    """Raised when a setting or a job option is missing, unknown or impossible."""
+
+
+class UnknownJobError(SqsJobsError, LookupError):
+    """Raised when a job name is not registered on the app."""
+
+
+class InvalidArgumentsError(SqsJobsError, TypeError):
+    """Raised when job arguments are missing, extra, mistyped or not IDs/scalars."""
+
+
+class InvalidEventError(SqsJobsError, ValueError):
+    """Raised when ``handle_batch`` gets an event that is not an SQS batch (empty or malformed)."""
+
+
+class EnqueueError(SqsJobsError):
+    """Raised when SQS did not accept a message, after the producer's retries."""
+
+
+class StoreError(SqsJobsError):
+    """Raised when the idempotency store fails for a reason other than a conflict."""
+
+
+class JobError(SqsJobsError):
+    """Raised by job code to choose between a retry and the DLQ."""
+
+
+class RetryableError(JobError):
+    """Raised when the job should run again later.
+
+    ``delay`` (seconds, 0..43200) replaces the full-jitter delay for this
+    attempt, e.g. from a ``Retry-After`` header.
+
+    Example:
+        >>> RetryableError("rate limited", delay=20).delay
+        20.0
+    """
+
+    def __init__(self, message: str = "", *, delay: float | None = None) -> None:
+        super().__init__(message)
+        if delay is not None and not 0 <= delay <= 43_200:
+            raise ConfigurationError(f"RetryableError delay must be within 0..43200 s (SQS limit), got {delay}")
+        self.delay = None if delay is None else float(delay)
+
+
+class TimeLimitExceeded(RetryableError):
+    """Raised inside a job that ran past its ``time_limit``; it counts as a retryable failure."""
+
+
+class PermanentError(JobError):
+    """Raised when retrying cannot help: the message goes to the DLQ with this reason."""
+
+
+class MalformedMessageError(PermanentError):
+    """Raised when a message body cannot be turned into a job call."""

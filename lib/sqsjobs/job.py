@@ -1,0 +1,234 @@
+"""A registered job: the function, its options, and how to enqueue it.
+
+Declaring a job only records metadata and validates options; it never calls
+AWS (Chalice's rule). Sending goes through the app's producer.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+
+from sqsjobs.arguments import Signature
+from sqsjobs.backoff import BackoffPolicy
+from sqsjobs.envelope import MAX_KEY_BYTES, Envelope
+from sqsjobs.errors import (
+    ConfigurationError,
+    InvalidArgumentsError,
+    MalformedMessageError,
+    PermanentError,
+    RetryableError,
+)
+from sqsjobs.message import MAX_DELAY_SECONDS, JobMessage
+
+if TYPE_CHECKING:
+    from sqsjobs.app import JobApp
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: keyword names ``enqueue``/``message`` keep for themselves
+ENQUEUE_OPTIONS = ("delay", "group", "trace_id")
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobOptions:
+    """A job's retry, time and routing options (validated when the job is declared).
+
+    Example:
+        >>> JobOptions(max_attempts=3, retry_on=(TimeoutError,)).classify(TimeoutError())
+        'retry'
+    """
+
+    key: str | None = None
+    group: str | None = None
+    max_attempts: int | None = None
+    backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
+    retry_on: tuple[type[BaseException], ...] = (Exception,)
+    permanent_on: tuple[type[BaseException], ...] = ()
+    time_limit: float | None = None
+    version: int = 1
+
+    def classify(self, error: BaseException) -> str:
+        """``'retry'`` or ``'permanent'`` for an exception the job raised.
+
+        Order: ``PermanentError`` and ``permanent_on`` go to the DLQ;
+        ``RetryableError`` and ``retry_on`` are retried; anything else (only
+        possible when ``retry_on`` was narrowed) goes to the DLQ, as Celery's
+        ``autoretry_for`` does.
+        """
+        if isinstance(error, (PermanentError, *self.permanent_on)):
+            return "permanent"
+        if isinstance(error, (RetryableError, *self.retry_on)):
+            return "retry"
+        return "permanent"
+
+
+class Job(Generic[P, R]):
+    """A function registered with ``@app.job``; call it directly to run it in-process.
+
+    Example:
+        >>> from sqsjobs import JobApp
+        >>> app = JobApp(queue_url="https://sqs.example/q")
+        >>> @app.job("invoice-email", key="invoice-email:{invoice_id}")
+        ... def send_invoice_email(invoice_id: int) -> None: ...
+        >>> send_invoice_email.message(invoice_id=42).key
+        'invoice-email:42'
+    """
+
+    def __init__(self, app: JobApp, name: str, fn: Callable[P, R], options: JobOptions) -> None:
+        self.app = app
+        self.name = name
+        self.fn = fn
+        self.options = options
+        self.signature = Signature.of(fn, job=name)
+        self._defaults = _defaults(fn)
+        self._upcasters: dict[int, Upcaster] = {}
+        clash = set(self.signature.names) & set(ENQUEUE_OPTIONS)
+        if clash:
+            raise ConfigurationError(
+                f"job {name!r}: parameter(s) {sorted(clash)} clash with enqueue options {ENQUEUE_OPTIONS}; rename them"
+            )
+        for label, template in (("key", options.key), ("group", options.group)):
+            if template is not None:
+                _check_template(name, label, template, self.signature.names)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Job {self.name!r} -> {self.fn.__module__}.{self.fn.__qualname__}>"
+
+    # -- producing -------------------------------------------------------
+    def message(
+        self,
+        *,
+        delay: float = 0,
+        group: str | None = None,
+        trace_id: str | None = None,
+        **args: Any,
+    ) -> JobMessage:
+        """Validate ``args`` and build the message, without sending it."""
+        bound = self.signature.bind(args)
+        if not 0 <= delay <= MAX_DELAY_SECONDS:
+            raise ValueError(
+                f"job {self.name!r}: delay={delay} s is outside SQS's DelaySeconds range 0..{MAX_DELAY_SECONDS}; "
+                "for longer delays use an EventBridge Scheduler one-off schedule or a scheduled job"
+            )
+        key = self.key_for(bound)
+        envelope = Envelope(
+            job=self.name, key=key, args=bound, job_version=self.options.version, enqueued_at=self.app.clock()
+        )
+        group = group or (self._format(self.options.group, bound) if self.options.group else None)
+        from sqsjobs.tracing import current_trace_id
+
+        return JobMessage(
+            job=self.name,
+            key=key,
+            body=envelope.encode(),
+            delay=int(delay),
+            group=group,
+            trace_id=trace_id or current_trace_id(),
+        )
+
+    def enqueue(
+        self, *, delay: float = 0, group: str | None = None, trace_id: str | None = None, **args: Any
+    ) -> str:
+        """Send one job message; returns the SQS message id.
+
+        ``delay`` seconds (0..900, SQS ``DelaySeconds``), ``group`` (FIFO
+        ``MessageGroupId``, overriding the job's ``group`` template) and
+        ``trace_id`` (carried to the job's logs) are enqueue options, not job
+        arguments.
+        """
+        return self.app.send(self.message(delay=delay, group=group, trace_id=trace_id, **args))
+
+    def key_for(self, args: Mapping[str, Any]) -> str:
+        """The idempotency key for these (already validated) arguments."""
+        if self.options.key is None:
+            from json import dumps
+
+            key = f"{self.name}:{dumps(dict(args), sort_keys=True, separators=(',', ':'))}"
+        else:
+            key = self._format(self.options.key, args)
+        if len(key.encode("utf-8")) > MAX_KEY_BYTES:
+            raise InvalidArgumentsError(f"job {self.name!r}: idempotency key is longer than {MAX_KEY_BYTES} bytes")
+        return key
+
+    def _format(self, template: str, args: Mapping[str, Any]) -> str:
+        return template.format_map({**self._defaults, **args})
+
+    # -- versions ----------------------------------------------------------
+    def upcaster(self, from_version: int) -> Callable[[Upcaster], Upcaster]:
+        """Register how arguments of ``from_version`` become those of ``from_version + 1``.
+
+        Example:
+            >>> app = JobApp(queue_url="https://sqs.example/q")
+            >>> @app.job("greet", version=2)
+            ... def greet(user_id: int, loud: bool) -> None: ...
+            >>> @greet.upcaster(from_version=1)
+            ... def add_loud(args: dict) -> dict:
+            ...     return {**args, "loud": False}
+            >>> greet.upcast(1, {"user_id": 7})
+            {'user_id': 7, 'loud': False}
+        """
+        if not 1 <= from_version < self.options.version:
+            raise ConfigurationError(
+                f"job {self.name!r}: an upcaster starts from a version below the job's version "
+                f"{self.options.version}, got {from_version}"
+            )
+
+        def register(fn: Upcaster) -> Upcaster:
+            self._upcasters[from_version] = fn
+            return fn
+
+        return register
+
+    def upcast(self, version: int, args: dict[str, Any]) -> dict[str, Any]:
+        """Bring ``args`` written for ``version`` up to the job's version, step by step."""
+        if version > self.options.version:
+            # A newer producer raced ahead of this worker's deploy: retrying lets new code take it.
+            raise RetryableError(
+                f"message is job_version {version}, this worker knows up to {self.options.version}; "
+                "retrying until the new version is deployed"
+            )
+        while version < self.options.version:
+            step = self._upcasters.get(version)
+            if step is None:
+                raise MalformedMessageError(
+                    f"job {self.name!r} has no upcaster from version {version} to {version + 1}"
+                )
+            args = step(dict(args))
+            version += 1
+        return args
+
+
+def _defaults(fn: Callable[..., Any]) -> dict[str, Any]:
+    import inspect
+
+    return {
+        p.name: p.default for p in inspect.signature(fn).parameters.values() if p.default is not inspect.Parameter.empty
+    }
+
+
+def _check_template(job: str, label: str, template: str, names: tuple[str, ...]) -> None:
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as error:
+        raise ConfigurationError(f"job {job!r}: {label} template {template!r} is invalid: {error}") from None
+    unknown = [f for f in fields if f.split(".")[0].split("[")[0] not in names]
+    if unknown:
+        raise ConfigurationError(
+            f"job {job!r}: {label} template {template!r} names {unknown}, which are not parameters of the job "
+            f"({', '.join(names) or 'none'})"
+        )
+    if label == "group" and not fields:
+        raise ConfigurationError(
+            f"job {job!r}: group={template!r} is a constant, which puts every message in one FIFO group "
+            "and serialises all work on one consumer; use an argument such as '{account_id}'"
+        )
+

@@ -1,0 +1,117 @@
+"""Runtime settings: the environment the template sets, overridable in code.
+
+Explicit constructor arguments win over the environment; the environment wins
+over defaults. Reading settings never calls AWS.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from sqsjobs.errors import ConfigurationError
+from sqsjobs.metrics import DEFAULT_NAMESPACE
+
+ENV_QUEUE_URL = "SQSJOBS_QUEUE_URL"
+ENV_DLQ_URL = "SQSJOBS_DLQ_URL"
+ENV_TABLE = "SQSJOBS_TABLE"
+ENV_MAX_ATTEMPTS = "SQSJOBS_MAX_ATTEMPTS"
+ENV_FUNCTION_TIMEOUT = "SQSJOBS_FUNCTION_TIMEOUT"
+ENV_SERVICE = "POWERTOOLS_SERVICE_NAME"
+ENV_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Where the jobs go and how the worker behaves.
+
+    Example:
+        >>> s = Settings.from_env({"SQSJOBS_MAX_ATTEMPTS": "7"}, table_name="jobs")
+        >>> (s.max_attempts, s.table_name)
+        (7, 'jobs')
+    """
+
+    queue_url: str | None = None
+    dlq_url: str | None = None
+    table_name: str | None = None
+    #: the queue's ``maxReceiveCount``: the worker dead-letters at this attempt
+    max_attempts: int = 5
+    #: the Lambda function's timeout (seconds), when known: bounds ``time_limit``
+    function_timeout: float | None = None
+    service: str = "sqsjobs"
+    namespace: str = DEFAULT_NAMESPACE
+    #: full-jitter defaults: ``uniform(0, min(cap, base * 2 ** (attempt - 1)))``
+    backoff_base: float = 30.0
+    backoff_cap: float = 600.0
+    #: COMPLETED records are kept this long (TTL) to absorb late duplicates
+    completed_ttl: float = 7 * 24 * 3600.0
+    #: records are not started with less than this left in the invocation
+    deadline_margin: float = 5.0
+    #: added to the remaining invocation time to form a claim's lease
+    lease_margin: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_attempts <= 1000:
+            raise ConfigurationError(
+                f"max_attempts must be 1..1000 (SQS maxReceiveCount), got {self.max_attempts}"
+            )
+        if self.backoff_base < 0 or self.backoff_cap < 0 or self.backoff_cap > 43_200:
+            raise ConfigurationError(
+                "backoff_base and backoff_cap must be >= 0 and the cap at most 43200 s "
+                "(the longest visibility timeout SQS allows)"
+            )
+        if self.function_timeout is not None and self.function_timeout <= 0:
+            raise ConfigurationError(f"function_timeout must be positive, got {self.function_timeout}")
+        for name in ("completed_ttl", "deadline_margin", "lease_margin"):
+            if getattr(self, name) < 0:
+                raise ConfigurationError(f"{name} must be >= 0")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Build settings from ``environ`` (default ``os.environ``); ``overrides`` win.
+
+        ``None`` overrides are ignored so callers can pass optional arguments through.
+        """
+        env = os.environ if environ is None else environ
+        known = {f.name for f in fields(cls)}
+        unknown = set(overrides) - known
+        if unknown:
+            raise ConfigurationError(f"unknown setting(s) {sorted(unknown)}; known: {sorted(known)}")
+        values: dict[str, Any] = {}
+        if env.get(ENV_QUEUE_URL):
+            values["queue_url"] = env[ENV_QUEUE_URL]
+        if env.get(ENV_DLQ_URL):
+            values["dlq_url"] = env[ENV_DLQ_URL]
+        if env.get(ENV_TABLE):
+            values["table_name"] = env[ENV_TABLE]
+        if env.get(ENV_MAX_ATTEMPTS):
+            values["max_attempts"] = _number(env, ENV_MAX_ATTEMPTS, int)
+        if env.get(ENV_FUNCTION_TIMEOUT):
+            values["function_timeout"] = _number(env, ENV_FUNCTION_TIMEOUT, float)
+        if env.get(ENV_SERVICE):
+            values["service"] = env[ENV_SERVICE]
+        if env.get(ENV_NAMESPACE):
+            values["namespace"] = env[ENV_NAMESPACE]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        """A copy with some fields replaced."""
+        return replace(self, **overrides)
+
+    def require(self, name: str) -> str:
+        """The value of a string setting that an operation cannot do without."""
+        value = getattr(self, name)
+        if not value:
+            env = {"queue_url": ENV_QUEUE_URL, "dlq_url": ENV_DLQ_URL, "table_name": ENV_TABLE}.get(name, "")
+            raise ConfigurationError(f"{name} is not set: pass {name}= to JobApp or set {env}")
+        return str(value)
+
+
+def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float]) -> Any:
+    try:
+        return kind(env[name])
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a number, got {env[name]!r}") from None

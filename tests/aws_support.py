@@ -1,0 +1,47 @@
+"""AWS resources for tests, shaped like the template's (imported by conftests and tests)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+MAX_ATTEMPTS = 3
+
+
+@dataclass
+class Aws:
+    sqs: Any
+    dynamodb: Any
+    queue_url: str
+    dlq_url: str
+    table: str
+
+
+def create_table(dynamodb: Any, name: str) -> None:
+    # The same key schema and TTL attribute as the template's idempotency table.
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    dynamodb.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"})
+
+
+def create_queues(sqs: Any, name: str, *, fifo: bool = False, max_attempts: int = MAX_ATTEMPTS) -> tuple[str, str]:
+    suffix = ".fifo" if fifo else ""
+    extra = {"FifoQueue": "true"} if fifo else {}
+    dlq_url = sqs.create_queue(QueueName=f"{name}-dlq{suffix}", Attributes={**extra})["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    queue_url = sqs.create_queue(
+        QueueName=f"{name}{suffix}",
+        Attributes={
+            **extra,
+            "VisibilityTimeout": "120",
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_attempts)}),
+        },
+    )["QueueUrl"]
+    return queue_url, dlq_url
+
+

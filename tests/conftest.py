@@ -1,0 +1,59 @@
+"""Shared fixtures: fake AWS credentials, a controllable clock, seeded randomness."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never reach AWS: fake credentials, one region, and no endpoint from the developer's shell."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCOUNT_ID_ENDPOINT_MODE", "disabled")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    for name in ("SQSJOBS_QUEUE_URL", "SQSJOBS_DLQ_URL", "SQSJOBS_TABLE", "SQSJOBS_MAX_ATTEMPTS",
+                 "SQSJOBS_FUNCTION_TIMEOUT", "POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+class Clock:
+    """A clock tests move by hand (epoch seconds)."""
+
+    def __init__(self, now: float = 1_767_225_600.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def rng() -> random.Random:
+    return random.Random(1234)
+
+
+@pytest.fixture
+def handlers_on_path(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Import the reference app the way Lambda does (CodeUri = handlers/)."""
+    path = ROOT / "handlers"
+    monkeypatch.syspath_prepend(str(path))
+    for name in ("app", "worker"):
+        sys.modules.pop(name, None)
+    return path
