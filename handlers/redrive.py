@@ -1,0 +1,30 @@
+"""Lambda entry point for DLQ redrive: the CLI's options in the event, the summary back.
+
+Invoke it with ``aws lambda invoke`` or ``sam remote invoke``, e.g. the event
+``{"job": "invoice-email", "error": "TimeoutError", "max": 500}`` or
+``{"dry_run": true}``; ``{"native": true}``, ``{"status": true}`` and
+``{"cancel": true}`` drive SQS's own move task. The DLQ and the default target
+come from ``SQSJOBS_DLQ_URL`` and ``SQSJOBS_QUEUE_URL``. The run stops before
+the function's timeout and reports what is left; invoke it again to continue.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from sqsjobs.redrive import handle_redrive_event, make_sqs_client
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+
+@lru_cache(maxsize=1)
+def _sqs() -> SQSClient:
+    # Built on the first invocation, then reused for the life of the container.
+    return make_sqs_client()
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Redrive as the event asks, within the remaining time; return the summary."""
+    return handle_redrive_event(event or {}, context, sqs_client=_sqs())
