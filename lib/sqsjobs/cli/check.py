@@ -1,9 +1,172 @@
-"""`sqsjobs check`: placeholder until its issue lands (it registers nothing yet)."""
+"""`sqsjobs check TEMPLATE`: cfn-lint with the sqsjobs rules, for any template.
+
+The rules ship with the installed package as ``sqsjobs_rules`` (from
+``infra/`` in the repository); this module finds that package's directory and
+hands it to cfn-lint with ``--append-rules``, in a child process, so the
+``sqsjobs`` runtime never imports cfn-lint or the rules.
+
+Parameter values (``--parameter Name=Value``) reach the rules through the
+``SQSJOBS_CHECK_PARAMETERS`` environment variable, because cfn-lint drops its
+own ``--parameters`` once it has expanded a SAM template.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+RULES_PACKAGE = "sqsjobs_rules"
+PARAMETERS_VARIABLE = "SQSJOBS_CHECK_PARAMETERS"
+# cfn-lint's public entry point, the one its console script calls.
+_CFN_LINT = "import sys; from cfnlint.runner import main; sys.argv[0] = 'cfn-lint'; sys.exit(main())"
+
+
+class CheckUnavailable(RuntimeError):
+    """Raised when cfn-lint or the bundled rules are not installed."""
+
+
+def rules_directory() -> Path:
+    """The directory of the installed ``sqsjobs_rules`` package.
+
+    Example:
+        >>> rules_directory().name
+        'sqsjobs_rules'
+    """
+    spec = importlib.util.find_spec(RULES_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise CheckUnavailable(
+            f"the {RULES_PACKAGE} package is missing: reinstall sqsjobs (pip install 'sqsjobs[check]')"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def parse_parameters(pairs: list[str]) -> dict[str, str]:
+    """Turn ``["Name=Value", ...]`` into a dict, rejecting malformed pairs.
+
+    Example:
+        >>> parse_parameters(["WorkerTimeoutSeconds=300", "ServiceName=billing"])
+        {'WorkerTimeoutSeconds': '300', 'ServiceName': 'billing'}
+    """
+    values: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise typer.BadParameter(f"{pair!r} is not Name=Value", param_hint="--parameter")
+        values[name] = value
+    return values
+
+
+def lint_command(
+    template: Path,
+    *,
+    margin: int | None = None,
+    strict: bool = False,
+    output_format: str | None = None,
+    regions: list[str] | None = None,
+) -> list[str]:
+    """The cfn-lint command line that ``sqsjobs check`` runs.
+
+    Example:
+        >>> cmd = lint_command(Path("template.yaml"), margin=60)
+        >>> cmd[cmd.index("--append-rules") + 1].endswith("sqsjobs_rules"), "E9101:margin=60" in cmd
+        (True, True)
+    """
+    if importlib.util.find_spec("cfnlint") is None:
+        raise CheckUnavailable("cfn-lint is not installed: pip install 'sqsjobs[check]'")
+    command = [sys.executable, "-c", _CFN_LINT, "--append-rules", str(rules_directory())]
+    command += ["--non-zero-exit-code", "warning" if strict else "error"]
+    if margin is not None:
+        command += ["--configure-rule", f"E9101:margin={margin}"]
+    if output_format:
+        command += ["--format", output_format]
+    if regions:
+        command += ["--regions", *regions]
+    command += ["--", str(template)]
+    return command
+
+
+def run_check(
+    template: Path,
+    *,
+    parameters: dict[str, str] | None = None,
+    margin: int | None = None,
+    strict: bool = False,
+    output_format: str | None = None,
+    regions: list[str] | None = None,
+) -> int:
+    """Lint ``template`` with the sqsjobs rules; cfn-lint prints its messages itself.
+
+    Returns cfn-lint's exit code: 0 when there are no errors (no warnings
+    either, with ``strict``), non-zero otherwise.
+
+    Example:
+        >>> run_check(Path("template.yaml"), parameters={"WorkerTimeoutSeconds": "300"})  # doctest: +SKIP
+        2
+    """
+    command = lint_command(template, margin=margin, strict=strict, output_format=output_format, regions=regions)
+    env = dict(os.environ)
+    if parameters:
+        env[PARAMETERS_VARIABLE] = json.dumps(parameters)
+    else:
+        env.pop(PARAMETERS_VARIABLE, None)
+    return subprocess.run(command, env=env, check=False).returncode
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app`` (none yet)."""
+    """Add ``sqsjobs check`` to ``app``.
+
+    Example:
+        >>> app = typer.Typer()
+        >>> register(app)
+        >>> [c.name for c in app.registered_commands]
+        ['check']
+    """
+
+    @app.command(name="check")
+    def check(
+        template: Annotated[Path, typer.Argument(help="SAM or CloudFormation template to lint.")],
+        parameter: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--parameter",
+                "-p",
+                help="Name=Value: check with this parameter value instead of its default (repeatable).",
+            ),
+        ] = None,
+        margin: Annotated[
+            int | None,
+            typer.Option(help="Seconds the visibility timeout must exceed timeout + batching window (30)."),
+        ] = None,
+        strict: Annotated[bool, typer.Option(help="Exit non-zero on warnings too.")] = False,
+        output_format: Annotated[
+            str | None, typer.Option("--format", help="cfn-lint output format, e.g. parseable, json.")
+        ] = None,
+        region: Annotated[
+            list[str] | None, typer.Option(help="Region(s) to validate against (cfn-lint's default otherwise).")
+        ] = None,
+    ) -> None:
+        """Lint TEMPLATE with cfn-lint and the sqsjobs rules (visibility, DLQ, batch failures, alarms)."""
+        if not template.is_file():
+            raise typer.BadParameter(f"{template} is not a file", param_hint="TEMPLATE")
+        try:
+            code = run_check(
+                template,
+                parameters=parse_parameters(parameter or []),
+                margin=margin,
+                strict=strict,
+                output_format=output_format,
+                regions=region,
+            )
+        except CheckUnavailable as exc:
+            typer.echo(f"sqsjobs check: {exc}", err=True)
+            raise typer.Exit(1) from exc
+        if code == 0:
+            typer.echo(f"{template}: no errors from cfn-lint and the sqsjobs rules", err=True)
+        raise typer.Exit(code)

@@ -1,0 +1,334 @@
+"""Read queues, functions and the SQS event sources that join them from a template.
+
+Both forms a user may lint are understood: SAM (``AWS::Serverless::Function``
+with ``Events`` of type ``SQS`` and ``Globals``) and plain CloudFormation
+(``AWS::Lambda::Function`` + ``AWS::Lambda::EventSourceMapping``). Numbers are
+resolved from literals, ``Ref`` to a parameter (an override first, then its
+``Default``) and ``Fn::FindInMap``; anything else is *unknown* (``None``), and
+the rules skip a check they cannot decide rather than guess.
+
+This module only reads a template dict: no cfn-lint import, so it is testable
+on its own and loadable in any environment that has cfn-lint.
+
+Example:
+    >>> template = {"Resources": {"Q": {"Type": "AWS::SQS::Queue", "Properties": {}}}}
+    >>> Wiring(template).queues["Q"].visibility_timeout
+    30
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Path = tuple[str | int, ...]
+
+# AWS defaults for properties a template may leave out.
+DEFAULT_VISIBILITY_TIMEOUT = 30
+DEFAULT_RETENTION = 345_600
+DEFAULT_LAMBDA_TIMEOUT = 3
+DEFAULT_BATCHING_WINDOW = 0
+
+QUEUE_TYPE = "AWS::SQS::Queue"
+FUNCTION_TYPES = ("AWS::Serverless::Function", "AWS::Lambda::Function")
+MAPPING_TYPE = "AWS::Lambda::EventSourceMapping"
+ALARM_TYPE = "AWS::CloudWatch::Alarm"
+MAX_ATTEMPTS_VARIABLE = "SQSJOBS_MAX_ATTEMPTS"
+
+_SUB_ARN = re.compile(r"^\$\{([A-Za-z0-9]+)\.Arn\}$")
+
+
+class Resolver:
+    """Turns property values into plain numbers and strings where that is certain.
+
+    Example:
+        >>> r = Resolver({"Parameters": {"N": {"Type": "Number", "Default": 5}}}, {"N": "7"})
+        >>> r.number({"Ref": "N"}), r.number(3), r.number({"Fn::If": ["C", 1, 2]})
+        (7, 3, None)
+    """
+
+    def __init__(self, template: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> None:
+        self._parameters: Mapping[str, Any] = _mapping(template.get("Parameters"))
+        self._mappings: Mapping[str, Any] = _mapping(template.get("Mappings"))
+        self._overrides = dict(overrides or {})
+
+    def parameter(self, name: str) -> Any:
+        """The value a deployment would give parameter ``name`` (override, else default)."""
+        if name in self._overrides:
+            return self._overrides[name]
+        declared = self._parameters.get(name)
+        if isinstance(declared, Mapping):
+            return declared.get("Default")
+        return None
+
+    def declares(self, name: str) -> bool:
+        """Whether the template declares parameter ``name``."""
+        return name in self._parameters
+
+    def scalar(self, value: Any) -> Any:
+        """A literal, or the resolved value of a ``Ref``/``Fn::FindInMap``; else ``None``."""
+        if isinstance(value, Mapping):
+            if set(value) == {"Ref"} and isinstance(value["Ref"], str):
+                return self.parameter(value["Ref"])
+            if set(value) == {"Fn::FindInMap"}:
+                return self._find_in_map(value["Fn::FindInMap"])
+            return None
+        if isinstance(value, list):
+            return None
+        return value
+
+    def number(self, value: Any) -> int | None:
+        """``value`` as a whole number, or ``None`` when it cannot be known statically."""
+        resolved = self.scalar(value)
+        if isinstance(resolved, bool):
+            return None
+        if isinstance(resolved, int | float):
+            return int(resolved)
+        if isinstance(resolved, str):
+            try:
+                return int(float(resolved))
+            except ValueError:
+                return None
+        return None
+
+    def _find_in_map(self, args: Any) -> Any:
+        if not isinstance(args, list) or len(args) < 3:
+            return None
+        keys = [self.scalar(a) for a in args[:3]]
+        if not all(isinstance(k, str) for k in keys):
+            return None
+        level: Any = self._mappings
+        for key in keys:
+            if not isinstance(level, Mapping) or key not in level:
+                return None
+            level = level[key]
+        return level
+
+
+@dataclass(frozen=True, kw_only=True)
+class Queue:
+    """An ``AWS::SQS::Queue`` as the rules see it."""
+
+    logical_id: str
+    properties: Mapping[str, Any]
+    visibility_timeout: int | None
+    retention: int | None
+    fifo: bool
+    has_redrive: bool
+    dead_letter_id: str | None
+    max_receive_count: Any  # raw value: compared by identity first, then resolved
+
+    @property
+    def path(self) -> Path:
+        """Path of the resource in the template."""
+        return ("Resources", self.logical_id)
+
+    def property_path(self, name: str) -> Path:
+        """Path of property ``name`` (the resource's path when the property is absent)."""
+        if name in self.properties:
+            return (*self.path, "Properties", name)
+        return self.path
+
+
+@dataclass(frozen=True, kw_only=True)
+class Function:
+    """A Lambda function (SAM or plain) with ``Globals`` merged in."""
+
+    logical_id: str
+    timeout: int | None
+    environment: Mapping[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SqsSource:
+    """One SQS queue feeding one function: a SAM ``SQS`` event or an event source mapping."""
+
+    label: str
+    path: Path
+    queue_id: str | None
+    function_id: str | None
+    batching_window: int | None
+    response_types: Any
+    properties: Mapping[str, Any] = field(repr=False)
+
+    def property_path(self, name: str) -> Path:
+        """Path of property ``name`` (the source's path when the property is absent)."""
+        if name in self.properties:
+            return (*self.path, name)
+        return self.path
+
+
+class Wiring:
+    """Queues, functions, SQS sources and alarms of one template, resolved once.
+
+    Example:
+        >>> t = {"Resources": {
+        ...     "Q": {"Type": "AWS::SQS::Queue"},
+        ...     "F": {"Type": "AWS::Serverless::Function", "Properties": {"Timeout": 10,
+        ...           "Events": {"E": {"Type": "SQS", "Properties": {"Queue": {"Fn::GetAtt": ["Q", "Arn"]}}}}}}}}
+        >>> [(s.queue_id, s.function_id) for s in Wiring(t).sources]
+        [('Q', 'F')]
+    """
+
+    def __init__(self, template: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> None:
+        self.template = template
+        self.resolve = Resolver(template, overrides)
+        self.resources: Mapping[str, Any] = {
+            k: v for k, v in _mapping(template.get("Resources")).items() if isinstance(v, Mapping)
+        }
+        self.queues = {k: self._queue(k, v) for k, v in self.resources.items() if v.get("Type") == QUEUE_TYPE}
+        self.functions = {k: self._function(k, v) for k, v in self.resources.items() if v.get("Type") in FUNCTION_TYPES}
+        self.sources = list(self._sources())
+
+    def dead_letter_queues(self) -> Iterator[tuple[Queue, Queue]]:
+        """``(source, dead-letter queue)`` for every redrive policy between two queues of the template."""
+        for queue in self.queues.values():
+            if queue.dead_letter_id in self.queues:
+                yield queue, self.queues[queue.dead_letter_id]
+
+    def alarms(self) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        """``(logical id, properties)`` of every CloudWatch alarm."""
+        for logical_id, resource in self.resources.items():
+            if resource.get("Type") == ALARM_TYPE:
+                yield logical_id, _mapping(resource.get("Properties"))
+
+    # ------------------------------------------------------------ reading
+    def _queue(self, logical_id: str, resource: Mapping[str, Any]) -> Queue:
+        props = _mapping(resource.get("Properties"))
+        redrive = props.get("RedrivePolicy")
+        if isinstance(redrive, str):
+            # RedrivePolicy is a JSON-typed property: a string is legal too.
+            try:
+                redrive = json.loads(redrive)
+            except ValueError:
+                redrive = None
+        redrive = _mapping(redrive)
+        target = redrive.get("deadLetterTargetArn")
+        visibility = props.get("VisibilityTimeout", DEFAULT_VISIBILITY_TIMEOUT)
+        retention = props.get("MessageRetentionPeriod", DEFAULT_RETENTION)
+        fifo = self.resolve.scalar(props.get("FifoQueue", False))
+        return Queue(
+            logical_id=logical_id,
+            properties=props,
+            visibility_timeout=self.resolve.number(visibility),
+            retention=self.resolve.number(retention),
+            fifo=fifo is True or str(fifo).lower() == "true",
+            has_redrive=target is not None,
+            dead_letter_id=_arn_target(target),
+            max_receive_count=redrive.get("maxReceiveCount"),
+        )
+
+    def _function(self, logical_id: str, resource: Mapping[str, Any]) -> Function:
+        props = dict(_mapping(resource.get("Properties")))
+        env: dict[str, Any] = {}
+        if resource.get("Type") == "AWS::Serverless::Function":
+            globals_ = _mapping(_mapping(self.template.get("Globals")).get("Function"))
+            env.update(_variables(globals_))
+            props = {**globals_, **props}
+        env.update(_variables(props))
+        return Function(
+            logical_id=logical_id,
+            timeout=self.resolve.number(props.get("Timeout", DEFAULT_LAMBDA_TIMEOUT)),
+            environment=env,
+        )
+
+    def _sources(self) -> Iterator[SqsSource]:
+        for logical_id, resource in self.resources.items():
+            props = _mapping(resource.get("Properties"))
+            if resource.get("Type") == "AWS::Serverless::Function":
+                for event_name, event in _mapping(props.get("Events")).items():
+                    if not isinstance(event, Mapping) or event.get("Type") != "SQS":
+                        continue
+                    event_props = _mapping(event.get("Properties"))
+                    yield self._source(
+                        label=f"{logical_id}'s SQS event {event_name}",
+                        path=("Resources", logical_id, "Properties", "Events", event_name, "Properties"),
+                        queue_arn=event_props.get("Queue"),
+                        function_id=logical_id,
+                        props=event_props,
+                    )
+            elif resource.get("Type") == MAPPING_TYPE:
+                queue_arn = props.get("EventSourceArn")
+                if not self._is_sqs(queue_arn):
+                    continue
+                yield self._source(
+                    label=f"event source mapping {logical_id}",
+                    path=("Resources", logical_id, "Properties"),
+                    queue_arn=queue_arn,
+                    function_id=_function_target(props.get("FunctionName")),
+                    props=props,
+                )
+
+    def _source(
+        self, *, label: str, path: Path, queue_arn: Any, function_id: str | None, props: Mapping[str, Any]
+    ) -> SqsSource:
+        queue_id = _arn_target(queue_arn)
+        return SqsSource(
+            label=label,
+            path=path,
+            queue_id=queue_id if queue_id in self.queues else None,
+            function_id=function_id if function_id in self.functions else None,
+            batching_window=self.resolve.number(props.get("MaximumBatchingWindowInSeconds", DEFAULT_BATCHING_WINDOW)),
+            response_types=props.get("FunctionResponseTypes"),
+            properties=props,
+        )
+
+    def _is_sqs(self, arn: Any) -> bool:
+        target = _arn_target(arn)
+        if target is not None:
+            return target in self.queues
+        resolved = self.resolve.scalar(arn)
+        return isinstance(resolved, str) and ":sqs:" in resolved
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _variables(props: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(_mapping(_mapping(props.get("Environment")).get("Variables")))
+
+
+def _arn_target(value: Any) -> str | None:
+    """The logical id behind ``!GetAtt X.Arn`` (or ``!Sub "${X.Arn}"``), else ``None``."""
+    if not isinstance(value, Mapping) or len(value) != 1:
+        return None
+    if "Fn::GetAtt" in value:
+        att = value["Fn::GetAtt"]
+        if isinstance(att, str):
+            att = att.split(".", 1)
+        if isinstance(att, list) and len(att) == 2 and att[1] == "Arn" and isinstance(att[0], str):
+            return att[0]
+    if "Fn::Sub" in value and isinstance(value["Fn::Sub"], str):
+        match = _SUB_ARN.match(value["Fn::Sub"])
+        if match:
+            return match.group(1)
+    return None
+
+
+def _function_target(value: Any) -> str | None:
+    """The logical id behind an event source mapping's ``FunctionName``."""
+    if isinstance(value, Mapping) and set(value) == {"Ref"} and isinstance(value["Ref"], str):
+        return value["Ref"]
+    return _arn_target(value)
+
+
+def same_value(left: Any, right: Any, resolve: Resolver) -> bool | None:
+    """Whether two property values are equal: identical expressions, or equal resolved numbers.
+
+    ``None`` means it cannot be decided statically (e.g. an ``Fn::If``).
+
+    Example:
+        >>> r = Resolver({"Parameters": {"M": {"Type": "Number", "Default": 5}}})
+        >>> same_value({"Ref": "M"}, {"Ref": "M"}, r), same_value({"Ref": "M"}, "4", r)
+        (True, False)
+    """
+    if left == right:
+        return True
+    a, b = resolve.number(left), resolve.number(right)
+    if a is None or b is None:
+        return None
+    return a == b
