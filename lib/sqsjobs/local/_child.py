@@ -1,0 +1,54 @@
+"""Entry point of every child process the local cloud starts.
+
+Children ask Linux to kill them when their parent dies (``PR_SET_PDEATHSIG``),
+so even a ``kill -9`` of ``sqsjobs local up`` or of pytest leaves no moto
+server or function worker behind holding a port.
+
+Usage (by the local cloud, not by hand)::
+
+    python -m sqsjobs.local._child moto -H 127.0.0.1 -p 5123
+    python -m sqsjobs.local._child worker
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import signal
+import sys
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Have the kernel send SIGTERM to this process when its parent exits."""
+    if not sys.platform.startswith("linux"):
+        return  # elsewhere the parent's cleanup is the only guard
+    libc_name = ctypes.util.find_library("c")
+    if libc_name is None:
+        return
+    libc = ctypes.CDLL(libc_name, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def main(argv: list[str]) -> None:
+    """Run the child named by ``argv[0]`` with the rest of the arguments."""
+    die_with_parent()
+    # Ctrl-C reaches the whole foreground process group; the parent decides
+    # when children stop, so they ignore SIGINT and wait for its SIGTERM.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    kind, rest = argv[0], argv[1:]
+    if kind == "moto":
+        from moto.server import main as moto_main
+
+        moto_main(rest)
+    elif kind == "worker":
+        from sqsjobs.local.runtime import serve
+
+        serve()
+    else:
+        raise SystemExit(f"unknown child kind {kind!r}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

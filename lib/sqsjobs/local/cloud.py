@@ -1,0 +1,453 @@
+"""``LocalCloud``: the moto server, the deployed template and its runners, as one handle.
+
+Used by ``sqsjobs local up``, the pytest plugin and the demo, so all three run
+exactly the same emulation. ``stop()`` (or leaving the ``with`` block) ends
+every thread and child process and frees the ports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqsjobs.local.alarms import AlarmEvaluator, AlarmTransition, actions_for, notification
+from sqsjobs.local.aws import Clients, local_environment
+from sqsjobs.local.control import ControlServer, remove_state, write_state
+from sqsjobs.local.deploy import deploy
+from sqsjobs.local.errors import LocalCloudError, ServerDiedError
+from sqsjobs.local.invoker import FunctionPool, InvocationResult
+from sqsjobs.local.metric_store import Datapoint, MetricStore, parse_emf
+from sqsjobs.local.model import AlarmSpec, Deployment, Schedule
+from sqsjobs.local.output import Output
+from sqsjobs.local.schedules import Scheduler, scheduled_event
+from sqsjobs.local.server import MotoServer
+from sqsjobs.local.sqs_poller import SqsPoller
+from sqsjobs.local.stream_poller import StreamPoller
+from sqsjobs.local.template import Template
+
+_TICK_S = 1.0
+_QUEUE_METRICS = (
+    ("ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessages"),
+    ("ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesNotVisible"),
+    ("ApproximateNumberOfMessagesDelayed", "ApproximateNumberOfMessagesDelayed"),
+)
+
+
+class LocalCloud:
+    """A running local cloud. Start it with :meth:`start`; stop it with :meth:`stop`.
+
+    Example:
+        >>> with LocalCloud.start("template.yaml") as cloud:  # doctest: +SKIP
+        ...     cloud.send("JobsQueue", '{"v": 1, ...}')
+        ...     cloud.drain()
+        ...     cloud.emails()
+    """
+
+    def __init__(self, *, server: MotoServer, template: Template, deployment: Deployment, output: Output) -> None:
+        self.server = server
+        self.template = template
+        self.deployment = deployment
+        self.output = output
+        self.clients = Clients(server.endpoint)
+        self.metrics = MetricStore()
+        self.events: list[tuple[str, str]] = []
+        self.failure: LocalCloudError | None = None
+        self.pools: dict[str, FunctionPool] = {}
+        self.sqs_pollers: list[SqsPoller] = []
+        self.stream_pollers: list[StreamPoller] = []
+        self.alarms = AlarmEvaluator(deployment.alarms, self.metrics, on_transition=self._on_alarm)
+        self._unpublished: list[Datapoint] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._monitor = threading.Thread(target=self._watch, name="local-cloud-monitor", daemon=True)
+        self._scheduler: Scheduler | None = None
+        self._control: ControlServer | None = None
+        self._state_path: Path | None = None
+        self._stopped = False
+
+    # -- lifecycle -------------------------------------------------------------
+
+    @classmethod
+    def start(
+        cls,
+        template: str | Path = "template.yaml",
+        *,
+        port: int | None = None,
+        parameters: dict[str, str] | None = None,
+        stack_name: str = "sqsjobs-local",
+        output: Output | None = None,
+        state_path: Path | None = None,
+        extra_paths: tuple[Path, ...] = (),
+    ) -> LocalCloud:
+        """Start a server, deploy ``template`` on it and run its functions' event sources.
+
+        ``state_path`` (used by ``local up``) records the cloud for
+        ``sqsjobs enqueue`` and ``sqsjobs local fire`` in other processes.
+        """
+        parsed = Template.load(template)
+        server = MotoServer.start(port)
+        try:
+            clients = Clients(server.endpoint)
+            deployment = deploy(parsed, clients, stack_name=stack_name, parameters=dict(parameters or {}))
+            cloud = cls(server=server, template=parsed, deployment=deployment, output=output or Output())
+        except BaseException:
+            server.stop()
+            raise
+        try:
+            cloud._run(extra_paths=(parsed.path.parent, *extra_paths), state_path=state_path)
+        except BaseException:
+            cloud.stop()
+            raise
+        return cloud
+
+    def _run(self, *, extra_paths: tuple[Path, ...], state_path: Path | None) -> None:
+        d = self.deployment
+        for warning in d.warnings:
+            self._event("warn", warning)
+        if d.without_local_effect:
+            self._event("info", "no local effect: " + ", ".join(sorted(d.without_local_effect)))
+        base_env = {**os.environ, **local_environment(self.server.endpoint, self.clients.region)}
+        for logical_id, spec in d.functions.items():
+            self.pools[logical_id] = FunctionPool(spec, base_env=base_env, log=self._log, extra_paths=extra_paths)
+        # Import every handler now: a broken import shows before any message is taken.
+        with ThreadPoolExecutor(max_workers=max(1, len(self.pools))) as executor:
+            failures = dict(zip(self.pools, executor.map(lambda p: p.warm(), self.pools.values()), strict=True))
+        for logical_id, failure in failures.items():
+            if failure is not None:
+                self._event(
+                    "error",
+                    f"{logical_id}: cannot import handler {self.pools[logical_id].spec.handler}; its event sources "
+                    f"are paused and their messages stay unprocessed until it imports\n{failure.traceback}",
+                )
+        for mapping in d.sqs_mappings:
+            if mapping.enabled:
+                poller = SqsPoller(
+                    mapping, self.pools[mapping.function], self.clients.get("sqs"),
+                    region=self.clients.region, report=self._event, healthy=self.healthy,
+                    max_receive_count=getattr(d.queue_by_url(mapping.queue_url), "max_receive_count", 0),
+                )
+                self.sqs_pollers.append(poller)
+        for stream_mapping in d.stream_mappings:
+            if stream_mapping.enabled:
+                self.stream_pollers.append(
+                    StreamPoller(stream_mapping, self.pools[stream_mapping.function],
+                                 self.clients.get("dynamodbstreams"), report=self._event, healthy=self.healthy)
+                )
+        self._scheduler = Scheduler(d.schedules, self._fire_scheduled, report=self._event)
+        for poller in self.sqs_pollers:
+            poller.start()
+        for stream_poller in self.stream_pollers:
+            stream_poller.start()
+        self._scheduler.start()
+        self._monitor.start()
+        if state_path is not None:
+            self._control = ControlServer({"fire": self._control_fire, "drain": self._control_drain})
+            self._control.start()
+            self._state_path = state_path
+            write_state(state_path, self.state())
+
+    def stop(self) -> None:
+        """Stop runners, kill workers, stop the server, free ports, remove the state file."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._stop.set()
+        if self._control is not None:
+            self._control.stop()
+        if self._state_path is not None:
+            remove_state(self._state_path, os.getpid())
+        if self._scheduler is not None:
+            self._scheduler.stop()
+        for pool in self.pools.values():
+            pool.close()  # busy invocations end now, so pollers stop promptly
+        for poller in self.sqs_pollers:
+            poller.stop()
+        for stream_poller in self.stream_pollers:
+            stream_poller.stop()
+        if self._monitor.is_alive():
+            self._monitor.join(timeout=5)
+        self.server.stop()
+
+    def __enter__(self) -> LocalCloud:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- health, metrics, alarms -----------------------------------------------
+
+    def healthy(self) -> bool:
+        """False once the moto server has died (runners pause, ``check()`` raises)."""
+        return self.failure is None
+
+    def check(self) -> None:
+        """Raise the failure that stopped the local cloud, if any."""
+        if self.failure is not None:
+            raise self.failure
+
+    def _watch(self) -> None:
+        while not self._stop.wait(_TICK_S):
+            try:
+                self.server.check()
+            except ServerDiedError as exc:
+                if self.failure is None:
+                    self.failure = exc
+                    self._event("error", str(exc))
+                continue
+            if self.failure is not None:
+                continue
+            try:
+                self._sample_queues()
+                self._publish_metrics()
+                self.alarms.evaluate_all()
+            except Exception as exc:  # a failed tick must not end alarm evaluation
+                if self.server.alive():
+                    self._event("warn", f"alarm evaluation tick failed: {exc}")
+
+    def _sample_queues(self) -> None:
+        sqs = self.clients.get("sqs")
+        now = time.time()
+        points = []
+        oldest = {p.mapping.queue_url: p.oldest_sent() for p in self.sqs_pollers}
+        for queue in self.deployment.queues.values():
+            attributes = sqs.get_queue_attributes(QueueUrl=queue.url, AttributeNames=["All"])["Attributes"]
+            dims = frozenset({("QueueName", queue.name)})
+            for metric, attribute in _QUEUE_METRICS:
+                points.append(Datapoint(namespace="AWS/SQS", name=metric, dimensions=dims, timestamp=now,
+                                        value=float(attributes.get(attribute, 0)), unit="Count"))
+            sent = oldest.get(queue.url)
+            age = max(0.0, now - sent) if sent is not None else 0.0
+            points.append(Datapoint(namespace="AWS/SQS", name="ApproximateAgeOfOldestMessage", dimensions=dims,
+                                    timestamp=now, value=age, unit="Seconds"))
+        self._record(points)
+
+    def _record(self, points: list[Datapoint]) -> None:
+        self.metrics.add(points)
+        with self._lock:
+            self._unpublished.extend(points)
+
+    def _publish_metrics(self) -> None:
+        """Mirror the datapoints into moto, so GetMetricStatistics and dashboards see them."""
+        with self._lock:
+            points, self._unpublished = self._unpublished, []
+        by_namespace: dict[str, list[dict[str, Any]]] = {}
+        for p in points:
+            by_namespace.setdefault(p.namespace, []).append(
+                {"MetricName": p.name, "Dimensions": [{"Name": k, "Value": v} for k, v in sorted(p.dimensions)],
+                 "Timestamp": p.timestamp, "Value": p.value, "Unit": p.unit if p.unit else "None"}
+            )
+        cloudwatch = self.clients.get("cloudwatch")
+        for namespace, data in by_namespace.items():
+            for start in range(0, len(data), 500):
+                cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start : start + 500])
+
+    def _on_alarm(self, alarm: AlarmSpec, change: AlarmTransition) -> None:
+        self.clients.get("cloudwatch").set_alarm_state(
+            AlarmName=alarm.name, StateValue=change.new, StateReason=change.reason[:1000]
+        )
+        sns = self.clients.get("sns")
+        for topic in actions_for(alarm, change.new):
+            sns.publish(TopicArn=topic, Subject=f"{change.new}: {alarm.name}"[:100],
+                        Message=notification(alarm, change, self.clients.region))
+        if change.new == "ALARM":
+            level = "page" if alarm.severity == "PAGE" else "alarm-warn"
+            self._event(level, f"alarm {alarm.name} is in ALARM: {change.reason}")
+        elif change.old == "ALARM":
+            self._event("ok", f"alarm {alarm.name} is back to {change.new}")
+
+    def alarm_state(self, name: str) -> str:
+        """The local state of the alarm with logical id or name ``name``."""
+        for alarm in self.deployment.alarms:
+            if name in (alarm.name, alarm.logical_id):
+                return self.alarms.states[alarm.name]
+        raise KeyError(f"no alarm {name!r}; alarms: {', '.join(a.logical_id for a in self.deployment.alarms)}")
+
+    def evaluate_alarms(self) -> list[AlarmTransition]:
+        """Sample and evaluate now instead of waiting for the next tick (for tests)."""
+        self._sample_queues()
+        return self.alarms.evaluate_all()
+
+    # -- logs and events -------------------------------------------------------
+
+    def _event(self, level: str, text: str) -> None:
+        with self._lock:
+            self.events.append((level, text))
+        self.output.event(level, text)
+
+    def _log(self, function: str, line: str) -> None:
+        points = parse_emf(line)
+        if points:
+            self._record(points)
+            if not self.output.show_emf:
+                return
+        self.output.log(function, line)
+
+    # -- working with the deployed stack ---------------------------------------
+
+    @property
+    def endpoint(self) -> str:
+        """The moto server's URL."""
+        return self.server.endpoint
+
+    def env(self) -> dict[str, str]:
+        """Environment for a process that should talk to this local cloud."""
+        return local_environment(self.server.endpoint, self.clients.region)
+
+    def queue_url(self, logical_id: str) -> str:
+        """The URL of the queue the template calls ``logical_id``."""
+        return self.deployment.queues[logical_id].url
+
+    def function_env(self, logical_id: str) -> dict[str, str]:
+        """The resolved environment of function ``logical_id`` (what its handler sees)."""
+        return dict(self.deployment.functions[logical_id].environment)
+
+    def send(self, queue: str, body: str, attributes: dict[str, str] | None = None) -> str:
+        """Send a raw message to queue ``queue`` (logical id); return its message id."""
+        message_attributes = {k: {"DataType": "String", "StringValue": v} for k, v in (attributes or {}).items()}
+        response = self.clients.get("sqs").send_message(
+            QueueUrl=self.queue_url(queue), MessageBody=body, MessageAttributes=message_attributes
+        )
+        return str(response["MessageId"])
+
+    def queue_depth(self, queue: str) -> int:
+        """Messages on queue ``queue`` (logical id): visible + in flight + delayed."""
+        attributes = self.clients.get("sqs").get_queue_attributes(
+            QueueUrl=self.queue_url(queue), AttributeNames=["All"]
+        )["Attributes"]
+        return sum(int(attributes.get(a, 0)) for _, a in _QUEUE_METRICS)
+
+    def peek(self, queue: str, max_messages: int = 10) -> list[dict[str, Any]]:
+        """Receive up to ``max_messages`` from ``queue`` and make them visible again at once."""
+        sqs = self.clients.get("sqs")
+        url = self.queue_url(queue)
+        messages: list[dict[str, Any]] = sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=min(10, max_messages), AttributeNames=["All"],
+            MessageAttributeNames=["All"], VisibilityTimeout=0,
+        ).get("Messages", [])
+        return messages
+
+    def drain(self, timeout: float = 120.0, *, settle_checks: int = 3) -> None:
+        """Block until every mapped queue and stream is empty and no invocation runs.
+
+        Raises :class:`TimeoutError` (with what is still pending) after ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        quiet = 0
+        while True:
+            self.check()
+            pending = self._pending()
+            quiet = 0 if pending else quiet + 1
+            if quiet >= settle_checks:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the local cloud did not drain within {timeout:.0f} s; pending: {pending}")
+            time.sleep(0.2)
+
+    def _pending(self) -> list[str]:
+        pending = []
+        for poller in self.sqs_pollers:
+            if not poller.idle:
+                pending.append(f"{poller.mapping.logical_id}: invocation running")
+            queue = self.deployment.queue_by_url(poller.mapping.queue_url)
+            depth = self.queue_depth(queue.logical_id) if queue else 0
+            if depth:
+                pending.append(f"{poller.mapping.logical_id}: {depth} message(s) on the queue")
+        pending += [f"{s.mapping.logical_id}: stream records" for s in self.stream_pollers if not s.idle]
+        return pending
+
+    def fire(self, name: str) -> InvocationResult:
+        """Run schedule ``name`` (its name, logical id, or its function's) now and return the result."""
+        schedule = self.find_schedule(name)
+        return self.pools[schedule.function].invoke(scheduled_event(schedule, self.clients.region))
+
+    def find_schedule(self, name: str) -> Schedule:
+        """The schedule known by ``name``; :class:`KeyError` listing the names otherwise."""
+        for schedule in self.deployment.schedules:
+            function = self.deployment.functions[schedule.function]
+            if name in (schedule.name, schedule.logical_id, function.logical_id, function.name):
+                return schedule
+        names = ", ".join(s.name for s in self.deployment.schedules) or "none"
+        raise KeyError(f"no schedule {name!r}; schedules: {names}")
+
+    def _fire_scheduled(self, schedule: Schedule) -> None:
+        self._event("info", f"schedule {schedule.name} fired ({schedule.expression})")
+        result = self.pools[schedule.function].invoke(scheduled_event(schedule, self.clients.region))
+        if result.failed:
+            self._event("warn", f"schedule {schedule.name}: {result.error_type}: {result.error_message}")
+
+    def kill_invocations(self, function: str) -> int:
+        """Kill every running invocation of ``function`` (a crash, for fault tests); return how many."""
+        return self.pools[function].kill_busy()
+
+    def emails(self) -> list[dict[str, Any]]:
+        """E-mails sent through SES so far (moto records them; nothing is delivered).
+
+        Each is ``{"source", "destinations", "subject", "body"}`` (raw ones carry ``raw_data``).
+        """
+        with urllib.request.urlopen(f"{self.endpoint}/moto-api/data.json", timeout=10) as response:
+            data = json.loads(response.read())
+        ses = data.get("ses", {})
+        sent: list[dict[str, Any]] = []
+        for kind in ("Message", "TemplateMessage", "RawMessage"):
+            for message in ses.get(kind, []):
+                sent.append(
+                    {
+                        "id": message.get("id"),
+                        "source": message.get("source"),
+                        "destinations": message.get("destinations"),
+                        "subject": message.get("subject"),
+                        "body": message.get("body"),
+                        **({"raw_data": message["raw_data"]} if "raw_data" in message else {}),
+                    }
+                )
+        return sent
+
+    def state(self) -> dict[str, Any]:
+        """What ``local up`` records for other processes (see :mod:`sqsjobs.local.control`)."""
+        app_env: dict[str, str] = {}
+        for spec in self.deployment.functions.values():
+            if "SQSJOBS_QUEUE_URL" in spec.environment:
+                app_env = dict(spec.environment)
+                break
+        return {
+            "pid": os.getpid(),
+            "endpoint": self.endpoint,
+            "control": self._control.url if self._control else None,
+            "region": self.clients.region,
+            "template": str(self.template.path),
+            "queues": {k: q.url for k, q in self.deployment.queues.items()},
+            "tables": dict(self.deployment.tables),
+            "schedules": [s.name for s in self.deployment.schedules],
+            "app_env": app_env,
+        }
+
+    def _control_fire(self, payload: dict[str, Any]) -> dict[str, Any]:
+        try:
+            result = self.fire(str(payload["name"]))
+        except KeyError as exc:
+            return {"error": str(exc.args[0])}
+        return {"ok": result.ok, "request_id": result.request_id, "payload": result.payload,
+                "error_type": result.error_type, "error_message": result.error_message,
+                "duration_ms": result.duration_ms}
+
+    def _control_drain(self, payload: dict[str, Any]) -> dict[str, Any]:
+        self.drain(float(payload.get("timeout", 120)))
+        return {"drained": True}
+
+
+@contextmanager
+def running(template: str | Path, **options: Any) -> Iterator[LocalCloud]:
+    """``with running("template.yaml") as cloud:`` — start, yield, always stop."""
+    cloud = LocalCloud.start(template, **options)
+    try:
+        yield cloud
+    finally:
+        cloud.stop()

@@ -1,0 +1,118 @@
+"""Read a SAM template and translate it to plain CloudFormation.
+
+moto's CloudFormation skips the SAM transform, so the local cloud runs
+``samtranslator`` itself, the way ``sam deploy`` has CloudFormation do it.
+Local ``CodeUri`` paths are swapped for placeholder S3 locations first (the
+translator insists on S3) and remembered, so functions run from the source
+tree, like ``sam local``.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqsjobs.local.errors import TemplateError
+
+SERVERLESS_FUNCTION = "AWS::Serverless::Function"
+_PLACEHOLDER_BUCKET = "sqsjobs-local-code"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Template:
+    """A translated template: CloudFormation resources plus where each function's code lives.
+
+    Example:
+        >>> t = Template.load("template.yaml")  # doctest: +SKIP
+        >>> sorted(t.resources)[:2]  # doctest: +SKIP
+        ['DeadLetterQueue', 'JobsQueue']
+    """
+
+    path: Path
+    resources: dict[str, dict[str, Any]]
+    parameters: dict[str, dict[str, Any]]
+    conditions: dict[str, Any]
+    mappings: dict[str, Any]
+    outputs: dict[str, Any]
+    code_dirs: dict[str, Path]
+
+    @classmethod
+    def load(cls, path: str | Path) -> Template:
+        """Parse, remember code locations, and translate ``path``."""
+        template_path = Path(path).resolve()
+        try:
+            text = template_path.read_text()
+        except OSError as exc:
+            raise TemplateError(f"cannot read template {path}: {exc}") from exc
+        from samtranslator.yaml_helper import yaml_parse
+
+        try:
+            document = yaml_parse(text)
+        except Exception as exc:
+            raise TemplateError(f"{path} is not valid YAML: {exc}") from exc
+        if not isinstance(document, dict) or not isinstance(document.get("Resources"), dict):
+            raise TemplateError(f"{path} has no Resources section")
+        code_dirs = _swap_code_uris(document, template_path.parent)
+        translated = _translate(document) if _is_sam(document) else document
+        return cls(
+            path=template_path,
+            resources=dict(translated.get("Resources", {})),
+            parameters=dict(translated.get("Parameters", {}) or {}),
+            conditions=dict(translated.get("Conditions", {}) or {}),
+            mappings=dict(translated.get("Mappings", {}) or {}),
+            outputs=dict(translated.get("Outputs", {}) or {}),
+            code_dirs=code_dirs,
+        )
+
+
+def _is_sam(document: dict[str, Any]) -> bool:
+    transform = document.get("Transform")
+    names = transform if isinstance(transform, list) else [transform]
+    return any(isinstance(n, str) and n.startswith("AWS::Serverless") for n in names)
+
+
+def _swap_code_uris(document: dict[str, Any], base: Path) -> dict[str, Path]:
+    """Replace local CodeUri values with S3 placeholders; return logical id → code directory."""
+    globals_function = (document.get("Globals") or {}).get("Function") or {}
+    default_uri = globals_function.pop("CodeUri", None) if isinstance(globals_function, dict) else None
+    code_dirs: dict[str, Path] = {}
+    for logical_id, resource in document["Resources"].items():
+        if not isinstance(resource, dict) or resource.get("Type") != SERVERLESS_FUNCTION:
+            continue
+        properties = resource.setdefault("Properties", {})
+        if "InlineCode" in properties:
+            raise TemplateError(f"{logical_id}: InlineCode is not supported locally; use CodeUri")
+        uri = properties.get("CodeUri", default_uri)
+        if uri is None:
+            uri = "."
+        if not isinstance(uri, str):
+            raise TemplateError(f"{logical_id}: CodeUri must be a local path for the local cloud, got {uri!r}")
+        if uri.startswith("s3://"):
+            raise TemplateError(f"{logical_id}: CodeUri {uri} is in S3; the local cloud runs code from local paths")
+        code_dirs[logical_id] = (base / uri).resolve()
+        properties["CodeUri"] = f"s3://{_PLACEHOLDER_BUCKET}/{logical_id}"
+    return code_dirs
+
+
+class _NoManagedPolicies:
+    """Managed policy names stay names: locally nothing checks IAM."""
+
+    def load(self) -> dict[str, str]:
+        return {}
+
+
+def _translate(document: dict[str, Any]) -> dict[str, Any]:
+    from samtranslator.model.exceptions import InvalidDocumentException
+    from samtranslator.translator.transform import transform
+
+    # The translator builds ARNs from the session's region.
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    try:
+        result: dict[str, Any] = transform(copy.deepcopy(document), {}, _NoManagedPolicies())
+    except InvalidDocumentException as exc:
+        causes = "; ".join(str(cause) for cause in exc.causes)
+        raise TemplateError(f"the SAM transform rejected the template: {causes}") from exc
+    return result
