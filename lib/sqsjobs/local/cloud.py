@@ -25,7 +25,7 @@ from sqsjobs.local.deploy import deploy
 from sqsjobs.local.errors import LocalCloudError, ServerDiedError
 from sqsjobs.local.invoker import FunctionPool, InvocationResult
 from sqsjobs.local.metric_store import Datapoint, MetricStore, parse_emf
-from sqsjobs.local.model import AlarmSpec, Deployment, Schedule
+from sqsjobs.local.model import AlarmSpec, Deployment, FunctionSpec, Schedule
 from sqsjobs.local.output import Output
 from sqsjobs.local.schedules import Scheduler, scheduled_event
 from sqsjobs.local.server import MotoServer
@@ -116,7 +116,9 @@ class LocalCloud:
             self._event("info", "no local effect: " + ", ".join(sorted(d.without_local_effect)))
         base_env = {**os.environ, **local_environment(self.server.endpoint, self.clients.region)}
         for logical_id, spec in d.functions.items():
-            self.pools[logical_id] = FunctionPool(spec, base_env=base_env, log=self._log, extra_paths=extra_paths)
+            self.pools[logical_id] = FunctionPool(
+                spec, base_env=base_env, log=self._log, extra_paths=extra_paths, observe=self._invoked
+            )
         # Import every handler now: a broken import shows before any message is taken.
         with ThreadPoolExecutor(max_workers=max(1, len(self.pools))) as executor:
             failures = dict(zip(self.pools, executor.map(lambda p: p.warm(), self.pools.values()), strict=True))
@@ -248,6 +250,21 @@ class LocalCloud:
         for namespace, data in by_namespace.items():
             for start in range(0, len(data), 500):
                 cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start : start + 500])
+
+    def _invoked(self, spec: FunctionSpec, result: InvocationResult) -> None:
+        """Lambda's own metrics for one invocation (the worker errors alarm reads them)."""
+        dims = frozenset({("FunctionName", spec.name)})
+        now = time.time()
+        self._record(
+            [
+                Datapoint(namespace="AWS/Lambda", name="Invocations", dimensions=dims, timestamp=now, value=1.0,
+                          unit="Count"),
+                Datapoint(namespace="AWS/Lambda", name="Errors", dimensions=dims, timestamp=now,
+                          value=float(result.failed), unit="Count"),
+                Datapoint(namespace="AWS/Lambda", name="Duration", dimensions=dims, timestamp=now,
+                          value=result.duration_ms, unit="Milliseconds"),
+            ]
+        )
 
     def _on_alarm(self, alarm: AlarmSpec, change: AlarmTransition) -> None:
         self.clients.get("cloudwatch").set_alarm_state(

@@ -303,7 +303,8 @@ class _Creator:
         topics = {arn: lid for lid, arn in self.d.topics.items()}
         own = f"{name} {p.get('AlarmDescription', '')}".lower()
         actions = " ".join(topics.get(str(a), str(a)) for a in p.get("AlarmActions", [])).lower()
-        for text in (own, actions):
+        # The topics first: a page topic pages whatever the description says.
+        for text in (actions, own):
             if "page" in text:
                 return "PAGE"
             if "warn" in text:

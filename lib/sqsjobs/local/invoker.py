@@ -176,8 +176,10 @@ class FunctionPool:
         base_env: dict[str, str],
         log: LogSink,
         extra_paths: tuple[Path, ...] = (),
+        observe: Callable[[FunctionSpec, InvocationResult], None] | None = None,
     ) -> None:
         self.spec = spec
+        self._observe = observe
         self._env = {**base_env, "SQSJOBS_LOCAL_PATHS": os.pathsep.join(str(p) for p in extra_paths)}
         self._log = log
         self._idle: list[_Worker] = []
@@ -246,6 +248,12 @@ class FunctionPool:
 
     def invoke(self, event: Any) -> InvocationResult:
         """Run the handler on ``event`` with the function's Timeout enforced."""
+        result = self._invoke(event)
+        if self._observe is not None and not result.init_error:
+            self._observe(self.spec, result)
+        return result
+
+    def _invoke(self, event: Any) -> InvocationResult:
         acquired = self._acquire()
         if isinstance(acquired, InvocationResult):
             return acquired
