@@ -12,6 +12,7 @@ import json
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
+
 from sqsjobs.redrive import (
     Redrive,
     RedriveError,
@@ -28,6 +29,7 @@ from sqsjobs.redrive import (
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from rich.console import Console
+
     from sqsjobs.redrive import MoveTask
 
 EXIT_FAILED = 1
