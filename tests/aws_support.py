@@ -26,7 +26,9 @@ def create_table(dynamodb: Any, name: str) -> None:
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    dynamodb.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"})
+    dynamodb.update_time_to_live(
+        TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"}
+    )
 
 
 def create_queues(sqs: Any, name: str, *, fifo: bool = False, max_attempts: int = MAX_ATTEMPTS) -> tuple[str, str]:

@@ -21,7 +21,14 @@ if TYPE_CHECKING:
 
 
 class Outcome(StrEnum):
-    """What the worker did with a record."""
+    """What the worker did with a record.
+
+    Example:
+        >>> result.count(Outcome.DUPLICATE)  # doctest: +SKIP
+        1
+        >>> Outcome.RETRY.value
+        'retry'
+    """
 
     SUCCEEDED = "succeeded"  #: ran and completed: acknowledged
     DUPLICATE = "duplicate"  #: completed before (or earlier in this batch): acknowledged without running
