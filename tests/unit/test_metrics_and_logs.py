@@ -60,7 +60,7 @@ def app_and_lines() -> tuple[JobApp, list[str], NullSqs]:
 def test_one_emf_document_per_job_with_both_dimension_sets(app_and_lines: Any) -> None:
     app, lines, _ = app_and_lines
     bodies = [json.loads(app.message(name, n=i).body) for name, i in (("ok", 1), ("ok", 2), ("bad", 1), ("flaky", 1))]
-    app.process_batch(sqs_event(bodies + [bodies[0]]))  # plus a duplicate of ok:1 in the same batch
+    app.process_batch(sqs_event([*bodies, bodies[0]]))  # plus a duplicate of ok:1 in the same batch
 
     docs = {doc[m.DIMENSION_JOB]: doc for doc in map(json.loads, lines)}
     assert set(docs) == {"ok", "bad", "flaky"}
