@@ -25,10 +25,59 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest tests
 
-test: lint typecheck unit
+test: lint typecheck unit template-checks
 
 demo: $(STAMP)
 	$(BIN)/python -m demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# ---- template checks: cfn-lint + sqsjobs rules, sam validate/build, checkov ----
+# aws-sam-cli and checkov each pin their own boto3, so each gets its own venv.
+SAM_VENV := .venv-sam
+SAM_STAMP := $(SAM_VENV)/.installed
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+# sam build needs python3.12 (the functions' runtime): pyenv's, else one on PATH.
+PY312_BIN := $(or $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions/3.12.*/bin)),$(patsubst %/,%,$(dir $(shell command -v python3.12 2>/dev/null))))
+# Offline: sam validate needs only a region; dummy credentials stop botocore
+# from searching for real ones (and the instance metadata endpoint); no telemetry.
+SAM_ENV := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=testing \
+	AWS_SECRET_ACCESS_KEY=testing AWS_EC2_METADATA_DISABLED=true PATH="$(PY312_BIN):$$PATH"
+
+.PHONY: template-checks template-lint sam-validate sam-build checkov clean-template-envs
+
+$(SAM_STAMP):
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/python -m pip install --quiet 'aws-sam-cli>=1.120,<2'
+	touch $@
+
+$(CHECKOV_STAMP):
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov>=3.2,<4'
+	touch $@
+
+template-lint: $(STAMP)
+	$(BIN)/cfn-lint template.yaml
+	$(BIN)/sqsjobs check template.yaml
+
+sam-validate: $(SAM_STAMP)
+	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --template template.yaml
+	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --lint --template template.yaml
+
+sam-build: $(SAM_STAMP)
+	@test -n "$(PY312_BIN)" || { echo "sam-build: python3.12 not found (pyenv or PATH)" >&2; exit 2; }
+	$(SAM_ENV) $(SAM_VENV)/bin/sam build --template template.yaml
+	test -f .aws-sam/build/WorkerFunction/worker.py -a -f .aws-sam/build/WorkerFunction/sqsjobs/__init__.py
+	test -f .aws-sam/build/RedriveFunction/redrive.py -a -f .aws-sam/build/RedriveFunction/sqsjobs/__init__.py
+
+checkov: $(CHECKOV_STAMP)
+	$(CHECKOV_VENV)/bin/checkov --config-file .checkov.yaml
+
+template-checks: template-lint sam-validate sam-build checkov
+
+clean-template-envs:
+	rm -rf $(SAM_VENV) $(CHECKOV_VENV) .aws-sam
