@@ -373,7 +373,7 @@ class Redrive:
                 return "max"
             if self._deadline_near():
                 return "deadline"
-            messages = self._receive(min(BATCH_SIZE, remaining))
+            messages = self._receive(min(remaining, self._receive_size()))
             if not messages:
                 return "drained"
             fresh = [m for m in messages if self._admit(m)]
@@ -381,18 +381,28 @@ class Redrive:
             if stale >= STALE_ROUNDS:
                 return "scanned"
             to_send = [held for held in map(self._decide, fresh) if held is not None]
-            self._send_all(to_send)
+            finished = self._send_all(to_send)
             self._report()
+            if not finished:
+                return "deadline"
 
     def _remaining_quota(self) -> int:
         if self.options.max_messages is None:
             return BATCH_SIZE
         return max(0, self.options.max_messages - self._matched)
 
-    def _deadline_near(self) -> bool:
+    def _deadline_near(self, wait: float = 0.0) -> bool:
         if self._remaining_time is None:
             return False
-        return self._remaining_time() < self.options.stop_margin_seconds
+        return self._remaining_time() - wait < self.options.stop_margin_seconds
+
+    def _receive_size(self) -> int:
+        # Under a slow rate, take no more than can be sent within half the
+        # visibility timeout: a receipt handle that expires while its message
+        # waits for its turn would let the message reappear in the DLQ mid-send.
+        if self.options.rate is None:
+            return BATCH_SIZE
+        return max(1, min(BATCH_SIZE, math.floor(self.options.rate * self.options.visibility_timeout / 2)))
 
     def _receive(self, count: int) -> list[MessageTypeDef]:
         response = self._sqs.receive_message(
@@ -469,14 +479,23 @@ class Redrive:
 
     # -- sending ----------------------------------------------------------
 
-    def _send_all(self, to_send: Sequence[_Held]) -> None:
+    def _send_all(self, to_send: Sequence[_Held]) -> bool:
+        """Send in paced chunks; False when the deadline stopped it (the rest stay held, then released)."""
         by_target: dict[str, list[_Held]] = {}
         for held in to_send:
             by_target.setdefault(held.target or "", []).append(held)
-        for target, group in by_target.items():
-            for chunk in _chunks(group, self._chunk_size()):
-                self._pace()
-                self._send_chunk(target, chunk)
+        chunks = [(target, chunk) for target, group in by_target.items()
+                  for chunk in _chunks(group, self._chunk_size())]
+        for index, (target, chunk) in enumerate(chunks):
+            wait = self._pace_wait()
+            if self._deadline_near(wait):
+                # Not sent, so not matched after all: they go back with the rest.
+                self._matched -= sum(len(unsent) for _, unsent in chunks[index:])
+                return False
+            if wait > 0:
+                self._sleep(wait)
+            self._send_chunk(target, chunk)
+        return True
 
     def _chunk_size(self) -> int:
         # Bursts are at most one second's worth of the rate limit.
@@ -484,13 +503,11 @@ class Redrive:
             return BATCH_SIZE
         return max(1, min(BATCH_SIZE, math.floor(self.options.rate)))
 
-    def _pace(self) -> None:
+    def _pace_wait(self) -> float:
         if self.options.rate is None:
-            return
+            return 0.0
         due = self._started + self._sent_total / self.options.rate
-        wait = due - self._clock()
-        if wait > 0:
-            self._sleep(wait)
+        return max(0.0, due - self._clock())
 
     def _send_chunk(self, target: str, chunk: Sequence[_Held]) -> None:
         fifo = target.endswith(".fifo")

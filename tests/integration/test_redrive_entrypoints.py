@@ -209,8 +209,9 @@ def test_lambda_stops_before_its_timeout_and_reports_what_is_left(
     monkeypatch.setenv("SQSJOBS_QUEUE_URL", src)
     handler = load_handler()
 
-    # 30 s left, 12 s per round, stop when under 10 s: two rounds of 10.
-    result = handler.handler({"wait_time_seconds": 0}, Context(30_000, step_ms=12_000))
+    # 30 s left and 5 s gone at each look (before a receive, before a send); stop when under 10 s:
+    # two rounds of 10 are sent, the third round's 10 go back.
+    result = handler.handler({"wait_time_seconds": 0}, Context(30_000, step_ms=5_000))
 
     assert (result["moved"], result["stopped"], result["left"]) == (20, "deadline", 5)
     again = handler.handler({"wait_time_seconds": 0}, Context(300_000))

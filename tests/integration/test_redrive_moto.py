@@ -333,11 +333,35 @@ def test_deadline_stops_early_and_reports_what_is_left(sqs: Any) -> None:
     src, dlq = make_queues(sqs)
     for key in range(30):
         dead_letter(sqs, dlq, key=key, source=src)
-    remaining = iter([60.0, 30.0, 5.0])
+    calls = Calls(sqs)
+    # Each receive round costs 20 s of a 50 s budget; stop when under 10 s.
     opts = options(dlq, stop_margin_seconds=10)
-    engine = Redrive(opts, sqs_client=sqs, remaining_time=lambda: next(remaining))
+    engine = Redrive(opts, sqs_client=sqs, remaining_time=lambda: 50 - 20 * calls.count("ReceiveMessage"))
     summary = engine.run()
-    assert (summary.moved, summary.stopped, summary.left) == (20, "deadline", 10)
+    # The third round received 10 but had no time left to send them: they go back, visible.
+    assert (summary.moved, summary.matched, summary.stopped, summary.left) == (20, 20, "deadline", 10)
+    assert visible(sqs, dlq) == 10
+
+
+def test_a_slow_rate_receives_no_more_than_it_can_send_within_the_visibility_timeout(sqs: Any) -> None:
+    src, dlq = make_queues(sqs)
+    for key in range(4):
+        dead_letter(sqs, dlq, key=key, source=src)
+    calls = Calls(sqs)
+    receives: list[int] = []
+    sqs.meta.events.register(
+        "provide-client-params.sqs.ReceiveMessage", lambda params, **_: receives.append(params["MaxNumberOfMessages"])
+    )
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    opts = options(dlq, rate=0.05, visibility_timeout=60)  # one message every 20 s
+    summary = redrive(opts, sqs_client=sqs, clock=lambda: now[0], sleep=sleep)
+    assert summary.moved == 4
+    assert set(receives) == {1}  # 0.05/s * 30 s = 1.5: one at a time
+    assert calls.entries("SendMessageBatch") == [1, 1, 1, 1]
 
 
 def test_source_from_the_dlqs_only_redrive_source(sqs: Any) -> None:
