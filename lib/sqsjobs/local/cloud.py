@@ -334,6 +334,23 @@ class LocalCloud:
         )
         return str(response["MessageId"])
 
+    def app_queue(self) -> str:
+        """Logical id of the queue behind ``SQSJOBS_QUEUE_URL`` in the functions' environments."""
+        for spec in self.deployment.functions.values():
+            url = spec.environment.get("SQSJOBS_QUEUE_URL")
+            queue = self.deployment.queue_by_url(url) if url else None
+            if queue is not None:
+                return queue.logical_id
+        raise LocalCloudError("no function has SQSJOBS_QUEUE_URL set to a queue of this template")
+
+    def send_job(self, message: Any, queue: str | None = None) -> str:
+        """Send a prepared ``JobMessage`` (from ``app.message(...)``) to the app's queue."""
+        response = self.clients.get("sqs").send_message(
+            QueueUrl=self.queue_url(queue or self.app_queue()), MessageBody=message.body,
+            MessageAttributes=message.attributes(), DelaySeconds=int(message.delay),
+        )
+        return str(response["MessageId"])
+
     def queue_depth(self, queue: str) -> int:
         """Messages on queue ``queue`` (logical id): visible + in flight + delayed."""
         attributes = self.clients.get("sqs").get_queue_attributes(
@@ -399,6 +416,10 @@ class LocalCloud:
         result = self.pools[schedule.function].invoke(scheduled_event(schedule, self.clients.region))
         if result.failed:
             self._event("warn", f"schedule {schedule.name}: {result.error_type}: {result.error_message}")
+
+    def crash_next_invocations(self, function: str, count: int = 1) -> None:
+        """The next ``count`` invocations of ``function`` die before the handler runs (a lost environment)."""
+        self.pools[function].crash_next(count)
 
     def kill_invocations(self, function: str) -> int:
         """Kill every running invocation of ``function`` (a crash, for fault tests); return how many."""

@@ -189,6 +189,7 @@ class FunctionPool:
         self.init_error: InvocationResult | None = None
         self.invocations = 0
         self.cold_starts = 0
+        self._crashes_pending = 0
 
     def _acquire(self) -> _Worker | InvocationResult:
         with self._lock:
@@ -263,7 +264,10 @@ class FunctionPool:
         deadline_wall_ms = time.time() * 1000 + self.spec.timeout * 1000
         with self._lock:
             self.invocations += 1
-        if not worker.send({"request_id": request_id, "deadline_ms": deadline_wall_ms, "event": event}):
+            crash = self._crashes_pending > 0
+            self._crashes_pending -= int(crash)
+        request = {"request_id": request_id, "deadline_ms": deadline_wall_ms, "event": event, "crash": crash}
+        if not worker.send(request):
             self._discard(worker)
             return InvocationResult(request_id=request_id, ok=False, crashed=True, error_type="Runtime.ExitError",
                                     error_message="the worker exited before the invocation")
@@ -289,6 +293,11 @@ class FunctionPool:
             error_type=str(message.get("error_type", "")), error_message=str(message.get("error_message", "")),
             traceback=str(message.get("traceback", "")), duration_ms=elapsed_ms,
         )
+
+    def crash_next(self, count: int = 1) -> None:
+        """Make the next ``count`` invocations die after taking their event, before the handler runs."""
+        with self._lock:
+            self._crashes_pending += count
 
     def kill_busy(self) -> int:
         """Kill every worker that is running an invocation now (fault injection); return how many."""

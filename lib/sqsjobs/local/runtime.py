@@ -88,6 +88,10 @@ def serve() -> None:
     _answer(channel, {"type": "ready"})
     for line in sys.stdin:
         request = json.loads(line)
+        if request.get("crash"):
+            # Fault injection: die like an execution environment that is lost
+            # (OOM, host failure) after taking the batch, before any handler code.
+            os._exit(137)
         context = LambdaContext(request_id=request["request_id"], deadline_ms=request["deadline_ms"])
         try:
             payload = handler(request["event"], context)

@@ -1,0 +1,120 @@
+"""pytest plugin: a session-scoped local cloud running the project's template.
+
+Registered through the ``pytest11`` entry point, so any project with sqsjobs
+installed gets the fixtures. Importing this module is cheap: moto and
+samtranslator load only when a test asks for ``local_cloud``.
+
+Fixtures:
+    ``local_cloud``            the running :class:`LocalCloudSession` (session scope)
+    ``local_cloud_template``   the template path (override in a conftest)
+    ``local_cloud_parameters`` template parameter overrides (override in a conftest)
+
+Example (``tests/e2e/test_invoice.py``)::
+
+    def test_invoice_sent(local_cloud):
+        local_cloud.enqueue("invoice-email", invoice_id=42)
+        local_cloud.drain()
+        assert [m["subject"] for m in local_cloud.emails()].count("Invoice 42") == 1
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sqsjobs.local.errors import LocalCloudError
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--sqsjobs-template`` and the ``sqsjobs_template`` ini value."""
+    parser.addoption("--sqsjobs-template", default=None, help="SAM template for the local_cloud fixture.")
+    parser.addini("sqsjobs_template", "SAM template for the local_cloud fixture", default="template.yaml")
+
+
+class LocalCloudSession:
+    """What tests get from ``local_cloud``: the :class:`LocalCloud` plus app-level helpers.
+
+    Attribute access falls through to the cloud (``drain``, ``emails``,
+    ``queue_url``, ``alarm_state``, ``peek``, ...).
+
+    Example:
+        >>> session = LocalCloudSession(cloud, app="handlers.app:app")  # doctest: +SKIP
+        >>> session.enqueue("invoice-email", invoice_id=42)  # doctest: +SKIP
+    """
+
+    def __init__(self, cloud: Any, *, app: str = "handlers.app:app") -> None:
+        self.cloud = cloud
+        self.app_spec = app
+        self.logs: list[tuple[str, str]] = []
+        self._app: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cloud, name)
+
+    @property
+    def app(self) -> Any:
+        """The project's ``JobApp`` (imported from the template's directory), used to build messages."""
+        if self._app is None:
+            root = str(self.cloud.template.path.parent)
+            if root not in sys.path:
+                sys.path.insert(0, root)
+            from sqsjobs.cli.enqueue import load_app
+
+            self._app = load_app(self.app_spec)
+        return self._app
+
+    def enqueue(self, job: str, **arguments: Any) -> str:
+        """Enqueue ``job`` exactly as the app's producer would, onto the local queue."""
+        return str(self.cloud.send_job(self.app.message(job, **arguments)))
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        """Every message on the DLQ of the app's queue (peeked: they stay there)."""
+        queue = self.cloud.deployment.queues[self.cloud.app_queue()]
+        dlq = self.cloud.deployment.queue_by_arn(queue.dead_letter_arn)
+        if dlq is None:
+            raise LocalCloudError(f"{queue.logical_id} has no DLQ in this template")
+        seen: dict[str, dict[str, Any]] = {}
+        for _ in range(20):
+            batch = self.cloud.peek(dlq.logical_id)
+            for message in batch:
+                seen[message["MessageId"]] = message
+            if not batch:
+                break
+        return list(seen.values())
+
+
+@pytest.fixture(scope="session")
+def local_cloud_template(pytestconfig: pytest.Config) -> Path:
+    """The template ``local_cloud`` deploys: ``--sqsjobs-template`` or ini ``sqsjobs_template``."""
+    chosen = pytestconfig.getoption("--sqsjobs-template") or pytestconfig.getini("sqsjobs_template")
+    path = Path(str(chosen))
+    return path if path.is_absolute() else Path(pytestconfig.rootpath) / path
+
+
+@pytest.fixture(scope="session")
+def local_cloud_parameters() -> dict[str, str]:
+    """Template parameter overrides for ``local_cloud`` (none by default)."""
+    return {}
+
+
+@pytest.fixture(scope="session")
+def local_cloud(local_cloud_template: Path, local_cloud_parameters: dict[str, str]) -> Iterator[LocalCloudSession]:
+    """A local cloud with the template deployed, shared by the session and stopped at its end."""
+    from sqsjobs.local.cloud import LocalCloud
+    from sqsjobs.local.output import Output
+
+    session_logs: list[tuple[str, str]] = []
+    events: list[tuple[str, str]] = []
+    output = Output(event=lambda level, text: events.append((level, text)),
+                    log=lambda function, line: session_logs.append((function, line)))
+    cloud = LocalCloud.start(local_cloud_template, parameters=local_cloud_parameters, output=output)
+    session = LocalCloudSession(cloud)
+    session.logs = session_logs
+    try:
+        yield session
+    finally:
+        cloud.stop()
