@@ -270,12 +270,13 @@ def _queue_status(
     if cloudwatch_client is not None:
         age = _cloudwatch_oldest_age(cloudwatch_client, name, now=now)
         source = "cloudwatch" if age is not None else "unknown"
+    peeked = [letter.age_seconds for letter in letters or () if letter.age_seconds is not None]
     if age is None and visible + in_flight + delayed == 0:
         age, source = 0.0, "empty"
-    elif age is None and letters:
-        ages = [letter.age_seconds for letter in letters if letter.age_seconds is not None]
-        if ages:
-            age, source = max(ages), "peek"
+    elif peeked and (age is None or max(peeked) > age):
+        # CloudWatch's datapoint lags by a minute or more; a message we can
+        # see is a lower bound that a stale datapoint must not hide.
+        age, source = max(peeked), "peek"
     return QueueStatus(
         name=name,
         url=url,

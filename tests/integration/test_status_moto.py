@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -170,3 +171,23 @@ def test_cli_tables_name_what_matters(aws: Any, monkeypatch: pytest.MonkeyPatch)
 def test_cli_without_a_queue_exits_2(aws: Any) -> None:
     result = CliRunner().invoke(build_app(), ["status"])
     assert result.exit_code == 2
+
+
+def test_oldest_age_comes_from_cloudwatch_and_a_stale_datapoint_does_not_hide_the_dlq(aws: Any) -> None:
+    sqs, cw = aws
+    _, dlq = seed(sqs, cw)
+    now = datetime.now(tz=UTC)
+    for queue, age in (("jobs", 120.0), ("jobs-dlq", 0.0)):
+        cw.put_metric_data(Namespace="AWS/SQS", MetricData=[{
+            "MetricName": "ApproximateAgeOfOldestMessage", "Dimensions": [{"Name": "QueueName", "Value": queue}],
+            "Timestamp": now - timedelta(seconds=30), "Value": age, "Unit": "Seconds",
+        }])
+    sent_ms = int(sqs.receive_message(QueueUrl=dlq, AttributeNames=["SentTimestamp"], VisibilityTimeout=0)[
+        "Messages"][0]["Attributes"]["SentTimestamp"])
+
+    report = collect_status(sqs_client=sqs, cloudwatch_client=cw, queue="jobs", clock=lambda: sent_ms / 1000 + 600)
+
+    assert report.queue is not None and report.dlq is not None
+    assert (report.queue.oldest_age_seconds, report.queue.oldest_age_source) == (120.0, "cloudwatch")
+    assert report.dlq.oldest_age_source == "peek"
+    assert report.dlq.oldest_age_seconds == pytest.approx(600, abs=5)
