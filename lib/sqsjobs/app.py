@@ -29,17 +29,29 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 R = TypeVar("R")
 
-#: Celery option names people bring with them, and what to write instead.
+#: Celery option names people bring with them, and what to write instead (docs/jobs.md has the table).
 CELERY_NAMES = {
     "max_retries": "max_attempts (= max_retries + 1: sqsjobs counts the first run)",
-    "retry_backoff": "backoff_base",
+    "retry_kwargs": "max_attempts (retry_kwargs={'max_retries': n} is max_attempts=n + 1)",
+    "retry_backoff": "backoff_base (seconds; Celery's retry_backoff=True is backoff_base=1)",
     "retry_backoff_max": "backoff_cap",
+    "default_retry_delay": "backoff_base (with jitter=False for a fixed delay, which the docs advise against)",
     "retry_jitter": "jitter",
     "autoretry_for": "retry_on",
-    "soft_time_limit": "time_limit",
+    "dont_autoretry_for": "permanent_on",
+    "soft_time_limit": "time_limit (it raises TimeLimitExceeded in the job, a retryable failure)",
     "bind": "nothing: jobs take their arguments only; read the current message's trace id with "
     "sqsjobs.tracing.current_trace_id()",
+    "acks_late": "nothing: a message is always deleted only after its job finished",
+    "ignore_result": "nothing: sqsjobs stores no results",
+    "queue": "a JobApp per queue",
+    "rate_limit": "the worker's concurrency (the event source mapping's MaximumConcurrency)",
+    "countdown": "delay= on enqueue (it is an enqueue option, not a job option)",
+    "eta": "delay= on enqueue (at most 900 s)",
 }
+#: the options ``JobApp.job`` takes, for error messages
+JOB_OPTIONS = ("key", "group", "max_attempts", "backoff_base", "backoff_cap", "jitter", "retry_on", "permanent_on",
+               "time_limit", "version")
 
 
 class JobApp:
@@ -142,13 +154,13 @@ class JobApp:
             hints = [f"{k!r} (Celery) → use {CELERY_NAMES[k]}" for k in unknown if k in CELERY_NAMES]
             others = [repr(k) for k in unknown if k not in CELERY_NAMES]
             raise ConfigurationError(
-                f"job {name!r}: unknown option(s) {', '.join(hints + others)}. Options: key, group, max_attempts, "
-                "backoff_base, backoff_cap, jitter, retry_on, permanent_on, time_limit, version"
+                f"job {name!r}: unknown option(s) {'; '.join(hints + others)}. Options: {', '.join(JOB_OPTIONS)}"
             )
         options = self._options(
             name, key=key, group=group, max_attempts=max_attempts, backoff_base=backoff_base,
-            backoff_cap=backoff_cap, jitter=jitter, retry_on=tuple(retry_on), permanent_on=tuple(permanent_on),
-            time_limit=time_limit, version=version,
+            backoff_cap=backoff_cap, jitter=jitter, retry_on=_exception_classes(name, "retry_on", retry_on),
+            permanent_on=_exception_classes(name, "permanent_on", permanent_on), time_limit=time_limit,
+            version=version,
         )
 
         def register(fn: Callable[P, R]) -> Job[P, R]:
@@ -166,19 +178,22 @@ class JobApp:
                  key: str | None, group: str | None) -> JobOptions:
         if not name or not isinstance(name, str) or len(name) > 128:
             raise ConfigurationError(f"a job name must be a non-empty string of at most 128 characters, got {name!r}")
-        if max_attempts is not None and not 1 <= max_attempts <= self.settings.max_attempts:
+        if max_attempts is not None and (type(max_attempts) is not int or max_attempts < 1):
+            raise ConfigurationError(f"job {name!r}: max_attempts must be a positive integer, got {max_attempts!r}")
+        if max_attempts is not None and max_attempts > self.settings.max_attempts:
             raise ConfigurationError(
                 f"job {name!r}: max_attempts={max_attempts} must be within 1..{self.settings.max_attempts}: the "
                 f"queue's redrive policy (maxReceiveCount = SQSJOBS_MAX_ATTEMPTS = {self.settings.max_attempts}) "
                 "moves a message to the DLQ after that many receives, so more attempts can never happen. "
                 "Raise MaxAttempts in the template instead."
             )
-        for label, kinds in (("retry_on", retry_on), ("permanent_on", permanent_on)):
-            if not all(isinstance(k, type) and issubclass(k, BaseException) for k in kinds):
-                raise ConfigurationError(f"job {name!r}: {label} must be a tuple of exception classes")
+        _check_exception_rules(name, retry_on, permanent_on)
+        if type(jitter) is not bool:
+            raise ConfigurationError(f"job {name!r}: jitter must be True or False, got {jitter!r}")
         if time_limit is not None:
-            if time_limit <= 0:
-                raise ConfigurationError(f"job {name!r}: time_limit must be positive, got {time_limit}")
+            if isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not time_limit > 0:
+                raise ConfigurationError(f"job {name!r}: time_limit must be a positive number of seconds, "
+                                         f"got {time_limit!r}")
             timeout = self.settings.function_timeout
             if timeout is not None and time_limit > timeout - self.settings.deadline_margin:
                 raise ConfigurationError(
@@ -188,11 +203,21 @@ class JobApp:
                 )
         if type(version) is not int or version < 1:
             raise ConfigurationError(f"job {name!r}: version must be a positive integer, got {version!r}")
-        backoff = BackoffPolicy(
-            base=self.settings.backoff_base if backoff_base is None else backoff_base,
-            cap=self.settings.backoff_cap if backoff_cap is None else backoff_cap,
-            jitter=jitter,
-        )
+        base = self.settings.backoff_base if backoff_base is None else backoff_base
+        cap = self.settings.backoff_cap if backoff_cap is None else backoff_cap
+        for label, value in (("backoff_base", base), ("backoff_cap", cap)):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigurationError(f"job {name!r}: {label} must be a number of seconds, got {value!r}")
+        if base > cap:
+            # Usually swapped arguments: every delay would be the cap, so the base means nothing.
+            raise ConfigurationError(
+                f"job {name!r}: backoff_base={base} s is above backoff_cap={cap} s, so every retry would wait "
+                "the cap; lower backoff_base or raise backoff_cap (the cap bounds the exponential growth)"
+            )
+        try:
+            backoff = BackoffPolicy(base=base, cap=cap, jitter=jitter)
+        except ConfigurationError as error:
+            raise ConfigurationError(f"job {name!r}: {error}") from None
         return JobOptions(key=key, group=group, max_attempts=max_attempts, backoff=backoff, retry_on=retry_on,
                           permanent_on=permanent_on, time_limit=time_limit, version=version)
 
@@ -305,3 +330,45 @@ class JobApp:
                 random=self.random, logger=self.logger, emit=self.emit_metrics,
             )
         return self._processor
+
+
+def _exception_classes(job: str, label: str, kinds: Any) -> tuple[type[Exception], ...]:
+    """``retry_on``/``permanent_on`` as a tuple of exception classes (one bare class is accepted too)."""
+    if isinstance(kinds, type):
+        kinds = (kinds,)
+    try:
+        result = tuple(kinds)
+    except TypeError:
+        raise ConfigurationError(f"job {job!r}: {label} must be a tuple of exception classes, got {kinds!r}") from None
+    for kind in result:
+        # The worker catches Exception: a BaseException-only class (KeyboardInterrupt...) would never be seen.
+        if not (isinstance(kind, type) and issubclass(kind, Exception)):
+            raise ConfigurationError(
+                f"job {job!r}: {label} must hold exception classes (subclasses of Exception), got {kind!r}"
+            )
+    return result
+
+
+def _check_exception_rules(job: str, retry_on: tuple[type[BaseException], ...],
+                           permanent_on: tuple[type[BaseException], ...]) -> None:
+    """Refuse rules that can never apply, given the order ``JobOptions.classify`` checks them in."""
+    from sqsjobs.errors import PermanentError, RetryableError
+
+    for kind in retry_on:
+        if issubclass(kind, PermanentError):
+            raise ConfigurationError(
+                f"job {job!r}: retry_on has {kind.__name__}, a PermanentError, which is never retried; "
+                "raise RetryableError for failures that should be retried, or remove it from retry_on"
+            )
+        shadow = next((p for p in permanent_on if issubclass(kind, p)), None)
+        if shadow is not None:
+            raise ConfigurationError(
+                f"job {job!r}: {kind.__name__} is in retry_on but is also a {shadow.__name__}, which permanent_on "
+                "sends to the DLQ first, so it would never be retried; remove one of them or narrow permanent_on"
+            )
+    for kind in permanent_on:
+        if issubclass(kind, RetryableError):
+            raise ConfigurationError(
+                f"job {job!r}: permanent_on has {kind.__name__}, a RetryableError, which is always retried "
+                "(TimeLimitExceeded included); raise PermanentError instead, or remove it from permanent_on"
+            )

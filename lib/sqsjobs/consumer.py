@@ -137,6 +137,11 @@ class JobBatchProcessor(BasePartialBatchProcessor):
             args = job.upcast(envelope.job_version, envelope.args)
             d.args = job.signature.bind(args)
             d.key = envelope.key or job.key_for(d.args)
+            if d.attempt > self._max_attempts(d):
+                # Its last attempt already ran (and its DLQ send failed), or a deploy lowered max_attempts:
+                # running it again would exceed the job's limit.
+                self._dead(d, REASON_EXHAUSTED, RetryableError(
+                    f"attempt {d.attempt} is past the job's max_attempts={self._max_attempts(d)}"))
         except MalformedMessageError as error:
             d.malformed = error
         except (UnknownJobError, InvalidArgumentsError) as error:
@@ -210,10 +215,21 @@ class JobBatchProcessor(BasePartialBatchProcessor):
         # The job's own log lines through app.logger carry the same fields.
         self.log.append_keys(**fields)
         started = time.perf_counter()
+        limit = TimeLimit()
         try:
-            with time_limit(job.options.time_limit, job.name):
+            with time_limit(job.options.time_limit, job.name) as limit:
                 d.result = job.fn(**d.args)
-        except Exception as error:
+            if limit.expired:
+                # The job caught TimeLimitExceeded and returned anyway: it still ran past its limit.
+                raise TimeLimitExceeded(f"job {job.name!r} ran past its time_limit of {job.options.time_limit} s")
+        except Exception as raised:
+            error = raised
+            if limit.expired and not isinstance(error, TimeLimitExceeded):
+                # Whatever the job turned the limit into (cleanup failing, a re-wrap), it ran out of time:
+                # a retryable failure, not a permanent one by way of its classification.
+                error = TimeLimitExceeded(f"job {job.name!r} ran past its time_limit of {job.options.time_limit} s "
+                                          f"(then raised {type(raised).__name__}: {raised})")
+                error.__cause__ = raised
             d.duration_ms = (time.perf_counter() - started) * 1000
             d.error = error
             if job.options.classify(error) == "permanent":
@@ -312,7 +328,8 @@ class JobBatchProcessor(BasePartialBatchProcessor):
         # Not acknowledged: the message stays on its queue, and the queue's own
         # redrive policy moves it to the DLQ after maxReceiveCount (invariant 1).
         d.outcome = Outcome.RETRY
-        d.delay = 0 if d.attempt >= self._max_attempts(d) else self.default_backoff.next_delay(d.attempt, self.random)
+        backoff = d.job.options.backoff if d.job else self.default_backoff
+        d.delay = 0 if d.attempt >= self._max_attempts(d) else backoff.next_delay(d.attempt, self.random)
         d.notes.append(f"DLQ send failed: {why}")
         self.log.error("DLQ send failed; leaving the message on its queue", extra={**self._fields(d), "error": why})
 
@@ -367,8 +384,9 @@ class JobBatchProcessor(BasePartialBatchProcessor):
             batch.count(job, m.FAILED)
 
     def _fields(self, d: Delivery) -> dict[str, Any]:
+        # A message sent without a trace id starts a trace named by its message id (what _execute makes current).
         return {"job": d.job_name, "key": d.key, "message_id": d.message_id, "attempt": d.attempt,
-                "trace_id": d.trace_id}
+                "trace_id": d.trace_id or d.message_id}
 
     def _max_attempts(self, d: Delivery) -> int:
         job_max = d.job.options.max_attempts if d.job else None
@@ -435,24 +453,44 @@ def queue_url_from_arn(arn: str, configured_url: str | None, endpoint_url: str) 
     return f"{endpoint_url.rstrip('/')}/{account}/{name}"
 
 
+#: after the first ``TimeLimitExceeded``, raise it again this often until the job gives up
+TIME_LIMIT_REPEAT = 1.0
+
+
+class TimeLimit:
+    """What ``time_limit`` yields: whether the limit fired while the block ran."""
+
+    expired: bool = False
+
+
 @contextmanager
-def time_limit(seconds: float | None, job: str) -> Iterator[None]:
+def time_limit(seconds: float | None, job: str) -> Iterator[TimeLimit]:
     """Raise ``TimeLimitExceeded`` in the running job after ``seconds`` (main thread only).
 
     SIGALRM is the only way to interrupt arbitrary Python code in-process, and
     Lambda runs handlers in the main thread; elsewhere the limit is not enforced.
+    A job that catches the exception and carries on gets it again every
+    ``TIME_LIMIT_REPEAT`` seconds, and ``expired`` tells the caller it fired.
+
+    Example:
+        >>> with time_limit(None, "j") as limit:
+        ...     pass
+        >>> limit.expired
+        False
     """
+    limit = TimeLimit()
     if not seconds or threading.current_thread() is not threading.main_thread():
-        yield
+        yield limit
         return
 
     def expired(signum: int, frame: Any) -> None:
+        limit.expired = True
         raise TimeLimitExceeded(f"job {job!r} ran past its time_limit of {seconds} s")
 
     previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds, TIME_LIMIT_REPEAT)
     try:
-        yield
+        yield limit
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

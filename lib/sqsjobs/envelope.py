@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqsjobs.arguments import MAX_LIST_ITEMS
 from sqsjobs.errors import MalformedMessageError
 
 ENVELOPE_VERSION = 1
@@ -66,15 +67,16 @@ class Envelope:
         if len(raw) > MAX_BODY_BYTES:
             raise MalformedMessageError(f"body is {len(raw)} bytes, over the {MAX_BODY_BYTES}-byte limit")
         try:
-            data = json.loads(raw)
+            # NaN/Infinity are not JSON (RFC 8259): other languages' parsers and the schema refuse them.
+            data = json.loads(raw, parse_constant=_reject_constant)
         # RecursionError: absurdly deep nesting is a malformed body, not a crash.
         except (ValueError, RecursionError) as error:
             raise MalformedMessageError(f"body is not valid JSON: {error}") from None
         if not isinstance(data, dict):
             raise MalformedMessageError(f"body must be a JSON object, got {type(data).__name__}")
-        version = data.get("v")
-        if type(version) is not int:
-            raise MalformedMessageError(f"body has no integer envelope version 'v' (got {version!r})")
+        version = _integer(data.get("v"))
+        if version is None:
+            raise MalformedMessageError(f"body has no integer envelope version 'v' (got {data.get('v')!r})")
         if version not in SUPPORTED_VERSIONS:
             raise MalformedMessageError(
                 f"unsupported envelope version {version}; this worker reads {sorted(SUPPORTED_VERSIONS)}"
@@ -85,17 +87,55 @@ class Envelope:
         args = data.get("args", {})
         if not isinstance(args, dict):
             raise MalformedMessageError(f"'args' must be a JSON object, got {type(args).__name__}")
+        _check_args(args)
         key = data.get("key")
         if key is not None and (not isinstance(key, str) or not key):
             raise MalformedMessageError("'key' must be a non-empty string when present")
         if key is not None and len(key.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
             raise MalformedMessageError(f"'key' is longer than {MAX_KEY_BYTES} bytes")
-        job_version = data.get("job_version", 1)
-        if type(job_version) is not int or job_version < 1:
-            raise MalformedMessageError(f"'job_version' must be a positive integer, got {job_version!r}")
+        job_version = _integer(data.get("job_version", 1))
+        if job_version is None or job_version < 1:
+            raise MalformedMessageError(f"'job_version' must be a positive integer, got {data.get('job_version')!r}")
         enqueued_at = data.get("enqueued_at")
         if enqueued_at is not None and (isinstance(enqueued_at, bool) or not isinstance(enqueued_at, int | float)):
             raise MalformedMessageError("'enqueued_at' must be a number of epoch seconds")
         # A missing key is filled in by the consumer from the job's key template.
         return cls(job=job, key=key or "", args=args, job_version=job_version, enqueued_at=enqueued_at, v=version)
 
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _integer(value: Any) -> int | None:
+    """``value`` as an int when it is a JSON integer, else None.
+
+    JSON (and JSON Schema's ``integer``) does not tell ``1`` from ``1.0``; some
+    producers' serializers write the latter, so both are accepted. ``true`` is not.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _check_args(args: dict[str, Any]) -> None:
+    """The wire rule for argument values: IDs and scalars, or flat lists of them (as the schema says)."""
+    for name, value in args.items():
+        if isinstance(value, list):
+            if len(value) > MAX_LIST_ITEMS:
+                raise MalformedMessageError(f"argument {name!r} has {len(value)} items; at most {MAX_LIST_ITEMS}")
+            if not all(isinstance(item, _SCALARS) for item in value):
+                raise MalformedMessageError(f"argument {name!r} must be a flat list of scalars")
+        elif not isinstance(value, _SCALARS):
+            raise MalformedMessageError(
+                f"argument {name!r} is a JSON {'object' if isinstance(value, dict) else type(value).__name__}; "
+                "arguments are IDs and scalars "
+                "(string, number, boolean, null) or flat lists of them"
+            )

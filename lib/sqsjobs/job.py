@@ -34,6 +34,16 @@ ENQUEUE_OPTIONS = ("delay", "group", "trace_id")
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
+#: Celery ``apply_async`` options people pass to ``enqueue``, and what sqsjobs takes instead.
+CELERY_ENQUEUE_NAMES = {
+    "countdown": "delay= (seconds, 0..900)",
+    "eta": "delay= (seconds from now, 0..900)",
+    "queue": "a JobApp per queue",
+    "priority": "a separate queue for urgent jobs",
+    "expires": "a check in the job (the envelope's enqueued_at says when it was sent)",
+    "headers": "trace_id= (the only message attribute a job reads)",
+}
+
 
 @dataclass(frozen=True, kw_only=True)
 class JobOptions:
@@ -56,14 +66,29 @@ class JobOptions:
     def classify(self, error: BaseException) -> str:
         """``'retry'`` or ``'permanent'`` for an exception the job raised.
 
-        Order: ``PermanentError`` and ``permanent_on`` go to the DLQ;
-        ``RetryableError`` and ``retry_on`` are retried; anything else (only
-        possible when ``retry_on`` was narrowed) goes to the DLQ, as Celery's
-        ``autoretry_for`` does.
+        First match wins: ``PermanentError`` → DLQ; ``RetryableError`` (and so
+        ``TimeLimitExceeded``) → retry; ``permanent_on`` → DLQ; ``retry_on`` →
+        retry; anything else (only possible when ``retry_on`` was narrowed) →
+        DLQ, as with Celery's ``autoretry_for``. The job's explicit
+        ``PermanentError``/``RetryableError`` come first because raising one is
+        a decision about this very failure; ``permanent_on`` is checked before
+        ``retry_on`` so it can carve exceptions out of a broad ``retry_on``.
+
+        Example:
+            >>> from sqsjobs.errors import RetryableError
+            >>> o = JobOptions(retry_on=(OSError,), permanent_on=(FileNotFoundError,))
+            >>> o.classify(ConnectionError()), o.classify(FileNotFoundError()), o.classify(KeyError())
+            ('retry', 'permanent', 'permanent')
+            >>> JobOptions(permanent_on=(Exception,)).classify(RetryableError("rate limited"))
+            'retry'
         """
-        if isinstance(error, (PermanentError, *self.permanent_on)):
+        if isinstance(error, PermanentError):
             return "permanent"
-        if isinstance(error, (RetryableError, *self.retry_on)):
+        if isinstance(error, RetryableError):
+            return "retry"
+        if isinstance(error, self.permanent_on):
+            return "permanent"
+        if isinstance(error, self.retry_on):
             return "retry"
         return "permanent"
 
@@ -112,11 +137,28 @@ class Job(Generic[P, R]):
         trace_id: str | None = None,
         **args: Any,
     ) -> JobMessage:
-        """Validate ``args`` and build the message, without sending it."""
+        """Validate ``args`` and build the message, without sending it.
+
+        Example:
+            >>> from sqsjobs import JobApp
+            >>> app = JobApp(queue_url="https://sqs.example/q")
+            >>> @app.job("reminder", key="reminder:{user_id}")
+            ... def reminder(user_id: int) -> None: ...
+            >>> m = reminder.message(user_id=7, delay=300, trace_id="req-1")
+            >>> m.delay, m.trace_id, m.key
+            (300, 'req-1', 'reminder:7')
+        """
+        celery = [name for name in args if name in CELERY_ENQUEUE_NAMES and name not in self.signature.names]
+        if celery:
+            raise InvalidArgumentsError(
+                f"job {self.name!r}: {celery[0]!r} is a Celery apply_async option; "
+                f"sqsjobs takes {CELERY_ENQUEUE_NAMES[celery[0]]}"
+            )
         bound = self.signature.bind(args)
-        if not 0 <= delay <= MAX_DELAY_SECONDS:
-            raise ValueError(
-                f"job {self.name!r}: delay={delay} s is outside SQS's DelaySeconds range 0..{MAX_DELAY_SECONDS}; "
+        if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay <= MAX_DELAY_SECONDS:
+            # No silent fallback to a scheduler: a delay past SQS's limit is the caller's decision.
+            raise ConfigurationError(
+                f"job {self.name!r}: delay={delay!r} s is outside SQS's DelaySeconds range 0..{MAX_DELAY_SECONDS}; "
                 "for longer delays use an EventBridge Scheduler one-off schedule or a scheduled job"
             )
         key = self.key_for(bound)
@@ -167,6 +209,7 @@ class Job(Generic[P, R]):
         """Register how arguments of ``from_version`` become those of ``from_version + 1``.
 
         Example:
+            >>> from sqsjobs import JobApp
             >>> app = JobApp(queue_url="https://sqs.example/q")
             >>> @app.job("greet", version=2)
             ... def greet(user_id: int, loud: bool) -> None: ...
