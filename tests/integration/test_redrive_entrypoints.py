@@ -216,3 +216,21 @@ def test_lambda_stops_before_its_timeout_and_reports_what_is_left(
     assert (result["moved"], result["stopped"], result["left"]) == (20, "deadline", 5)
     again = handler.handler({"wait_time_seconds": 0}, Context(300_000))
     assert (again["moved"], again["left"]) == (5, 0)
+
+
+def test_cli_native_error_from_sqs_exits_1_cleanly(sqs: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from botocore.client import BaseClient
+    from botocore.exceptions import ClientError
+
+    make_queues(sqs)
+    real = BaseClient._make_api_call
+
+    def call(self: Any, name: str, params: Any) -> Any:
+        if name == "StartMessageMoveTask":  # moto has no such API; this is what SQS says for a non-DLQ
+            raise ClientError({"Error": {"Code": "InvalidParameterValue", "Message": "not a DLQ"}}, name)
+        return real(self, name, params)
+
+    monkeypatch.setattr(BaseClient, "_make_api_call", call)
+    result = run("--dlq", "jobs-dlq", "--native")
+    assert result.exit_code == 1
+    assert "not a DLQ" in result.output

@@ -144,6 +144,8 @@ def register(app: typer.Typer) -> None:
         except RedriveError as exc:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(EXIT_USAGE) from exc
+        from botocore.exceptions import BotoCoreError, ClientError
+
         sqs = make_sqs_client(endpoint_url=endpoint_url, region=region)
         try:
             if native:
@@ -153,6 +155,10 @@ def register(app: typer.Typer) -> None:
         except RedriveError as exc:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(EXIT_USAGE) from exc
+        except (BotoCoreError, ClientError) as exc:
+            # Before the run started (the depth read) or in a native task call: nothing was moved.
+            console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}")
+            raise typer.Exit(EXIT_FAILED) from exc
         if json_output:
             typer.echo(json.dumps(summary.to_dict(), indent=2))
         else:
