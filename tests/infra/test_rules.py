@@ -1,0 +1,227 @@
+"""Each sqsjobs cfn-lint rule: a good template passes, at least two bad ones fail with a fix.
+
+The rules run inside cfn-lint (its API, our rules appended), on a SAM template
+(events, Globals) and on plain CloudFormation (event source mappings).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cfnlint.api import lint as cfn_lint
+from template_support import (
+    DELETE,
+    _rules,
+    cfn_template,
+    dlq_alarm,
+    ids,
+    lint,
+    load_template,
+    mutate,
+    sam_template,
+)
+
+
+def test_good_templates_pass_every_rule() -> None:
+    assert lint(sam_template()) == []
+    assert lint(cfn_template()) == []
+
+
+def test_the_shipped_template_passes_cfn_lint_and_every_rule() -> None:
+    assert lint(load_template(), ours_only=False) == []
+
+
+# ------------------------------------------------------------------ E9101 / W9101
+def test_visibility_equal_to_timeout_is_an_error_naming_queue_function_and_fix() -> None:
+    found = lint(mutate(sam_template(), "Resources/Jobs/Properties/VisibilityTimeout", 60))
+    assert ids(found) == ["E9101", "W9101"]
+    message = dict(found)["E9101"]
+    assert "Jobs" in message and "Worker" in message
+    assert "60 s + batching window 1 s + margin 30 s = 91 s" in message
+    assert "Fix: set Jobs.VisibilityTimeout to at least 91" in message
+
+
+def test_visibility_below_timeout_plus_window_in_plain_cloudformation() -> None:
+    # 90 s timeout + 5 s window + 30 s margin = 125 s > 120 s.
+    found = lint(mutate(cfn_template(), "Resources/Jobs/Properties/VisibilityTimeout", 120))
+    assert "E9101" in ids(found)
+    assert "at least 125" in dict(found)["E9101"]
+
+
+def test_default_visibility_is_thirty_seconds() -> None:
+    found = lint(mutate(sam_template(), "Resources/Jobs/Properties/VisibilityTimeout", DELETE))
+    assert "VisibilityTimeout 30 s" in dict(found)["E9101"]
+
+
+def test_visibility_check_resolves_parameter_values_given_to_sqsjobs_check() -> None:
+    # The timeout comes from Globals -> Ref WorkerTimeout; 340 s needs 371 s > 360 s.
+    assert "E9101" in ids(lint(sam_template(), parameters={"WorkerTimeout": "340"}))
+    assert lint(sam_template(), parameters={"WorkerTimeout": "30"}) == []
+
+
+def test_margin_comes_from_the_rule_option_or_the_templates_own_parameter() -> None:
+    tight = mutate(sam_template(), "Resources/Jobs/Properties/VisibilityTimeout", 100)  # 60 + 1 + 30 = 91
+    assert ids(lint(tight)) == ["W9101"]
+    assert "E9101" in ids(lint(tight, configure={"E9101": {"margin": 60}}))
+    declared = mutate(tight, "Parameters/VisibilityMarginSeconds", {"Type": "Number", "Default": 45})
+    assert "margin 45 s" in dict(lint(declared))["E9101"]
+
+
+def test_visibility_below_six_times_timeout_is_only_a_warning() -> None:
+    found = lint(mutate(sam_template(), "Resources/Jobs/Properties/VisibilityTimeout", 200))
+    assert ids(found) == ["W9101"]
+    assert "recommended 6 x Worker's Timeout 60 s = 360 s" in found[0][1]
+
+
+def test_unresolvable_values_are_skipped_not_guessed() -> None:
+    template = mutate(sam_template(), "Resources/Jobs/Properties/VisibilityTimeout", {"Fn::If": ["Cond", 10, 600]})
+    template["Conditions"] = {"Cond": {"Fn::Equals": [{"Ref": "AWS::Region"}, "us-east-1"]}}
+    assert "E9101" not in ids(lint(template))
+
+
+# ------------------------------------------------------------------ E9102 / E9103 / W9103
+def test_queue_without_redrive_policy_is_an_error_with_the_fix() -> None:
+    found = lint(mutate(sam_template(), "Resources/Jobs/Properties/RedrivePolicy", DELETE))
+    assert "E9102" in ids(found)
+    message = dict(found)["E9102"]
+    assert message.startswith("Jobs feeds Worker but has no RedrivePolicy")
+    assert "Fix:" in message and "maxReceiveCount: !Ref MaxAttempts" in message
+
+
+def test_plain_event_source_mapping_queue_without_dlq_is_an_error() -> None:
+    template = mutate(cfn_template(), "Resources/Jobs/Properties/RedrivePolicy", DELETE)
+    assert "E9102" in ids(lint(template))
+
+
+def test_redrive_policy_without_target_is_an_error() -> None:
+    template = mutate(sam_template(), "Resources/Jobs/Properties/RedrivePolicy", {"maxReceiveCount": 5})
+    assert "E9102" in ids(lint(template))
+
+
+def test_max_receive_count_must_equal_the_functions_max_attempts() -> None:
+    literal = mutate(sam_template(), "Resources/Jobs/Properties/RedrivePolicy/maxReceiveCount", 7)
+    found = lint(literal)
+    assert ids(found) == ["E9103"]
+    assert "(7) differs from SQSJOBS_MAX_ATTEMPTS (5)" in found[0][1]
+    # Plain CloudFormation, literal on both sides: 6 vs "4".
+    env = "Resources/Worker/Properties/Environment/Variables/SQSJOBS_MAX_ATTEMPTS"
+    assert "E9103" in ids(lint(mutate(cfn_template(), env, "4")))
+    # Equal numbers written differently are fine.
+    assert lint(mutate(cfn_template(), env, 6)) == []
+
+
+def test_max_attempts_from_globals_environment_counts() -> None:
+    template = mutate(sam_template(), "Resources/Worker/Properties/Environment", DELETE)
+    template["Globals"]["Function"]["Environment"] = {"Variables": {"SQSJOBS_MAX_ATTEMPTS": "3"}}
+    assert "E9103" in ids(lint(template))
+
+
+def test_few_receives_is_a_warning() -> None:
+    found = lint(sam_template(), parameters={"MaxAttempts": "3"})
+    assert ids(found) == ["W9103"]
+    assert "maxReceiveCount is 3" in found[0][1]
+    cfn = mutate(cfn_template(), "Resources/Jobs/Properties/RedrivePolicy/maxReceiveCount", 2)
+    cfn = mutate(cfn, "Resources/Worker/Properties/Environment/Variables/SQSJOBS_MAX_ATTEMPTS", "2")
+    assert ids(lint(cfn)) == ["W9103"]
+
+
+# ------------------------------------------------------------------ E9104
+def test_sam_event_without_report_batch_item_failures_is_an_error() -> None:
+    path = "Resources/Worker/Properties/Events/Jobs/Properties/FunctionResponseTypes"
+    found = lint(mutate(sam_template(), path, DELETE))
+    assert ids(found) == ["E9104"]
+    assert "Worker's SQS event Jobs (queue Jobs)" in found[0][1]
+    assert "Fix: add FunctionResponseTypes: [ReportBatchItemFailures]" in found[0][1]
+
+
+def test_event_source_mapping_with_empty_response_types_is_an_error() -> None:
+    found = lint(mutate(cfn_template(), "Resources/WorkerJobs/Properties/FunctionResponseTypes", []))
+    assert ids(found) == ["E9104"]
+    assert "event source mapping WorkerJobs" in found[0][1]
+
+
+def test_mapping_from_an_external_queue_arn_is_still_checked() -> None:
+    template = mutate(
+        cfn_template(),
+        "Resources/WorkerJobs/Properties/EventSourceArn",
+        "arn:aws:sqs:us-east-1:123456789012:elsewhere",
+    )
+    template = mutate(template, "Resources/WorkerJobs/Properties/FunctionResponseTypes", DELETE)
+    assert "E9104" in ids(lint(template))
+
+
+# ------------------------------------------------------------------ E9105
+def test_dlq_retention_not_longer_than_source_is_an_error() -> None:
+    same = mutate(cfn_template(), "Resources/Dlq/Properties/MessageRetentionPeriod", 86400)
+    found = lint(same)
+    assert ids(found) == ["E9105"]
+    assert "Dlq keeps messages 86400 s, not longer than its source Jobs (86400 s)" in found[0][1]
+    # Both left at SQS's default (4 days): equal, so the DLQ loses aged messages.
+    defaults = mutate(sam_template(), "Resources/Dlq/Properties/MessageRetentionPeriod", DELETE)
+    assert "E9105" in ids(lint(defaults))
+
+
+def test_fifo_source_needs_a_fifo_dlq() -> None:
+    fifo = mutate(sam_template(), "Resources/Jobs/Properties/FifoQueue", True)
+    found = lint(fifo)
+    assert "E9105" in ids(found)
+    assert "FIFO queue but its dead-letter queue Dlq is not" in dict(found)["E9105"]
+    both = mutate(fifo, "Resources/Dlq/Properties/FifoQueue", True)
+    # FIFO DLQs get a fresh enqueue time, so equal retention is fine there.
+    assert lint(mutate(both, "Resources/Dlq/Properties/MessageRetentionPeriod", DELETE)) == []
+
+
+def test_fifo_dlq_for_a_standard_queue_is_an_error() -> None:
+    found = lint(mutate(sam_template(), "Resources/Dlq/Properties/FifoQueue", "true"))
+    assert "E9105" in ids(found)
+
+
+# ------------------------------------------------------------------ E9106
+def test_dlq_without_alarm_is_an_error_with_the_fix() -> None:
+    found = lint(mutate(sam_template(), "Resources/DlqAlarm", DELETE))
+    assert ids(found) == ["E9106"]
+    assert "Dlq is the dead-letter queue of Jobs but no alarm with actions watches it" in found[0][1]
+    assert "Value: !GetAtt Dlq.QueueName" in found[0][1]
+
+
+@pytest.mark.parametrize(
+    "alarm",
+    [
+        pytest.param(dlq_alarm(AlarmActions=[]), id="no-actions"),
+        pytest.param(dlq_alarm(ActionsEnabled=False), id="actions-disabled"),
+        pytest.param(dlq_alarm(queue="Jobs"), id="wrong-queue"),
+        pytest.param(dlq_alarm(Threshold=5), id="threshold-above-zero"),
+        pytest.param(dlq_alarm(MetricName="ApproximateAgeOfOldestMessage"), id="wrong-metric"),
+        pytest.param(dlq_alarm(ComparisonOperator="LessThanThreshold"), id="wrong-direction"),
+        pytest.param(
+            dlq_alarm(AlarmActions={"Fn::If": ["HasTopic", [{"Ref": "Topic"}], []]}), id="if-with-empty-branch"
+        ),
+    ],
+)
+def test_dlq_alarm_that_would_not_page_is_an_error(alarm: dict[str, object]) -> None:
+    template = mutate(sam_template(), "Resources/DlqAlarm", alarm)
+    template["Conditions"] = {"HasTopic": {"Fn::Equals": [{"Ref": "AWS::Region"}, "us-east-1"]}}
+    assert "E9106" in ids(lint(template))
+
+
+def test_dlq_alarm_by_literal_queue_name_and_conditional_actions_pass() -> None:
+    template = mutate(sam_template(), "Resources/Dlq/Properties/QueueName", "jobs-dlq")
+    alarm = dlq_alarm(
+        Dimensions=[{"Name": "QueueName", "Value": "jobs-dlq"}],
+        AlarmActions={"Fn::If": ["HasTopic", [{"Ref": "Topic"}, "arn:aws:sns:us-east-1:1:x"], [{"Ref": "Topic"}]]},
+    )
+    template = mutate(template, "Resources/DlqAlarm", alarm)
+    template["Conditions"] = {"HasTopic": {"Fn::Equals": [{"Ref": "AWS::Region"}, "us-east-1"]}}
+    assert lint(template) == []
+
+
+def test_metric_math_alarm_must_return_the_dlq_metric() -> None:
+    path = "Resources/DlqAlarm/Properties/Metrics/0/ReturnData"
+    assert "E9106" in ids(lint(mutate(cfn_template(), path, False)))
+
+
+def test_error_location_points_at_the_property() -> None:
+    bad = mutate(sam_template(), "Resources/Jobs/Properties/VisibilityTimeout", 60)
+    matches = [m for m in cfn_lint(json.dumps(bad, indent=1), rules=_rules("{}")) if m.rule.id == "E9101"]
+    assert matches and matches[0].path[:4] == ["Resources", "Jobs", "Properties", "VisibilityTimeout"]
