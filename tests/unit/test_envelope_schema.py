@@ -1,0 +1,153 @@
+"""The published JSON Schema and ``Envelope.decode`` accept and reject the same bodies."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from sqsjobs.cli.schema import load_schema, schema_text
+from sqsjobs.envelope import MAX_KEY_BYTES, Envelope
+from sqsjobs.errors import MalformedMessageError
+
+VALIDATOR = Draft202012Validator(load_schema())
+
+
+def strict_json(text: str) -> Any:
+    """Parse as another language's JSON parser would: NaN and Infinity are not JSON."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def schema_accepts(text: str) -> bool:
+    try:
+        data = strict_json(text)
+    except ValueError:
+        return False
+    return VALIDATOR.is_valid(data)
+
+
+def decode_accepts(text: str) -> bool:
+    try:
+        Envelope.decode(text)
+    except MalformedMessageError:
+        return False
+    return True
+
+
+def test_the_schema_is_a_valid_draft_2020_12_schema() -> None:
+    Draft202012Validator.check_schema(load_schema())
+    assert schema_text().endswith("\n")
+    # The examples inside the schema are themselves valid envelopes.
+    for example in load_schema()["examples"]:
+        assert VALIDATOR.is_valid(example)
+        assert Envelope.decode(json.dumps(example)).job == example["job"]
+
+
+REJECTED = {
+    "not json": "{nope",
+    "an array": "[1, 2]",
+    "a string": '"hello"',
+    "no version": '{"job": "ok"}',
+    "version as string": '{"v": "1", "job": "ok"}',
+    "version true": '{"v": true, "job": "ok"}',
+    "future version": '{"v": 2, "job": "ok"}',
+    "fractional version": '{"v": 1.5, "job": "ok"}',
+    "no job": '{"v": 1}',
+    "empty job": '{"v": 1, "job": ""}',
+    "job is a number": '{"v": 1, "job": 7}',
+    "args is a list": '{"v": 1, "job": "ok", "args": [1]}',
+    "args is null": '{"v": 1, "job": "ok", "args": null}',
+    "nested object argument": '{"v": 1, "job": "ok", "args": {"user": {"id": 1}}}',
+    "nested list argument": '{"v": 1, "job": "ok", "args": {"ids": [[1], [2]]}}',
+    "object inside a list": '{"v": 1, "job": "ok", "args": {"ids": [{"id": 1}]}}',
+    "list too long": json.dumps({"v": 1, "job": "ok", "args": {"ids": list(range(1001))}}),
+    "NaN argument": '{"v": 1, "job": "ok", "args": {"ratio": NaN}}',
+    "Infinity timestamp": '{"v": 1, "job": "ok", "enqueued_at": Infinity}',
+    "empty key": '{"v": 1, "job": "ok", "key": ""}',
+    "numeric key": '{"v": 1, "job": "ok", "key": 42}',
+    "key too long": json.dumps({"v": 1, "job": "ok", "key": "k" * (MAX_KEY_BYTES + 1)}),
+    "job_version zero": '{"v": 1, "job": "ok", "job_version": 0}',
+    "job_version as string": '{"v": 1, "job": "ok", "job_version": "2"}',
+    "job_version fractional": '{"v": 1, "job": "ok", "job_version": 2.5}',
+    "enqueued_at as string": '{"v": 1, "job": "ok", "enqueued_at": "2026-01-01"}',
+    "enqueued_at boolean": '{"v": 1, "job": "ok", "enqueued_at": true}',
+}
+
+
+@pytest.mark.parametrize("case", sorted(REJECTED))
+def test_what_decode_rejects_the_schema_rejects(case: str) -> None:
+    body = REJECTED[case]
+    assert not decode_accepts(body)
+    assert not schema_accepts(body)
+
+
+ACCEPTED = {
+    "minimal": '{"v": 1, "job": "ok"}',
+    "everything": json.dumps({"v": 1, "job": "ok", "job_version": 3, "key": "ok:1",
+                              "args": {"id": 1, "name": "x", "ratio": 0.5, "flag": False, "none": None,
+                                       "ids": [1, "2", None, True, 3.5]},
+                              "enqueued_at": 1767225600.25}),
+    "nulls where allowed": '{"v": 1, "job": "ok", "key": null, "enqueued_at": null}',
+    # JSON does not tell 1 from 1.0, and some serializers write the latter.
+    "integral floats": '{"v": 1.0, "job": "ok", "job_version": 2.0}',
+    "unknown properties are ignored": '{"v": 1, "job": "ok", "trace": "abc"}',
+    "empty list argument": '{"v": 1, "job": "ok", "args": {"ids": []}}',
+    "key of exactly the limit": json.dumps({"v": 1, "job": "ok", "key": "k" * MAX_KEY_BYTES}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ACCEPTED))
+def test_what_decode_accepts_the_schema_accepts(case: str) -> None:
+    body = ACCEPTED[case]
+    assert decode_accepts(body)
+    assert schema_accepts(body)
+
+
+def test_integral_float_versions_decode_as_integers() -> None:
+    envelope = Envelope.decode(ACCEPTED["integral floats"])
+    assert (envelope.v, envelope.job_version) == (1, 2)
+    assert type(envelope.v) is int and type(envelope.job_version) is int
+
+
+def test_encode_never_writes_what_decode_refuses() -> None:
+    with pytest.raises(ValueError):
+        Envelope(job="ok", key="ok:1", args={"ratio": math.nan}).encode()
+
+
+# -- generated bodies: the two must agree on every one -------------------------------------------------------
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(2**53), 2**53),
+                    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=5))
+JSON_VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=6)
+FIELDS = {
+    "v": st.one_of(st.just(1), st.just(1.0), JSON_VALUES),
+    "job": st.one_of(st.text(max_size=8), JSON_VALUES),
+    "job_version": st.one_of(st.integers(-2, 4), st.sampled_from([1.0, 2.0, 2.5]), JSON_VALUES),
+    # ASCII keys: JSON Schema counts characters where decode counts bytes (documented in the schema).
+    "key": st.one_of(st.none(), st.text(alphabet="abc:1", max_size=6), JSON_VALUES),
+    "args": st.one_of(st.dictionaries(st.text(max_size=4), st.one_of(SCALARS, st.lists(SCALARS, max_size=4),
+                                                                      JSON_VALUES), max_size=3), JSON_VALUES),
+    "enqueued_at": st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False), JSON_VALUES),
+    "extra": JSON_VALUES,
+}
+
+
+@st.composite
+def bodies(draw: st.DrawFn) -> dict[str, Any]:
+    present = draw(st.sets(st.sampled_from(sorted(FIELDS))))
+    return {name: draw(FIELDS[name]) for name in sorted(present)}
+
+
+@settings(derandomize=True, max_examples=400, deadline=None)
+@given(bodies())
+def test_schema_and_decode_agree_on_generated_bodies(body: dict[str, Any]) -> None:
+    text = json.dumps(body, allow_nan=False)
+    assert schema_accepts(text) == decode_accepts(text), text
