@@ -1,0 +1,631 @@
+"""Chaos run: jobs through the real worker against a moto server, with faults injected, then a ledger.
+
+What it drives: ``JobApp.process_batch`` exactly as Lambda would call it,
+fed by this module's own poller (receive → process → delete what was
+acknowledged), against SQS and DynamoDB served by ``ThreadedMotoServer`` on
+127.0.0.1. One virtual clock drives the worker (leases, ``FakeContext``) *and*
+moto's SQS (visibility timeouts, receive timestamps), so retry delays and
+visibility timeouts play out for real without waiting for them.
+
+Faults, each at a stated rate, decided by one seeded ``random.Random``:
+
+- job executions: transient exception (``ConnectionError``), permanent
+  failure (``PermanentError``), or the invocation is *killed* after the claim,
+  before or after the job's side effect (``Killed``, a ``BaseException`` that
+  escapes ``process_batch`` like a SIGKILL/timeout would: nothing after it runs,
+  nothing is deleted, the whole batch comes back after the visibility timeout);
+- the producer sends some jobs twice;
+- DynamoDB answers some requests with ``ProvisionedThroughputExceededException``
+  at the botocore layer (a ``before-send`` hook returns the 400), so
+  botocore's own retry handler has to absorb them.
+
+The ledger is built from three independent sources (the side-effect log, the
+queues, the table) and fails the run on any lost job. Run the full size with
+``make chaos`` (``python -m chaos.harness --jobs 10000`` with ``tests`` on the
+path); ``tests/chaos/test_chaos.py`` runs a few hundred jobs in ``make test``.
+
+This module never talks to anything but 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import random
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+#: the worker's function timeout (s); the lease is this + lease_margin, the visibility must exceed both
+FUNCTION_TIMEOUT = 20.0
+LEASE_MARGIN = 5.0
+VISIBILITY_TIMEOUT = 30
+#: virtual seconds a batch takes (jobs do "work"); keeps receive timestamps realistic
+BATCH_SECONDS = 0.2
+#: virtual seconds the poller waits when nothing is visible
+IDLE_STEP = 1.0
+#: a run that needs more virtual time than this is stuck, not slow
+VIRTUAL_TIME_LIMIT = 7 * 24 * 3600.0
+REASON_ATTRIBUTE = "sqsjobs.reason"
+ORIGINAL_ID_ATTRIBUTE = "sqsjobs.original_message_id"
+REASONS = frozenset({"permanent", "exhausted", "malformed"})
+
+
+class Killed(BaseException):
+    """Raised when the simulated invocation dies: not an ``Exception``, so nothing in the worker catches it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChaosConfig:
+    """Sizes and fault rates of one run."""
+
+    jobs: int = 300
+    seed: int = 8
+    transient: float = 0.20
+    permanent: float = 0.02
+    #: invocations killed per job execution, split evenly before/after the side effect
+    kill: float = 0.01
+    duplicate: float = 0.10
+    throttle: float = 0.05
+    max_attempts: int = 4
+    backoff_base: float = 2.0
+    backoff_cap: float = 60.0
+
+
+class VirtualClock:
+    """Epoch seconds that move only when told to; shared by the worker and moto's SQS."""
+
+    def __init__(self, start: float = 1_767_225_600.0) -> None:
+        self.now = start
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward (never back)."""
+        with self._lock:
+            self.now += seconds
+
+
+@contextlib.contextmanager
+def moto_sqs_clock(clock: VirtualClock) -> Iterator[None]:
+    """Make moto's SQS read ``clock`` for visibility, delays and receive timestamps.
+
+    ``ThreadedMotoServer`` runs in this process, so patching the two names the
+    SQS model reads time through moves its visibility timeouts with our clock.
+    """
+    import moto.sqs.models as sqs_models
+
+    saved = (sqs_models.unix_time, sqs_models.unix_time_millis)
+    sqs_models.unix_time = lambda dt=None: clock()  # type: ignore[assignment]
+    sqs_models.unix_time_millis = lambda dt=None: clock() * 1000.0  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sqs_models.unix_time, sqs_models.unix_time_millis = saved
+
+
+@contextlib.contextmanager
+def moto_server() -> Iterator[str]:
+    """A moto server on 127.0.0.1 at a free port; yields its endpoint URL."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    # One access-log line per request would bury the ledger.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+class _RawBody(io.BytesIO):
+    """What ``AWSResponse`` reads a body from."""
+
+    def stream(self, **kwargs: Any) -> Iterator[bytes]:
+        yield self.getvalue()
+
+
+class Throttler:
+    """A ``before-send`` hook answering a share of DynamoDB requests with a throttling 400.
+
+    Returning a response from ``before-send`` skips the network; botocore then
+    parses the 400 and its retry handler retries the request, as it would
+    against DynamoDB under pressure.
+    """
+
+    def __init__(self, rate: float, seed: int) -> None:
+        self.rate = rate
+        self.random = random.Random(seed)
+        self.injected = 0
+        self.requests = 0
+        self._lock = threading.Lock()  # the guard's claims run on a thread pool
+
+    def __call__(self, request: Any, **kwargs: Any) -> Any:
+        from botocore.awsrequest import AWSResponse
+
+        with self._lock:
+            self.requests += 1
+            if self.random.random() >= self.rate:
+                return None
+            self.injected += 1
+        body = json.dumps({"__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+                           "message": "injected by the chaos run"}).encode()
+        headers = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": uuid.uuid4().hex}
+        return AWSResponse(request.url, 400, headers, _RawBody(body))
+
+
+@dataclass
+class Ledger:
+    """Everything the run counted; ``problems`` lists each broken promise (empty = pass)."""
+
+    config: ChaosConfig
+    jobs: int = 0
+    messages_sent: int = 0
+    duplicates_sent: int = 0
+    producer_calls: int = 0
+    batches: int = 0
+    executions: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+    outcomes: Counter[str] = field(default_factory=Counter)
+    completed_keys: int = 0
+    dead_lettered_keys: int = 0
+    completed_and_dead_lettered_keys: int = 0
+    lost_keys: list[str] = field(default_factory=list)
+    dlq_by_reason: Counter[str] = field(default_factory=Counter)
+    dlq_moved_by_queue: int = 0
+    dlq_moved_by_queue_unexplained: int = 0
+    messages_acked: int = 0
+    messages_unaccounted: list[str] = field(default_factory=list)
+    left_in_queue: int = 0
+    side_effects: int = 0
+    keys_with_duplicate_effects: int = 0
+    duplicate_effects: int = 0
+    exposed_keys: int = 0
+    unexplained_duplicate_keys: list[str] = field(default_factory=list)
+    completed_without_effect: list[str] = field(default_factory=list)
+    retry_delays_checked: int = 0
+    retry_delays_out_of_bounds: list[str] = field(default_factory=list)
+    retry_delay_mean_ratio: float = 0.0
+    redelivered_early: list[str] = field(default_factory=list)
+    busy_retries: int = 0
+    throttles_injected: int = 0
+    dynamodb_requests: int = 0
+    store_unavailable_retries: int = 0
+    store_errors: int = 0
+    fence_lost: int = 0
+    stale_in_progress: int = 0
+    virtual_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def lost(self) -> int:
+        """Jobs neither completed nor dead-lettered, plus messages that vanished."""
+        return len(self.lost_keys) + len(self.messages_unaccounted) + self.left_in_queue
+
+    def render(self) -> str:
+        """The ledger as aligned text lines."""
+        c = self.config
+        rows: list[tuple[str, Any]] = [
+            ("rates", f"transient {c.transient:.0%}, permanent {c.permanent:.0%}, killed {c.kill:.0%} "
+                      f"(half before, half after the side effect), duplicate sends {c.duplicate:.0%}, "
+                      f"DynamoDB throttling {c.throttle:.0%} of requests; seed {c.seed}, max attempts "
+                      f"{c.max_attempts}, backoff base {c.backoff_base} s cap {c.backoff_cap} s"),
+            ("jobs sent (distinct keys)", self.jobs),
+            ("messages sent", f"{self.messages_sent} ({self.duplicates_sent} duplicate sends) in "
+                              f"{self.producer_calls} SendMessageBatch calls"),
+            ("jobs completed", self.completed_keys),
+            ("jobs dead-lettered", self.dead_lettered_keys),
+            ("  of which also completed", f"{self.completed_and_dead_lettered_keys} (one copy dead-lettered, "
+                                          "its duplicate completed)"),
+            ("sent = completed + dead-lettered",
+             f"{self.jobs} = {self.completed_keys} + {self.dead_lettered_keys} - "
+             f"{self.completed_and_dead_lettered_keys}"),
+            ("LOST", self.lost),
+            ("  lost jobs", len(self.lost_keys)),
+            ("  messages unaccounted for", len(self.messages_unaccounted)),
+            ("  messages left in the queue", self.left_in_queue),
+            ("messages acknowledged", f"{self.messages_acked} ({self.outcomes['succeeded']} succeeded, "
+                                      f"{self.outcomes['duplicate']} duplicates, "
+                                      f"{self.outcomes['dead_lettered']} dead-lettered by the worker)"),
+            ("DLQ messages by reason", dict(sorted(self.dlq_by_reason.items()))),
+            ("DLQ messages moved by the queue",
+             f"{self.dlq_moved_by_queue} (no reason attributes: killed on their final attempt; "
+             f"unexplained {self.dlq_moved_by_queue_unexplained})"),
+            ("batches / job executions", f"{self.batches} / {self.executions}"),
+            ("faults injected", dict(sorted(self.faults.items()))),
+            ("side effects", self.side_effects),
+            ("duplicate side effects",
+             f"{self.duplicate_effects} on {self.keys_with_duplicate_effects} keys; keys exposed by a kill "
+             f"after their side effect and before completion: {self.exposed_keys}; unexplained "
+             f"{len(self.unexplained_duplicate_keys)}"),
+            ("completed without a side effect", len(self.completed_without_effect)),
+            ("retry delays", f"{self.retry_delays_checked} checked against uniform(0, min(cap, base*2**(n-1))), "
+                             f"{len(self.retry_delays_out_of_bounds)} out of bounds, mean delay/bound "
+                             f"{self.retry_delay_mean_ratio:.3f} (0.5 expected), redelivered early "
+                             f"{len(self.redelivered_early)}"),
+            ("lease-held (BUSY) retries", self.busy_retries),
+            ("DynamoDB throttles", f"{self.throttles_injected} injected into {self.dynamodb_requests} requests; "
+                                   f"surfaced to the worker {self.store_unavailable_retries}"),
+            ("store errors / fences lost", f"{self.store_errors} / {self.fence_lost}"),
+            ("stale IN_PROGRESS records", f"{self.stale_in_progress} (left by kills whose message the queue "
+                                          "then dead-lettered; their lease has expired)"),
+            ("time", f"{self.virtual_seconds:,.0f} virtual s, {self.wall_seconds:.1f} wall s"),
+        ]
+        width = max(len(k) for k, _ in rows)
+        lines = ["chaos ledger", "=" * 12] + [f"{k.ljust(width)}  {v}" for k, v in rows]
+        lines.append("RESULT: " + ("PASS" if not self.problems else "FAIL"))
+        lines.extend(f"  problem: {p}" for p in self.problems)
+        return "\n".join(lines)
+
+
+class ChaosRun:
+    """One run: set up the queues and table, enqueue, poll until drained, build the ledger."""
+
+    def __init__(self, config: ChaosConfig, endpoint: str, clock: VirtualClock) -> None:
+        import boto3
+        from botocore.config import Config
+
+        self.config = config
+        self.clock = clock
+        self.faults = random.Random(config.seed)
+        self.throttler = Throttler(config.throttle, config.seed + 1)
+        # The boto3 default (legacy) retry mode, stated: DynamoDB gets 10 retries from 50 ms.
+        retry = Config(retries={"mode": "legacy"})
+        common: dict[str, Any] = {"endpoint_url": endpoint, "region_name": "us-east-1",
+                                  "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+        self.sqs = boto3.client("sqs", **common)
+        self.dynamodb = boto3.client("dynamodb", config=retry, **common)
+        self.dynamodb.meta.events.register("before-send.dynamodb", self.throttler)
+        self.ledger = Ledger(config=config)
+        self.invocation = 0
+        #: key → invocations in which its side effect ran
+        self.effects: dict[str, list[int]] = {}
+        self.effects_in_invocation: list[str] = []
+        self.exposed: set[str] = set()
+        self.final_attempt_kills: set[str] = set()
+        #: message id → (virtual time of the retry decision, delay asked for)
+        self.pending_retry: dict[str, tuple[float, float]] = {}
+        self.acked: dict[str, str] = {}
+        self._ratios: list[float] = []
+
+    # ------------------------------------------------------------------ setup
+    def _resources(self) -> None:
+        suffix = uuid.uuid4().hex[:8]
+        self.dlq_url = self.sqs.create_queue(QueueName=f"chaos-dlq-{suffix}")["QueueUrl"]
+        dlq_arn = self.sqs.get_queue_attributes(QueueUrl=self.dlq_url, AttributeNames=["QueueArn"])
+        policy = {"deadLetterTargetArn": dlq_arn["Attributes"]["QueueArn"],
+                  "maxReceiveCount": str(self.config.max_attempts)}
+        self.queue_url = self.sqs.create_queue(
+            QueueName=f"chaos-{suffix}",
+            Attributes={"VisibilityTimeout": str(VISIBILITY_TIMEOUT), "RedrivePolicy": json.dumps(policy)},
+        )["QueueUrl"]
+        self.queue_arn = self.sqs.get_queue_attributes(
+            QueueUrl=self.queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        self.table = f"chaos-{suffix}"
+        self.dynamodb.create_table(
+            TableName=self.table, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST",
+        )
+
+    def _app(self) -> Any:
+        from aws_lambda_powertools import Logger
+        from sqsjobs import JobApp, PermanentError
+
+        app = JobApp(
+            queue_url=self.queue_url, dlq_url=self.dlq_url, table_name=self.table,
+            max_attempts=self.config.max_attempts, function_timeout=FUNCTION_TIMEOUT, lease_margin=LEASE_MARGIN,
+            backoff_base=self.config.backoff_base, backoff_cap=self.config.backoff_cap,
+            sqs_client=self.sqs, dynamodb_client=self.dynamodb, clock=self.clock,
+            random=random.Random(self.config.seed + 2), sleep=lambda seconds: None,
+            emit_metrics=lambda line: None,
+            # Thousands of expected job failures would drown the ledger; outcomes are read from BatchResult.
+            logger=Logger(service="chaos", level="CRITICAL"),
+        )
+        cfg = self.config
+
+        @app.job("chaos", key="chaos:{n}")
+        def chaos(n: int) -> None:
+            self.ledger.executions += 1
+            draw = self.faults.random()
+            key = f"chaos:{n}"
+            if draw < cfg.kill / 2:
+                self.ledger.faults["killed before the side effect"] += 1
+                raise Killed(key)
+            draw -= cfg.kill / 2
+            if draw < cfg.transient:
+                self.ledger.faults["transient"] += 1
+                raise ConnectionError(f"{key}: dependency down (injected)")
+            draw -= cfg.transient
+            if draw < cfg.permanent:
+                self.ledger.faults["permanent"] += 1
+                raise PermanentError(f"{key}: record gone (injected)")
+            draw -= cfg.permanent
+            # The side effect: what a duplicate run would repeat.
+            self.effects.setdefault(key, []).append(self.invocation)
+            self.effects_in_invocation.append(key)
+            if draw < cfg.kill / 2:
+                self.ledger.faults["killed after the side effect"] += 1
+                raise Killed(key)
+
+        return app
+
+    def _enqueue(self, app: Any) -> dict[str, str]:
+        """Send every job, some twice; returns message id → key."""
+        job = app.get_job("chaos")
+        messages = []
+        for n in range(self.config.jobs):
+            messages.append(job.message(n=n))
+            if self.faults.random() < self.config.duplicate:
+                messages.append(job.message(n=n))
+                self.ledger.duplicates_sent += 1
+        # A duplicate lands anywhere in the stream, not always right behind its original.
+        self.faults.shuffle(messages)
+        report = app.enqueue_many(messages)
+        if not report.ok:
+            raise RuntimeError(f"the producer failed to send {len(report.failed)} messages: {report.failed[:3]}")
+        self.ledger.jobs = self.config.jobs
+        self.ledger.messages_sent = report.sent
+        self.ledger.producer_calls = report.calls
+        return {mid: messages[i].key for i, mid in report.message_ids.items()}
+
+    # ------------------------------------------------------------------ polling
+    def _record(self, message: dict[str, Any]) -> dict[str, Any]:
+        """A received message in the shape Lambda's SQS poller hands to the function."""
+        attrs = {}
+        for name, attr in message.get("MessageAttributes", {}).items():
+            attrs[name] = {"dataType": attr["DataType"], "stringValue": attr.get("StringValue")}
+        return {
+            "messageId": message["MessageId"], "receiptHandle": message["ReceiptHandle"], "body": message["Body"],
+            "attributes": {k: str(v) for k, v in message.get("Attributes", {}).items()},
+            "messageAttributes": attrs, "md5OfBody": message.get("MD5OfBody", ""), "eventSource": "aws:sqs",
+            "eventSourceARN": self.queue_arn, "awsRegion": "us-east-1",
+        }
+
+    def _queue_empty(self) -> bool:
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+                 "ApproximateNumberOfMessagesDelayed"]
+        attrs = self.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=names)["Attributes"]  # type: ignore[arg-type]
+        return all(int(attrs.get(n, "0")) == 0 for n in names)
+
+    def _poll(self, app: Any) -> None:
+        from sqsjobs import Outcome
+        from sqsjobs.testing import FakeContext
+
+        started = self.clock()
+        while True:
+            if self.clock() - started > VIRTUAL_TIME_LIMIT:
+                self.ledger.problems.append("the queue did not drain within a virtual week")
+                return
+            response = self.sqs.receive_message(
+                QueueUrl=self.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            )
+            received = response.get("Messages", [])
+            if not received:
+                if self._queue_empty():
+                    return
+                self.clock.advance(IDLE_STEP)
+                continue
+            for message in received:
+                self._check_redelivery(message)
+            event = {"Records": [self._record(m) for m in received]}
+            self.invocation += 1
+            self.effects_in_invocation = []
+            context = FakeContext(remaining_ms=int(FUNCTION_TIMEOUT * 1000), clock=self.clock)
+            try:
+                result = app.process_batch(event, context)
+            except Killed:
+                # Lambda reports the invocation failed: every record of the batch stays in flight
+                # and comes back after the visibility timeout, with its receive count spent.
+                self.exposed.update(self.effects_in_invocation)
+                for message in received:
+                    if int(message["Attributes"]["ApproximateReceiveCount"]) >= self.config.max_attempts:
+                        self.final_attempt_kills.add(message["MessageId"])
+                self.clock.advance(BATCH_SECONDS)
+                continue
+            self.ledger.batches += 1
+            self.ledger.store_errors += result.store_errors
+            self.ledger.fence_lost += result.fence_lost
+            acked = []
+            for d in result.deliveries:
+                self.ledger.outcomes[d.outcome.value if d.outcome else "none"] += 1
+                if d.acknowledged:
+                    acked.append(d)
+                    self.acked[d.message_id] = d.outcome.value if d.outcome else "none"
+                    self.pending_retry.pop(d.message_id, None)
+                elif d.outcome is Outcome.RETRY:
+                    self._check_delay(d)
+            self._delete(acked)
+            self.clock.advance(BATCH_SECONDS)
+
+    def _check_redelivery(self, message: dict[str, Any]) -> None:
+        """A retried message must stay invisible for the whole (whole-second) delay it was given."""
+        pending = self.pending_retry.pop(message["MessageId"], None)
+        if pending is None:
+            return
+        decided_at, delay = pending
+        if self.clock() - decided_at < int(delay):
+            self.ledger.redelivered_early.append(
+                f"{message['MessageId']}: back after {self.clock() - decided_at:.1f} s, delay {delay:.1f} s")
+
+    def _check_delay(self, d: Any) -> None:
+        from sqsjobs.backoff import BackoffPolicy
+
+        self.pending_retry[d.message_id] = (self.clock(), d.delay)
+        message = str(d.error)
+        if "being processed by another invocation" in message:
+            # A live lease elsewhere: the delay follows the lease, not the backoff.
+            self.ledger.busy_retries += 1
+            return
+        if "idempotency store unavailable" in message:
+            self.ledger.store_unavailable_retries += 1
+        policy = BackoffPolicy(base=self.config.backoff_base, cap=self.config.backoff_cap)
+        bound = policy.bound(d.attempt)
+        self.ledger.retry_delays_checked += 1
+        if not 0 <= d.delay <= bound:
+            self.ledger.retry_delays_out_of_bounds.append(f"{d.message_id}: attempt {d.attempt} delay {d.delay}")
+        if bound:
+            self._ratios.append(d.delay / bound)
+
+    def _delete(self, acked: list[Any]) -> None:
+        for i in range(0, len(acked), 10):
+            chunk = acked[i:i + 10]
+            entries = [{"Id": str(j), "ReceiptHandle": d.receipt_handle} for j, d in enumerate(chunk)]
+            response = self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)  # type: ignore[arg-type]
+            if response.get("Failed"):
+                self.ledger.problems.append(f"DeleteMessageBatch failed: {response['Failed']}")
+
+    # ------------------------------------------------------------------ ledger
+    def _drain_dlq(self) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = []
+        while True:
+            # A long visibility: each message is read once, this is the end of the run.
+            batch = self.sqs.receive_message(
+                QueueUrl=self.dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=43_200,
+                AttributeNames=["All"], MessageAttributeNames=["All"],
+            ).get("Messages", [])
+            if not batch:
+                return messages
+            messages.extend(batch)
+
+    def _scan_table(self) -> dict[str, dict[str, Any]]:
+        items: dict[str, dict[str, Any]] = {}
+        kwargs: dict[str, Any] = {"TableName": self.table, "ConsistentRead": True}
+        while True:
+            page = self.dynamodb.scan(**kwargs)
+            for item in page.get("Items", []):
+                items[item["pk"]["S"]] = item
+            if "LastEvaluatedKey" not in page:
+                return items
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def _ledger(self, sent: dict[str, str]) -> None:
+        lg = self.ledger
+        keys = set(sent.values())
+        items = self._scan_table()
+        completed = {k for k, item in items.items() if item["status"]["S"] == "COMPLETED"}
+        lg.stale_in_progress = sum(
+            1 for item in items.values()
+            if item["status"]["S"] == "IN_PROGRESS" and float(item["lease_until"]["N"]) < self.clock()
+        )
+        live = len(items) - len(completed) - lg.stale_in_progress
+        if live:
+            lg.problems.append(f"{live} IN_PROGRESS records still hold a live lease after the run")
+
+        dead_keys: set[str] = set()
+        in_dlq: set[str] = set()
+        for message in self._drain_dlq():
+            attrs = message.get("MessageAttributes", {})
+            try:
+                key = json.loads(message["Body"])["key"]
+            except (ValueError, KeyError, TypeError):
+                key = "?"
+            dead_keys.add(key)
+            reason = attrs.get(REASON_ATTRIBUTE, {}).get("StringValue")
+            if reason is None:
+                # The queue's redrive policy moved it (same message id): only a kill on the final
+                # attempt leaves a message the worker could not dead-letter itself.
+                lg.dlq_moved_by_queue += 1
+                in_dlq.add(message["MessageId"])
+                if message["MessageId"] not in self.final_attempt_kills:
+                    lg.dlq_moved_by_queue_unexplained += 1
+                continue
+            lg.dlq_by_reason[reason] += 1
+            original = attrs.get(ORIGINAL_ID_ATTRIBUTE, {}).get("StringValue", "")
+            in_dlq.add(original)
+            missing = [a for a in ("sqsjobs.error_type", "sqsjobs.error_message", "sqsjobs.attempts",
+                                   "sqsjobs.source_queue", "sqsjobs.job") if a not in attrs]
+            if reason not in REASONS or missing:
+                lg.problems.append(f"DLQ message {message['MessageId']} has reason {reason!r}, missing {missing}")
+
+        lg.completed_keys = len(completed & keys)
+        lg.dead_lettered_keys = len(dead_keys & keys)
+        lg.completed_and_dead_lettered_keys = len(completed & dead_keys & keys)
+        lg.lost_keys = sorted(keys - completed - dead_keys)
+        lg.messages_acked = len(self.acked)
+        lg.messages_unaccounted = sorted(mid for mid in sent if mid not in self.acked and mid not in in_dlq)
+        lg.left_in_queue = 0 if self._queue_empty() else 1
+
+        lg.side_effects = sum(len(v) for v in self.effects.values())
+        duplicated = {k for k, runs in self.effects.items() if len(runs) > 1}
+        lg.keys_with_duplicate_effects = len(duplicated)
+        lg.duplicate_effects = sum(len(self.effects[k]) - 1 for k in duplicated)
+        lg.exposed_keys = len(self.exposed)
+        lg.unexplained_duplicate_keys = sorted(duplicated - self.exposed)
+        lg.completed_without_effect = sorted(k for k in completed & keys if k not in self.effects)
+        lg.retry_delay_mean_ratio = sum(self._ratios) / len(self._ratios) if self._ratios else 0.0
+        lg.throttles_injected = self.throttler.injected
+        lg.dynamodb_requests = self.throttler.requests
+
+        checks: list[tuple[bool, str]] = [
+            (not lg.lost_keys, f"{len(lg.lost_keys)} jobs lost: {lg.lost_keys[:5]}"),
+            (not lg.messages_unaccounted, f"{len(lg.messages_unaccounted)} messages unaccounted for"),
+            (not lg.left_in_queue, "messages left in the queue"),
+            (lg.completed_keys + lg.dead_lettered_keys - lg.completed_and_dead_lettered_keys == lg.jobs,
+             "sent != completed + dead-lettered"),
+            (not lg.dlq_moved_by_queue_unexplained,
+             f"{lg.dlq_moved_by_queue_unexplained} DLQ messages without a reason that no kill explains"),
+            (not lg.unexplained_duplicate_keys,
+             f"duplicate side effects not explained by a kill: {lg.unexplained_duplicate_keys[:5]}"),
+            (not lg.completed_without_effect, f"completed without a side effect: {lg.completed_without_effect[:5]}"),
+            (not lg.retry_delays_out_of_bounds, f"retry delays out of bounds: {lg.retry_delays_out_of_bounds[:5]}"),
+            (not lg.redelivered_early, f"redelivered before the delay: {lg.redelivered_early[:5]}"),
+            (lg.store_unavailable_retries == 0, "throttling surfaced past botocore's retries"),
+            (lg.store_errors == 0 and lg.fence_lost == 0, "store errors or lost fences"),
+            (self.config.throttle == 0 or lg.throttles_injected > 0, "no throttling was injected"),
+        ]
+        lg.problems.extend(message for ok, message in checks if not ok)
+
+    def run(self) -> Ledger:
+        """Set up, enqueue, poll until drained, and build the ledger."""
+        wall = time.perf_counter()
+        start = self.clock()
+        self._resources()
+        app = self._app()
+        sent = self._enqueue(app)
+        self._poll(app)
+        self._ledger(sent)
+        self.ledger.virtual_seconds = self.clock() - start
+        self.ledger.wall_seconds = time.perf_counter() - wall
+        return self.ledger
+
+
+def run_chaos(config: ChaosConfig) -> Ledger:
+    """Start a moto server, run once against it, stop it; returns the ledger."""
+    clock = VirtualClock()
+    with moto_server() as endpoint, moto_sqs_clock(clock):
+        return ChaosRun(config, endpoint, clock).run()
+
+
+def main(argv: list[str] | None = None, print_: Callable[[str], None] = print) -> int:
+    """``make chaos``: run, print the ledger, exit 1 on any loss or broken promise."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=8)
+    args = parser.parse_args(argv)
+    # Nothing here may reach AWS: fake credentials, and the endpoint is always the local server.
+    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
+                        ("AWS_DEFAULT_REGION", "us-east-1")):
+        os.environ.setdefault(name, value)
+    ledger = run_chaos(ChaosConfig(jobs=args.jobs, seed=args.seed))
+    print_(ledger.render())
+    return 0 if not ledger.problems else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+"""The chaos run at a few hundred jobs: nothing lost under injected faults (``make chaos`` runs 10,000)."""
+
+from __future__ import annotations
+
+from chaos.harness import ChaosConfig, run_chaos
+
+#: a seed under which every kind of fault happens at this size (checked below)
+SEED = 8
+JOBS = 400
+
+
+def test_no_job_is_lost_under_injected_faults() -> None:
+    ledger = run_chaos(ChaosConfig(jobs=JOBS, seed=SEED))
+    print(ledger.render())
+
+    assert ledger.problems == []
+    assert ledger.lost == 0
+    assert ledger.jobs == ledger.completed_keys + ledger.dead_lettered_keys - ledger.completed_and_dead_lettered_keys
+    # The run must really have exercised every fault, or a pass proves little.
+    for fault in ("transient", "permanent", "killed before the side effect", "killed after the side effect"):
+        assert ledger.faults[fault] > 0, fault
+    assert ledger.duplicates_sent > 0 and ledger.outcomes["duplicate"] > 0
+    assert ledger.throttles_injected > 0 and ledger.store_unavailable_retries == 0
+    assert ledger.retry_delays_checked > 0 and not ledger.retry_delays_out_of_bounds
+    assert ledger.dlq_by_reason["permanent"] > 0
