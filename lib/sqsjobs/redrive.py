@@ -355,6 +355,10 @@ class Redrive:
         except (BotoCoreError, ClientError) as exc:
             self._stopped = "error"
             self._error = f"{type(exc).__name__}: {exc}"
+        except SqsJobsError as exc:
+            self._stopped = "error"
+            self._error = str(exc)
+            raise
         except BaseException:
             self._stopped = "interrupted"
             raise
@@ -945,8 +949,8 @@ def options_from_event(
             error_type=event.get("error"),
             max_messages=int(event["max"]) if event.get("max") is not None else None,
             rate=float(event["rate"]) if event.get("rate") is not None else None,
-            dry_run=bool(event.get("dry_run", False)),
-            force=bool(event.get("force", False)),
+            dry_run=_flag(event, "dry_run"),
+            force=_flag(event, "force"),
             max_redrives=int(event.get("max_redrives", 3)),
             malformed=event.get("malformed", "move"),
             wait_time_seconds=int(event.get("wait_time_seconds", 1)),
@@ -955,6 +959,16 @@ def options_from_event(
         )
     except (TypeError, ValueError) as exc:
         raise RedriveError(f"bad redrive option: {exc}") from exc
+
+
+def _flag(event: Mapping[str, Any], name: str) -> bool:
+    # bool("false") is True: a JSON string must not turn on --force by accident.
+    value = event.get(name, False)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise RedriveError(f"{name} must be true or false, got {value!r}")
 
 
 def handle_redrive_event(
@@ -972,12 +986,12 @@ def handle_redrive_event(
         {'moved': 100, 'stopped': 'max', 'left': 20, ...}
     """
     options = options_from_event(event, environ=environ)
-    if event.get("status"):
+    if _flag(event, "status"):
         tasks = native_redrive_status(options.dlq, sqs_client=sqs_client)
         return {"tasks": [t.to_dict() for t in tasks]}
-    if event.get("cancel"):
+    if _flag(event, "cancel"):
         return {"cancelled": True, "moved": cancel_native_redrive(options.dlq, sqs_client=sqs_client)}
-    if event.get("native"):
+    if _flag(event, "native"):
         return {"task_handle": start_native_redrive(options, sqs_client=sqs_client)}
     engine = Redrive(
         options,

@@ -265,3 +265,16 @@ def test_local_cloud_client_works_without_an_aws_profile(monkeypatch: pytest.Mon
     assert client._request_signer._credentials.access_key == "testing"
     # An explicit endpoint wins over the environment.
     assert make_sqs_client(endpoint_url="http://127.0.0.1:5000").meta.endpoint_url == "http://127.0.0.1:5000"
+
+
+@pytest.mark.parametrize(("value", "expected"), [(True, True), (False, False), ("true", True), ("False", False)])
+def test_event_flags_accept_booleans_and_their_json_strings(value: Any, expected: bool) -> None:
+    opts = options_from_event({"force": value, "dry_run": value}, environ={"SQSJOBS_DLQ_URL": DLQ_URL})
+    assert opts.force is expected and opts.dry_run is expected
+
+
+@pytest.mark.parametrize("value", ["no", "0", 1, None, "yes"])
+def test_event_flags_refuse_anything_else(value: Any) -> None:
+    # bool("no") would be True: a typo must not switch on --force.
+    with pytest.raises(RedriveError, match="force must be true or false"):
+        options_from_event({"force": value}, environ={"SQSJOBS_DLQ_URL": DLQ_URL})
