@@ -363,8 +363,9 @@ def _check_exception_rules(job: str, retry_on: tuple[type[BaseException], ...],
         shadow = next((p for p in permanent_on if issubclass(kind, p)), None)
         if shadow is not None:
             raise ConfigurationError(
-                f"job {job!r}: {kind.__name__} is in retry_on but is also a {shadow.__name__}, which permanent_on "
-                "sends to the DLQ first, so it would never be retried; remove one of them or narrow permanent_on"
+                f"job {job!r}: {kind.__name__} is in retry_on but is a subclass of {shadow.__name__}, which "
+                "permanent_on sends to the DLQ first, so it would never be retried; remove one of them or narrow "
+                "permanent_on"
             )
     for kind in permanent_on:
         if issubclass(kind, RetryableError):
