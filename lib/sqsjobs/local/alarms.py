@@ -134,7 +134,7 @@ class AlarmEvaluator:
         breaching = sum(1 for v in present if compare(v, threshold))
         if missing == "breaching":
             breaching += len(points) - len(present)
-        shown = ", ".join("-" if v is None else f"{v:g}" for v in points)
+        shown = ", ".join("-" if v is None else f"{v:.4g}" for v in points)
         op = str(p.get("ComparisonOperator", "GreaterThanThreshold"))
         reason = f"[{shown}] {op} {threshold:g}: {breaching} of {len(points)} breaching (alarm at {to_alarm})"
         return ("ALARM" if breaching >= to_alarm else "OK"), reason

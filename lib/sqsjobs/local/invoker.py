@@ -119,6 +119,12 @@ class _Worker:
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def dump_stacks(self) -> None:
+        """Have the worker print every thread's stack (faulthandler) before it is killed."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGUSR1)
+        time.sleep(0.2)
+
     def kill(self) -> None:
         if self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -275,6 +281,8 @@ class FunctionPool:
         elapsed_ms = (time.monotonic() - started) * 1000
         if message is None:
             timed_out = worker.alive()
+            if timed_out:
+                worker.dump_stacks()
             self._discard(worker)
             if timed_out:
                 return InvocationResult(

@@ -115,6 +115,11 @@ class MetricStore:
             series = list(self._points.get((namespace, name, dims), ()))
         return [v for t, v in series if start <= t < end]
 
+    def series(self) -> dict[tuple[str, str, Dimensions], list[tuple[float, float]]]:
+        """A copy of every series: ``(namespace, name, dimensions) -> [(timestamp, value)]``."""
+        with self._lock:
+            return {key: list(points) for key, points in self._points.items()}
+
     def total(self, namespace: str, name: str) -> float:
         """Sum of every value of ``name`` across its dimension sets without a ``Job`` split (for reports)."""
         with self._lock:

@@ -10,9 +10,11 @@ process, as Lambda does; nothing here needs to cooperate.
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -69,6 +71,9 @@ def _answer(channel: TextIO, message: dict[str, Any]) -> None:
 def serve() -> None:
     """Import the handler named by ``_HANDLER`` and serve invocations until stdin closes."""
     channel = os.fdopen(int(os.environ[RESULT_FD_ENV]), "w")
+    # At a timeout the parent asks for every thread's stack before the kill,
+    # so the log shows where the handler was stuck.
+    faulthandler.register(signal.SIGUSR1, file=sys.stdout, all_threads=True)
     task_root = os.environ.get("LAMBDA_TASK_ROOT", os.getcwd())
     for path in reversed(os.environ.get("SQSJOBS_LOCAL_PATHS", "").split(os.pathsep)):
         if path:
