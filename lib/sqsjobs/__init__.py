@@ -9,6 +9,8 @@ Example:
 
 from sqsjobs.app import JobApp
 from sqsjobs.backoff import BackoffPolicy
+from sqsjobs.budget import time_left
+from sqsjobs.chunked import ChunkedJob, RunStatus
 from sqsjobs.delivery import BatchResult, Outcome
 from sqsjobs.errors import (
     ConfigurationError,
@@ -22,17 +24,20 @@ from sqsjobs.errors import (
     SqsJobsError,
     StoreError,
     TimeLimitExceeded,
+    TransactionError,
     UnknownJobError,
 )
 from sqsjobs.guard import IdempotencyStore, InMemoryStore
 from sqsjobs.job import Job
 from sqsjobs.message import JobMessage
+from sqsjobs.outbox import OutboxRelay, Transaction
 from sqsjobs.producer import EnqueueReport
 from sqsjobs.settings import Settings
 
 __all__ = [
     "BackoffPolicy",
     "BatchResult",
+    "ChunkedJob",
     "ConfigurationError",
     "EnqueueError",
     "EnqueueReport",
@@ -45,13 +50,18 @@ __all__ = [
     "JobError",
     "JobMessage",
     "MalformedMessageError",
+    "OutboxRelay",
     "Outcome",
     "PermanentError",
     "RetryableError",
+    "RunStatus",
     "Settings",
     "SqsJobsError",
     "StoreError",
     "TimeLimitExceeded",
+    "Transaction",
+    "TransactionError",
     "UnknownJobError",
+    "time_left",
 ]
 __version__ = "0.1.0"

@@ -21,10 +21,13 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
+    from sqsjobs.chunked import RunStatus
     from sqsjobs.delivery import BatchResult
     from sqsjobs.guard import IdempotencyStore
     from sqsjobs.message import JobMessage
+    from sqsjobs.outbox import Transaction
     from sqsjobs.producer import EnqueueReport, Producer
+    from sqsjobs.scheduling import Scheduler, ScheduleSpec
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -51,7 +54,7 @@ CELERY_NAMES = {
 }
 #: the options ``JobApp.job`` takes, for error messages
 JOB_OPTIONS = ("key", "group", "max_attempts", "backoff_base", "backoff_cap", "jitter", "retry_on", "permanent_on",
-               "time_limit", "version")
+               "time_limit", "version", "chunked")
 
 
 class JobApp:
@@ -75,6 +78,7 @@ class JobApp:
         queue_url: str | None = None,
         dlq_url: str | None = None,
         table_name: str | None = None,
+        outbox_table: str | None = None,
         max_attempts: int | None = None,
         function_timeout: float | None = None,
         service: str | None = None,
@@ -99,6 +103,7 @@ class JobApp:
             queue_url=queue_url,
             dlq_url=dlq_url,
             table_name=table_name,
+            outbox_table=outbox_table,
             max_attempts=max_attempts,
             function_timeout=function_timeout,
             service=service,
@@ -110,6 +115,8 @@ class JobApp:
             lease_margin=lease_margin,
         )
         self.jobs: dict[str, Job[Any, Any]] = {}
+        #: scheduled jobs (``@app.scheduled``), by job name
+        self.schedules: dict[str, ScheduleSpec] = {}
         self.clock = clock
         self.random: RandomSource = random if random is not None else _random.Random()
         self.sleep = sleep
@@ -120,6 +127,7 @@ class JobApp:
         self._logger = logger
         self._producer: Producer | None = None
         self._processor: Any = None
+        self._scheduler: Scheduler | None = None
 
     # ------------------------------------------------------------ declaring
     def job(
@@ -136,12 +144,14 @@ class JobApp:
         permanent_on: Iterable[type[BaseException]] = (),
         time_limit: float | None = None,
         version: int = 1,
+        chunked: bool = False,
         **unknown: Any,
     ) -> Callable[[Callable[P, R]], Job[P, R]]:
         """Register a job function under ``name``.
 
         ``key`` is the idempotency key template (``"invoice-email:{invoice_id}"``;
-        default: the name plus all arguments). See docs/jobs.md for every option.
+        default: the name plus all arguments). See docs/jobs.md for every option;
+        ``chunked=True`` makes a page-by-page job (docs/patterns.md).
 
         Example:
             >>> app = JobApp(queue_url="https://sqs.example/q")
@@ -166,8 +176,51 @@ class JobApp:
         def register(fn: Callable[P, R]) -> Job[P, R]:
             if name in self.jobs:
                 raise ConfigurationError(f"job {name!r} is already registered (by {self.jobs[name].fn.__qualname__})")
-            job = Job(self, name, fn, options)
+            if chunked:
+                from sqsjobs.chunked import ChunkedJob
+
+                job: Job[P, R] = ChunkedJob(self, name, fn, options)
+            else:
+                job = Job(self, name, fn, options)
             self.jobs[name] = job
+            return job
+
+        return register
+
+    def scheduled(
+        self,
+        name: str,
+        *,
+        schedule: str,
+        lease_seconds: float | None = None,
+        period: str | None = None,
+        enqueue: bool = False,
+        **job_options: Any,
+    ) -> Callable[[Callable[P, R]], Job[P, R]]:
+        """Register a job that ``handlers/scheduler.py`` fires once per period of ``schedule``.
+
+        The function takes ``period: str`` (e.g. ``"2026-08-05"``); its key is
+        ``"<name>:{period}"``. See ``sqsjobs.scheduling`` for the lease.
+
+        Example:
+            >>> app = JobApp(queue_url="https://sqs.example/q", table_name="idempotency")
+            >>> @app.scheduled("nightly-report", schedule="cron(0 2 * * ? *)", lease_seconds=3600)
+            ... def nightly_report(period: str) -> None: ...
+            >>> app.schedules["nightly-report"].period
+            '%Y-%m-%d'
+        """
+        from sqsjobs.scheduling import PERIOD, schedule_spec
+
+        spec = schedule_spec(name, schedule, period=period, lease_seconds=lease_seconds, enqueue=enqueue)
+        declare = self.job(name, key=job_options.pop("key", f"{name}:{{{PERIOD}}}"), **job_options)
+
+        def register(fn: Callable[P, R]) -> Job[P, R]:
+            job = declare(fn)
+            if PERIOD not in job.signature.names:
+                del self.jobs[name]
+                raise ConfigurationError(f"scheduled job {name!r}: the function needs a 'period: str' parameter "
+                                         "(the period the tick belongs to, e.g. '2026-08-05')")
+            self.schedules[name] = spec
             return job
 
         return register
@@ -269,8 +322,54 @@ class JobApp:
 
     def process_batch(self, event: Any, context: Any = None) -> BatchResult:
         """Like ``handle_batch`` but returns what happened to each record."""
-        result: BatchResult = self.processor.run(event, context)
+        from sqsjobs.budget import invocation
+
+        # Jobs read their time budget (sqsjobs.budget.time_left) from this context.
+        with invocation(context, margin=self.settings.deadline_margin):
+            result: BatchResult = self.processor.run(event, context)
         return result
+
+    # ------------------------------------------------------------ patterns
+    def transaction(self) -> Transaction:
+        """Business writes and job enqueues in one DynamoDB transaction (the outbox).
+
+        Example:
+            >>> with app.transaction() as tx:  # doctest: +SKIP
+            ...     tx.put("orders", {"pk": "order#7"}, condition="attribute_not_exists(pk)")
+            ...     tx.enqueue("process-order", order_id=7)
+        """
+        from sqsjobs.outbox import Transaction
+
+        return Transaction(self)
+
+    def run_status(self, job: str, run_id: str) -> RunStatus | None:
+        """Where chunked run ``run_id`` of ``job`` is (pages done, cursor, times), or None.
+
+        Example:
+            >>> app.run_status("reindex-products", "r1").pages_done  # doctest: +SKIP
+            21
+        """
+        from sqsjobs.chunked import RunStore
+
+        return RunStore(self.dynamodb, self.settings.require("table_name")).status(job, run_id)
+
+    def fire_schedule(self, event: Any, context: Any = None) -> dict[str, Any]:
+        """The scheduler's Lambda handler body: fire the event's job once per period.
+
+        Example:
+            >>> def handler(event, context):  # handlers/scheduler.py
+            ...     return app.fire_schedule(event, context)
+        """
+        return self.scheduler.handle(event, context)
+
+    @property
+    def scheduler(self) -> Scheduler:
+        """The lease-guarded scheduler (built on first use)."""
+        if self._scheduler is None:
+            from sqsjobs.scheduling import Scheduler
+
+            self._scheduler = Scheduler(self)
+        return self._scheduler
 
     # ------------------------------------------------------------ collaborators (lazy)
     @property

@@ -9,6 +9,7 @@
     ├── InvalidEventError (ValueError)    the Lambda event is not an SQS batch
     ├── EnqueueError                      SQS refused a message (after retries)
     ├── StoreError                        the idempotency store failed (not a conflict)
+    ├── TransactionError                  a DynamoDB transaction (writes + outbox enqueues) was not committed
     └── JobError                          raised *by job code* to steer what happens next
         ├── RetryableError                retry after a full-jitter delay (or ``delay=``)
         │   └── TimeLimitExceeded         the job ran past its ``time_limit``
@@ -55,6 +56,30 @@ class EnqueueError(SqsJobsError):
 
 class StoreError(SqsJobsError):
     """Raised when the idempotency store fails for a reason other than a conflict."""
+
+
+class TransactionError(SqsJobsError):
+    """Raised when ``app.transaction()`` did not commit: nothing was written and nothing enqueued.
+
+    ``reasons`` holds DynamoDB's cancellation code per item (``"None"`` for an
+    item that was fine, ``"ConditionalCheckFailed"`` for a failed condition);
+    ``unknown_outcome`` is True when DynamoDB did not answer, so the commit may
+    have happened and ``commit()`` may be retried with the same token.
+
+    Example:
+        >>> TransactionError("cancelled", reasons=("None", "ConditionalCheckFailed")).condition_failed
+        True
+    """
+
+    def __init__(self, message: str = "", *, reasons: tuple[str, ...] = (), unknown_outcome: bool = False) -> None:
+        super().__init__(message)
+        self.reasons = reasons
+        self.unknown_outcome = unknown_outcome
+
+    @property
+    def condition_failed(self) -> bool:
+        """True when a condition expression of the transaction did not hold."""
+        return "ConditionalCheckFailed" in self.reasons
 
 
 class JobError(SqsJobsError):

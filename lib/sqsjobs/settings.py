@@ -17,6 +17,7 @@ from sqsjobs.metrics import DEFAULT_NAMESPACE
 ENV_QUEUE_URL = "SQSJOBS_QUEUE_URL"
 ENV_DLQ_URL = "SQSJOBS_DLQ_URL"
 ENV_TABLE = "SQSJOBS_TABLE"
+ENV_OUTBOX_TABLE = "SQSJOBS_OUTBOX_TABLE"
 ENV_MAX_ATTEMPTS = "SQSJOBS_MAX_ATTEMPTS"
 ENV_FUNCTION_TIMEOUT = "SQSJOBS_FUNCTION_TIMEOUT"
 ENV_SERVICE = "POWERTOOLS_SERVICE_NAME"
@@ -36,6 +37,8 @@ class Settings:
     queue_url: str | None = None
     dlq_url: str | None = None
     table_name: str | None = None
+    #: the transactional outbox table (``app.transaction()``), streamed to the relay
+    outbox_table: str | None = None
     #: the queue's ``maxReceiveCount``: the worker dead-letters at this attempt
     max_attempts: int = 5
     #: the Lambda function's timeout (seconds), when known: bounds ``time_limit``
@@ -86,6 +89,8 @@ class Settings:
             values["dlq_url"] = env[ENV_DLQ_URL]
         if env.get(ENV_TABLE):
             values["table_name"] = env[ENV_TABLE]
+        if env.get(ENV_OUTBOX_TABLE):
+            values["outbox_table"] = env[ENV_OUTBOX_TABLE]
         if env.get(ENV_MAX_ATTEMPTS):
             values["max_attempts"] = _number(env, ENV_MAX_ATTEMPTS, int)
         if env.get(ENV_FUNCTION_TIMEOUT):
@@ -105,7 +110,8 @@ class Settings:
         """The value of a string setting that an operation cannot do without."""
         value = getattr(self, name)
         if not value:
-            env = {"queue_url": ENV_QUEUE_URL, "dlq_url": ENV_DLQ_URL, "table_name": ENV_TABLE}.get(name, "")
+            env = {"queue_url": ENV_QUEUE_URL, "dlq_url": ENV_DLQ_URL, "table_name": ENV_TABLE,
+                   "outbox_table": ENV_OUTBOX_TABLE}.get(name, "")
             raise ConfigurationError(f"{name} is not set: pass {name}= to JobApp or set {env}")
         return str(value)
 
