@@ -97,6 +97,8 @@ SKIP_POISON: Final = "poison"
 SKIP_MALFORMED: Final = "malformed"
 SKIP_NO_SOURCE: Final = "no-source"
 SKIP_TOO_MANY_ATTRIBUTES: Final = "too-many-attributes"
+# Moved by this run, failed again and dead-lettered again while the run went on.
+SKIP_FAILED_AGAIN: Final = "failed-again"
 
 StopReason = Literal["drained", "scanned", "max", "deadline", "error", "interrupted", "running"]
 
@@ -180,6 +182,7 @@ class DeadLetter:
     sent_at: float | None
     age_seconds: float | None
     malformed: bool
+    original_message_id: str | None = None
 
     @classmethod
     def from_message(cls, message: MessageTypeDef, *, now: float) -> DeadLetter:
@@ -202,6 +205,7 @@ class DeadLetter:
             sent_at=sent_at,
             age_seconds=max(0.0, now - sent_at) if sent_at is not None else None,
             malformed=body_job is None or reason == REASON_MALFORMED,
+            original_message_id=_attr(attrs, ATTR_ORIGINAL_MESSAGE_ID),
         )
 
 
@@ -309,6 +313,10 @@ class Redrive:
         self._redrive_sources: list[str] | None = None
         self._held: dict[str, _Held] = {}
         self._seen: set[str] = set()
+        # Ids SQS gave the messages this run sent: a dead letter that names one
+        # (the worker's original_message_id, or the same id when SQS's own
+        # redrive policy moved it) failed again during this run.
+        self._sent_ids: set[str] = set()
         self._skipped: Counter[str] = Counter()
         self._planned: list[PlannedMove] = []
         self._moved = 0
@@ -460,6 +468,11 @@ class Redrive:
 
     def _skip_reason(self, letter: DeadLetter) -> str | None:
         opts = self.options
+        if self._sent_ids and {letter.message_id, letter.original_message_id} & self._sent_ids:
+            # A live worker can fail and dead-letter a replay within seconds;
+            # moving it again in the same run would spin it through the queue
+            # until the poison guard stops it.
+            return SKIP_FAILED_AGAIN
         if opts.job is not None and letter.job != opts.job:
             return SKIP_FILTERED
         if opts.error_type is not None and opts.error_type not in (letter.error_type, letter.reason):
@@ -521,6 +534,7 @@ class Redrive:
         self._sent_total += len(entries)
         response = self._sqs.send_message_batch(QueueUrl=target, Entries=entries)
         sent = [chunk[int(entry["Id"])] for entry in response.get("Successful", [])]
+        self._sent_ids.update(entry["MessageId"] for entry in response.get("Successful", []))
         failed = response.get("Failed", [])
         self._failed += len(failed)
         if failed:

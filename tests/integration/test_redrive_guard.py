@@ -181,3 +181,38 @@ def test_redrive_filters_by_the_reasons_the_worker_wrote(make_app: Any, aws: Any
     assert json.loads(moved["Body"])["job"] == "flaky"
     (left,) = messages_in(aws.sqs, aws.dlq_url)
     assert attr(left, "sqsjobs.error_type") == "PermanentError"
+
+
+def test_a_replay_that_fails_again_during_the_run_is_not_moved_twice(make_app: Any, aws: Any) -> None:
+    app = make_app()
+    runs: list[int] = []
+
+    @app.job("still-broken", key="still-broken:{n}")
+    def still_broken(n: int) -> None:
+        runs.append(n)
+        raise PermanentError("not fixed yet")
+
+    for n in range(3):
+        still_broken.enqueue(n=n)
+    poll(app, aws.sqs, aws.queue_url)
+    assert len(messages_in(aws.sqs, aws.dlq_url)) == 3
+    runs.clear()
+
+    class LiveWorker:
+        """The deployed worker consumes each replay as soon as it lands, and dead-letters it again."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(aws.sqs, name)
+
+        def send_message_batch(self, **kwargs: Any) -> Any:
+            response = aws.sqs.send_message_batch(**kwargs)
+            poll(app, aws.sqs, aws.queue_url)
+            return response
+
+    summary = redrive(options(aws.dlq_url), sqs_client=LiveWorker())  # type: ignore[arg-type]
+
+    assert summary.moved == 3
+    assert dict(summary.skipped) == {"failed-again": 3}
+    assert sorted(runs) == [0, 1, 2]  # each replay ran once in this redrive, not until the poison guard
+    dead = messages_in(aws.sqs, aws.dlq_url)
+    assert sorted(attr(m, ATTR_REDRIVE_COUNT) for m in dead) == ["1", "1", "1"]

@@ -1,0 +1,123 @@
+"""The runbook's commands, as written, against template.yaml on the local cloud.
+
+Starts its own local cloud (moto server on 127.0.0.1, the real worker and
+redrive functions), dead-letters jobs through the deployed worker, then runs
+`sqsjobs status` and `sqsjobs redrive` as subprocesses with only the
+environment `sqsjobs local env` would print, and invokes the deployed
+RedriveFunction the way `aws lambda invoke` would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+SQSJOBS = str(Path(sys.executable).with_name("sqsjobs"))
+PARAMETERS = {
+    "SenderEmail": "billing@example.com",
+    "WorkerTimeoutSeconds": "8",
+    "QueueVisibilityTimeoutSeconds": "15",
+    "MaximumBatchingWindowSeconds": "0",
+    "MaxAttempts": "3",
+}
+
+
+@pytest.fixture(scope="module")
+def cloud() -> Iterator[Any]:
+    from sqsjobs.local.cloud import LocalCloud
+
+    with LocalCloud.start(ROOT / "template.yaml", parameters=PARAMETERS, stack_name="sqsjobs-runbook") as c:
+        yield c
+
+
+@pytest.fixture
+def shell_env(cloud: Any) -> dict[str, str]:
+    """What an operator's shell has after `eval "$(sqsjobs local env)"`: nothing else from AWS."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SQSJOBS_"))}
+    app_env = next(dict(f.environment) for f in cloud.deployment.functions.values()
+                   if "SQSJOBS_QUEUE_URL" in f.environment)
+    return {**base, **cloud.env(), **app_env, "COLUMNS": "200"}
+
+
+def sqsjobs(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([SQSJOBS, *args], env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def enqueue(cloud: Any, invoice_id: int) -> None:
+    body = json.dumps({"v": 1, "job": "invoice-email", "job_version": 1, "key": f"invoice-email:{invoice_id}",
+                       "args": {"invoice_id": invoice_id}, "enqueued_at": time.time()})
+    cloud.send("JobsQueue", body, {"sqsjobs.job": "invoice-email"})
+
+
+def test_status_then_dry_run_then_redrive_as_the_runbook_says(cloud: Any, shell_env: dict[str, str]) -> None:
+    for invoice_id in (-501, -502):  # invoices that do not exist: PermanentError, dead-lettered
+        enqueue(cloud, invoice_id)
+    cloud.drain()
+    cloud.evaluate_alarms()
+
+    status = sqsjobs(shell_env, "status")
+    assert status.returncode == 0, status.stderr
+    assert "invoice-email" in status.stdout and "PermanentError" in status.stdout
+    report = json.loads(sqsjobs(shell_env, "status", "--json").stdout)
+    assert report["dlq"]["depth"] == 2
+    assert report["dlq_groups"][0]["reason"] == "permanent"
+    assert "sqsjobs-runbook-DeadLetterAlarm" in report["alarms_firing"]
+
+    dlq = shell_env["SQSJOBS_DLQ_URL"]
+    dry = sqsjobs(shell_env, "redrive", "--dlq", dlq, "--dry-run", "--job", "invoice-email",
+                  "--error", "PermanentError")
+    assert dry.returncode == 0, dry.stderr
+    assert "would move" in dry.stdout and "invoice-email" in dry.stdout
+    assert json.loads(sqsjobs(shell_env, "status", "--json").stdout)["dlq"]["depth"] == 2
+
+    moved = sqsjobs(shell_env, "redrive", "--dlq", dlq, "--job", "invoice-email", "--error", "PermanentError",
+                    "--rate", "10", "--json")
+    assert moved.returncode == 0, moved.stderr
+    assert json.loads(moved.stdout)["moved"] == 2
+    cloud.drain()
+    # The fault is not fixed (the invoices still do not exist): they are back, counted once more.
+    after = json.loads(sqsjobs(shell_env, "status", "--json").stdout)
+    assert after["dlq"]["depth"] == 2
+    assert {f["redrive_count"] for f in after["recent_failures"]} == {1}
+
+    by_name = sqsjobs(shell_env, "status", "--queue", "sqsjobs-runbook-JobsQueue", "--endpoint-url",
+                      shell_env["AWS_ENDPOINT_URL"], "--json")
+    assert json.loads(by_name.stdout)["queue"]["name"] == "sqsjobs-runbook-JobsQueue"
+
+
+def test_the_deployed_redrive_function_moves_through_the_guard(cloud: Any, shell_env: dict[str, str]) -> None:
+    from sqsjobs.redrive import queue_depth
+
+    sqs = cloud.clients.get("sqs")
+    dlq = shell_env["SQSJOBS_DLQ_URL"]
+    for _ in range(30):  # whatever the previous test left
+        messages = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10).get("Messages", [])
+        if not messages:
+            break
+        for m in messages:
+            sqs.delete_message(QueueUrl=dlq, ReceiptHandle=m["ReceiptHandle"])
+    enqueue(cloud, -601)
+    cloud.drain()
+    assert queue_depth(sqs, dlq) == 1
+
+    dry = cloud.pools["RedriveFunction"].invoke({"dry_run": True})
+    assert dry.ok, dry.traceback
+    assert dry.payload["matched"] == 1 and dry.payload["planned"][0]["job"] == "invoice-email"
+
+    result = cloud.pools["RedriveFunction"].invoke({"job": "invoice-email"})
+    assert result.ok, result.traceback
+    assert (result.payload["moved"], result.payload["stopped"]) == (1, "drained")
+    cloud.drain()
+    (dead,) = sqs.receive_message(QueueUrl=dlq, MessageAttributeNames=["All"], VisibilityTimeout=0)["Messages"]
+    assert dead["MessageAttributes"]["sqsjobs.redrive_count"]["StringValue"] == "1"
