@@ -130,6 +130,9 @@ class ChunkedJob(Job[P, R]):
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return cast(R, self.page(*args, **kwargs))
 
+    def __repr__(self) -> str:
+        return f"<Job {self.name!r} -> {self.page.__module__}.{self.page.__qualname__} (chunked)>"
+
     # ------------------------------------------------------------ producing
     def start(self, *, run_id: str | None = None, **args: Any) -> str:
         """Start a run (first page at the function's default cursor unless given); returns the run id.
