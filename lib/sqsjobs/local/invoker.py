@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sqsjobs.local.model import FunctionSpec
-from sqsjobs.local.runtime import RESULT_FD_ENV
+from sqsjobs.local.runtime import END_MARKER, RESULT_FD_ENV
 
 _INIT_TIMEOUT_S = 30.0  # Lambda's init phase allows 10 s; a loaded laptop needs more
 
@@ -79,6 +79,8 @@ class _Worker:
         os.close(write_fd)
         self._results = os.fdopen(read_fd, "rb")
         self._buffer = b""
+        self._ended = threading.Condition()
+        self._ended_ids: set[str] = set()
         self._log_thread = threading.Thread(
             target=self._pump_logs, args=(log,), name=f"logs-{spec.logical_id}", daemon=True
         )
@@ -87,7 +89,19 @@ class _Worker:
     def _pump_logs(self, log: LogSink) -> None:
         assert self.process.stdout is not None
         for raw in self.process.stdout:
-            log(self.spec.logical_id, raw.decode(errors="replace").rstrip("\n"))
+            line = raw.decode(errors="replace").rstrip("\n")
+            if line.startswith(END_MARKER):
+                with self._ended:
+                    self._ended_ids.add(line[len(END_MARKER):])
+                    self._ended.notify_all()
+                continue
+            log(self.spec.logical_id, line)
+
+    def wait_logged(self, request_id: str, timeout: float = 2.0) -> None:
+        """Wait until every line the invocation printed went to the log sink."""
+        with self._ended:
+            self._ended.wait_for(lambda: request_id in self._ended_ids, timeout=timeout)
+            self._ended_ids.discard(request_id)
 
     def read_message(self, deadline: float) -> dict[str, Any] | None:
         """The next JSON message on the result pipe, or None at the deadline or EOF."""
@@ -295,6 +309,7 @@ class FunctionPool:
                 error_type="Runtime.ExitError",
                 error_message=f"the worker exited with code {worker.process.returncode} during the invocation",
             )
+        worker.wait_logged(request_id)
         self._release(worker)
         return InvocationResult(
             request_id=request_id, ok=bool(message.get("ok")), payload=message.get("payload"),

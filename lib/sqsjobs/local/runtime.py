@@ -21,6 +21,7 @@ import traceback
 from typing import Any, TextIO
 
 RESULT_FD_ENV = "SQSJOBS_LOCAL_RESULT_FD"
+END_MARKER = "\x00sqsjobs-local END RequestId: "
 
 
 class LambdaContext:
@@ -68,6 +69,12 @@ def _answer(channel: TextIO, message: dict[str, Any]) -> None:
     channel.flush()
 
 
+def _end(request_id: str) -> None:
+    """Mark the end of an invocation's output, so the parent has every log line before the result."""
+    sys.stdout.write(f"{END_MARKER}{request_id}\n")
+    sys.stdout.flush()
+
+
 def serve() -> None:
     """Import the handler named by ``_HANDLER`` and serve invocations until stdin closes."""
     channel = os.fdopen(int(os.environ[RESULT_FD_ENV]), "w")
@@ -102,10 +109,11 @@ def serve() -> None:
             payload = handler(request["event"], context)
         except Exception as exc:
             traceback.print_exc(file=sys.stdout)
+            _end(request["request_id"])
             _answer(channel, {"type": "result", "request_id": request["request_id"], "ok": False,
                               "error_type": type(exc).__name__, "error_message": str(exc),
                               "traceback": traceback.format_exc()})
         else:
+            _end(request["request_id"])
             _answer(channel, {"type": "result", "request_id": request["request_id"], "ok": True,
                               "payload": payload})
-        sys.stdout.flush()

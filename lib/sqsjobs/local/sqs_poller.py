@@ -48,6 +48,7 @@ class MappingStats:
     timeouts: int = 0
     malformed_responses: int = 0
     in_flight: int = 0
+    peak_in_flight: int = 0
     last_activity: float = field(default_factory=time.monotonic)
 
 
@@ -199,6 +200,7 @@ class SqsPoller:
                 for m in messages:
                     self._outstanding[m["MessageId"]] = int(m.get("Attributes", {}).get("SentTimestamp", 0)) / 1000
                 self.stats.in_flight += 1
+                self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
                 self.stats.received += len(messages)
                 self.stats.last_activity = time.monotonic()
             thread = threading.Thread(
