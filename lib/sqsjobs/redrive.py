@@ -158,7 +158,7 @@ class RedriveOptions:
 
 
 @dataclass(frozen=True, kw_only=True)
-class DeadLetter:
+class DlqMessage:
     """One DLQ message as the operator sees it: which job, why, how old.
 
     Example:
@@ -166,7 +166,7 @@ class DeadLetter:
         ...        "Attributes": {"SentTimestamp": "1000"},
         ...        "MessageAttributes": {
         ...            "sqsjobs.reason": {"DataType": "String", "StringValue": "permanent"}}}
-        >>> letter = DeadLetter.from_message(msg, now=61.0)
+        >>> letter = DlqMessage.from_message(msg, now=61.0)
         >>> (letter.job, letter.reason, letter.age_seconds, letter.malformed)
         ('a', 'permanent', 60.0, False)
     """
@@ -185,7 +185,7 @@ class DeadLetter:
     original_message_id: str | None = None
 
     @classmethod
-    def from_message(cls, message: MessageTypeDef, *, now: float) -> DeadLetter:
+    def from_message(cls, message: MessageTypeDef, *, now: float) -> DlqMessage:
         """Read the worker's reason attributes, falling back to the body for the job name."""
         attrs = message.get("MessageAttributes", {})
         body_job = _body_job(message.get("Body", ""))
@@ -272,7 +272,7 @@ class _Held:
     """A received message this run is responsible for until it is deleted or released."""
 
     message: MessageTypeDef
-    letter: DeadLetter
+    letter: DlqMessage
     target: str | None = None
 
 
@@ -436,10 +436,10 @@ class Redrive:
             if message_id in self._held:
                 self._held[message_id].message = message
             else:
-                self._held[message_id] = _Held(message, DeadLetter.from_message(message, now=self._clock()))
+                self._held[message_id] = _Held(message, DlqMessage.from_message(message, now=self._clock()))
             return False
         self._seen.add(message_id)
-        self._held[message_id] = _Held(message, DeadLetter.from_message(message, now=self._clock()))
+        self._held[message_id] = _Held(message, DlqMessage.from_message(message, now=self._clock()))
         return True
 
     def _decide(self, message: MessageTypeDef) -> _Held | None:
@@ -466,7 +466,7 @@ class Redrive:
             return None
         return held
 
-    def _skip_reason(self, letter: DeadLetter) -> str | None:
+    def _skip_reason(self, letter: DlqMessage) -> str | None:
         opts = self.options
         if self._sent_ids and {letter.message_id, letter.original_message_id} & self._sent_ids:
             # A live worker can fail and dead-letter a replay within seconds;
@@ -483,7 +483,7 @@ class Redrive:
             return SKIP_POISON
         return None
 
-    def _target(self, letter: DeadLetter) -> str | None:
+    def _target(self, letter: DlqMessage) -> str | None:
         if self._to_url:
             return self._to_url
         if letter.source_queue:
@@ -747,7 +747,12 @@ def queue_name(url_or_name: str) -> str:
 
 
 def queue_arn(sqs_client: SQSClient, url: str) -> str:
-    """The queue's ARN (``GetQueueAttributes``)."""
+    """The queue's ARN (``GetQueueAttributes``).
+
+    Example:
+        >>> queue_arn(sqs, "http://127.0.0.1:5000/123456789012/jobs-dlq")  # doctest: +SKIP
+        'arn:aws:sqs:us-east-1:123456789012:jobs-dlq'
+    """
     attrs = sqs_client.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
     return attrs["QueueArn"]
 
@@ -789,7 +794,12 @@ def make_sqs_client(*, endpoint_url: str | None = None, region: str | None = Non
 
 
 def make_cloudwatch_client(*, endpoint_url: str | None = None, region: str | None = None) -> CloudWatchClient:
-    """A CloudWatch client for AWS or the local cloud (``AWS_ENDPOINT_URL`` is honoured)."""
+    """A CloudWatch client for AWS or the local cloud (``AWS_ENDPOINT_URL`` is honoured).
+
+    Example:
+        >>> make_cloudwatch_client(region="eu-west-1").meta.region_name  # doctest: +SKIP
+        'eu-west-1'
+    """
     import boto3
 
     return boto3.session.Session().client("cloudwatch", **_client_kwargs(endpoint_url, region))
@@ -846,7 +856,7 @@ def _body_job(body: str) -> str | None:
     return job if isinstance(job, str) and job else None
 
 
-def _plan(letter: DeadLetter, action: str, target: str | None) -> PlannedMove:
+def _plan(letter: DlqMessage, action: str, target: str | None) -> PlannedMove:
     return PlannedMove(
         message_id=letter.message_id,
         job=letter.job,
@@ -860,7 +870,7 @@ def _plan(letter: DeadLetter, action: str, target: str | None) -> PlannedMove:
 
 
 def _resend_attributes(
-    message: MessageTypeDef, letter: DeadLetter
+    message: MessageTypeDef, letter: DlqMessage
 ) -> dict[str, MessageAttributeValueTypeDef]:
     attrs: dict[str, MessageAttributeValueTypeDef] = {}
     for name, value in message.get("MessageAttributes", {}).items():

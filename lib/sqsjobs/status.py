@@ -25,10 +25,10 @@ import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from sqsjobs.errors import SqsJobsError
-from sqsjobs.redrive import DeadLetter, queue_name, resolve_queue_url
+from sqsjobs.redrive import DlqMessage, queue_name, resolve_queue_url
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -46,6 +46,7 @@ PEEK_VISIBILITY_SECONDS: Final = 30
 ERROR_MESSAGE_CHARS: Final = 200
 
 AgeSource = Literal["cloudwatch", "peek", "empty", "unknown"]
+_T = TypeVar("_T")
 
 
 class StatusError(SqsJobsError):
@@ -200,10 +201,11 @@ def collect_status(
     if dlq_url is None:
         notes.append("the queue has no redrive policy: no DLQ to inspect")
 
+    watch = _Watch(cloudwatch_client, notes)
     letters = _peek(sqs_client, dlq_url, sample=sample, now=clock()) if dlq_url else []
     queue_status = None
     if queue_url:
-        queue_status = _queue_status(sqs_client, cloudwatch_client, queue_url, letters=None, now=clock())
+        queue_status = _queue_status(sqs_client, watch, queue_url, letters=None, now=clock())
         if queue_status.oldest_age_source == "unknown":
             notes.append(
                 f"oldest age of {queue_status.name} unknown: no CloudWatch datapoint "
@@ -211,17 +213,15 @@ def collect_status(
             )
     dlq_status = None
     if dlq_url:
-        dlq_status = _queue_status(sqs_client, cloudwatch_client, dlq_url, letters=letters, now=clock())
+        dlq_status = _queue_status(sqs_client, watch, dlq_url, letters=letters, now=clock())
         if dlq_status.oldest_age_source == "peek":
             notes.append(f"oldest age of {dlq_status.name}: estimated from a peek of {len(letters)}")
         if len(letters) < dlq_status.visible:
             notes.append(f"DLQ groups are a sample: {len(letters)} of ~{dlq_status.depth} messages")
 
-    alarms: tuple[AlarmState, ...] = ()
-    if cloudwatch_client is not None:
-        names = {queue_name(u) for u in (queue_url, dlq_url) if u}
-        ns = namespace or os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "sqsjobs"
-        alarms = tuple(_alarms(cloudwatch_client, prefix=alarm_prefix, queue_names=names, namespace=ns))
+    names = {queue_name(u) for u in (queue_url, dlq_url) if u}
+    ns = namespace or os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "sqsjobs"
+    alarms = watch.alarms(prefix=alarm_prefix, queue_names=names, namespace=ns)
     return StatusReport(
         queue=queue_status,
         dlq=dlq_status,
@@ -245,12 +245,46 @@ def _dlq_of(sqs_client: SQSClient, queue_url: str | None) -> str | None:
     return resolve_queue_url(sqs_client, json.loads(policy)["deadLetterTargetArn"])
 
 
+class _Watch:
+    """CloudWatch, best effort: an operator without CloudWatch rights still sees the queues."""
+
+    def __init__(self, client: CloudWatchClient | None, notes: list[str]) -> None:
+        self.client = client
+        self.notes = notes
+
+    def oldest_age(self, name: str, *, now: float) -> float | None:
+        if self.client is None:
+            return None
+        return self._guard("the oldest-age metric", lambda c: _cloudwatch_oldest_age(c, name, now=now), None)
+
+    def alarms(self, *, prefix: str | None, queue_names: set[str], namespace: str) -> tuple[AlarmState, ...]:
+        if self.client is None:
+            return ()
+        return self._guard(
+            "alarms",
+            lambda c: tuple(_alarms(c, prefix=prefix, queue_names=queue_names, namespace=namespace)),
+            (),
+        )
+
+    def _guard(self, what: str, read: Callable[[CloudWatchClient], _T], default: _T) -> _T:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if self.client is None:
+            return default
+        try:
+            return read(self.client)
+        except (BotoCoreError, ClientError) as exc:
+            self.notes.append(f"could not read {what} from CloudWatch: {exc}")
+            self.client = None  # one note, not one per queue
+            return default
+
+
 def _queue_status(
     sqs_client: SQSClient,
-    cloudwatch_client: CloudWatchClient | None,
+    watch: _Watch,
     url: str,
     *,
-    letters: list[DeadLetter] | None,
+    letters: list[DlqMessage] | None,
     now: float,
 ) -> QueueStatus:
     attrs = sqs_client.get_queue_attributes(
@@ -267,9 +301,9 @@ def _queue_status(
     name = queue_name(url)
     age: float | None = None
     source: AgeSource = "unknown"
-    if cloudwatch_client is not None:
-        age = _cloudwatch_oldest_age(cloudwatch_client, name, now=now)
-        source = "cloudwatch" if age is not None else "unknown"
+    age = watch.oldest_age(name, now=now)
+    if age is not None:
+        source = "cloudwatch"
     peeked = [letter.age_seconds for letter in letters or () if letter.age_seconds is not None]
     if age is None and visible + in_flight + delayed == 0:
         age, source = 0.0, "empty"
@@ -305,7 +339,7 @@ def _cloudwatch_oldest_age(cloudwatch_client: CloudWatchClient, name: str, *, no
     return float(points[-1]["Maximum"])
 
 
-def _peek(sqs_client: SQSClient, dlq_url: str, *, sample: int, now: float) -> list[DeadLetter]:
+def _peek(sqs_client: SQSClient, dlq_url: str, *, sample: int, now: float) -> list[DlqMessage]:
     """Receive up to ``sample`` DLQ messages, then make every one visible again."""
     received: dict[str, MessageTypeDef] = {}
     try:
@@ -325,7 +359,7 @@ def _peek(sqs_client: SQSClient, dlq_url: str, *, sample: int, now: float) -> li
                 break
     finally:
         _make_visible(sqs_client, dlq_url, received.values())
-    return [DeadLetter.from_message(m, now=now) for m in received.values()]
+    return [DlqMessage.from_message(m, now=now) for m in received.values()]
 
 
 def _make_visible(sqs_client: SQSClient, url: str, messages: Iterable[MessageTypeDef]) -> None:
@@ -340,8 +374,8 @@ def _make_visible(sqs_client: SQSClient, url: str, messages: Iterable[MessageTyp
         )
 
 
-def _group(letters: list[DeadLetter]) -> tuple[DeadLetterGroup, ...]:
-    groups: dict[tuple[str, str, str], list[DeadLetter]] = defaultdict(list)
+def _group(letters: list[DlqMessage]) -> tuple[DeadLetterGroup, ...]:
+    groups: dict[tuple[str, str, str], list[DlqMessage]] = defaultdict(list)
     for letter in letters:
         groups[letter.job, letter.reason, letter.error_type].append(letter)
     out = []
@@ -359,7 +393,7 @@ def _group(letters: list[DeadLetter]) -> tuple[DeadLetterGroup, ...]:
     return tuple(sorted(out, key=lambda g: (-g.count, g.job, g.reason, g.error_type)))
 
 
-def _recent(letters: list[DeadLetter], limit: int) -> tuple[RecentFailure, ...]:
+def _recent(letters: list[DlqMessage], limit: int) -> tuple[RecentFailure, ...]:
     newest = sorted(letters, key=lambda m: -(m.sent_at or 0.0))[:limit]
     return tuple(
         RecentFailure(

@@ -191,3 +191,35 @@ def test_oldest_age_comes_from_cloudwatch_and_a_stale_datapoint_does_not_hide_th
     assert (report.queue.oldest_age_seconds, report.queue.oldest_age_source) == (120.0, "cloudwatch")
     assert report.dlq.oldest_age_source == "peek"
     assert report.dlq.oldest_age_seconds == pytest.approx(600, abs=5)
+
+
+def test_without_cloudwatch_rights_the_queues_still_show(aws: Any) -> None:
+    from botocore.stub import Stubber
+
+    sqs, cw = aws
+    seed(sqs, cw)
+    with Stubber(cw) as stub:  # every CloudWatch call is refused
+        stub.add_client_error("get_metric_statistics", "AccessDenied", "not authorized")
+        report = collect_status(sqs_client=sqs, cloudwatch_client=cw, queue="jobs")
+    assert report.queue is not None and report.queue.visible == 4
+    assert report.alarms == ()
+    assert sum("could not read" in n and "AccessDenied" in n for n in report.notes) == 1
+
+
+def test_cli_sqs_errors_exit_1(aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from botocore.client import BaseClient
+    from botocore.exceptions import ClientError
+
+    sqs, cw = aws
+    seed(sqs, cw)
+    real = BaseClient._make_api_call
+
+    def call(self: Any, name: str, params: Any) -> Any:
+        if name == "GetQueueAttributes":
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no sqs:GetQueueAttributes"}}, name)
+        return real(self, name, params)
+
+    monkeypatch.setattr(BaseClient, "_make_api_call", call)
+    result = CliRunner().invoke(build_app(), ["status", "--queue", "jobs"])
+    assert result.exit_code == 1
+    assert "AccessDenied" in result.output

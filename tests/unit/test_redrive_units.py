@@ -12,7 +12,7 @@ from botocore.stub import Stubber
 from sqsjobs import redrive as rd
 from sqsjobs.errors import SqsJobsError
 from sqsjobs.redrive import (
-    DeadLetter,
+    DlqMessage,
     RedriveError,
     RedriveOptions,
     cancel_native_redrive,
@@ -61,7 +61,7 @@ def test_dead_letter_reads_the_wire_contract() -> None:
             "sqsjobs.redrive_count": {"DataType": "Number", "StringValue": "2"},
         },
     }
-    letter = DeadLetter.from_message(msg, now=160.0)  # type: ignore[arg-type]
+    letter = DlqMessage.from_message(msg, now=160.0)  # type: ignore[arg-type]
     assert letter.job == "invoice-email"  # the attribute wins over the body
     assert (letter.reason, letter.error_type, letter.error_message) == ("exhausted", "TimeoutError", "read timed out")
     assert (letter.attempts, letter.redrive_count, letter.source_queue) == (5, 2, JOBS_URL)
@@ -71,7 +71,7 @@ def test_dead_letter_reads_the_wire_contract() -> None:
 
 @pytest.mark.parametrize("body", ["not json", "[]", '{"v": 1}', '{"job": ""}', ""])
 def test_bodies_that_name_no_job_are_malformed(body: str) -> None:
-    letter = DeadLetter.from_message({"MessageId": "m", "Body": body}, now=0.0)
+    letter = DlqMessage.from_message({"MessageId": "m", "Body": body}, now=0.0)
     assert letter.malformed
     assert letter.job == "?"
     assert letter.age_seconds is None
@@ -81,7 +81,7 @@ def test_bodies_that_name_no_job_are_malformed(body: str) -> None:
 def test_reason_malformed_is_malformed_even_with_a_job_in_the_body() -> None:
     attrs = {"sqsjobs.reason": string("malformed")}
     msg = {"MessageId": "m", "Body": '{"v": 9, "job": "a"}', "MessageAttributes": attrs}
-    assert DeadLetter.from_message(msg, now=0.0).malformed  # type: ignore[arg-type]
+    assert DlqMessage.from_message(msg, now=0.0).malformed  # type: ignore[arg-type]
 
 
 def test_dedup_id_is_deterministic_fresh_and_valid() -> None:
@@ -145,7 +145,7 @@ def test_options_from_event_refuse_unknown_keys() -> None:
 
 def test_chunks_respect_the_batch_byte_limit() -> None:
     big = "x" * 100_000
-    letter = DeadLetter.from_message({"Body": big}, now=0)
+    letter = DlqMessage.from_message({"Body": big}, now=0)
     held = [rd._Held({"MessageId": str(i), "Body": big}, letter) for i in range(5)]
     sizes = [len(c) for c in rd._chunks(held, 10)]
     assert sizes == [2, 2, 1]

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from sqsjobs.status import QueueStatus
 
+EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
@@ -60,6 +61,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Show queue depth, oldest age, the DLQ by job and reason, alarms and recent failures."""
+        from botocore.exceptions import BotoCoreError, ClientError
         from rich.console import Console
 
         console = Console(stderr=json_output)
@@ -76,6 +78,9 @@ def register(app: typer.Typer) -> None:
         except (StatusError, RedriveError) as exc:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(EXIT_USAGE) from exc
+        except (BotoCoreError, ClientError) as exc:
+            console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}")
+            raise typer.Exit(EXIT_FAILED) from exc
         if json_output:
             typer.echo(json.dumps(report.to_dict(), indent=2))
         else:
