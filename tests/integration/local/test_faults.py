@@ -1,0 +1,56 @@
+"""Bad input and faults: port in use, moto server death, handler import error, unknown parameters."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+
+import pytest
+from integration.local.local_support import BROKEN, FIXTURE, Recorder
+from sqsjobs.local.cloud import LocalCloud
+from sqsjobs.local.errors import PortInUseError, ServerDiedError, TemplateError
+
+
+def test_a_port_in_use_is_a_clear_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+
+        with pytest.raises(PortInUseError, match=f"port {port} on 127.0.0.1 is already in use"):
+            LocalCloud.start(FIXTURE, port=port, output=Recorder().output())
+
+
+def test_an_unknown_parameter_is_refused_before_anything_starts() -> None:
+    with pytest.raises(TemplateError, match="unknown parameter"):
+        LocalCloud.start(FIXTURE, parameters={"Nope": "1"}, output=Recorder().output())
+
+
+def test_a_dead_moto_server_is_detected_and_reported() -> None:
+    recorder = Recorder()
+    with LocalCloud.start(FIXTURE, output=recorder.output(), stack_name="dies") as cloud:
+        os.killpg(cloud.server.process.pid, signal.SIGKILL)
+        for _ in range(100):
+            if cloud.failure is not None:
+                break
+            time.sleep(0.1)
+
+        with pytest.raises(ServerDiedError, match="exited"):
+            cloud.check()
+        assert any(level == "error" and "moto server" in text for level, text in recorder.events)
+
+
+def test_a_handler_import_error_shows_the_traceback_and_leaves_the_message() -> None:
+    recorder = Recorder()
+    with LocalCloud.start(BROKEN, output=recorder.output(), stack_name="broken") as cloud:
+        cloud.send("Queue", "keep me")
+        poller = cloud.sqs_pollers[0]
+        time.sleep(2.0)  # room for polls that must not happen
+
+        assert "ModuleNotFoundError: No module named 'this_module_does_not_exist'" in recorder.text()
+        assert "Traceback (most recent call last)" in recorder.text()
+        assert poller.stats.received == 0
+        assert cloud.queue_depth("Queue") == 1
+        assert cloud.queue_depth("Dlq") == 0
