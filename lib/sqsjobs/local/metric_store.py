@@ -81,8 +81,8 @@ def parse_emf(line: str) -> list[Datapoint]:
                                           unit=str(metric.get("Unit", "None")))
                             )
         return points
-    except (ValueError, KeyError, TypeError):
-        return []
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return []  # not EMF after all: it stays an ordinary log line
 
 
 class MetricStore:
