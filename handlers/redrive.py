@@ -13,7 +13,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs.redrive import handle_redrive_event, make_sqs_client
+from sqsjobs.queues import make_sqs_client
+from sqsjobs.redrive import handle_redrive_event
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -11,77 +11,47 @@ What it must never do:
   (an interruption at any point leaves each message in the DLQ, in the source
   queue, or in both, and a re-run continues; "both" is the duplicate the guard
   absorbs);
-- call AWS at import (clients are injected; boto3 is imported only when the
-  caller asks this module to build one);
+- call AWS at import (clients are injected);
 - leave a message it did not move hidden until its visibility timeout expires.
 
-Two engines: :class:`Redrive` (receive, filter, send, delete; used by
-``sqsjobs redrive`` and ``handlers/redrive.py``) and SQS's own message move
-task (:func:`start_native_redrive`, :func:`native_redrive_status`,
-:func:`cancel_native_redrive`), which is faster but cannot filter.
+:class:`Redrive` receives, filters, sends and deletes (``sqsjobs redrive``
+and ``handlers/redrive.py``); SQS's own message move task, faster but unable
+to filter, is in :mod:`sqsjobs.redrive_native`. What a DLQ message says is
+read by :mod:`sqsjobs.dlq_message`; queues are found by :mod:`sqsjobs.queues`.
 
-Error tree additions (both under :class:`sqsjobs.errors.SqsJobsError`)::
+Error tree additions (all under :class:`sqsjobs.errors.SqsJobsError`)::
 
     SqsJobsError
-    └── RedriveError        a redrive cannot start (unknown queue, bad options)
+    ├── RedriveError                  bad redrive options (this module)
+    ├── QueueNotFoundError (LookupError)  a URL, ARN or name leads to no queue (queues)
+    ├── MoveTaskError                 no running message move task to cancel (redrive_native)
+    └── StatusError                   status cannot tell which queues to read (status)
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
-from urllib.parse import urlparse
 
+from sqsjobs.dlq_message import MAX_MESSAGE_ATTRIBUTES, DlqMessage, dedup_id, resend_attributes
 from sqsjobs.errors import SqsJobsError
+from sqsjobs.queues import dead_letter_sources, queue_depth, resolve_queue_url
+from sqsjobs.redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
-    from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import (
         DeleteMessageBatchRequestEntryTypeDef,
-        MessageAttributeValueOutputTypeDef,
-        MessageAttributeValueTypeDef,
         MessageTypeDef,
         SendMessageBatchRequestEntryTypeDef,
     )
 
-# The wire contract (docs/architecture.md, "DLQ reason attributes").
-ATTR_JOB: Final = "sqsjobs.job"
-ATTR_REASON: Final = "sqsjobs.reason"
-ATTR_ERROR_TYPE: Final = "sqsjobs.error_type"
-ATTR_ERROR_MESSAGE: Final = "sqsjobs.error_message"
-ATTR_ATTEMPTS: Final = "sqsjobs.attempts"
-ATTR_ORIGINAL_MESSAGE_ID: Final = "sqsjobs.original_message_id"
-ATTR_FIRST_RECEIVE_TIME: Final = "sqsjobs.first_receive_time"
-ATTR_SOURCE_QUEUE: Final = "sqsjobs.source_queue"
-ATTR_REDRIVE_COUNT: Final = "sqsjobs.redrive_count"
-
-# Written by the worker about *one* failed delivery. They are stale once the
-# message goes back (the worker writes fresh ones if it fails again), and
-# dropping them keeps the message under SQS's 10-attribute limit after the
-# redrive count is added.
-STALE_REASON_ATTRIBUTES: Final = frozenset(
-    {
-        ATTR_REASON,
-        ATTR_ERROR_TYPE,
-        ATTR_ERROR_MESSAGE,
-        ATTR_ATTEMPTS,
-        ATTR_ORIGINAL_MESSAGE_ID,
-        ATTR_FIRST_RECEIVE_TIME,
-        ATTR_SOURCE_QUEUE,
-    }
-)
-UNKNOWN_JOB: Final = "?"
-REASON_MALFORMED: Final = "malformed"
-MAX_MESSAGE_ATTRIBUTES: Final = 10
 # SQS batch APIs take at most 10 entries.
 BATCH_SIZE: Final = 10
 # A batch's total payload limit. SQS accepts more today (1 MiB), but 256 KiB
@@ -155,58 +125,6 @@ class RedriveOptions:
     def has_filters(self) -> bool:
         """True when a filter or a per-message decision needs the client-side engine."""
         return bool(self.job or self.error_type or self.max_messages or self.dry_run)
-
-
-@dataclass(frozen=True, kw_only=True)
-class DlqMessage:
-    """One DLQ message as the operator sees it: which job, why, how old.
-
-    Example:
-        >>> msg = {"MessageId": "m1", "Body": '{"v": 1, "job": "a"}',
-        ...        "Attributes": {"SentTimestamp": "1000"},
-        ...        "MessageAttributes": {
-        ...            "sqsjobs.reason": {"DataType": "String", "StringValue": "permanent"}}}
-        >>> letter = DlqMessage.from_message(msg, now=61.0)
-        >>> (letter.job, letter.reason, letter.age_seconds, letter.malformed)
-        ('a', 'permanent', 60.0, False)
-    """
-
-    message_id: str
-    job: str
-    reason: str
-    error_type: str
-    error_message: str
-    attempts: int | None
-    redrive_count: int
-    source_queue: str | None
-    sent_at: float | None
-    age_seconds: float | None
-    malformed: bool
-    original_message_id: str | None = None
-
-    @classmethod
-    def from_message(cls, message: MessageTypeDef, *, now: float) -> DlqMessage:
-        """Read the worker's reason attributes, falling back to the body for the job name."""
-        attrs = message.get("MessageAttributes", {})
-        body_job = _body_job(message.get("Body", ""))
-        reason = _attr(attrs, ATTR_REASON) or "unknown"
-        job = _attr(attrs, ATTR_JOB) or body_job or UNKNOWN_JOB
-        sent_ms = _int(message.get("Attributes", {}).get("SentTimestamp"))
-        sent_at = sent_ms / 1000 if sent_ms is not None else None
-        return cls(
-            message_id=message.get("MessageId", ""),
-            job=job,
-            reason=reason,
-            error_type=_attr(attrs, ATTR_ERROR_TYPE) or "",
-            error_message=_attr(attrs, ATTR_ERROR_MESSAGE) or "",
-            attempts=_int(_attr(attrs, ATTR_ATTEMPTS)),
-            redrive_count=_int(_attr(attrs, ATTR_REDRIVE_COUNT)) or 0,
-            source_queue=_attr(attrs, ATTR_SOURCE_QUEUE),
-            sent_at=sent_at,
-            age_seconds=max(0.0, now - sent_at) if sent_at is not None else None,
-            malformed=body_job is None or reason == REASON_MALFORMED,
-            original_message_id=_attr(attrs, ATTR_ORIGINAL_MESSAGE_ID),
-        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -452,7 +370,7 @@ class Redrive:
             target = self._target(letter)
             if target is None:
                 skip = SKIP_NO_SOURCE
-            elif len(_resend_attributes(message, letter)) > MAX_MESSAGE_ATTRIBUTES:
+            elif len(resend_attributes(message, letter)) > MAX_MESSAGE_ATTRIBUTES:
                 skip = SKIP_TOO_MANY_ATTRIBUTES
         if skip is not None:
             self._skipped[skip] += 1
@@ -491,7 +409,7 @@ class Redrive:
         if self.options.default_to:
             return self.options.default_to
         if self._redrive_sources is None:
-            self._redrive_sources = list(_dead_letter_sources(self._sqs, self._dlq_url))
+            self._redrive_sources = list(dead_letter_sources(self._sqs, self._dlq_url))
         return self._redrive_sources[0] if len(self._redrive_sources) == 1 else None
 
     # -- sending ----------------------------------------------------------
@@ -616,244 +534,7 @@ def redrive(
     return engine.run()
 
 
-# -- the native message move task --------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class MoveTask:
-    """One SQS message move task, as ``ListMessageMoveTasks`` reports it.
-
-    Example:
-        >>> MoveTask(handle="h", status="RUNNING", source_arn="arn:dlq").status
-        'RUNNING'
-    """
-
-    handle: str | None
-    status: str
-    source_arn: str
-    destination_arn: str | None = None
-    rate: int | None = None
-    moved: int | None = None
-    to_move: int | None = None
-    failure_reason: str | None = None
-    started_at: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
-
-
-def start_native_redrive(options: RedriveOptions, *, sqs_client: SQSClient) -> str:
-    """Start SQS's own move task from the DLQ; return its task handle.
-
-    Without ``to`` SQS sends each message back to the queue it came from. It
-    cannot filter, count redrives or dry-run, so those options are refused.
-
-    Example:
-        >>> start_native_redrive(RedriveOptions(dlq="jobs-dlq", rate=50), sqs_client=sqs)  # doctest: +SKIP
-        'eyJ0YXNrSWQiOi...'
-    """
-    if options.has_filters:
-        raise RedriveError(
-            "--native moves every message and cannot filter, limit or dry-run; "
-            "drop --job/--error/--max/--dry-run or run without --native"
-        )
-    source_arn = queue_arn(sqs_client, resolve_queue_url(sqs_client, options.dlq))
-    kwargs: dict[str, Any] = {"SourceArn": source_arn}
-    if options.to:
-        kwargs["DestinationArn"] = queue_arn(sqs_client, resolve_queue_url(sqs_client, options.to))
-    if options.rate is not None:
-        kwargs["MaxNumberOfMessagesPerSecond"] = max(1, int(options.rate))
-    return sqs_client.start_message_move_task(**kwargs)["TaskHandle"]
-
-
-def native_redrive_status(dlq: str, *, sqs_client: SQSClient) -> tuple[MoveTask, ...]:
-    """The DLQ's recent move tasks, newest first (SQS keeps the last 10).
-
-    Example:
-        >>> [t.status for t in native_redrive_status("jobs-dlq", sqs_client=sqs)]  # doctest: +SKIP
-        ['RUNNING']
-    """
-    source_arn = queue_arn(sqs_client, resolve_queue_url(sqs_client, dlq))
-    results = sqs_client.list_message_move_tasks(SourceArn=source_arn, MaxResults=10).get("Results", [])
-    return tuple(
-        MoveTask(
-            handle=r.get("TaskHandle"),
-            status=r.get("Status", "UNKNOWN"),
-            source_arn=r.get("SourceArn", source_arn),
-            destination_arn=r.get("DestinationArn"),
-            rate=r.get("MaxNumberOfMessagesPerSecond"),
-            moved=r.get("ApproximateNumberOfMessagesMoved"),
-            to_move=r.get("ApproximateNumberOfMessagesToMove"),
-            failure_reason=r.get("FailureReason"),
-            started_at=r["StartedTimestamp"] / 1000 if "StartedTimestamp" in r else None,
-        )
-        for r in results
-    )
-
-
-def cancel_native_redrive(dlq: str, *, sqs_client: SQSClient) -> int:
-    """Cancel the DLQ's running move task; return how many it had moved.
-
-    Messages already moved stay moved; the rest stay in the DLQ.
-
-    Example:
-        >>> cancel_native_redrive("jobs-dlq", sqs_client=sqs)  # doctest: +SKIP
-        420
-    """
-    tasks = native_redrive_status(dlq, sqs_client=sqs_client)
-    running = [t for t in tasks if t.status == "RUNNING" and t.handle]
-    if not running:
-        raise RedriveError(f"no running message move task on {dlq}; see `sqsjobs redrive --native --status`")
-    response = sqs_client.cancel_message_move_task(TaskHandle=running[0].handle or "")
-    return response.get("ApproximateNumberOfMessagesMoved", 0)
-
-
-# -- queues and clients --------------------------------------------------------
-
-
-def resolve_queue_url(sqs_client: SQSClient, ref: str) -> str:
-    """A queue URL from a URL, an ARN or a name.
-
-    Example:
-        >>> resolve_queue_url(sqs, "https://sqs.eu-west-1.amazonaws.com/1/jobs-dlq")  # doctest: +SKIP
-        'https://sqs.eu-west-1.amazonaws.com/1/jobs-dlq'
-    """
-    if ref.startswith(("https://", "http://")):
-        return ref
-    from botocore.exceptions import ClientError
-
-    try:
-        if ref.startswith("arn:"):
-            parts = ref.split(":")
-            if len(parts) != 6 or parts[2] != "sqs":
-                raise RedriveError(f"not an SQS queue ARN: {ref}")
-            return sqs_client.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])["QueueUrl"]
-        return sqs_client.get_queue_url(QueueName=ref)["QueueUrl"]
-    except ClientError as exc:
-        raise RedriveError(f"queue {ref!r} not found: {exc}") from exc
-
-
-def queue_name(url_or_name: str) -> str:
-    """The queue name at the end of a URL or ARN.
-
-    Example:
-        >>> queue_name("http://127.0.0.1:5000/123456789012/jobs-dlq")
-        'jobs-dlq'
-    """
-    if url_or_name.startswith("arn:"):
-        return url_or_name.rsplit(":", 1)[-1]
-    return urlparse(url_or_name).path.rstrip("/").rsplit("/", 1)[-1] or url_or_name
-
-
-def queue_arn(sqs_client: SQSClient, url: str) -> str:
-    """The queue's ARN (``GetQueueAttributes``).
-
-    Example:
-        >>> queue_arn(sqs, "http://127.0.0.1:5000/123456789012/jobs-dlq")  # doctest: +SKIP
-        'arn:aws:sqs:us-east-1:123456789012:jobs-dlq'
-    """
-    attrs = sqs_client.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
-    return attrs["QueueArn"]
-
-
-def queue_depth(sqs_client: SQSClient, url: str) -> int:
-    """Approximate messages in the queue: visible + in flight + delayed.
-
-    Example:
-        >>> queue_depth(sqs, dlq_url)  # doctest: +SKIP
-        3
-    """
-    attrs = sqs_client.get_queue_attributes(
-        QueueUrl=url,
-        AttributeNames=[
-            "ApproximateNumberOfMessages",
-            "ApproximateNumberOfMessagesNotVisible",
-            "ApproximateNumberOfMessagesDelayed",
-        ],
-    ).get("Attributes", {})
-    return sum(int(value) for value in attrs.values())
-
-
-def _dead_letter_sources(sqs_client: SQSClient, dlq_url: str) -> Iterator[str]:
-    paginator = sqs_client.get_paginator("list_dead_letter_source_queues")
-    for page in paginator.paginate(QueueUrl=dlq_url):
-        yield from page.get("queueUrls", [])
-
-
-def make_sqs_client(*, endpoint_url: str | None = None, region: str | None = None) -> SQSClient:
-    """An SQS client for AWS or the local cloud (``AWS_ENDPOINT_URL`` is honoured).
-
-    Example:
-        >>> make_sqs_client(endpoint_url="http://127.0.0.1:5000").meta.endpoint_url  # doctest: +SKIP
-        'http://127.0.0.1:5000'
-    """
-    import boto3
-
-    return boto3.session.Session().client("sqs", **_client_kwargs(endpoint_url, region))
-
-
-def make_cloudwatch_client(*, endpoint_url: str | None = None, region: str | None = None) -> CloudWatchClient:
-    """A CloudWatch client for AWS or the local cloud (``AWS_ENDPOINT_URL`` is honoured).
-
-    Example:
-        >>> make_cloudwatch_client(region="eu-west-1").meta.region_name  # doctest: +SKIP
-        'eu-west-1'
-    """
-    import boto3
-
-    return boto3.session.Session().client("cloudwatch", **_client_kwargs(endpoint_url, region))
-
-
-def _client_kwargs(endpoint_url: str | None, region: str | None) -> dict[str, Any]:
-    import boto3
-
-    endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
-    kwargs: dict[str, Any] = {}
-    if endpoint:
-        kwargs["endpoint_url"] = endpoint
-    if region:
-        kwargs["region_name"] = region
-    if endpoint and _is_loopback(endpoint):
-        session = boto3.session.Session()
-        # The local cloud accepts any signature: a laptop with no AWS profile
-        # should still run the runbook's commands as written.
-        if session.get_credentials() is None:
-            kwargs.update(aws_access_key_id="testing", aws_secret_access_key="testing")
-        if region is None and session.region_name is None:
-            kwargs["region_name"] = "us-east-1"
-    return kwargs
-
-
-def _is_loopback(endpoint: str) -> bool:
-    return urlparse(endpoint).hostname in ("127.0.0.1", "localhost", "::1")
-
-
 # -- message helpers -----------------------------------------------------------
-
-
-def _attr(attrs: Mapping[str, MessageAttributeValueOutputTypeDef], name: str) -> str | None:
-    value = attrs.get(name)
-    return value.get("StringValue") if value is not None else None
-
-
-def _int(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(float(value))
-    except ValueError:
-        return None
-
-
-def _body_job(body: str) -> str | None:
-    """The job named by an envelope body, or None when the body is not one."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return None
-    job = data.get("job") if isinstance(data, dict) else None
-    return job if isinstance(job, str) and job else None
 
 
 def _plan(letter: DlqMessage, action: str, target: str | None) -> PlannedMove:
@@ -869,51 +550,12 @@ def _plan(letter: DlqMessage, action: str, target: str | None) -> PlannedMove:
     )
 
 
-def _resend_attributes(
-    message: MessageTypeDef, letter: DlqMessage
-) -> dict[str, MessageAttributeValueTypeDef]:
-    attrs: dict[str, MessageAttributeValueTypeDef] = {}
-    for name, value in message.get("MessageAttributes", {}).items():
-        if name in STALE_REASON_ATTRIBUTES or name == ATTR_REDRIVE_COUNT:
-            continue
-        # Only the value fields: the *ListValues fields come back empty and
-        # SQS rejects them on send ("reserved for future use").
-        copy: MessageAttributeValueTypeDef = {"DataType": value["DataType"]}
-        if "StringValue" in value:
-            copy["StringValue"] = value["StringValue"]
-        if "BinaryValue" in value:
-            copy["BinaryValue"] = value["BinaryValue"]
-        attrs[name] = copy
-    attrs[ATTR_REDRIVE_COUNT] = {"DataType": "Number", "StringValue": str(letter.redrive_count + 1)}
-    return attrs
-
-
-def dedup_id(message: MessageTypeDef, redrive_count: int) -> str:
-    """A FIFO deduplication id for the ``redrive_count``-th redrive of ``message``.
-
-    Deterministic, so a re-run that sends the same DLQ message again within
-    SQS's 5-minute window is deduplicated by SQS itself; fresh, because the
-    original id would be swallowed as a duplicate of the first delivery.
-
-    Example:
-        >>> dedup_id({"MessageId": "m1", "Attributes": {"MessageDeduplicationId": "k"}}, 1) == \\
-        ...     dedup_id({"MessageId": "m2", "Attributes": {"MessageDeduplicationId": "k"}}, 1)
-        True
-    """
-    original = (
-        message.get("Attributes", {}).get("MessageDeduplicationId")
-        or _attr(message.get("MessageAttributes", {}), ATTR_ORIGINAL_MESSAGE_ID)
-        or message.get("MessageId", "")
-    )
-    return hashlib.sha256(f"{original}|redrive|{redrive_count}".encode()).hexdigest()
-
-
 def _send_entry(entry_id: str, held: _Held, *, fifo: bool) -> SendMessageBatchRequestEntryTypeDef:
     message, letter = held.message, held.letter
     entry: SendMessageBatchRequestEntryTypeDef = {
         "Id": entry_id,
         "MessageBody": message.get("Body", ""),
-        "MessageAttributes": _resend_attributes(message, letter),
+        "MessageAttributes": resend_attributes(message, letter),
     }
     if fifo:
         # The group keeps per-entity ordering; a message from a standard DLQ
@@ -947,6 +589,19 @@ def _chunks(items: Sequence[_Held], size: int) -> Iterator[list[_Held]]:
 
 
 # -- the Lambda entry's logic ----------------------------------------------------
+
+
+def refuse_filters_for_native(options: RedriveOptions) -> None:
+    """Raise :class:`RedriveError` when ``options`` ask for what SQS's move task cannot do.
+
+    Example:
+        >>> refuse_filters_for_native(RedriveOptions(dlq="d", rate=10))
+    """
+    if options.has_filters:
+        raise RedriveError(
+            "--native moves every message and cannot filter, limit or dry-run; "
+            "drop --job/--error/--max/--dry-run or run without --native"
+        )
 
 
 def options_from_event(
@@ -1016,7 +671,9 @@ def handle_redrive_event(
     if _flag(event, "cancel"):
         return {"cancelled": True, "moved": cancel_native_redrive(options.dlq, sqs_client=sqs_client)}
     if _flag(event, "native"):
-        return {"task_handle": start_native_redrive(options, sqs_client=sqs_client)}
+        refuse_filters_for_native(options)
+        return {"task_handle": start_native_redrive(options.dlq, to=options.to, rate=options.rate,
+                                                    sqs_client=sqs_client)}
     engine = Redrive(
         options,
         sqs_client=sqs_client,

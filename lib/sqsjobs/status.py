@@ -27,8 +27,9 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
+from sqsjobs.dlq_message import DlqMessage
 from sqsjobs.errors import SqsJobsError
-from sqsjobs.redrive import DlqMessage, queue_name, resolve_queue_url
+from sqsjobs.queues import queue_name, resolve_queue_url
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

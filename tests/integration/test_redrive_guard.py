@@ -12,7 +12,8 @@ from typing import Any
 from aws_support import MAX_ATTEMPTS
 from botocore.exceptions import EndpointConnectionError
 from sqsjobs import Outcome, PermanentError, RetryableError
-from sqsjobs.redrive import ATTR_REDRIVE_COUNT, RedriveOptions, redrive
+from sqsjobs.dlq_message import ATTR_REDRIVE_COUNT
+from sqsjobs.redrive import RedriveOptions, redrive
 from sqsjobs.testing import messages_in, receive_event
 
 

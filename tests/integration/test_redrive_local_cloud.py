@@ -97,7 +97,7 @@ def test_status_then_dry_run_then_redrive_as_the_runbook_says(cloud: Any, shell_
 
 
 def test_the_deployed_redrive_function_moves_through_the_guard(cloud: Any, shell_env: dict[str, str]) -> None:
-    from sqsjobs.redrive import queue_depth
+    from sqsjobs.queues import queue_depth
 
     sqs = cloud.clients.get("sqs")
     dlq = shell_env["SQSJOBS_DLQ_URL"]

@@ -10,15 +10,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 from moto import mock_aws
-from sqsjobs.redrive import (
-    ATTR_REDRIVE_COUNT,
-    STALE_REASON_ATTRIBUTES,
-    Redrive,
-    RedriveOptions,
-    dedup_id,
-    queue_depth,
-    redrive,
-)
+from sqsjobs.dlq_message import ATTR_REDRIVE_COUNT, STALE_REASON_ATTRIBUTES, dedup_id
+from sqsjobs.queues import queue_depth
+from sqsjobs.redrive import Redrive, RedriveOptions, redrive
 
 REGION = "us-east-1"
 

@@ -9,21 +9,19 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from sqsjobs import dlq_message
 from sqsjobs import redrive as rd
+from sqsjobs.dlq_message import DlqMessage, dedup_id
 from sqsjobs.errors import SqsJobsError
+from sqsjobs.queues import make_sqs_client, queue_name
 from sqsjobs.redrive import (
-    DlqMessage,
     RedriveError,
     RedriveOptions,
-    cancel_native_redrive,
-    dedup_id,
     handle_redrive_event,
-    make_sqs_client,
-    native_redrive_status,
     options_from_event,
-    queue_name,
-    start_native_redrive,
+    refuse_filters_for_native,
 )
+from sqsjobs.redrive_native import MoveTaskError, cancel_native_redrive, native_redrive_status, start_native_redrive
 
 DLQ_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs-dlq"
 DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:jobs-dlq"
@@ -105,10 +103,11 @@ def test_queue_name_from_url_and_arn() -> None:
 def test_wire_names_match_the_worker() -> None:
     """The worker writes these attributes and redrive reads them: one contract."""
     dead_letter = pytest.importorskip("sqsjobs.dead_letter")
-    assert set(dead_letter.REASON_ATTRIBUTES) == set(rd.STALE_REASON_ATTRIBUTES)
-    assert dead_letter.ATTR_REDRIVE_COUNT == rd.ATTR_REDRIVE_COUNT
-    assert dead_letter.ATTR_SOURCE_QUEUE == rd.ATTR_SOURCE_QUEUE
-    assert dead_letter.REASON_MALFORMED == rd.REASON_MALFORMED
+    assert set(dead_letter.REASON_ATTRIBUTES) == set(dlq_message.STALE_REASON_ATTRIBUTES)
+    assert dead_letter.ATTR_REDRIVE_COUNT == dlq_message.ATTR_REDRIVE_COUNT
+    assert dead_letter.ATTR_SOURCE_QUEUE == dlq_message.ATTR_SOURCE_QUEUE
+    assert dead_letter.ATTR_ORIGINAL_MESSAGE_ID == dlq_message.ATTR_ORIGINAL_MESSAGE_ID
+    assert dead_letter.REASON_MALFORMED == dlq_message.REASON_MALFORMED
 
 
 # -- options ------------------------------------------------------------------------
@@ -165,7 +164,7 @@ def test_native_start_with_rate_and_destination(sqs: Any) -> None:
             "start_message_move_task", {"TaskHandle": "task-1"},
             {"SourceArn": DLQ_ARN, "DestinationArn": JOBS_ARN, "MaxNumberOfMessagesPerSecond": 50},
         )
-        handle = start_native_redrive(RedriveOptions(dlq=DLQ_URL, to=JOBS_URL, rate=50), sqs_client=sqs)
+        handle = start_native_redrive(DLQ_URL, to=JOBS_URL, rate=50, sqs_client=sqs)
         stub.assert_no_pending_responses()
     assert handle == "task-1"
 
@@ -176,14 +175,19 @@ def test_native_start_without_destination_lets_sqs_use_the_original_sources(sqs:
         stub.add_response("get_queue_attributes", {"Attributes": {"QueueArn": DLQ_ARN}},
                           {"QueueUrl": DLQ_URL, "AttributeNames": ["QueueArn"]})
         stub.add_response("start_message_move_task", {"TaskHandle": "task-2"}, {"SourceArn": DLQ_ARN})
-        assert start_native_redrive(RedriveOptions(dlq="jobs-dlq"), sqs_client=sqs) == "task-2"
+        assert start_native_redrive("jobs-dlq", sqs_client=sqs) == "task-2"
         stub.assert_no_pending_responses()
 
 
 @pytest.mark.parametrize("kwargs", [{"job": "a"}, {"error_type": "E"}, {"max_messages": 3}, {"dry_run": True}])
 def test_native_refuses_filters_before_calling_aws(sqs: Any, kwargs: dict[str, Any]) -> None:
+    env = {"SQSJOBS_DLQ_URL": DLQ_URL}
+    event_names = {"error_type": "error", "max_messages": "max"}
+    event = {"native": True, **{event_names.get(k, k): v for k, v in kwargs.items()}}
     with Stubber(sqs), pytest.raises(RedriveError, match="cannot filter"):  # no responses queued: no call allowed
-        start_native_redrive(RedriveOptions(dlq=DLQ_URL, **kwargs), sqs_client=sqs)
+        handle_redrive_event(event, None, sqs_client=sqs, environ=env)
+    with pytest.raises(RedriveError, match="cannot filter"):
+        refuse_filters_for_native(RedriveOptions(dlq=DLQ_URL, **kwargs))
 
 
 def _list_tasks(stub: Stubber, results: list[dict[str, Any]]) -> None:
@@ -220,7 +224,7 @@ def test_native_cancel_cancels_the_running_task(sqs: Any) -> None:
 def test_native_cancel_without_a_running_task_says_so(sqs: Any) -> None:
     with Stubber(sqs) as stub:
         _list_tasks(stub, [{"Status": "COMPLETED", "SourceArn": DLQ_ARN}])
-        with pytest.raises(RedriveError, match="no running message move task"):
+        with pytest.raises(MoveTaskError, match="no running message move task"):
             cancel_native_redrive(DLQ_URL, sqs_client=sqs)
 
 
@@ -245,7 +249,7 @@ def test_native_errors_from_sqs_surface(sqs: Any) -> None:
         stub.add_client_error("start_message_move_task", "InvalidParameterValue",
                               "Source queue must be configured as a Dead Letter Queue.")
         with pytest.raises(ClientError, match="Dead Letter Queue"):
-            start_native_redrive(RedriveOptions(dlq=DLQ_URL), sqs_client=sqs)
+            start_native_redrive(DLQ_URL, sqs_client=sqs)
 
 
 # -- clients ---------------------------------------------------------------------------

@@ -13,24 +13,22 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from sqsjobs.errors import SqsJobsError
+from sqsjobs.queues import make_sqs_client, queue_depth, resolve_queue_url
 from sqsjobs.redrive import (
     Redrive,
     RedriveError,
     RedriveOptions,
     RedriveSummary,
-    cancel_native_redrive,
-    make_sqs_client,
-    native_redrive_status,
-    queue_depth,
-    resolve_queue_url,
-    start_native_redrive,
+    refuse_filters_for_native,
 )
+from sqsjobs.redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from rich.console import Console
 
-    from sqsjobs.redrive import MoveTask
+    from sqsjobs.redrive_native import MoveTask
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -152,7 +150,7 @@ def register(app: typer.Typer) -> None:
                 _native(console, options, sqs, status=status, cancel=cancel, json_output=json_output)
                 return
             summary = _run(console, options, sqs, json_output=json_output)
-        except RedriveError as exc:
+        except SqsJobsError as exc:  # options, an unknown queue, no move task to cancel
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(EXIT_USAGE) from exc
         except (BotoCoreError, ClientError) as exc:
@@ -230,7 +228,8 @@ def _native(
         else:
             console.print(f"cancelled the move task after ~{moved} messages; the rest stay in the DLQ")
         return
-    handle = start_native_redrive(options, sqs_client=sqs)
+    refuse_filters_for_native(options)
+    handle = start_native_redrive(options.dlq, to=options.to, rate=options.rate, sqs_client=sqs)
     if json_output:
         typer.echo(json.dumps({"task_handle": handle}))
     else:

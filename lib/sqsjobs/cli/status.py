@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sqsjobs.cli.redrive import format_age
-from sqsjobs.redrive import RedriveError, make_cloudwatch_client, make_sqs_client
+from sqsjobs.queues import QueueNotFoundError, make_cloudwatch_client, make_sqs_client
 from sqsjobs.status import DEFAULT_RECENT, DEFAULT_SAMPLE, StatusError, StatusReport, collect_status
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def register(app: typer.Typer) -> None:
                 recent=recent,
                 alarm_prefix=alarm_prefix,
             )
-        except (StatusError, RedriveError) as exc:
+        except (StatusError, QueueNotFoundError) as exc:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(EXIT_USAGE) from exc
         except (BotoCoreError, ClientError) as exc:

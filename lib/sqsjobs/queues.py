@@ -1,0 +1,147 @@
+"""Finding and reaching queues from the operator tools (redrive, status).
+
+Queue references may be URLs, ARNs or names; clients point at AWS or at the
+local cloud (``--endpoint-url`` / ``AWS_ENDPOINT_URL``). Nothing here runs at
+import: boto3 is imported when a client is built.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from sqsjobs.errors import SqsJobsError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_sqs import SQSClient
+
+
+class QueueNotFoundError(SqsJobsError, LookupError):
+    """Raised when a queue URL, ARN or name does not lead to a queue."""
+
+
+def resolve_queue_url(sqs_client: SQSClient, ref: str) -> str:
+    """A queue URL from a URL, an ARN or a name.
+
+    Example:
+        >>> resolve_queue_url(sqs, "https://sqs.eu-west-1.amazonaws.com/1/jobs-dlq")  # doctest: +SKIP
+        'https://sqs.eu-west-1.amazonaws.com/1/jobs-dlq'
+    """
+    if ref.startswith(("https://", "http://")):
+        return ref
+    from botocore.exceptions import ClientError
+
+    try:
+        if ref.startswith("arn:"):
+            parts = ref.split(":")
+            if len(parts) != 6 or parts[2] != "sqs":
+                raise QueueNotFoundError(f"not an SQS queue ARN: {ref}")
+            return sqs_client.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])["QueueUrl"]
+        return sqs_client.get_queue_url(QueueName=ref)["QueueUrl"]
+    except ClientError as exc:
+        raise QueueNotFoundError(f"queue {ref!r} not found: {exc}") from exc
+
+
+def queue_name(url_or_name: str) -> str:
+    """The queue name at the end of a URL or ARN.
+
+    Example:
+        >>> queue_name("http://127.0.0.1:5000/123456789012/jobs-dlq")
+        'jobs-dlq'
+    """
+    if url_or_name.startswith("arn:"):
+        return url_or_name.rsplit(":", 1)[-1]
+    return urlparse(url_or_name).path.rstrip("/").rsplit("/", 1)[-1] or url_or_name
+
+
+def queue_arn(sqs_client: SQSClient, url: str) -> str:
+    """The queue's ARN (``GetQueueAttributes``).
+
+    Example:
+        >>> queue_arn(sqs, "http://127.0.0.1:5000/123456789012/jobs-dlq")  # doctest: +SKIP
+        'arn:aws:sqs:us-east-1:123456789012:jobs-dlq'
+    """
+    attrs = sqs_client.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
+    return attrs["QueueArn"]
+
+
+def queue_depth(sqs_client: SQSClient, url: str) -> int:
+    """Approximate messages in the queue: visible + in flight + delayed.
+
+    Example:
+        >>> queue_depth(sqs, dlq_url)  # doctest: +SKIP
+        3
+    """
+    attrs = sqs_client.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ],
+    ).get("Attributes", {})
+    return sum(int(value) for value in attrs.values())
+
+
+def dead_letter_sources(sqs_client: SQSClient, dlq_url: str) -> Iterator[str]:
+    """The queues whose redrive policy names ``dlq_url`` (``ListDeadLetterSourceQueues``).
+
+    Example:
+        >>> list(dead_letter_sources(sqs, dlq_url))  # doctest: +SKIP
+        ['https://sqs.eu-west-1.amazonaws.com/123456789012/jobs']
+    """
+    paginator = sqs_client.get_paginator("list_dead_letter_source_queues")
+    for page in paginator.paginate(QueueUrl=dlq_url):
+        yield from page.get("queueUrls", [])
+
+
+def make_sqs_client(*, endpoint_url: str | None = None, region: str | None = None) -> SQSClient:
+    """An SQS client for AWS or the local cloud (``AWS_ENDPOINT_URL`` is honoured).
+
+    Example:
+        >>> make_sqs_client(endpoint_url="http://127.0.0.1:5000").meta.endpoint_url  # doctest: +SKIP
+        'http://127.0.0.1:5000'
+    """
+    import boto3
+
+    return boto3.session.Session().client("sqs", **_client_kwargs(endpoint_url, region))
+
+
+def make_cloudwatch_client(*, endpoint_url: str | None = None, region: str | None = None) -> CloudWatchClient:
+    """A CloudWatch client for AWS or the local cloud (``AWS_ENDPOINT_URL`` is honoured).
+
+    Example:
+        >>> make_cloudwatch_client(region="eu-west-1").meta.region_name  # doctest: +SKIP
+        'eu-west-1'
+    """
+    import boto3
+
+    return boto3.session.Session().client("cloudwatch", **_client_kwargs(endpoint_url, region))
+
+
+def _client_kwargs(endpoint_url: str | None, region: str | None) -> dict[str, Any]:
+    import boto3
+
+    endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
+    kwargs: dict[str, Any] = {}
+    if endpoint:
+        kwargs["endpoint_url"] = endpoint
+    if region:
+        kwargs["region_name"] = region
+    if endpoint and _is_loopback(endpoint):
+        session = boto3.session.Session()
+        # The local cloud accepts any signature: a laptop with no AWS profile
+        # should still run the runbook's commands as written.
+        if session.get_credentials() is None:
+            kwargs.update(aws_access_key_id="testing", aws_secret_access_key="testing")
+        if region is None and session.region_name is None:
+            kwargs["region_name"] = "us-east-1"
+    return kwargs
+
+
+def _is_loopback(endpoint: str) -> bool:
+    return urlparse(endpoint).hostname in ("127.0.0.1", "localhost", "::1")

@@ -1,0 +1,108 @@
+"""SQS's own message move task: everything from a DLQ back to its sources, server-side.
+
+Faster than :class:`sqsjobs.redrive.Redrive` for a large DLQ, but it cannot
+filter, dry-run or count redrives (no poison guard), so ``sqsjobs redrive
+--native`` refuses those options. moto has no such API: the tests stub it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqsjobs.errors import SqsJobsError
+from sqsjobs.queues import queue_arn, resolve_queue_url
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+
+class MoveTaskError(SqsJobsError):
+    """Raised when there is no running message move task to cancel."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MoveTask:
+    """One SQS message move task, as ``ListMessageMoveTasks`` reports it.
+
+    Example:
+        >>> MoveTask(handle="h", status="RUNNING", source_arn="arn:dlq").status
+        'RUNNING'
+    """
+
+    handle: str | None
+    status: str
+    source_arn: str
+    destination_arn: str | None = None
+    rate: int | None = None
+    moved: int | None = None
+    to_move: int | None = None
+    failure_reason: str | None = None
+    started_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def start_native_redrive(
+    dlq: str, *, sqs_client: SQSClient, to: str | None = None, rate: float | None = None
+) -> str:
+    """Start SQS's own move task from the DLQ; return its task handle.
+
+    Without ``to`` SQS sends each message back to the queue it came from;
+    ``rate`` caps messages per second (SQS's default: as fast as it can).
+
+    Example:
+        >>> start_native_redrive("jobs-dlq", rate=50, sqs_client=sqs)  # doctest: +SKIP
+        'eyJ0YXNrSWQiOi...'
+    """
+    source_arn = queue_arn(sqs_client, resolve_queue_url(sqs_client, dlq))
+    kwargs: dict[str, Any] = {"SourceArn": source_arn}
+    if to:
+        kwargs["DestinationArn"] = queue_arn(sqs_client, resolve_queue_url(sqs_client, to))
+    if rate is not None:
+        kwargs["MaxNumberOfMessagesPerSecond"] = max(1, int(rate))
+    return sqs_client.start_message_move_task(**kwargs)["TaskHandle"]
+
+
+def native_redrive_status(dlq: str, *, sqs_client: SQSClient) -> tuple[MoveTask, ...]:
+    """The DLQ's recent move tasks, newest first (SQS keeps the last 10).
+
+    Example:
+        >>> [t.status for t in native_redrive_status("jobs-dlq", sqs_client=sqs)]  # doctest: +SKIP
+        ['RUNNING']
+    """
+    source_arn = queue_arn(sqs_client, resolve_queue_url(sqs_client, dlq))
+    results = sqs_client.list_message_move_tasks(SourceArn=source_arn, MaxResults=10).get("Results", [])
+    return tuple(
+        MoveTask(
+            handle=r.get("TaskHandle"),
+            status=r.get("Status", "UNKNOWN"),
+            source_arn=r.get("SourceArn", source_arn),
+            destination_arn=r.get("DestinationArn"),
+            rate=r.get("MaxNumberOfMessagesPerSecond"),
+            moved=r.get("ApproximateNumberOfMessagesMoved"),
+            to_move=r.get("ApproximateNumberOfMessagesToMove"),
+            failure_reason=r.get("FailureReason"),
+            started_at=r["StartedTimestamp"] / 1000 if "StartedTimestamp" in r else None,
+        )
+        for r in results
+    )
+
+
+def cancel_native_redrive(dlq: str, *, sqs_client: SQSClient) -> int:
+    """Cancel the DLQ's running move task; return how many it had moved.
+
+    Messages already moved stay moved; the rest stay in the DLQ.
+
+    Example:
+        >>> cancel_native_redrive("jobs-dlq", sqs_client=sqs)  # doctest: +SKIP
+        420
+    """
+    tasks = native_redrive_status(dlq, sqs_client=sqs_client)
+    running = [t for t in tasks if t.status == "RUNNING" and t.handle]
+    if not running:
+        raise MoveTaskError(f"no running message move task on {dlq}; see `sqsjobs redrive --native --status`")
+    response = sqs_client.cancel_message_move_task(TaskHandle=running[0].handle or "")
+    return response.get("ApproximateNumberOfMessagesMoved", 0)
