@@ -91,8 +91,15 @@ class Envelope:
         key = data.get("key")
         if key is not None and (not isinstance(key, str) or not key):
             raise MalformedMessageError("'key' must be a non-empty string when present")
-        if key is not None and len(key.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
-            raise MalformedMessageError(f"'key' is longer than {MAX_KEY_BYTES} bytes")
+        if key is not None:
+            try:
+                # The key is the table's partition key: DynamoDB takes UTF-8 only, so a key that
+                # decodes to a lone surrogate ("\udc80") could never be claimed.
+                key_bytes = len(key.encode("utf-8"))
+            except UnicodeEncodeError:
+                raise MalformedMessageError("'key' is not valid UTF-8 (it holds a lone surrogate)") from None
+            if key_bytes > MAX_KEY_BYTES:
+                raise MalformedMessageError(f"'key' is longer than {MAX_KEY_BYTES} bytes")
         job_version = _integer(data.get("job_version", 1))
         if job_version is None or job_version < 1:
             raise MalformedMessageError(f"'job_version' must be a positive integer, got {data.get('job_version')!r}")

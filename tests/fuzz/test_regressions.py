@@ -1,0 +1,54 @@
+"""Findings of the fuzz suite, pinned as plain tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqsjobs import MalformedMessageError, Outcome
+from sqsjobs.envelope import Envelope
+from sqsjobs.testing import FakeContext, sqs_record
+
+from fuzz.strategies import OK_JOB, RecordingSQS
+
+
+def test_a_key_that_is_not_utf8_is_malformed() -> None:
+    # Valid JSON whose key decodes to a lone surrogate: DynamoDB keys must be UTF-8, so the claim
+    # could never succeed; it is a malformed body, dead-lettered at once instead of retried to exhaustion.
+    with pytest.raises(MalformedMessageError, match="UTF-8"):
+        Envelope.decode('{"v": 1, "job": "x", "key": "mut:0\\udc80", "args": {}}')
+
+
+@pytest.fixture
+def moto_dynamodb() -> Iterator[Any]:
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(TableName="t", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                            BillingMode="PAY_PER_REQUEST")
+        yield client
+
+
+def test_a_non_utf8_key_is_dead_lettered_beside_a_valid_record(moto_dynamodb: Any) -> None:
+    from sqsjobs import JobApp
+
+    sqs = RecordingSQS()
+    app = JobApp(queue_url="https://sqs.us-east-1.amazonaws.com/1/q", dlq_url="https://sqs.us-east-1.amazonaws.com/1/d",
+                 table_name="t", dynamodb_client=moto_dynamodb, sqs_client=sqs,  # type: ignore[arg-type]
+                 emit_metrics=lambda line: None)
+    ran: list[int] = []
+
+    @app.job(OK_JOB, key="ok:{n}")
+    def ok(n: int) -> None:
+        ran.append(n)
+
+    bad = sqs_record('{"v": 1, "job": "fuzz-ok", "key": "k\\udc80", "args": {"n": 1}}')
+    good = sqs_record(ok.message(n=2).body)
+    result = app.process_batch({"Records": [bad, good]}, FakeContext())
+    assert [d.outcome for d in result.deliveries] == [Outcome.DEAD_LETTERED, Outcome.SUCCEEDED]
+    assert ran == [2]
+    assert sqs.dead_letters[0]["MessageAttributes"]["sqsjobs.reason"]["StringValue"] == "malformed"
