@@ -102,7 +102,7 @@ class LocalCloud:
             server.stop()
             raise
         try:
-            cloud._run(extra_paths=(parsed.path.parent, *extra_paths), state_path=state_path)
+            cloud._run(extra_paths=extra_paths, state_path=state_path)
         except BaseException:
             cloud.stop()
             raise

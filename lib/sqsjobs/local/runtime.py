@@ -86,11 +86,6 @@ def serve() -> None:
         if path:
             sys.path.insert(0, path)
     sys.path.insert(0, task_root)
-    module_dir = os.path.join(task_root, *os.environ["_HANDLER"].replace("/", ".").split(".")[:-2])
-    if module_dir != task_root:
-        # Handlers that import their siblings as top-level modules (``from
-        # app import app``) find them, as when that directory is the task root.
-        sys.path.insert(1, module_dir)
     try:
         handler = _load_handler(os.environ["_HANDLER"])
     except BaseException as exc:  # the import of user code can raise anything
