@@ -147,8 +147,9 @@ class JobBatchProcessor(BasePartialBatchProcessor):
         except (UnknownJobError, InvalidArgumentsError) as error:
             d.malformed = MalformedMessageError(f"{type(error).__name__}: {error}")
         except RetryableError as error:  # a newer job_version than this deploy knows
-            d.error = error
-            d.outcome = Outcome.RETRY
+            # The job's backoff, not an immediate redelivery that would burn every attempt
+            # before the deploy lands; the last attempt dead-letters with its reason.
+            self._retry(d, error)
         except Exception as error:  # an upcaster that raised is user code failing on this body
             d.malformed = MalformedMessageError(f"{type(error).__name__} while decoding: {error}")
 

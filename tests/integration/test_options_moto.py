@@ -423,7 +423,13 @@ def test_a_message_newer_than_the_worker_waits_for_the_deploy(make_app: Any, aws
     newer = {"v": 1, "job": "greet", "job_version": 2, "args": {"user_id": 1, "loud": True}}
     (delivery,) = app.process_batch(sqs_event([newer])).deliveries
     assert delivery.outcome is Outcome.RETRY  # not the DLQ: the new code is on its way
+    assert 0 < delivery.delay <= 30  # after the job's backoff, not at once (which would burn every attempt)
     assert messages_in(aws.sqs, aws.dlq_url) == []
+    # If the deploy never comes, the last attempt dead-letters with the reason.
+    (last,) = app.process_batch(sqs_event([newer], attempt=MAX_ATTEMPTS)).deliveries
+    assert last.outcome is Outcome.DEAD_LETTERED
+    (dead,) = messages_in(aws.sqs, aws.dlq_url)
+    assert attr(dead, ATTR_REASON) == "exhausted" and "job_version 2" in attr(dead, ATTR_ERROR_MESSAGE)
 
 
 @pytest.mark.parametrize(
