@@ -3,6 +3,11 @@
 ``invoice-email`` sends an invoice through SES. The invoice is *re-fetched* by
 id inside the job (IDs-only payloads); here the "database" is a tiny
 deterministic function so the demo needs no other table.
+
+The patterns of docs/patterns.md follow it: ``place_order`` + ``process-order``
+(transactional enqueue through the outbox; orders live in
+``SQSJOBS_ORDERS_TABLE``), ``reindex-products`` (a chunked job) and
+``nightly-report`` (a scheduled job behind a lease).
 """
 
 from __future__ import annotations
@@ -42,3 +47,86 @@ def send_invoice_email(invoice_id: int) -> None:
             "Body": {"Text": {"Data": f"Total due: {invoice['total_cents'] / 100:.2f}"}},
         },
     )
+
+
+# ---------------------------------------------------------------- patterns (docs/patterns.md)
+# Transactional enqueue: an order and its processing job commit together or not at all.
+ORDERS_TABLE_ENV = "SQSJOBS_ORDERS_TABLE"
+
+
+@lru_cache(maxsize=1)
+def _dynamodb() -> Any:
+    import boto3
+
+    return boto3.client("dynamodb")
+
+
+def _orders_table() -> str:
+    return os.environ.get(ORDERS_TABLE_ENV, "orders")
+
+
+def place_order(order_id: int, total_cents: int) -> str:
+    """Producer side (e.g. an API handler): write the order and enqueue its processing in one transaction.
+
+    A second call for the same order fails the condition and enqueues nothing
+    (``TransactionError.condition_failed``).
+    """
+    with app.transaction() as tx:
+        tx.put(_orders_table(), {"pk": f"order#{order_id}", "total_cents": total_cents, "status": "NEW"},
+               condition="attribute_not_exists(pk)")
+        return tx.enqueue("process-order", order_id=order_id)
+
+
+@app.job("process-order", key="process-order:{order_id}")
+def process_order(order_id: int) -> None:
+    """Mark order ``order_id`` processed; it exists, because the job was committed with it."""
+    item = _dynamodb().get_item(TableName=_orders_table(), Key={"pk": {"S": f"order#{order_id}"}},
+                                ConsistentRead=True).get("Item")
+    if item is None:
+        raise PermanentError(f"order {order_id} does not exist")
+    _dynamodb().update_item(TableName=_orders_table(), Key={"pk": {"S": f"order#{order_id}"}},
+                            UpdateExpression="SET #s = :done", ExpressionAttributeNames={"#s": "status"},
+                            ExpressionAttributeValues={":done": {"S": "PROCESSED"}})
+
+
+# Chunked long-running job: the product catalogue reindexed 500 products per message.
+PRODUCTS = int(os.environ.get("SQSJOBS_DEMO_PRODUCTS", "2000"))
+REINDEX_PAGE = 500
+
+
+def fetch_product_ids(after: int, limit: int) -> list[int]:
+    """Stand-in for ``SELECT id FROM products WHERE id > %s ORDER BY id LIMIT %s``."""
+    return list(range(after + 1, min(after + limit, PRODUCTS) + 1))
+
+
+def index_product(product_id: int) -> None:
+    """Stand-in for an idempotent upsert into the search index."""
+
+
+@app.job("reindex-products", key="reindex-products:{run_id}:{cursor}", chunked=True)
+def reindex_products(run_id: str, cursor: int = 0) -> int | None:
+    """Index one page after ``cursor``; return where the next page starts, or None when done.
+
+    Start a run with ``reindex_products.start()``; follow it with ``app.run_status("reindex-products", run_id)``.
+    """
+    from sqsjobs import time_left
+
+    ids = fetch_product_ids(cursor, REINDEX_PAGE)
+    for done, product_id in enumerate(ids):
+        left = time_left()
+        if done and left is not None and left < 2.0:
+            return ids[done - 1]  # out of time: the next message continues here
+        index_product(product_id)
+    return ids[-1] if len(ids) == REINDEX_PAGE else None
+
+
+# Scheduled job behind a lease: one report per day, however many schedulers fire.
+@app.scheduled("nightly-report", schedule="cron(0 2 * * ? *)", lease_seconds=300)
+def nightly_report(period: str) -> None:
+    """Count the orders and store the day's report (``report#<period>``) in the orders table."""
+    pages = _dynamodb().get_paginator("scan").paginate(TableName=_orders_table(), Select="COUNT",
+                                                       FilterExpression="begins_with(pk, :order)",
+                                                       ExpressionAttributeValues={":order": {"S": "order#"}})
+    orders = sum(page["Count"] for page in pages)
+    _dynamodb().put_item(TableName=_orders_table(), Item={"pk": {"S": f"report#{period}"},
+                                                          "orders": {"N": str(orders)}})
