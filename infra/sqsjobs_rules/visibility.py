@@ -40,6 +40,15 @@ def _pairs(wiring: _base.Wiring) -> Iterator[tuple[_base.SqsSource, _base.Queue,
         yield source, queue, visibility, timeout, window
 
 
+def _target(queue: _base.Queue) -> str:
+    """What to change: the property, or the parameter it comes from (named so the fix is one edit)."""
+    raw = queue.properties.get("VisibilityTimeout")
+    prop = f"{queue.logical_id}.VisibilityTimeout"
+    if isinstance(raw, dict) and set(raw) == {"Ref"}:
+        return f"parameter {raw['Ref']} ({prop})"
+    return prop
+
+
 class VisibilityBelowTimeout(_base.WiringRule):
     """E9101: visibility timeout < function timeout + batching window + margin.
 
@@ -76,7 +85,7 @@ class VisibilityBelowTimeout(_base.WiringRule):
                     f"{queue.logical_id} feeds {source.function_id} ({source.label}) but its VisibilityTimeout "
                     f"{visibility} s is less than the function's Timeout {timeout} s + batching window "
                     f"{window} s + margin {margin} s = {needed} s, so a message can be delivered again while "
-                    f"its first run is still going. Fix: set {queue.logical_id}.VisibilityTimeout to at least "
+                    f"its first run is still going. Fix: set {_target(queue)} to at least "
                     f"{needed} (AWS recommends {RECOMMENDED_FACTOR} x Timeout = {RECOMMENDED_FACTOR * timeout}), "
                     f"or lower {source.function_id}'s Timeout.",
                 )
@@ -105,5 +114,5 @@ class VisibilityBelowRecommendation(_base.WiringRule):
                     queue.property_path("VisibilityTimeout"),
                     f"{queue.logical_id}.VisibilityTimeout {visibility} s is below AWS's recommended "
                     f"{RECOMMENDED_FACTOR} x {source.function_id}'s Timeout {timeout} s = {recommended} s. "
-                    f"Fix: raise VisibilityTimeout to {recommended}.",
+                    f"Fix: raise {_target(queue)} to {recommended}.",
                 )

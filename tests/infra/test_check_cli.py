@@ -72,6 +72,10 @@ def test_parameter_overrides_are_checked_too(tmp_path: Path) -> None:
     result = check(TEMPLATE, "-p", "WorkerTimeoutSeconds=900", cwd=tmp_path)
     assert result.returncode != 0
     assert "Timeout 900 s" in result.stdout
+    # The value comes from a parameter, so the fix names the parameter to change.
+    assert "Fix: set parameter QueueVisibilityTimeoutSeconds (JobsQueue.VisibilityTimeout) to at least 931" in (
+        result.stdout.replace("\n", " ")
+    )
 
 
 def test_warnings_alone_exit_zero_unless_strict(tmp_path: Path) -> None:
