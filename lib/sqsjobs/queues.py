@@ -87,6 +87,22 @@ def queue_depth(sqs_client: SQSClient, url: str) -> int:
     return sum(int(value) for value in attrs.values())
 
 
+def dead_letter_queue_of(sqs_client: SQSClient, queue_url: str) -> str | None:
+    """The URL of the DLQ that ``queue_url``'s redrive policy names, or None.
+
+    Example:
+        >>> dead_letter_queue_of(sqs, jobs_url)  # doctest: +SKIP
+        'https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq'
+    """
+    import json
+
+    attrs = sqs_client.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["RedrivePolicy"])
+    policy = attrs.get("Attributes", {}).get("RedrivePolicy")
+    if not policy:
+        return None
+    return resolve_queue_url(sqs_client, json.loads(policy)["deadLetterTargetArn"])
+
+
 def dead_letter_sources(sqs_client: SQSClient, dlq_url: str) -> Iterator[str]:
     """The queues whose redrive policy names ``dlq_url`` (``ListDeadLetterSourceQueues``).
 

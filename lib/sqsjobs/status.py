@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from sqsjobs.dlq_message import DlqMessage
 from sqsjobs.errors import SqsJobsError
-from sqsjobs.queues import queue_name, resolve_queue_url
+from sqsjobs.queues import dead_letter_queue_of, queue_name, resolve_queue_url
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -198,7 +198,10 @@ def collect_status(
         raise StatusError("which queue? pass --queue (and --dlq) or set SQSJOBS_QUEUE_URL / SQSJOBS_DLQ_URL")
     notes: list[str] = []
     queue_url = resolve_queue_url(sqs_client, queue) if queue else None
-    dlq_url = resolve_queue_url(sqs_client, dlq) if dlq else _dlq_of(sqs_client, queue_url)
+    if dlq:
+        dlq_url: str | None = resolve_queue_url(sqs_client, dlq)
+    else:
+        dlq_url = dead_letter_queue_of(sqs_client, queue_url) if queue_url else None
     if dlq_url is None:
         notes.append("the queue has no redrive policy: no DLQ to inspect")
 
@@ -232,18 +235,6 @@ def collect_status(
         recent_failures=_recent(letters, recent),
         notes=tuple(notes),
     )
-
-
-def _dlq_of(sqs_client: SQSClient, queue_url: str | None) -> str | None:
-    import json
-
-    if queue_url is None:
-        return None
-    attrs = sqs_client.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["RedrivePolicy"])
-    policy = attrs.get("Attributes", {}).get("RedrivePolicy")
-    if not policy:
-        return None
-    return resolve_queue_url(sqs_client, json.loads(policy)["deadLetterTargetArn"])
 
 
 class _Watch:

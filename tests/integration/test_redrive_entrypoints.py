@@ -234,3 +234,21 @@ def test_cli_native_error_from_sqs_exits_1_cleanly(sqs: Any, monkeypatch: pytest
     result = run("--dlq", "jobs-dlq", "--native")
     assert result.exit_code == 1
     assert "not a DLQ" in result.output
+
+
+def test_cli_finds_the_dlq_from_the_jobs_queue(sqs: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    src, dlq = make_queues(sqs)
+    dead_letter(sqs, dlq, src)
+    monkeypatch.setenv("SQSJOBS_QUEUE_URL", src)
+    result = CliRunner().invoke(build_app(), ["redrive", "--wait-time", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["dlq_url"] == dlq
+    assert depth(sqs, src) == 1
+
+
+def test_cli_without_any_queue_says_which_flag(sqs: Any) -> None:
+    sqs.create_queue(QueueName="no-policy")
+    result = run()
+    assert result.exit_code == 2 and "--dlq" in result.output
+    result = run("--queue", "no-policy")
+    assert result.exit_code == 2 and "no redrive policy" in result.output

@@ -45,9 +45,7 @@ def cloud() -> Iterator[Any]:
 def shell_env(cloud: Any) -> dict[str, str]:
     """What an operator's shell has after `eval "$(sqsjobs local env)"`: nothing else from AWS."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SQSJOBS_"))}
-    app_env = next(dict(f.environment) for f in cloud.deployment.functions.values()
-                   if "SQSJOBS_QUEUE_URL" in f.environment)
-    return {**base, **cloud.env(), **app_env, "COLUMNS": "200"}
+    return {**base, **cloud.env(), **cloud.state()["app_env"], "COLUMNS": "200"}
 
 
 def sqsjobs(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -74,7 +72,8 @@ def test_status_then_dry_run_then_redrive_as_the_runbook_says(cloud: Any, shell_
     assert report["dlq_groups"][0]["reason"] == "permanent"
     assert "sqsjobs-runbook-DeadLetterAlarm" in report["alarms_firing"]
 
-    dlq = shell_env["SQSJOBS_DLQ_URL"]
+    # As written in the runbook; the DLQ comes from the jobs queue's redrive policy if `local env` has none.
+    dlq = shell_env.get("SQSJOBS_DLQ_URL", "")
     dry = sqsjobs(shell_env, "redrive", "--dlq", dlq, "--dry-run", "--job", "invoice-email",
                   "--error", "PermanentError")
     assert dry.returncode == 0, dry.stderr
@@ -100,7 +99,7 @@ def test_the_deployed_redrive_function_moves_through_the_guard(cloud: Any, shell
     from sqsjobs.queues import queue_depth
 
     sqs = cloud.clients.get("sqs")
-    dlq = shell_env["SQSJOBS_DLQ_URL"]
+    dlq = cloud.queue_url("DeadLetterQueue")
     for _ in range(30):  # whatever the previous test left
         messages = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10).get("Messages", [])
         if not messages:

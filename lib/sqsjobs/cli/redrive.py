@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from sqsjobs.errors import SqsJobsError
-from sqsjobs.queues import make_sqs_client, queue_depth, resolve_queue_url
+from sqsjobs.queues import dead_letter_queue_of, make_sqs_client, queue_depth, resolve_queue_url
 from sqsjobs.redrive import (
     Redrive,
     RedriveError,
@@ -67,8 +67,13 @@ def register(app: typer.Typer) -> None:
     @app.command("redrive")
     def redrive_command(
         dlq: Annotated[
-            str, typer.Option("--dlq", envvar="SQSJOBS_DLQ_URL", help="The DLQ: URL, ARN or name.")
-        ],
+            str | None,
+            typer.Option("--dlq", envvar="SQSJOBS_DLQ_URL", help="The DLQ: URL, ARN or name (default: --queue's DLQ)."),
+        ] = None,
+        queue: Annotated[
+            str | None,
+            typer.Option(envvar="SQSJOBS_QUEUE_URL", help="Without --dlq: use this queue's redrive-policy DLQ."),
+        ] = None,
         to: Annotated[
             str | None,
             typer.Option(help="Send here (URL, ARN or name) instead of each message's source queue."),
@@ -119,13 +124,17 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Move dead letters back to their source queue (through the idempotency guard)."""
+        from botocore.exceptions import BotoCoreError, ClientError
         from rich.console import Console
 
         console = Console(stderr=json_output)
         malformed: Literal["move", "skip"] = "skip" if skip_malformed else "move"
+        sqs = make_sqs_client(endpoint_url=endpoint_url, region=region)
         try:
+            if (status or cancel) and not native:
+                raise RedriveError("--status and --cancel go with --native")
             options = RedriveOptions(
-                dlq=dlq,
+                dlq=dlq or _dlq_of(sqs, queue),
                 to=to,
                 job=job,
                 error_type=error,
@@ -137,15 +146,6 @@ def register(app: typer.Typer) -> None:
                 malformed=malformed,
                 wait_time_seconds=wait_time,
             )
-            if (status or cancel) and not native:
-                raise RedriveError("--status and --cancel go with --native")
-        except RedriveError as exc:
-            console.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(EXIT_USAGE) from exc
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        sqs = make_sqs_client(endpoint_url=endpoint_url, region=region)
-        try:
             if native:
                 _native(console, options, sqs, status=status, cancel=cancel, json_output=json_output)
                 return
@@ -154,7 +154,7 @@ def register(app: typer.Typer) -> None:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(EXIT_USAGE) from exc
         except (BotoCoreError, ClientError) as exc:
-            # Before the run started (the depth read) or in a native task call: nothing was moved.
+            # Before the run started (finding the DLQ, its depth) or in a native task call: nothing moved.
             console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}")
             raise typer.Exit(EXIT_FAILED) from exc
         if json_output:
@@ -165,6 +165,15 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_INTERRUPTED)
         if not summary.ok:
             raise typer.Exit(EXIT_FAILED)
+
+
+def _dlq_of(sqs: SQSClient, queue: str | None) -> str:
+    if not queue:
+        raise RedriveError("which DLQ? pass --dlq (or set SQSJOBS_DLQ_URL), or --queue to use its DLQ")
+    dlq = dead_letter_queue_of(sqs, resolve_queue_url(sqs, queue))
+    if dlq is None:
+        raise RedriveError(f"{queue} has no redrive policy, so no DLQ; pass --dlq")
+    return dlq
 
 
 def _run(console: Console, options: RedriveOptions, sqs: SQSClient, *, json_output: bool) -> RedriveSummary:
