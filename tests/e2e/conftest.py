@@ -1,22 +1,9 @@
-"""End-to-end tests: template.yaml deployed on the local cloud, the real worker handler.
-
-Parameters keep waits short: the worker's timeout must leave the core's
-5 s deadline margin room to start records, and the visibility timeout must
-exceed the lease (timeout + 5 s margin) so a lost invocation's messages
-return only after its lease ended.
-"""
+"""End-to-end tests: template.yaml deployed on the local cloud, the real worker handler."""
 
 from __future__ import annotations
 
 import pytest
-
-E2E_PARAMETERS = {
-    "SenderEmail": "billing@example.com",
-    "WorkerTimeoutSeconds": "8",
-    "QueueVisibilityTimeoutSeconds": "15",
-    "MaximumBatchingWindowSeconds": "0",
-    "MaxAttempts": "3",
-}
+from e2e.e2e_support import E2E_PARAMETERS
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,58 @@
+"""`sqsjobs local up` with template.yaml, then `sqsjobs enqueue` from another process, as a developer would."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from e2e.e2e_support import E2E_PARAMETERS
+
+ROOT = Path(__file__).resolve().parents[2]
+SQSJOBS = str(Path(sys.executable).with_name("sqsjobs"))
+
+
+def sent_subjects(endpoint: str) -> list[str]:
+    with urllib.request.urlopen(f"{endpoint}/moto-api/data.json", timeout=10) as response:
+        data = json.loads(response.read())
+    return [str(m["subject"]) for m in data["ses"]["Message"]]
+
+
+def test_sqsjobs_enqueue_reaches_the_worker_of_a_running_local_up(tmp_path: Path) -> None:
+    state_file = tmp_path / "state.json"
+    env = {**os.environ, "SQSJOBS_LOCAL_STATE": str(state_file)}
+    parameters = [arg for name, value in E2E_PARAMETERS.items() for arg in ("-p", f"{name}={value}")]
+    process = subprocess.Popen([SQSJOBS, "local", "up", *parameters], cwd=ROOT, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(300):
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            if state_file.exists():
+                break
+            time.sleep(0.2)
+        endpoint = json.loads(state_file.read_text())["endpoint"]
+
+        enqueued = subprocess.run([SQSJOBS, "enqueue", "invoice-email", "invoice_id=4242"], cwd=ROOT, env=env,
+                                  capture_output=True, text=True, timeout=60)
+        refused = subprocess.run([SQSJOBS, "enqueue", "invoice-email", "invoice_id=oops"], cwd=ROOT, env=env,
+                                 capture_output=True, text=True, timeout=60)
+        subjects: list[str] = []
+        for _ in range(150):
+            subjects = sent_subjects(endpoint)
+            if "Invoice 4242" in subjects:
+                break
+            time.sleep(0.2)
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=60)
+
+    assert enqueued.returncode == 0, enqueued.stderr
+    assert subjects.count("Invoice 4242") == 1
+    assert refused.returncode == 1
+    assert "error:" in refused.stderr
+    assert process.returncode == 0
