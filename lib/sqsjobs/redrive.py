@@ -74,7 +74,7 @@ StopReason = Literal["drained", "scanned", "max", "deadline", "error", "interrup
 
 
 class RedriveError(SqsJobsError):
-    """Raised when a redrive cannot start: an unknown queue, no source to send to, or bad options."""
+    """Raised when redrive options are missing or impossible (no DLQ, a bad rate, filters with --native)."""
 
 
 @dataclass(frozen=True, kw_only=True)
