@@ -9,6 +9,7 @@ message on the queue, where the queue's own redrive policy still catches it.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,10 @@ REASON_MALFORMED = "malformed"
 #: SQS refuses more than 10 attributes on a message.
 MAX_ATTRIBUTES = 10
 MAX_ERROR_MESSAGE = 1000
+#: registered job names are at most 128 characters, but a body may name anything
+MAX_JOB_ATTRIBUTE = 256
+#: what SQS refuses in a string attribute value: control characters and lone surrogates
+_NOT_SQS_TEXT = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 #: attributes the worker rewrites on every dead-lettering (stale ones are dropped)
 REASON_ATTRIBUTES = (
     ATTR_REASON,
@@ -72,7 +77,7 @@ class DeadLetter:
     def attributes(self) -> dict[str, dict[str, str]]:
         """The DLQ message's attributes: reason first, then what the source carried (max 10)."""
         attrs: dict[str, dict[str, str]] = {
-            ATTR_JOB: _string(self.job),
+            ATTR_JOB: _string(self.job[:MAX_JOB_ATTRIBUTE]),
             ATTR_REASON: _string(self.reason),
             ATTR_ERROR_TYPE: _string(self.error_type),
             ATTR_ERROR_MESSAGE: _string(self.error_message[:MAX_ERROR_MESSAGE] or "-"),
@@ -104,7 +109,9 @@ class DeadLetter:
 
 
 def _string(value: str) -> dict[str, str]:
-    return {"DataType": "String", "StringValue": value}
+    # Values can carry text decoded from the body (an unknown job's name, an error quoting it). SQS
+    # refuses the whole entry over one bad character, and a refused entry never reaches the DLQ.
+    return {"DataType": "String", "StringValue": _NOT_SQS_TEXT.sub("\ufffd", value) or "-"}
 
 
 def _from_event_attribute(attr: Any) -> dict[str, str] | None:

@@ -6,11 +6,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fuzz.strategies import OK_JOB, RecordingSQS
 from sqsjobs import MalformedMessageError, Outcome
 from sqsjobs.envelope import Envelope
 from sqsjobs.testing import FakeContext, sqs_record
-
-from fuzz.strategies import OK_JOB, RecordingSQS
 
 
 def test_a_key_that_is_not_utf8_is_malformed() -> None:
@@ -52,3 +51,23 @@ def test_a_non_utf8_key_is_dead_lettered_beside_a_valid_record(moto_dynamodb: An
     assert [d.outcome for d in result.deliveries] == [Outcome.DEAD_LETTERED, Outcome.SUCCEEDED]
     assert ran == [2]
     assert sqs.dead_letters[0]["MessageAttributes"]["sqsjobs.reason"]["StringValue"] == "malformed"
+
+
+@pytest.mark.parametrize("job", ["\\u0000x", "\\ud800", "\\u001b[31mred", "j" * 200_000])
+def test_an_unknown_job_with_an_unsendable_name_still_reaches_the_dlq_with_its_reason(job: str) -> None:
+    # The body is plain ASCII JSON that SQS delivered; only the name it decodes to holds characters
+    # SQS refuses in an attribute value (or is too long to fit beside the body). Copying it raw into
+    # sqsjobs.job made every DLQ send fail, so the message cycled until the queue's own redrive
+    # policy moved it to the DLQ without any reason.
+    from sqsjobs import JobApp
+    from sqsjobs.guard import InMemoryStore
+
+    sqs = RecordingSQS()
+    app = JobApp(queue_url="https://sqs.us-east-1.amazonaws.com/1/q", dlq_url="https://sqs.us-east-1.amazonaws.com/1/d",
+                 store=InMemoryStore(), sqs_client=sqs, emit_metrics=lambda line: None)  # type: ignore[arg-type]
+    body = '{"v": 1, "job": "' + job + '", "args": {}}'
+    result = app.process_batch({"Records": [sqs_record(body)]}, FakeContext())
+    assert [d.outcome for d in result.deliveries] == [Outcome.DEAD_LETTERED], result.deliveries[0].notes
+    (entry,) = sqs.dead_letters
+    assert entry["MessageBody"] == body
+    assert entry["MessageAttributes"]["sqsjobs.reason"]["StringValue"] == "malformed"
