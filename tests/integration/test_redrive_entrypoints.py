@@ -252,3 +252,18 @@ def test_cli_without_any_queue_says_which_flag(sqs: Any) -> None:
     assert result.exit_code == 2 and "--dlq" in result.output
     result = run("--queue", "no-policy")
     assert result.exit_code == 2 and "no redrive policy" in result.output
+
+
+def test_cli_dry_run_groups_a_long_plan(sqs: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqsjobs.cli import redrive as cli_redrive
+
+    src, dlq = make_queues(sqs)
+    for key in range(4):
+        dead_letter(sqs, dlq, src, key=key)
+    dead_letter(sqs, dlq, src, job="sync-account", key=9)
+    monkeypatch.setattr(cli_redrive, "PLAN_ROWS", 3)
+    result = run("--dlq", dlq, "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "grouped" in result.output
+    row = next(line for line in result.output.splitlines() if "invoice-email" in line)
+    assert row.rstrip(" │").endswith("4")

@@ -28,11 +28,14 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from rich.console import Console
 
+    from sqsjobs.redrive import PlannedMove
     from sqsjobs.redrive_native import MoveTask
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+# A dry run lists each message up to this many, then groups them.
+PLAN_ROWS = 50
 
 
 def format_age(seconds: float | None) -> str:
@@ -272,15 +275,29 @@ def _print_summary(console: Console, summary: RedriveSummary) -> None:
 
 
 def _print_plan(console: Console, summary: RedriveSummary) -> None:
+    from collections import Counter
+
     from rich.table import Table
 
+    def action(p: PlannedMove) -> str:
+        return p.action if p.action != "move" else f"move → {p.target}"
+
+    if len(summary.planned) > PLAN_ROWS:
+        # Thousands of rows help nobody at 3 a.m.: group them, and --json has every message.
+        groups = Counter((p.job, p.reason, p.error_type, action(p)) for p in summary.planned)
+        table = Table(title=f"would redrive from {summary.dlq_url} (grouped; --json lists every message)")
+        for name in ("job", "reason", "error", "action", "count"):
+            table.add_column(name, justify="right" if name == "count" else "left")
+        for (job, reason, error_type, act), count in groups.most_common():
+            table.add_row(job, reason, error_type, act, str(count))
+        console.print(table)
+        return
     table = Table(title=f"would redrive from {summary.dlq_url}")
     for name in ("message", "job", "reason", "error", "age", "redrives", "action"):
         table.add_column(name)
     for p in summary.planned:
         table.add_row(
-            p.message_id[:8], p.job, p.reason, p.error_type, format_age(p.age_seconds),
-            str(p.redrive_count), p.action if p.action != "move" else f"move → {p.target}",
+            p.message_id[:8], p.job, p.reason, p.error_type, format_age(p.age_seconds), str(p.redrive_count), action(p)
         )
     console.print(table)
 
