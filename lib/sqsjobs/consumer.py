@@ -459,9 +459,16 @@ TIME_LIMIT_REPEAT = 1.0
 
 
 class TimeLimit:
-    """What ``time_limit`` yields: whether the limit fired while the block ran."""
+    """What ``time_limit`` yields: whether the limit fired while the block ran.
+
+    Example:
+        >>> TimeLimit().expired
+        False
+    """
 
     expired: bool = False
+    #: set while the timer is being disarmed: a late alarm must not interrupt the cleanup
+    leaving: bool = False
 
 
 @contextmanager
@@ -485,16 +492,30 @@ def time_limit(seconds: float | None, job: str) -> Iterator[TimeLimit]:
         return
 
     def expired(signum: int, frame: Any) -> None:
+        if limit.leaving:
+            return
         limit.expired = True
         raise TimeLimitExceeded(f"job {job!r} ran past its time_limit of {seconds} s")
 
     previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds, TIME_LIMIT_REPEAT)
+    # Someone else's timer (a test runner's timeout, say) is put back, less the time we took.
+    outer_delay, outer_interval = signal.setitimer(signal.ITIMER_REAL, seconds, TIME_LIMIT_REPEAT)
+    started = time.monotonic()
     try:
         yield limit
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        # Nested so that an alarm landing before ``leaving`` is set cannot skip the disarm:
+        # a timer left running would raise in whatever code runs next, every second.
+        try:
+            limit.leaving = True
+        finally:
+            try:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            finally:
+                signal.signal(signal.SIGALRM, previous)
+                if outer_delay:
+                    left = max(outer_delay - (time.monotonic() - started), 0.001)
+                    signal.setitimer(signal.ITIMER_REAL, left, outer_interval)
 
 
 def _chunks(items: Sequence[Delivery], size: int) -> list[list[Delivery]]:
