@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from sqsjobs.arguments import MAX_LIST_ITEMS
 from sqsjobs.cli.schema import load_schema, schema_text
-from sqsjobs.envelope import MAX_KEY_BYTES, Envelope
+from sqsjobs.envelope import ENVELOPE_VERSION, MAX_BODY_BYTES, MAX_KEY_BYTES, SUPPORTED_VERSIONS, Envelope
 from sqsjobs.errors import MalformedMessageError
 
 VALIDATOR = Draft202012Validator(load_schema())
@@ -49,6 +50,18 @@ def test_the_schema_is_a_valid_draft_2020_12_schema() -> None:
     for example in load_schema()["examples"]:
         assert VALIDATOR.is_valid(example)
         assert Envelope.decode(json.dumps(example)).job == example["job"]
+
+
+def test_the_schema_states_the_limits_the_code_enforces() -> None:
+    # A change to envelope.py's limits must change the published schema with it.
+    schema = load_schema()
+    properties = schema["properties"]
+    assert {ENVELOPE_VERSION} == SUPPORTED_VERSIONS and properties["v"]["const"] == ENVELOPE_VERSION
+    assert properties["key"]["maxLength"] == MAX_KEY_BYTES
+    list_rule = properties["args"]["additionalProperties"]["anyOf"][1]
+    assert list_rule["maxItems"] == MAX_LIST_ITEMS
+    assert str(MAX_BODY_BYTES) in schema["description"]
+    assert schema["required"] == ["v", "job"]
 
 
 REJECTED = {
