@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from mypy_boto3_cloudwatch import CloudWatchClient
-    from mypy_boto3_cloudwatch.type_defs import MetricAlarmTypeDef
+    from mypy_boto3_cloudwatch.type_defs import CompositeAlarmTypeDef, MetricAlarmTypeDef
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
@@ -405,25 +405,35 @@ def _recent(letters: list[DlqMessage], limit: int) -> tuple[RecentFailure, ...]:
 def _alarms(
     cloudwatch_client: CloudWatchClient, *, prefix: str | None, queue_names: set[str], namespace: str
 ) -> Iterable[AlarmState]:
+    """Alarms named with ``prefix``; without one, the alarms that concern these queues.
+
+    Those are the alarms on the queues or on the sqsjobs metrics, plus every
+    alarm that notifies the same SNS topics (the worker's Lambda errors and
+    throttles alarms name a function, not a queue, but page the same people).
+    """
     paginator = cloudwatch_client.get_paginator("describe_alarms")
     kwargs: dict[str, Any] = {"AlarmTypes": ["MetricAlarm", "CompositeAlarm"]}
     if prefix:
         kwargs["AlarmNamePrefix"] = prefix
+    metric_alarms: list[MetricAlarmTypeDef] = []
+    composites: list[CompositeAlarmTypeDef] = []
     for page in paginator.paginate(**kwargs):
-        for alarm in page.get("MetricAlarms", []):
-            metric = _metric_label(alarm)
-            if prefix or _concerns(alarm, queue_names, namespace):
-                yield _alarm_state(alarm, metric)
-        for composite in page.get("CompositeAlarms", []):
-            # A composite names no metric; without a prefix we cannot tell it is ours.
-            if prefix:
-                yield AlarmState(
-                    name=composite.get("AlarmName", ""),
-                    state=composite.get("StateValue", "INSUFFICIENT_DATA"),
-                    reason=composite.get("StateReason", ""),
-                    metric=composite.get("AlarmRule", ""),
-                    updated_at=_ts(composite.get("StateUpdatedTimestamp")),
-                )
+        metric_alarms.extend(page.get("MetricAlarms", []))
+        composites.extend(page.get("CompositeAlarms", []))
+    ours = [a for a in metric_alarms if prefix or _concerns(a, queue_names, namespace)]
+    topics = {arn for a in ours for arn in a.get("AlarmActions", []) if ":sns:" in arn}
+    for alarm in metric_alarms:
+        if alarm in ours or topics & set(alarm.get("AlarmActions", [])):
+            yield _alarm_state(alarm, _metric_label(alarm))
+    for composite in composites:
+        if prefix or topics & set(composite.get("AlarmActions", [])):
+            yield AlarmState(
+                name=composite.get("AlarmName", ""),
+                state=composite.get("StateValue", "INSUFFICIENT_DATA"),
+                reason=composite.get("StateReason", ""),
+                metric=composite.get("AlarmRule", ""),
+                updated_at=_ts(composite.get("StateUpdatedTimestamp")),
+            )
 
 
 def _alarm_state(alarm: MetricAlarmTypeDef, metric: str) -> AlarmState:

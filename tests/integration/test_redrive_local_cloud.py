@@ -71,6 +71,10 @@ def test_status_then_dry_run_then_redrive_as_the_runbook_says(cloud: Any, shell_
     assert report["dlq"]["depth"] == 2
     assert report["dlq_groups"][0]["reason"] == "permanent"
     assert "sqsjobs-runbook-DeadLetterAlarm" in report["alarms_firing"]
+    # The worker's Lambda alarms name no queue; they show because they notify the same topics.
+    assert {"sqsjobs-runbook-WorkerErrorsAlarm", "sqsjobs-runbook-OldestMessageAlarm"} <= {
+        a["name"] for a in report["alarms"]
+    }
 
     # As written in the runbook; the DLQ comes from the jobs queue's redrive policy if `local env` has none.
     dlq = shell_env.get("SQSJOBS_DLQ_URL", "")

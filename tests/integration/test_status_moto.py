@@ -14,6 +14,7 @@ from sqsjobs.status import StatusError, collect_status
 from typer.testing import CliRunner
 
 REGION = "us-east-1"
+PAGE = "arn:aws:sns:us-east-1:123456789012:jobs-page"
 
 
 @pytest.fixture
@@ -61,7 +62,12 @@ def seed(sqs: Any, cw: Any) -> tuple[str, str]:
     cw.put_metric_alarm(
         AlarmName="jobs-dlq-not-empty", Namespace="AWS/SQS", MetricName="ApproximateNumberOfMessagesVisible",
         Dimensions=[{"Name": "QueueName", "Value": "jobs-dlq"}], Statistic="Maximum", Period=60,
-        EvaluationPeriods=1, Threshold=0, ComparisonOperator="GreaterThanThreshold",
+        EvaluationPeriods=1, Threshold=0, ComparisonOperator="GreaterThanThreshold", AlarmActions=[PAGE],
+    )
+    cw.put_metric_alarm(  # names a function, not a queue: found through the shared topic
+        AlarmName="jobs-worker-errors", Namespace="AWS/Lambda", MetricName="Errors",
+        Dimensions=[{"Name": "FunctionName", "Value": "jobs-worker"}], Statistic="Sum", Period=300,
+        EvaluationPeriods=1, Threshold=0, ComparisonOperator="GreaterThanThreshold", AlarmActions=[PAGE],
     )
     cw.put_metric_alarm(
         AlarmName="jobs-failure-rate", Namespace="sqsjobs", MetricName="JobFailed",
@@ -71,7 +77,7 @@ def seed(sqs: Any, cw: Any) -> tuple[str, str]:
     cw.put_metric_alarm(
         AlarmName="someone-elses-alarm", Namespace="AWS/EC2", MetricName="CPUUtilization",
         Statistic="Average", Period=60, EvaluationPeriods=1, Threshold=90,
-        ComparisonOperator="GreaterThanThreshold",
+        ComparisonOperator="GreaterThanThreshold", AlarmActions=["arn:aws:sns:us-east-1:123456789012:other-team"],
     )
     cw.set_alarm_state(AlarmName="jobs-dlq-not-empty", StateValue="ALARM", StateReason="3 > 0")
     return src, dlq
@@ -95,7 +101,7 @@ def test_report_counts_groups_and_alarms(aws: Any) -> None:
         ("sync-account", "permanent", "KeyError", 1),
     ]
     states = {a.name: a.state for a in report.alarms}
-    assert set(states) == {"jobs-dlq-not-empty", "jobs-failure-rate"}  # not the EC2 one
+    assert set(states) == {"jobs-dlq-not-empty", "jobs-failure-rate", "jobs-worker-errors"}  # not the EC2 one
     assert states["jobs-dlq-not-empty"] == "ALARM"
     assert {f.error_message for f in report.recent_failures} == {"boom", "'account 7'"}
     assert any("unknown" in n for n in report.notes)
