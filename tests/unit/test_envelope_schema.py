@@ -159,7 +159,7 @@ def bodies(draw: st.DrawFn) -> dict[str, Any]:
     return {name: draw(FIELDS[name]) for name in sorted(present)}
 
 
-@settings(derandomize=True, max_examples=400, deadline=None)
+@settings(derandomize=True, max_examples=250, deadline=None)
 @given(bodies())
 def test_schema_and_decode_agree_on_generated_bodies(body: dict[str, Any]) -> None:
     text = json.dumps(body, allow_nan=False)
