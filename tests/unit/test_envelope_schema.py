@@ -124,6 +124,16 @@ def test_what_decode_accepts_the_schema_accepts(case: str) -> None:
     assert schema_accepts(body)
 
 
+def test_the_two_key_rules_the_schema_cannot_express_are_the_documented_ones() -> None:
+    # Both are stated in the schema's description of "key" and in docs/producers.md.
+    description = load_schema()["properties"]["key"]["description"]
+    assert "2048 bytes" in description and "lone surrogate" in description
+    too_many_bytes = json.dumps({"v": 1, "job": "ok", "key": "é" * MAX_KEY_BYTES})  # 2048 characters, 4096 bytes
+    lone_surrogate = '{"v": 1, "job": "ok", "key": "k\\udc80"}'
+    for body in (too_many_bytes, lone_surrogate):
+        assert schema_accepts(body) and not decode_accepts(body)
+
+
 def test_integral_float_versions_decode_as_integers() -> None:
     envelope = Envelope.decode(ACCEPTED["integral floats"])
     assert (envelope.v, envelope.job_version) == (1, 2)
