@@ -70,6 +70,9 @@ SKIP_TOO_MANY_ATTRIBUTES: Final = "too-many-attributes"
 # Moved by this run, failed again and dead-lettered again while the run went on.
 SKIP_FAILED_AGAIN: Final = "failed-again"
 
+# How many dry-run lines the Lambda returns (the rest are counted).
+LAMBDA_PLANNED_LINES: Final = 100
+
 StopReason = Literal["drained", "scanned", "max", "deadline", "error", "interrupted", "running"]
 
 
@@ -679,4 +682,9 @@ def handle_redrive_event(
         sqs_client=sqs_client,
         remaining_time=lambda: float(context.get_remaining_time_in_millis()) / 1000.0,
     )
-    return engine.run().to_dict()
+    result = engine.run().to_dict()
+    # Lambda's response is capped at 6 MB: a dry run over a large DLQ returns
+    # the first lines and the count (the CLI's --json has every message).
+    result["planned_total"] = len(result["planned"])
+    result["planned"] = result["planned"][:LAMBDA_PLANNED_LINES]
+    return result

@@ -267,3 +267,16 @@ def test_cli_dry_run_groups_a_long_plan(sqs: Any, monkeypatch: pytest.MonkeyPatc
     assert "grouped" in result.output
     row = next(line for line in result.output.splitlines() if "invoice-email" in line)
     assert row.rstrip(" │").endswith("4")
+
+
+def test_lambda_dry_run_returns_the_first_lines_and_the_count(sqs: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqsjobs import redrive as engine
+
+    src, dlq = make_queues(sqs)
+    for key in range(5):
+        dead_letter(sqs, dlq, src, key=key)
+    monkeypatch.setenv("SQSJOBS_DLQ_URL", dlq)
+    monkeypatch.setattr(engine, "LAMBDA_PLANNED_LINES", 2)
+    result = load_handler().handler({"dry_run": True, "wait_time_seconds": 0}, Context(300_000))
+    assert (result["planned_total"], len(result["planned"]), result["matched"]) == (5, 2, 5)
+    assert depth(sqs, dlq) == 5
