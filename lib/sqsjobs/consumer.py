@@ -254,7 +254,9 @@ class JobBatchProcessor(BasePartialBatchProcessor):
             self._dead(d, REASON_EXHAUSTED, error)
             return
         backoff = d.job.options.backoff if d.job else self.default_backoff
-        requested = getattr(error, "delay", None)
+        # Only our RetryableError chooses its delay: another library's exception may well have a
+        # ``delay`` attribute of any type (a method, a string), which must not reach SQS.
+        requested = error.delay if isinstance(error, RetryableError) else None
         d.delay = requested if requested is not None else backoff.next_delay(d.attempt, self.random)
         d.outcome = Outcome.RETRY
 

@@ -163,6 +163,24 @@ def test_retry_and_permanent_rules_in_one_batch(make_app: Any, aws: Any) -> None
     assert {attr(m, ATTR_ATTEMPTS) for m in dead.values()} == {"1"}  # straight to the DLQ
 
 
+class SlowDown(Exception):
+    """Another library's exception that happens to have a ``delay`` attribute."""
+
+    def delay(self) -> float:
+        return 5.0
+
+
+def test_only_retryable_error_chooses_its_delay(make_app: Any, aws: Any) -> None:
+    app = make_app()
+
+    @app.job("client", key="client:{kind}", backoff_base=10, backoff_cap=10, jitter=False)
+    def client(kind: str) -> None:
+        raise SlowDown() if kind == "foreign" else RetryableError("busy", delay=3)
+
+    result = app.process_batch(sqs_event([json.loads(client.message(kind=k).body) for k in ("foreign", "ours")]))
+    assert [(d.outcome, d.delay) for d in result.deliveries] == [(Outcome.RETRY, 10), (Outcome.RETRY, 3)]
+
+
 def test_by_default_every_exception_is_retried_until_the_last_attempt(make_app: Any, aws: Any) -> None:
     app = make_app()
 
