@@ -8,6 +8,8 @@ instead of raising halfway through.
 
 from __future__ import annotations
 
+import hashlib
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +26,8 @@ MAX_BATCH_ENTRIES = 10
 MAX_BATCH_BYTES = 256 * 1024
 #: entries a batch call reported as failed (throttling, service errors) wait this long
 SEND_RETRY_BACKOFF = BackoffPolicy(base=0.1, cap=2.0)
+#: what SQS takes as a MessageGroupId: 1..128 ASCII letters, digits and punctuation (no spaces)
+MESSAGE_GROUP_ID = re.compile(r"[!-~]{1,128}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,7 +168,7 @@ class Producer:
                 )
             # FIFO queues take no per-message delay; the group defaults to the key so
             # unrelated jobs never queue behind each other (one group = one consumer).
-            entry["MessageGroupId"] = message.group or message.key[:128]
+            entry["MessageGroupId"] = _group_id(message)
             entry["MessageDeduplicationId"] = message.dedup_id
         else:
             if message.delay:
@@ -185,3 +189,19 @@ class Producer:
         if current:
             chunks.append(current)
         return chunks
+
+
+def _group_id(message: JobMessage) -> str:
+    """The FIFO MessageGroupId: the message's group, else its key (hashed when SQS would refuse it)."""
+    if message.group is not None:
+        if not MESSAGE_GROUP_ID.fullmatch(message.group):
+            raise EnqueueError(
+                f"job {message.job!r}: group {message.group!r} is not a valid MessageGroupId: use 1..128 ASCII "
+                "letters, digits or punctuation (no spaces), e.g. an account id"
+            )
+        return message.group
+    key = message.key[:128]
+    if MESSAGE_GROUP_ID.fullmatch(key):
+        return key
+    # Spaces or non-ASCII in the key: its digest is a stable group of the same key.
+    return hashlib.sha256(message.key.encode("utf-8")).hexdigest()

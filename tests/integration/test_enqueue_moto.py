@@ -293,6 +293,30 @@ def test_fifo_group_comes_from_the_template_an_override_or_the_key(make_app: Any
     assert all(dedup == hashlib.sha256(k.encode()).hexdigest() for k, (_, dedup) in groups.items())
 
 
+def test_fifo_groups_sqs_would_refuse_are_hashed_or_refused(make_app: Any, aws: Any) -> None:
+    queue_url, dlq_url = create_queues(aws.sqs, "bad-groups", fifo=True)
+    app = make_app(queue_url=queue_url, dlq_url=dlq_url)
+
+    @app.job("note", key="note:{title}")
+    def note(title: str) -> None: ...
+
+    @app.job("sync", key="sync:{account}", group="{account}")
+    def sync(account: str) -> None: ...
+
+    # No group of its own and a key with a space: the group is the key's digest, stable per key.
+    note.enqueue(title="hello world")
+    ((key, group),) = [(json.loads(m["Body"])["key"], m["Attributes"]["MessageGroupId"])
+                       for m in receive_all(aws.sqs, queue_url)]
+    assert key == "note:hello world" and group == hashlib.sha256(key.encode()).hexdigest()
+    # A group that is the caller's choice is never rewritten: it is refused, saying why.
+    with pytest.raises(EnqueueError, match="'acme corp' is not a valid MessageGroupId"):
+        note.enqueue(title="x", group="acme corp")
+    with pytest.raises(EnqueueError, match="no spaces"):
+        sync.enqueue(account="zürich")
+    report = app.enqueue_many([sync.message(account="ok-1"), sync.message(account="x" * 129)])
+    assert [(f.index, f.code) for f in report.failed] == [(1, "Invalid")] and report.sent == 1
+
+
 def test_group_is_ignored_on_a_standard_queue(make_app: Any, aws: Any) -> None:
     client = Recording(aws.sqs)
     app = make_app(sqs_client=client)
