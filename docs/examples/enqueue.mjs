@@ -22,7 +22,8 @@ export async function enqueue(job, args, { delaySeconds = 0, traceId, jobVersion
       QueueUrl: queueUrl,
       MessageBody: JSON.stringify(body),
       MessageAttributes: attributes,
-      DelaySeconds: delaySeconds,
+      // FIFO queues refuse a per-message delay: send DelaySeconds only when there is one.
+      ...(delaySeconds > 0 ? { DelaySeconds: delaySeconds } : {}),
     }),
   );
   return MessageId;
