@@ -29,7 +29,8 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs.errors import ConfigurationError, TransactionError
+from sqsjobs.envelope import Envelope
+from sqsjobs.errors import ConfigurationError, MalformedMessageError, TransactionError
 from sqsjobs.message import JobMessage
 
 if TYPE_CHECKING:
@@ -421,11 +422,16 @@ def message_from_image(image: Mapping[str, Any]) -> JobMessage:
     """The job message an outbox item's stream image (DynamoDB JSON) carries.
 
     Example:
-        >>> message_from_image({"pk": {"S": "k:1"}, "job": {"S": "k"}, "body": {"S": "{}"},
+        >>> body = '{"v": 1, "job": "k", "key": "k:1", "args": {}}'
+        >>> message_from_image({"pk": {"S": "k:1"}, "job": {"S": "k"}, "body": {"S": body},
         ...                     "created_at": {"N": "1"}, "expires_at": {"N": "2"}}).key
         'k:1'
     """
     item = outbox_item_model("outbox").from_raw_data(dict(image))
+    for name in ("pk", "job", "body"):
+        if not isinstance(getattr(item, name), str) or not getattr(item, name):
+            raise MalformedMessageError(f"outbox item has no {name!r}")
+    Envelope.decode(item.body)  # a body the worker could never read is not worth sending
     attributes = json.loads(item.attributes) if item.attributes else {}
     return JobMessage(job=item.job, key=item.pk, body=item.body, delay=int(item.delay or 0), group=item.group,
                       trace_id=item.trace_id, extra_attributes=attributes)
