@@ -52,6 +52,9 @@ VISIBILITY_TIMEOUT = 30
 BATCH_SECONDS = 0.2
 #: virtual seconds the poller waits when nothing is visible
 IDLE_STEP = 1.0
+#: jobs are enqueued in waves of this many whenever the queue holds fewer than half a wave
+WAVE = 1000
+WAVE_CHECK_EVERY = 10
 #: a run that needs more virtual time than this is stuck, not slow
 VIRTUAL_TIME_LIMIT = 7 * 24 * 3600.0
 REASON_ATTRIBUTE = "sqsjobs.reason"
@@ -301,6 +304,8 @@ class ChaosRun:
         #: message id → (virtual time of the retry decision, delay asked for)
         self.pending_retry: dict[str, tuple[float, float]] = {}
         self.acked: dict[str, str] = {}
+        #: message id → key of every message the producer sent
+        self.sent: dict[str, str] = {}
         self._ratios: list[float] = []
 
     # ------------------------------------------------------------------ setup
@@ -364,24 +369,24 @@ class ChaosRun:
 
         return app
 
-    def _enqueue(self, app: Any) -> dict[str, str]:
-        """Send every job, some twice; returns message id → key."""
+    def _enqueue(self, app: Any, first: int, count: int) -> None:
+        """Send jobs ``first`` .. ``first + count - 1``, some twice; records message id → key in ``sent``."""
         job = app.get_job("chaos")
         messages = []
-        for n in range(self.config.jobs):
+        for n in range(first, first + count):
             messages.append(job.message(n=n))
             if self.faults.random() < self.config.duplicate:
                 messages.append(job.message(n=n))
                 self.ledger.duplicates_sent += 1
-        # A duplicate lands anywhere in the stream, not always right behind its original.
+        # A duplicate lands anywhere in the wave, not always right behind its original.
         self.faults.shuffle(messages)
         report = app.enqueue_many(messages)
         if not report.ok:
             raise RuntimeError(f"the producer failed to send {len(report.failed)} messages: {report.failed[:3]}")
-        self.ledger.jobs = self.config.jobs
-        self.ledger.messages_sent = report.sent
-        self.ledger.producer_calls = report.calls
-        return {mid: messages[i].key for i, mid in report.message_ids.items()}
+        self.ledger.jobs += count
+        self.ledger.messages_sent += report.sent
+        self.ledger.producer_calls += report.calls
+        self.sent.update({mid: messages[i].key for i, mid in report.message_ids.items()})
 
     # ------------------------------------------------------------------ polling
     def _record(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -396,21 +401,35 @@ class ChaosRun:
             "eventSourceARN": self.queue_arn, "awsRegion": "us-east-1",
         }
 
-    def _queue_empty(self) -> bool:
+    def _depth(self) -> int:
         names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
                  "ApproximateNumberOfMessagesDelayed"]
         attrs = self.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=names)["Attributes"]  # type: ignore[arg-type]
-        return all(int(attrs.get(n, "0")) == 0 for n in names)
+        return sum(int(attrs.get(n, "0")) for n in names)
+
+    def _queue_empty(self) -> bool:
+        return self._depth() == 0
 
     def _poll(self, app: Any) -> None:
         from sqsjobs import Outcome
         from sqsjobs.testing import FakeContext
 
         started = self.clock()
+        enqueued = 0
+        since_check = WAVE_CHECK_EVERY
         while True:
             if self.clock() - started > VIRTUAL_TIME_LIMIT:
                 self.ledger.problems.append("the queue did not drain within a virtual week")
                 return
+            # Jobs arrive in waves while the queue is low, as from a steady producer: a queue of
+            # 10,000 messages would make moto (a list per queue) the thing being measured.
+            if enqueued < self.config.jobs and since_check >= WAVE_CHECK_EVERY:
+                since_check = 0
+                if self._depth() < WAVE // 2:
+                    count = min(WAVE, self.config.jobs - enqueued)
+                    self._enqueue(app, enqueued, count)
+                    enqueued += count
+            since_check += 1
             response = self.sqs.receive_message(
                 QueueUrl=self.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"],
                 MessageAttributeNames=["All"],
@@ -418,7 +437,10 @@ class ChaosRun:
             received = response.get("Messages", [])
             if not received:
                 if self._queue_empty():
-                    return
+                    if enqueued >= self.config.jobs:
+                        return
+                    since_check = WAVE_CHECK_EVERY
+                    continue
                 self.clock.advance(IDLE_STEP)
                 continue
             for message in received:
@@ -597,9 +619,8 @@ class ChaosRun:
         start = self.clock()
         self._resources()
         app = self._app()
-        sent = self._enqueue(app)
         self._poll(app)
-        self._ledger(sent)
+        self._ledger(self.sent)
         self.ledger.virtual_seconds = self.clock() - start
         self.ledger.wall_seconds = time.perf_counter() - wall
         return self.ledger
