@@ -215,11 +215,12 @@ class JobApp:
         declare = self.job(name, key=job_options.pop("key", f"{name}:{{{PERIOD}}}"), **job_options)
 
         def register(fn: Callable[P, R]) -> Job[P, R]:
-            job = declare(fn)
-            if PERIOD not in job.signature.names:
-                del self.jobs[name]
+            import inspect
+
+            if PERIOD not in inspect.signature(fn).parameters:
                 raise ConfigurationError(f"scheduled job {name!r}: the function needs a 'period: str' parameter "
                                          "(the period the tick belongs to, e.g. '2026-08-05')")
+            job = declare(fn)
             self.schedules[name] = spec
             return job
 

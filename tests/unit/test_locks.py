@@ -1,0 +1,116 @@
+"""Scheduled-job units: periods from expressions and ticks, declarations, leases, and the template agreeing."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqsjobs import ConfigurationError, InvalidEventError, JobApp, UnknownJobError
+from sqsjobs.locks import Acquired, LockState, lock_key
+from sqsjobs.scheduling import DAILY, HOURLY, MINUTELY, Scheduler, period_format, scheduled_time
+from sqsjobs.testing import FakeContext
+from template_support import load_template
+
+
+@pytest.mark.parametrize(("expression", "period"), [
+    ("cron(0 2 * * ? *)", DAILY),
+    ("cron(30 4 ? * MON-FRI *)", DAILY),
+    ("cron(15 * * * ? *)", HOURLY),
+    ("cron(0 2,14 * * ? *)", HOURLY),
+    ("cron(0/5 * * * ? *)", MINUTELY),
+    ("rate(1 day)", DAILY),
+    ("rate(6 hours)", HOURLY),
+    ("rate(5 minutes)", MINUTELY),
+    ("at(2026-08-05T02:00:00)", MINUTELY),
+])
+def test_the_period_is_the_coarsest_bucket_the_expression_fires_in_at_most_once(expression: str, period: str) -> None:
+    assert period_format(expression) == period
+
+
+@pytest.mark.parametrize("expression", ["cron(0 2 * * ?)", "every day", "rate(1 week)"])
+def test_expressions_that_are_not_eventbridge_are_refused(expression: str) -> None:
+    with pytest.raises(ConfigurationError):
+        period_format(expression)
+
+
+def test_the_tick_is_named_by_its_scheduled_time_then_the_rule_time_then_now() -> None:
+    assert scheduled_time({"scheduled_time": "2026-08-05T02:00:00Z", "time": "2026-08-06T00:00:00Z"},
+                          0) == datetime(2026, 8, 5, 2, tzinfo=UTC)
+    assert scheduled_time({"time": "2026-08-06T00:00:00Z"}, 0) == datetime(2026, 8, 6, tzinfo=UTC)
+    assert scheduled_time({"scheduled_time": "2026-08-05T02:00:00"}, 0).tzinfo is UTC  # naive means UTC
+    assert scheduled_time({}, 86_400.0) == datetime(1970, 1, 2, tzinfo=UTC)
+
+
+def make_app(**options: Any) -> JobApp:
+    return JobApp(queue_url="https://sqs.example/q", table_name="idempotency", **options)
+
+
+def test_a_scheduled_job_needs_a_period_parameter_and_is_not_left_registered_without_one() -> None:
+    app = make_app()
+    with pytest.raises(ConfigurationError, match="'period: str' parameter"):
+        @app.scheduled("nightly-report", schedule="cron(0 2 * * ? *)")
+        def report(day: str) -> None: ...
+    assert "nightly-report" not in app.jobs and app.schedules == {}
+
+
+def test_scheduled_declarations_are_validated() -> None:
+    app = make_app()
+    with pytest.raises(ConfigurationError, match="strftime"):
+        app.scheduled("a", schedule="cron(0 2 * * ? *)", period="daily")
+    with pytest.raises(ConfigurationError, match="lease_seconds"):
+        app.scheduled("b", schedule="cron(0 2 * * ? *)", lease_seconds=0)
+
+    @app.scheduled("weekly", schedule="cron(0 2 ? * MON *)", period="%G-W%V", max_attempts=2)
+    def weekly(period: str) -> None: ...
+
+    assert app.schedules["weekly"].period_of(datetime(2026, 8, 5, tzinfo=UTC)) == "2026-W32"
+    assert weekly.options.max_attempts == 2 and weekly.message(period="2026-W32").key == "weekly:2026-W32"
+
+
+def test_the_default_lease_is_the_invocation_time_left_plus_the_margin() -> None:
+    app = make_app(lease_margin=5, function_timeout=120)
+
+    @app.scheduled("r", schedule="rate(1 day)")
+    def r(period: str) -> None: ...
+
+    scheduler = Scheduler(app)
+    spec = app.schedules["r"]
+    assert scheduler._lease_seconds(spec, FakeContext(remaining_ms=30_000, clock=lambda: 0.0)) == 35.0
+    assert scheduler._lease_seconds(spec, None) == 125.0
+
+
+def test_events_must_name_a_scheduled_job_when_there_are_several() -> None:
+    app = make_app()
+    for name in ("a", "b"):
+        app.scheduled(name, schedule="rate(1 day)")(lambda period: None)
+    with pytest.raises(InvalidEventError, match="scheduled_time"):
+        app.fire_schedule({"scheduled_time": "2026-08-05T02:00:00Z"})
+    with pytest.raises(UnknownJobError, match="scheduled: a, b"):
+        app.scheduler.fire("c")
+
+
+def test_acquired_explains_itself() -> None:
+    held = LockState(key=lock_key("r:1"), status="HELD", owner="a", lease_until=10.0)
+    assert Acquired(key=held.key, ok=False, current=held).reason == "held by a until 10.0"
+    assert Acquired(key=held.key, ok=True).reason == "acquired"
+    assert Acquired(key=held.key, ok=False).reason == "held by another owner"
+
+
+def test_every_template_schedule_matches_the_apps_declaration(handlers_on_path: Any) -> None:
+    import app as reference  # handlers/app.py, as Lambda imports it
+
+    template = load_template()
+    seen = {}
+    for logical_id, resource in template["Resources"].items():
+        for event in (resource.get("Properties", {}).get("Events") or {}).values():
+            if event.get("Type") == "ScheduleV2":
+                payload = json.loads(event["Properties"]["Input"])
+                seen[payload["job"]] = (logical_id, event["Properties"]["ScheduleExpression"])
+                assert payload["scheduled_time"] == "<aws.scheduler.scheduled-time>"
+                assert resource["Properties"]["Handler"] == "scheduler.handler"
+    assert {job: expression for job, (_, expression) in seen.items()} == {
+        name: spec.expression for name, spec in reference.app.schedules.items()}
+    sys.modules.pop("app", None)
