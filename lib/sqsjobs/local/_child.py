@@ -21,7 +21,11 @@ _PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent() -> None:
-    """Have the kernel send SIGTERM to this process when its parent exits."""
+    """Have the kernel send SIGTERM to this process when its parent exits.
+
+    Strictly: when the parent *thread* that forked it exits, which is why the
+    local cloud forks every child from one long-lived thread (``spawn``).
+    """
     if not sys.platform.startswith("linux"):
         return  # elsewhere the parent's cleanup is the only guard
     libc_name = ctypes.util.find_library("c")

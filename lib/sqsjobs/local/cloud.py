@@ -7,6 +7,7 @@ every thread and child process and frees the ports.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -15,6 +16,7 @@ import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -139,9 +141,13 @@ class LocalCloud:
                 self.sqs_pollers.append(poller)
         for stream_mapping in d.stream_mappings:
             if stream_mapping.enabled:
+                function_name = d.functions[stream_mapping.function].name
                 self.stream_pollers.append(
                     StreamPoller(stream_mapping, self.pools[stream_mapping.function],
-                                 self.clients.get("dynamodbstreams"), report=self._event, healthy=self.healthy)
+                                 self.clients.get("dynamodbstreams"), report=self._event, healthy=self.healthy,
+                                 sqs=self.clients.get("sqs"),
+                                 iterator_age=functools.partial(self._lambda_metric, function_name, "IteratorAge",
+                                                                unit="Milliseconds"))
                 )
         self._scheduler = Scheduler(d.schedules, self._fire_scheduled, report=self._event)
         for poller in self.sqs_pollers:
@@ -265,6 +271,11 @@ class LocalCloud:
                           value=result.duration_ms, unit="Milliseconds"),
             ]
         )
+
+    def _lambda_metric(self, function_name: str, metric: str, value: float, *, unit: str) -> None:
+        dims = frozenset({("FunctionName", function_name)})
+        self._record([Datapoint(namespace="AWS/Lambda", name=metric, dimensions=dims, timestamp=time.time(),
+                                value=value, unit=unit)])
 
     def _on_alarm(self, alarm: AlarmSpec, change: AlarmTransition) -> None:
         self.clients.get("cloudwatch").set_alarm_state(
@@ -398,7 +409,11 @@ class LocalCloud:
         return pending
 
     def fire(self, name: str) -> InvocationResult:
-        """Run schedule ``name`` (its name, logical id, or its function's) now and return the result."""
+        """Run schedule ``name`` now and return the result.
+
+        ``name`` is the schedule's Name or logical id, its function's logical id or
+        name, or the ``job`` its Input names (sqsjobs' scheduled jobs).
+        """
         schedule = self.find_schedule(name)
         return self.pools[schedule.function].invoke(scheduled_event(schedule, self.clients.region))
 
@@ -406,14 +421,15 @@ class LocalCloud:
         """The schedule known by ``name``; :class:`KeyError` listing the names otherwise."""
         for schedule in self.deployment.schedules:
             function = self.deployment.functions[schedule.function]
-            if name in (schedule.name, schedule.logical_id, function.logical_id, function.name):
+            job = schedule.payload.get("job") if isinstance(schedule.payload, dict) else None
+            if name in (schedule.name, schedule.logical_id, function.logical_id, function.name, job):
                 return schedule
         names = ", ".join(s.name for s in self.deployment.schedules) or "none"
         raise KeyError(f"no schedule {name!r}; schedules: {names}")
 
-    def _fire_scheduled(self, schedule: Schedule) -> None:
+    def _fire_scheduled(self, schedule: Schedule, at: datetime) -> None:
         self._event("info", f"schedule {schedule.name} fired ({schedule.expression})")
-        result = self.pools[schedule.function].invoke(scheduled_event(schedule, self.clients.region))
+        result = self.pools[schedule.function].invoke(scheduled_event(schedule, self.clients.region, at))
         if result.failed:
             self._event("warn", f"schedule {schedule.name}: {result.error_type}: {result.error_message}")
 

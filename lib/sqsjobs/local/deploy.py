@@ -17,6 +17,7 @@ from typing import Any
 
 from sqsjobs.local.aws import ACCOUNT_ID, Clients
 from sqsjobs.local.errors import TemplateError
+from sqsjobs.local.filters import parse_filters
 from sqsjobs.local.intrinsics import Resolver, references
 from sqsjobs.local.model import (
     AlarmSpec,
@@ -144,7 +145,7 @@ class _Creator:
         self.region = clients.region
         self._pending_mappings: list[tuple[str, dict[str, Any]]] = []
         self._pending_schedules: list[tuple[str, str, str, Any, bool]] = []
-        self._payloads: dict[tuple[str, str], Any] = {}
+        self._inputs: dict[tuple[str, str], tuple[str | None, str]] = {}
         self._handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
             "AWS::SQS::Queue": self.queue,
             "AWS::DynamoDB::Table": self.table,
@@ -367,9 +368,11 @@ class _Creator:
             return
         enabled = str(p.get("State", "ENABLED")).upper() == "ENABLED"
         for target in p.get("Targets", []):
-            payload = json.loads(target["Input"]) if "Input" in target else None
+            if "InputTransformer" in target or "InputPath" in target:
+                self.d.warnings.append(f"{logical_id}: InputTransformer/InputPath is NOT emulated; "
+                                       "the target gets the Scheduled Event")
             self._pending_schedules.append((logical_id, name, p["ScheduleExpression"], target["Arn"], enabled))
-            self._payloads[(logical_id, str(target["Arn"]))] = payload
+            self._inputs[(logical_id, str(target["Arn"]))] = (target.get("Input"), "UTC")
 
     def schedule(self, logical_id: str, p: dict[str, Any]) -> None:
         name = self.name(logical_id, p.get("Name"))
@@ -377,9 +380,10 @@ class _Creator:
         self.r.attributes[(logical_id, "Arn")] = self.arn("scheduler", f"schedule/default/{name}")
         target = p["Target"]
         enabled = str(p.get("State", "ENABLED")).upper() == "ENABLED"
-        payload = json.loads(target["Input"]) if "Input" in target else None
+        timezone = str(p.get("ScheduleExpressionTimezone", "UTC"))
         self._pending_schedules.append((logical_id, name, p["ScheduleExpression"], target["Arn"], enabled))
-        self._payloads[(logical_id, str(target["Arn"]))] = payload
+        # EventBridge Scheduler sends "{}" when a target has no Input.
+        self._inputs[(logical_id, str(target["Arn"]))] = (target.get("Input", "{}"), timezone)
 
     def link_functions(self) -> None:
         """Attach mappings and schedules to functions, now that all exist."""
@@ -396,21 +400,30 @@ class _Creator:
             if function is None:
                 self.d.warnings.append(f"{logical_id}: target {target_arn} is not a local function; NOT emulated")
                 continue
+            raw_input, timezone = self._inputs[(logical_id, str(target_arn))]
             self.d.schedules.append(
                 Schedule(
-                    logical_id=logical_id, name=name, expression=str(expression),
-                    function=function.logical_id, payload=self._payloads.get((logical_id, str(target_arn))),
-                    enabled=enabled,
+                    logical_id=logical_id, name=name, expression=str(expression), function=function.logical_id,
+                    payload=_json_or_text(raw_input), enabled=enabled, raw_input=raw_input, timezone=timezone,
                 )
             )
+
+    def _on_failure_queue(self, logical_id: str, p: dict[str, Any]) -> str:
+        destination = str(((p.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination", ""))
+        if not destination:
+            return ""
+        queue = self.d.queue_by_arn(destination)
+        if queue is None:
+            self.d.warnings.append(f"{logical_id}: on-failure destination {destination} is NOT emulated (SQS only)")
+            return ""
+        return queue.url
 
     def _mapping(self, logical_id: str, p: dict[str, Any], function: FunctionSpec) -> None:
         source = str(p["EventSourceArn"])
         enabled = str(p.get("Enabled", "true")).lower() == "true"
         report = "ReportBatchItemFailures" in p.get("FunctionResponseTypes", [])
         window = float(p.get("MaximumBatchingWindowInSeconds", 0))
-        if "FilterCriteria" in p:
-            self.d.warnings.append(f"{logical_id}: FilterCriteria is NOT emulated; every record is delivered")
+        filters = tuple(parse_filters(p.get("FilterCriteria")))
         queue = self.d.queue_by_arn(source)
         if queue is not None:
             scaling = p.get("ScalingConfig") or {}
@@ -419,7 +432,7 @@ class _Creator:
                     logical_id=logical_id, function=function.logical_id, queue_url=queue.url,
                     queue_arn=queue.arn, batch_size=int(p.get("BatchSize", 10)), batching_window_s=window,
                     max_concurrency=int(scaling.get("MaximumConcurrency", 5)),
-                    report_batch_item_failures=report, enabled=enabled,
+                    report_batch_item_failures=report, enabled=enabled, filters=filters,
                 )
             )
         elif ":dynamodb:" in source and "/stream/" in source:
@@ -431,11 +444,20 @@ class _Creator:
                     report_batch_item_failures=report,
                     max_retry_attempts=int(p.get("MaximumRetryAttempts", -1)),
                     bisect_on_error=str(p.get("BisectBatchOnFunctionError", "false")).lower() == "true",
-                    enabled=enabled,
+                    enabled=enabled, filters=filters, on_failure_queue_url=self._on_failure_queue(logical_id, p),
                 )
             )
         else:
             self.d.warnings.append(f"{logical_id}: event source {source} is NOT emulated")
+
+
+def _json_or_text(raw: str | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw  # placeholders can make Input invalid JSON until they are filled in
 
 
 def _env_string(value: Any) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 
 from sqsjobs.local.model import FunctionSpec
 from sqsjobs.local.runtime import END_MARKER, RESULT_FD_ENV
+from sqsjobs.local.spawn import spawn
 
 _INIT_TIMEOUT_S = 30.0  # Lambda's init phase allows 10 s; a loaded laptop needs more
 
@@ -66,7 +67,7 @@ class _Worker:
         self.spec = spec
         read_fd, write_fd = os.pipe()
         env = {**base_env, **_lambda_env(spec), **spec.environment, RESULT_FD_ENV: str(write_fd)}
-        self.process = subprocess.Popen(
+        self.process = spawn(
             [sys.executable, "-m", "sqsjobs.local._child", "worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -104,7 +105,7 @@ class _Worker:
             self._ended_ids.discard(request_id)
 
     def read_message(self, deadline: float) -> dict[str, Any] | None:
-        """The next JSON message on the result pipe, or None at the deadline or EOF."""
+        """The next JSON message on the result pipe; None at the deadline or when the worker is gone."""
         fd = self._results.fileno()
         while b"\n" not in self._buffer:
             remaining = deadline - time.monotonic()
@@ -115,6 +116,9 @@ class _Worker:
                 return None
             chunk = os.read(fd, 65536)
             if not chunk:
+                # The worker exited: reap it, so the caller reports a crash, not a timeout.
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.process.wait(timeout=5)
                 return None
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")

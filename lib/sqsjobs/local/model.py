@@ -44,6 +44,7 @@ class SqsMapping:
     max_concurrency: int = 5
     report_batch_item_failures: bool = False
     enabled: bool = True
+    filters: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +61,9 @@ class StreamMapping:
     max_retry_attempts: int = -1
     bisect_on_error: bool = False
     enabled: bool = True
+    filters: tuple[dict[str, Any], ...] = ()
+    #: the on-failure destination's queue URL (SQS destinations only)
+    on_failure_queue_url: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +76,9 @@ class Schedule:
     function: str
     payload: Any = None
     enabled: bool = True
+    #: the Input as written, for EventBridge Scheduler's ``<aws.scheduler.*>`` placeholders
+    raw_input: str | None = None
+    timezone: str = "UTC"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,6 +8,7 @@ schedule is reported and fires only with ``sqsjobs local fire``.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -15,6 +16,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sqsjobs.local.aws import ACCOUNT_ID
 from sqsjobs.local.model import Schedule
@@ -106,16 +108,28 @@ class Timing:
         )
 
 
-def scheduled_event(schedule: Schedule, region: str) -> Any:
-    """The payload a schedule delivers: its Input, or EventBridge's Scheduled Event.
+def scheduled_event(schedule: Schedule, region: str, scheduled_time: datetime | None = None) -> Any:
+    """The payload a schedule delivers: its Input (placeholders filled in), or EventBridge's Scheduled Event.
 
     Example:
         >>> s = Schedule(logical_id="R", name="nightly", expression="rate(1 day)", function="F")
         >>> scheduled_event(s, "us-east-1")["detail-type"]
         'Scheduled Event'
+        >>> s = Schedule(logical_id="S", name="n", expression="rate(1 day)", function="F",
+        ...              raw_input='{"at": "<aws.scheduler.scheduled-time>"}')
+        >>> scheduled_event(s, "us-east-1", datetime(2026, 1, 2, 3, 4, tzinfo=UTC))
+        {'at': '2026-01-02T03:04:00Z'}
     """
-    if schedule.payload is not None:
-        return schedule.payload
+    when = (scheduled_time or datetime.now(UTC)).astimezone(UTC).replace(second=0, microsecond=0)
+    if schedule.raw_input is not None:
+        filled = (
+            schedule.raw_input.replace("<aws.scheduler.scheduled-time>", when.strftime("%Y-%m-%dT%H:%M:%SZ"))
+            .replace("<aws.scheduler.execution-id>", str(uuid.uuid4()))
+            .replace("<aws.scheduler.attempt-number>", "1")
+            .replace("<aws.scheduler.schedule-arn>",
+                     f"arn:aws:scheduler:{region}:{ACCOUNT_ID}:schedule/default/{schedule.name}")
+        )
+        return json.loads(filled)
     return {
         "version": "0",
         "id": str(uuid.uuid4()),
@@ -130,12 +144,12 @@ def scheduled_event(schedule: Schedule, region: str) -> Any:
 
 
 class Scheduler:
-    """Fires enabled schedules on time in a background thread."""
+    """Fires enabled schedules on time (in each schedule's time zone) in a background thread."""
 
     def __init__(
         self,
         schedules: list[Schedule],
-        fire: Callable[[Schedule], None],
+        fire: Callable[[Schedule, datetime], None],
         *,
         report: Callable[[str, str], None],
     ) -> None:
@@ -174,8 +188,11 @@ class Scheduler:
                     if now - last_rate[schedule.logical_id] >= timing.interval_s:
                         last_rate[schedule.logical_id] = now
                         due = True
-                elif minute != last_minute and timing.matches(datetime.fromtimestamp(minute * 60, UTC)):
+                elif minute != last_minute and timing.matches(
+                    datetime.fromtimestamp(minute * 60, ZoneInfo(schedule.timezone))
+                ):
                     due = True
                 if due:
-                    threading.Thread(target=self.fire, args=(schedule,), daemon=True).start()
+                    at = datetime.fromtimestamp(minute * 60, UTC)
+                    threading.Thread(target=self.fire, args=(schedule, at), daemon=True).start()
             last_minute = minute

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqsjobs.local.errors import LocalCloudError, PortInUseError, ServerDiedError
+from sqsjobs.local.spawn import spawn
 
 HOST = "127.0.0.1"
 _READY_TIMEOUT_S = 30.0
@@ -42,6 +43,9 @@ def free_port() -> int:
 def ensure_port_free(port: int) -> None:
     """Raise :class:`PortInUseError` when ``port`` is already bound on 127.0.0.1."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As the server will: connections of a previous run lingering in
+        # TIME_WAIT do not make the port unavailable, a listener does.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((HOST, port))
         except OSError as exc:
@@ -84,7 +88,7 @@ class MotoServer:
         log = tempfile.NamedTemporaryFile(prefix="sqsjobs-moto-", suffix=".log", delete=False)  # noqa: SIM115
         env = dict(os.environ)
         env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-        process = subprocess.Popen(
+        process = spawn(
             [sys.executable, "-m", "sqsjobs.local._child", "moto", "-H", HOST, "-p", str(port)],
             stdout=log,
             stderr=subprocess.STDOUT,

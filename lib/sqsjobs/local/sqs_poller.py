@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqsjobs.local.filters import matches_any, sqs_view
 from sqsjobs.local.invoker import FunctionPool, InvocationResult
 from sqsjobs.local.model import SqsMapping
 
@@ -236,8 +237,18 @@ class SqsPoller:
 
     def _invoke(self, messages: list[dict[str, Any]]) -> None:
         try:
-            event = {"Records": [to_lambda_record(m, self.mapping, self.region) for m in messages]}
-            result = self.pool.invoke(event)
+            records = [to_lambda_record(m, self.mapping, self.region) for m in messages]
+            wanted = [r for r in records if matches_any(list(self.mapping.filters), sqs_view(r))]
+            if len(wanted) < len(records):
+                # Lambda deletes the messages its filters reject, without an invocation.
+                keep_ids = {r["messageId"] for r in wanted}
+                dropped = [m for m in messages if m["MessageId"] not in keep_ids]
+                self._delete(dropped)
+                self._forget(dropped, set())
+                messages = [m for m in messages if m["MessageId"] in keep_ids]
+            if not wanted:
+                return
+            result = self.pool.invoke({"Records": wanted})
             self._settle(messages, result)
         except Exception as exc:  # keep the mapping alive; the batch returns on its own
             self.report("error", f"{self.mapping.logical_id}: {exc}")
@@ -274,7 +285,9 @@ class SqsPoller:
                 "counts as failed (as on AWS)",
             )
         self._forget(messages, keep)
-        done = [m for m in messages if m["MessageId"] not in keep]
+        self._delete([m for m in messages if m["MessageId"] not in keep])
+
+    def _delete(self, done: list[dict[str, Any]]) -> None:
         for start in range(0, len(done), 10):
             chunk = done[start : start + 10]
             response = self.sqs.delete_message_batch(

@@ -4,17 +4,22 @@ Per shard, in order: a batch of up to ``BatchSize`` records goes to the
 function; on success the iterator advances. On failure the same records are
 retried (up to ``MaximumRetryAttempts``, -1 = until they expire, as on AWS);
 with ``ReportBatchItemFailures`` the shard resumes at the first reported
-sequence number, so records before it are not delivered again.
+sequence number, so records before it are not delivered again. With
+``BisectBatchOnFunctionError`` a failing batch is split in halves; records
+whose retries run out are skipped and described to the on-failure SQS
+destination. ``FilterCriteria`` drops records before the invocation.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from sqsjobs.local.filters import matches_any
 from sqsjobs.local.invoker import FunctionPool, InvocationResult
 from sqsjobs.local.model import StreamMapping
 
@@ -69,10 +74,16 @@ class StreamPoller:
         *,
         report: Callable[[str, str], None],
         healthy: Callable[[], bool] = lambda: True,
+        sqs: Any = None,
+        iterator_age: Callable[[float], None] | None = None,
     ) -> None:
         self.mapping = mapping
         self.pool = pool
         self.streams = streams
+        self.sqs = sqs
+        self.iterator_age = iterator_age
+        self.skipped = 0
+        self.given_up = 0
         self.report = report
         self.healthy = healthy
         self.delivered = 0
@@ -132,36 +143,75 @@ class StreamPoller:
 
     def _poll_shard(self, shard: str, iterator: str) -> tuple[str | None, bool]:
         response = self.streams.get_records(ShardIterator=iterator, Limit=self.mapping.batch_size)
-        records = response.get("Records", [])
+        records = [to_lambda_record(r, self.mapping) for r in response.get("Records", [])]
         if not records:
             return response.get("NextShardIterator"), False
-        attempts = 0
+        # Lambda drops the records its filters reject without invoking.
+        wanted = [r for r in records if matches_any(list(self.mapping.filters), r)]
+        self.skipped += len(records) - len(wanted)
+        if wanted:
+            self._deliver(shard, wanted, 0)
+        return response.get("NextShardIterator"), True
+
+    def _deliver(self, shard: str, records: list[dict[str, Any]], attempts: int) -> None:
+        """Invoke until the records succeed, are split (bisect), or their retries run out."""
         while not self._stop.is_set():
             numbers = [r["dynamodb"]["SequenceNumber"] for r in records]
             self.in_flight = 1
             try:
-                result = self.pool.invoke({"Records": [to_lambda_record(r, self.mapping) for r in records]})
+                if self.iterator_age is not None:
+                    created = records[-1]["dynamodb"].get("ApproximateCreationDateTime")
+                    if isinstance(created, (int, float)):
+                        self.iterator_age(max(0.0, (time.time() - created) * 1000))
+                result = self.pool.invoke({"Records": records})
             finally:
                 self.in_flight = 0
-            resume = first_failure(result, numbers, self.mapping.report_batch_item_failures)
             if result.init_error:
                 self.report("error", f"{self.mapping.logical_id}: cannot import handler\n{result.traceback}")
-                # Unprocessed: read the same records again once the import works.
-                time.sleep(2.0)
+                # Unprocessed: the same records go again once the import works.
+                self._stop.wait(2.0)
                 continue
+            resume = first_failure(result, numbers, self.mapping.report_batch_item_failures)
             if resume is None:
                 self.delivered += len(records)
-                return response.get("NextShardIterator"), True
+                return
             attempts += 1
+            why = result.error_type or "batch item failure"
+            if result.failed and self.mapping.bisect_on_error and len(records) > 1:
+                half = len(records) // 2
+                self.report("warn", f"{self.mapping.logical_id}: batch of {len(records)} failed ({why}); bisecting")
+                self._deliver(shard, records[:half], attempts)
+                self._deliver(shard, records[half:], attempts)
+                return
             self.delivered += numbers.index(resume)
-            self.report(
-                "warn",
-                f"{self.mapping.logical_id}: stream batch failed at {resume} "
-                f"({result.error_type or 'batch item failure'}); retry {attempts}",
-            )
-            if 0 <= self.mapping.max_retry_attempts < attempts:
-                self.report("warn", f"{self.mapping.logical_id}: retries exhausted; records skipped")
-                return response.get("NextShardIterator"), True
             records = records[numbers.index(resume):]
+            if 0 <= self.mapping.max_retry_attempts < attempts:
+                self._give_up(shard, records, why)
+                return
+            self.report("warn", f"{self.mapping.logical_id}: stream batch failed at {resume} ({why}); retry {attempts}")
             self._stop.wait(_RETRY_PAUSE_S)
-        return None, False
+
+    def _give_up(self, shard: str, records: list[dict[str, Any]], why: str) -> None:
+        """Retries exhausted: skip the records, telling the on-failure destination, as Lambda does."""
+        self.given_up += len(records)
+        self.report("warn", f"{self.mapping.logical_id}: retries exhausted ({why}); {len(records)} record(s) skipped")
+        if not self.mapping.on_failure_queue_url or self.sqs is None:
+            return
+        first, last = records[0]["dynamodb"], records[-1]["dynamodb"]
+        invocation_record = {
+            "requestContext": {"condition": "RetryAttemptsExhausted", "functionArn": self.pool.spec.arn,
+                               "approximateInvokeCount": self.mapping.max_retry_attempts + 1},
+            "responseContext": {"functionError": why},
+            "version": "1.0",
+            "timestamp": datetime.now(UTC).isoformat(),
+            "DDBStreamBatchInfo": {
+                "shardId": shard,
+                "startSequenceNumber": first["SequenceNumber"],
+                "endSequenceNumber": last["SequenceNumber"],
+                "approximateArrivalOfFirstRecord": first.get("ApproximateCreationDateTime"),
+                "approximateArrivalOfLastRecord": last.get("ApproximateCreationDateTime"),
+                "batchSize": len(records),
+                "streamArn": self.mapping.stream_arn,
+            },
+        }
+        self.sqs.send_message(QueueUrl=self.mapping.on_failure_queue_url, MessageBody=json.dumps(invocation_record))

@@ -29,6 +29,7 @@ def wait_for(path: Path, process: subprocess.Popen[str], seconds: float = 60) ->
 
 def port_free(port: int) -> bool:
     with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT leftovers are not holders
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:
