@@ -110,7 +110,14 @@ class Resolver:
 
 @dataclass(frozen=True, kw_only=True)
 class Queue:
-    """An ``AWS::SQS::Queue`` as the rules see it."""
+    """An ``AWS::SQS::Queue`` as the rules see it (AWS defaults filled in).
+
+    Example:
+        >>> q = Wiring({"Resources": {"Q": {"Type": "AWS::SQS::Queue",
+        ...     "Properties": {"FifoQueue": True}}}}).queues["Q"]
+        >>> q.fifo, q.retention, q.has_redrive, q.property_path("VisibilityTimeout")
+        (True, 345600, False, ('Resources', 'Q'))
+    """
 
     logical_id: str
     properties: Mapping[str, Any]
@@ -135,7 +142,14 @@ class Queue:
 
 @dataclass(frozen=True, kw_only=True)
 class Function:
-    """A Lambda function (SAM or plain) with ``Globals`` merged in."""
+    """A Lambda function (SAM or plain) with ``Globals`` merged in.
+
+    Example:
+        >>> t = {"Globals": {"Function": {"Timeout": 20}},
+        ...      "Resources": {"F": {"Type": "AWS::Serverless::Function", "Properties": {}}}}
+        >>> Wiring(t).functions["F"].timeout
+        20
+    """
 
     logical_id: str
     timeout: int | None
@@ -144,7 +158,18 @@ class Function:
 
 @dataclass(frozen=True, kw_only=True)
 class SqsSource:
-    """One SQS queue feeding one function: a SAM ``SQS`` event or an event source mapping."""
+    """One SQS queue feeding one function: a SAM ``SQS`` event or an event source mapping.
+
+    ``queue_id``/``function_id`` are ``None`` when that end is not a resource
+    of the template (an imported ARN), so checks that need it are skipped.
+
+    Example:
+        >>> t = {"Resources": {"M": {"Type": "AWS::Lambda::EventSourceMapping", "Properties": {
+        ...     "EventSourceArn": "arn:aws:sqs:us-east-1:1:q", "FunctionName": "f"}}}}
+        >>> s = Wiring(t).sources[0]
+        >>> s.label, s.queue_id, s.batching_window
+        ('event source mapping M', None, 0)
+    """
 
     label: str
     path: Path
