@@ -414,7 +414,7 @@ class OutboxRelay:
         if self._logger is None:
             from aws_lambda_powertools import Logger
 
-            self._logger = Logger(service="sqsjobs-outbox-relay")
+            self._logger = Logger()  # service from POWERTOOLS_SERVICE_NAME, as the worker's
         return self._logger
 
 
