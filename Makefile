@@ -30,6 +30,18 @@ test: lint typecheck unit template-checks
 demo: $(STAMP)
 	$(BIN)/python -m demo
 
+# ---- figures and proofs (issue 8): bench writes BENCHMARKS.md; chaos and fuzz at full size ----
+.PHONY: bench chaos fuzz
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+chaos: $(STAMP)
+	PYTHONPATH=tests $(BIN)/python -m chaos.harness --jobs 10000
+
+fuzz: $(STAMP)
+	SQSJOBS_FUZZ_EXAMPLES=10000 $(BIN)/pytest tests/fuzz -p no:cacheprovider -q -s
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
