@@ -1,0 +1,66 @@
+"""``make bench``: measure sqsjobs against the Powertools equivalent and write BENCHMARKS.md.
+
+Usage: ``python -m bench [--quick] [--out BENCHMARKS.md]``. Everything runs
+against 127.0.0.1 (a moto server in this process, the local cloud's moto
+child) or against botocore's Stubber; nothing asserts, it only measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+import time
+from pathlib import Path
+
+from bench import figures
+from bench.report import Results, render
+from bench.support import machine, moto_server
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every figure and write the report."""
+    parser = argparse.ArgumentParser(description="sqsjobs vs Powertools benchmarks")
+    parser.add_argument("--out", default=str(figures.ROOT / "BENCHMARKS.md"))
+    parser.add_argument("--quick", action="store_true", help="few repetitions (a smoke run, not figures)")
+    args = parser.parse_args(argv)
+    for name, value in (("AWS_ACCESS_KEY_ID", "bench"), ("AWS_SECRET_ACCESS_KEY", "bench"),
+                        ("AWS_DEFAULT_REGION", "us-east-1")):
+        os.environ.setdefault(name, value)
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+    q = args.quick
+    started = time.perf_counter()
+    results = Results(machine=machine(), started=datetime.datetime.now(datetime.UTC))
+
+    def step(label: str) -> None:
+        print(f"[bench {time.perf_counter() - started:6.1f} s] {label}", file=sys.stderr, flush=True)
+
+    with moto_server() as endpoint:
+        step("AWS calls, write units, round trips, wall time (moto server)")
+        results.scenarios = figures.scenario_figures(endpoint, reps=3 if q else 15)
+        step("producer calls")
+        results.producer = figures.producer_calls(endpoint)
+        step("worker loop vs raw loop (moto server)")
+        results.loop = figures.worker_loop_throughput(endpoint, messages=50 if q else 300, reps=1 if q else 3)
+        step("redrive vs raw loop (moto server)")
+        results.redrive = figures.redrive_throughput(endpoint, messages=50 if q else 300, reps=1 if q else 3)
+    step("wall time and round trips with the Stubber")
+    results.stubbed_wall, results.stubbed_depth = figures.stubbed_wall(reps=5 if q else 30)
+    step("CPU per message with the Stubber")
+    results.cpu = figures.cpu_per_message(reps=2 if q else 7, batches=10 if q else 50)
+    step("cold start (python -X importtime)")
+    results.cold = figures.cold_start(reps=3 if q else 15)
+    step("local cloud end to end")
+    try:
+        results.local = figures.local_cloud_throughput(messages=50 if q else 300, reps=1 if q else 3)
+    except Exception as error:  # a figure we could not take is reported as such, not hidden
+        results.local_error = f"{type(error).__name__}: {error}"
+    results.seconds = time.perf_counter() - started
+    Path(args.out).write_text(render(results))
+    step(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

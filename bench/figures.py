@@ -1,0 +1,427 @@
+"""Each benchmark figure: how it is measured, for sqsjobs and for the Powertools equivalent.
+
+Every function returns plain data (``Stat`` or numbers); ``bench.report``
+turns them into BENCHMARKS.md. Nothing here asserts anything: a missed goal
+is a figure to report, not a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.contenders import Job, bodies, event, powertools_handler, sqsjobs_handler
+from bench.support import (
+    CallLog,
+    Stat,
+    add_latency,
+    client,
+    create_queues,
+    create_table,
+    item_bytes,
+    sequential_depth,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+#: the per-request latency model (seconds) added at botocore's before-send
+LATENCY = 0.005
+BATCH = 10
+WRITES = ("PutItem", "UpdateItem", "DeleteItem")
+SCENARIOS = ("success", "duplicate", "retried")
+FRAMEWORKS = ("sqsjobs", "powertools")
+
+
+def _context() -> Any:
+    from sqsjobs.testing import FakeContext
+
+    return FakeContext(remaining_ms=60_000)
+
+
+def _call(handler: Callable[[dict[str, Any], Any], Any], evt: dict[str, Any]) -> None:
+    from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+
+    # Powertools' documented default when every record failed: raise, so Lambda retries the whole batch.
+    with contextlib.suppress(BatchProcessingError):
+        handler(evt, _context())
+
+
+# ---------------------------------------------------------------- AWS calls, WCU, round trips, wall time
+@dataclass
+class ScenarioFigures:
+    """Per framework and scenario: one value per repetition."""
+
+    dynamodb_calls: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    dynamodb_writes: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    sqs_calls: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    depth: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    wall_ms: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    max_item_bytes: dict[str, int] = field(default_factory=dict)
+    operations: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def add(self, table: dict[tuple[str, str], list[float]], key: tuple[str, str], value: float) -> None:
+        table.setdefault(key, []).append(value)
+
+    def wcu_per_message(self, key: tuple[str, str]) -> list[float]:
+        """Write units per message: each write is ceil(item KB), and every item here is under 1 KB."""
+        unit = max(1, math.ceil(self.max_item_bytes[key[0]] / 1024))
+        return [w * unit / BATCH for w in self.dynamodb_writes[key]]
+
+
+def scenario_figures(endpoint: str, reps: int) -> ScenarioFigures:
+    """Batches of 10 received from the same queue, through each framework, with ``LATENCY`` per request.
+
+    success: new jobs; duplicate: the same jobs sent again (completed before);
+    retried: new jobs whose function raises a transient error.
+    """
+    sqs, dynamodb = client("sqs", endpoint), client("dynamodb", endpoint)
+    queue, dlq = create_queues(sqs, "bench-calls")
+    create_table(dynamodb, "bench-sqsjobs", "pk")
+    create_table(dynamodb, "bench-powertools", "id")
+    log = CallLog()
+    for c in (sqs, dynamodb):
+        log.attach(c)
+        add_latency(c, LATENCY)
+    job = Job()
+    handlers = {
+        "sqsjobs": sqsjobs_handler(sqs=sqs, dynamodb=dynamodb, queue_url=queue, dlq_url=dlq, table="bench-sqsjobs",
+                                   job=job)[0],
+        "powertools": powertools_handler(dynamodb=dynamodb, table="bench-powertools", job=job),
+    }
+    out = ScenarioFigures()
+    for rep in range(reps):
+        fresh = bodies(rep * 100, BATCH)
+        failing = bodies(rep * 100 + 50, BATCH)
+        for name in FRAMEWORKS:
+            for scenario, messages in (("success", fresh), ("duplicate", fresh), ("retried", failing)):
+                job.fail = scenario == "retried"
+                evt = _receive(sqs, queue, messages)
+                log.clear()
+                started = time.perf_counter()
+                _call(handlers[name], evt)
+                wall = time.perf_counter() - started
+                calls = list(log.calls)
+                _delete(sqs, queue, evt)
+                key = (name, scenario)
+                ddb = [c for c in calls if c.service == "dynamodb"]
+                out.add(out.dynamodb_calls, key, len(ddb) / BATCH)
+                out.add(out.dynamodb_writes, key, sum(1 for c in ddb if c.operation in WRITES))
+                out.add(out.sqs_calls, key, sum(1 for c in calls if c.service == "sqs") / BATCH)
+                out.add(out.depth, key, sequential_depth(ddb))
+                out.add(out.wall_ms, key, wall * 1000)
+                out.operations[key] = _operations(calls)
+    for name, table in (("sqsjobs", "bench-sqsjobs"), ("powertools", "bench-powertools")):
+        items = dynamodb.scan(TableName=table)["Items"]
+        out.max_item_bytes[name] = max(item_bytes(i) for i in items)
+    return out
+
+
+def _operations(calls: list[Any]) -> str:
+    counts: dict[str, int] = {}
+    for c in calls:
+        counts[c.operation] = counts.get(c.operation, 0) + 1
+    return ", ".join(f"{n} {op}" for op, n in counts.items())
+
+
+def _receive(sqs: Any, queue: str, messages: list[str]) -> dict[str, Any]:
+    """Send the messages and receive them back as Lambda's poller would hand them over."""
+    from sqsjobs.testing import receive_event
+
+    entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(messages)]
+    sqs.send_message_batch(QueueUrl=queue, Entries=entries)
+    evt = receive_event(sqs, queue, max_messages=BATCH, visibility_timeout=60)
+    if len(evt["Records"]) != len(messages):
+        raise RuntimeError(f"received {len(evt['Records'])} of {len(messages)} messages")
+    return evt
+
+
+def _delete(sqs: Any, queue: str, evt: dict[str, Any]) -> None:
+    entries = [{"Id": str(i), "ReceiptHandle": r["receiptHandle"]} for i, r in enumerate(evt["Records"])]
+    sqs.delete_message_batch(QueueUrl=queue, Entries=entries)
+
+
+def producer_calls(endpoint: str, messages: int = 100) -> tuple[float, float]:
+    """SQS calls per enqueued message: ``enqueue_many`` vs a plain boto3 ``send_message`` per job."""
+    from sqsjobs import JobApp
+
+    sqs = client("sqs", endpoint)
+    queue, _ = create_queues(sqs, "bench-producer")
+    log = CallLog()
+    log.attach(sqs)
+    app = JobApp(queue_url=queue, sqs_client=sqs)
+
+    @app.job("invoice-email", key="invoice-email:{invoice_id}")
+    def send_invoice_email(invoice_id: int) -> None: ...
+
+    log.clear()
+    report = app.enqueue_many(send_invoice_email.message(invoice_id=i) for i in range(messages))
+    sqsjobs_calls = len(log.calls) / report.sent
+    log.clear()
+    for body in bodies(0, messages):
+        # Powertools has no producer: this is what application code writes without one.
+        sqs.send_message(QueueUrl=queue, MessageBody=body)
+    return sqsjobs_calls, len(log.calls) / messages
+
+
+# ---------------------------------------------------------------- CPU with the Stubber
+def cpu_per_message(reps: int, batches: int) -> dict[str, Stat]:
+    """Framework CPU (process time, all threads) per successful message, AWS answered by the Stubber."""
+    from botocore.stub import Stubber
+
+    results: dict[str, list[float]] = {name: [] for name in FRAMEWORKS}
+    events = [event(bodies(b * BATCH, BATCH)) for b in range(batches)]
+    for _ in range(reps):
+        for name in FRAMEWORKS:
+            sqs, dynamodb = client("sqs", None), client("dynamodb", None)
+            job = Job()
+            if name == "sqsjobs":
+                handler = sqsjobs_handler(sqs=sqs, dynamodb=dynamodb, queue_url="https://sqs.us-east-1.amazonaws.com/1/q",
+                                          dlq_url="https://sqs.us-east-1.amazonaws.com/1/d", table="t", job=job)[0]
+                order = ["put_item"] * BATCH + ["update_item"] * BATCH
+            else:
+                handler = powertools_handler(dynamodb=dynamodb, table="t", job=job)
+                order = ["put_item", "update_item"] * BATCH
+            stubber = Stubber(dynamodb)
+            for _batch in range(batches + 1):
+                for operation in order:
+                    stubber.add_response(operation, {})
+            stubber.activate()
+            _call(handler, events[0])  # first call builds lazy clients, models, the thread pool
+            contexts = [_context() for _ in events]
+            started = time.process_time()
+            for evt, ctx in zip(events, contexts, strict=True):
+                handler(evt, ctx)
+            spent = time.process_time() - started
+            if len(job.effects) != BATCH * (batches + 1):
+                raise RuntimeError(f"{name}: {len(job.effects)} effects, expected {BATCH * (batches + 1)}")
+            results[name].append(spent / (batches * BATCH) * 1e6)
+    return {name: Stat(tuple(values)) for name, values in results.items()}
+
+
+# ---------------------------------------------------------------- wall time, moto out
+def stubbed_wall(reps: int) -> tuple[dict[str, Stat], dict[str, Stat]]:
+    """Wall ms per successful batch and sequential DynamoDB round trips, AWS answered by the Stubber.
+
+    Every call first waits ``LATENCY`` in its own thread (a ``before-call``
+    hook registered ahead of the Stubber), so the figure is the framework plus
+    the latency model, without moto's own time or its contention for the GIL.
+    """
+    from botocore.stub import Stubber
+
+    wall: dict[str, list[float]] = {name: [] for name in FRAMEWORKS}
+    depth: dict[str, list[float]] = {name: [] for name in FRAMEWORKS}
+    events = [event(bodies(b * BATCH, BATCH)) for b in range(reps + 1)]
+
+    def wait(**kwargs: Any) -> None:
+        time.sleep(LATENCY)
+
+    for name in FRAMEWORKS:
+        sqs, dynamodb = client("sqs", None), client("dynamodb", None)
+        log = CallLog()
+        log.attach(dynamodb)
+        dynamodb.meta.events.register_first("before-call.*.*", wait)
+        job = Job()
+        if name == "sqsjobs":
+            handler = sqsjobs_handler(sqs=sqs, dynamodb=dynamodb, queue_url="https://sqs.us-east-1.amazonaws.com/1/q",
+                                      dlq_url="https://sqs.us-east-1.amazonaws.com/1/d", table="t", job=job)[0]
+            order = ["put_item"] * BATCH + ["update_item"] * BATCH
+        else:
+            handler = powertools_handler(dynamodb=dynamodb, table="t", job=job)
+            order = ["put_item", "update_item"] * BATCH
+        stubber = Stubber(dynamodb)
+        for _ in events:
+            for operation in order:
+                stubber.add_response(operation, {})
+        stubber.activate()
+        _call(handler, events[0])
+        for evt in events[1:]:
+            log.clear()
+            started = time.perf_counter()
+            handler(evt, _context())
+            wall[name].append((time.perf_counter() - started) * 1000)
+            depth[name].append(sequential_depth(log.calls))
+    return ({n: Stat(tuple(v)) for n, v in wall.items()}, {n: Stat(tuple(v)) for n, v in depth.items()})
+
+
+# ---------------------------------------------------------------- cold start
+_IMPORT_LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|\s+(.*)$")
+
+
+def import_time_ms(module: str, path: Path, env: dict[str, str]) -> float:
+    """Cumulative import time of ``module`` in a fresh interpreter (``python -X importtime``)."""
+    completed = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"], cwd=path, env=env,
+        capture_output=True, text=True, check=True,
+    )
+    for line in completed.stderr.splitlines():
+        match = _IMPORT_LINE.match(line)
+        if match and match.group(3).strip() == module:
+            return int(match.group(2)) / 1000
+    raise RuntimeError(f"no import line for {module}: {completed.stderr[-500:]}")
+
+
+def cold_start(reps: int) -> dict[str, Stat]:
+    """handlers/worker.py vs bench/cold/pt_worker.py, each in ``reps`` fresh processes (alternating)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AWS_"))}
+    env.update({"SQSJOBS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/jobs",
+                "SQSJOBS_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/jobs-dlq",
+                "SQSJOBS_TABLE": "idempotency", "AWS_DEFAULT_REGION": "us-east-1",
+                "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"})
+    targets = {"sqsjobs": ("worker", ROOT / "handlers"), "powertools": ("pt_worker", ROOT / "bench" / "cold")}
+    values: dict[str, list[float]] = {name: [] for name in targets}
+    for module, path in targets.values():
+        import_time_ms(module, path, {**env, "PYTHONPATH": str(path)})  # warm the .pyc and page caches
+    for _ in range(reps):
+        for name, (module, path) in targets.items():
+            values[name].append(import_time_ms(module, path, {**env, "PYTHONPATH": str(path)}))
+    return {name: Stat(tuple(v)) for name, v in values.items()}
+
+
+# ---------------------------------------------------------------- throughput
+def worker_loop_throughput(endpoint: str, messages: int, reps: int) -> dict[str, Stat]:
+    """Messages/s: receive → ``handle_batch`` (guard included) → delete, vs a raw receive → delete loop."""
+    sqs, dynamodb = client("sqs", endpoint), client("dynamodb", endpoint)
+    out: dict[str, list[float]] = {"sqsjobs": [], "raw": []}
+    for rep in range(reps):
+        queue, dlq = create_queues(sqs, f"bench-loop-{rep}")
+        table = f"bench-loop-{rep}"
+        create_table(dynamodb, table, "pk")
+        job = Job()
+        handler = sqsjobs_handler(sqs=sqs, dynamodb=dynamodb, queue_url=queue, dlq_url=dlq, table=table, job=job)[0]
+        for name in ("raw", "sqsjobs"):
+            _fill(sqs, queue, bodies(rep * 10 * messages + (0 if name == "raw" else messages), messages))
+            started = time.perf_counter()
+            done = _loop(sqs, queue, handler if name == "sqsjobs" else None)
+            elapsed = time.perf_counter() - started
+            if done != messages:
+                raise RuntimeError(f"{name} loop handled {done} of {messages}")
+            out[name].append(messages / elapsed)
+    return {name: Stat(tuple(v)) for name, v in out.items()}
+
+
+def _fill(sqs: Any, queue: str, messages: list[str], attributes: dict[str, Any] | None = None) -> None:
+    for i in range(0, len(messages), 10):
+        entries = [{"Id": str(j), "MessageBody": b, "MessageAttributes": attributes or {}}
+                   for j, b in enumerate(messages[i:i + 10])]
+        sqs.send_message_batch(QueueUrl=queue, Entries=entries)
+
+
+def _loop(sqs: Any, queue: str, handler: Callable[[dict[str, Any], Any], Any] | None) -> int:
+    """Lambda's poller in miniature: receive 10, hand them over, delete what was acknowledged."""
+    from sqsjobs.testing import queue_arn
+
+    arn = queue_arn(sqs, queue)
+    done = 0
+    while True:
+        received = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, AttributeNames=["All"],
+                                       MessageAttributeNames=["All"]).get("Messages", [])
+        if not received:
+            return done
+        failed: set[str] = set()
+        if handler is not None:
+            records = [{"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
+                        "attributes": m.get("Attributes", {}), "messageAttributes": {}, "eventSource": "aws:sqs",
+                        "eventSourceARN": arn, "awsRegion": "us-east-1"} for m in received]
+            response = handler({"Records": records}, _context())
+            failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
+        entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(received)
+                   if m["MessageId"] not in failed]
+        if entries:
+            sqs.delete_message_batch(QueueUrl=queue, Entries=entries)
+        done += len(entries)
+
+
+def local_cloud_throughput(messages: int, reps: int) -> dict[str, Stat] | None:
+    """Messages/s through ``sqsjobs local`` (template deployed, emulated poller, worker processes, guard, SES)
+    vs a raw receive → delete loop on the same moto server; None when the local cloud cannot start."""
+    from sqsjobs.local.cloud import LocalCloud
+    from sqsjobs.local.output import Output
+
+    events: list[str] = []
+    cloud = LocalCloud.start(ROOT / "template.yaml", parameters=LOCAL_PARAMETERS,
+                             output=Output(event=lambda level, text: events.append(text), log=lambda fn, line: None))
+    out: dict[str, list[float]] = {"sqsjobs": [], "raw": []}
+    try:
+        sqs = cloud.clients.get("sqs")
+        jobs = cloud.queue_url(cloud.app_queue())
+        raw_queue = sqs.create_queue(QueueName="bench-raw")["QueueUrl"]
+        for rep in range(reps):
+            messages = bodies(rep * 10 * messages, messages)
+            started = time.perf_counter()
+            _fill(sqs, jobs, messages, attributes=JOB_ATTRIBUTE)
+            # drain() settles over three quiet 0.2 s checks; that 0.6 s is counted against sqsjobs.
+            cloud.drain(timeout=600)
+            out["sqsjobs"].append(len(messages) / (time.perf_counter() - started))
+            started = time.perf_counter()
+            _fill(sqs, raw_queue, messages)
+            done = _loop(sqs, raw_queue, None)
+            out["raw"].append(done / (time.perf_counter() - started))
+    finally:
+        cloud.stop()
+    return {name: Stat(tuple(v)) for name, v in out.items()}
+
+
+JOB_ATTRIBUTE = {"sqsjobs.job": {"DataType": "String", "StringValue": "invoice-email"}}
+#: the template's parameters for the local-cloud figure: the e2e suite's, with room for a loaded machine
+LOCAL_PARAMETERS = {"SenderEmail": "billing@example.com", "WorkerTimeoutSeconds": "30",
+                    "QueueVisibilityTimeoutSeconds": "60", "MaximumBatchingWindowSeconds": "0", "MaxAttempts": "3"}
+
+
+def redrive_throughput(endpoint: str, messages: int, reps: int) -> dict[str, Stat]:
+    """Messages/s moved DLQ → queue: ``sqsjobs.redrive`` vs a raw receive → send → delete loop."""
+    from sqsjobs.redrive import RedriveOptions, redrive
+
+    sqs = client("sqs", endpoint)
+    out: dict[str, list[float]] = {"sqsjobs": [], "raw": []}
+    for rep in range(reps):
+        for name in ("raw", "sqsjobs"):
+            queue, dlq = create_queues(sqs, f"bench-redrive-{name}-{rep}")
+            _fill_dlq(sqs, dlq, queue, bodies(rep * 10 * messages, messages))
+            started = time.perf_counter()
+            if name == "sqsjobs":
+                summary = redrive(RedriveOptions(dlq=dlq, to=queue, wait_time_seconds=0), sqs_client=sqs)
+                moved = summary.moved
+            else:
+                moved = _raw_redrive(sqs, dlq, queue)
+            elapsed = time.perf_counter() - started
+            if moved != messages:
+                raise RuntimeError(f"{name} redrive moved {moved} of {messages}")
+            out[name].append(messages / elapsed)
+    return {name: Stat(tuple(v)) for name, v in out.items()}
+
+
+def _fill_dlq(sqs: Any, dlq: str, queue: str, messages: list[str]) -> None:
+    """Dead letters as the worker writes them: body plus reason attributes."""
+    for i in range(0, len(messages), 10):
+        entries = []
+        for j, body in enumerate(messages[i:i + 10]):
+            attrs = {"sqsjobs.job": "invoice-email", "sqsjobs.reason": "exhausted",
+                     "sqsjobs.error_type": "ConnectionError", "sqsjobs.error_message": "mail server unavailable",
+                     "sqsjobs.source_queue": queue,
+                     "sqsjobs.original_message_id": f"m-{i + j}"}
+            entries.append({"Id": str(j), "MessageBody": body, "MessageAttributes": {
+                k: {"DataType": "String", "StringValue": v} for k, v in attrs.items()}})
+        sqs.send_message_batch(QueueUrl=dlq, Entries=entries)
+
+
+def _raw_redrive(sqs: Any, dlq: str, queue: str) -> int:
+    moved = 0
+    while True:
+        received = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
+                                       VisibilityTimeout=60).get("Messages", [])
+        if not received:
+            return moved
+        sqs.send_message_batch(QueueUrl=queue, Entries=[
+            {"Id": str(i), "MessageBody": m["Body"], "MessageAttributes": m.get("MessageAttributes", {})}
+            for i, m in enumerate(received)])
+        sqs.delete_message_batch(QueueUrl=dlq, Entries=[
+            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(received)])
+        moved += len(received)
