@@ -153,15 +153,24 @@ def drain_queue(client: SQSClient, queue_url: str, handle: Callable[[dict[str, A
     return batches
 
 
-def messages_in(client: SQSClient, queue_url: str) -> Sequence[Any]:
-    """Every message currently visible in a queue (received with visibility 0: they stay)."""
+def messages_in(client: SQSClient, queue_url: str, *, max_messages: int = 1000) -> Sequence[Any]:
+    """Every message currently visible in a queue; all of them are visible again afterwards.
+
+    Each message is received once (its receive count goes up by one). Receiving
+    with a zero visibility timeout instead would hand back the same first ten
+    every time, so they are held for a moment and then released in batches.
+    """
     seen: dict[str, Any] = {}
-    for _ in range(20):
-        response = client.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, VisibilityTimeout=0,
+    while len(seen) < max_messages:
+        response = client.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, VisibilityTimeout=30,
                                           AttributeNames=["All"], MessageAttributeNames=["All"])
         batch = response.get("Messages", [])
-        new = [m for m in batch if m["MessageId"] not in seen]
-        if not batch or not new:
+        if not batch:
             break
-        seen.update({m["MessageId"]: m for m in new})
+        seen.update({m["MessageId"]: m for m in batch})
+    held = [m["ReceiptHandle"] for m in seen.values()]
+    for i in range(0, len(held), 10):
+        client.change_message_visibility_batch(QueueUrl=queue_url, Entries=[
+            {"Id": str(j), "ReceiptHandle": handle, "VisibilityTimeout": 0} for j, handle in enumerate(held[i:i + 10])
+        ])
     return list(seen.values())
