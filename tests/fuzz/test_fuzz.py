@@ -39,7 +39,7 @@ from sqsjobs import JobApp, Outcome, PermanentError, RetryableError
 from sqsjobs.guard import COMPLETED, IdempotencyStore, InMemoryStore
 from sqsjobs.testing import FakeContext
 
-EXAMPLES = int(os.environ.get("SQSJOBS_FUZZ_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("SQSJOBS_FUZZ_EXAMPLES", "200"))
 REASONS = {"permanent", "exhausted", "malformed"}
 QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/fuzz-jobs"
 DLQ_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/fuzz-dlq"
