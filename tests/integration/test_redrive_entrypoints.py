@@ -280,3 +280,37 @@ def test_lambda_dry_run_returns_the_first_lines_and_the_count(sqs: Any, monkeypa
     result = load_handler().handler({"dry_run": True, "wait_time_seconds": 0}, Context(300_000))
     assert (result["planned_total"], len(result["planned"]), result["matched"]) == (5, 2, 5)
     assert depth(sqs, dlq) == 5
+
+
+def test_cli_native_start_status_cancel(sqs: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto has no message move tasks: answer those three calls here, the rest goes to moto."""
+    from botocore.client import BaseClient
+
+    _, dlq = make_queues(sqs)
+    arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    real = BaseClient._make_api_call
+    calls: list[tuple[str, dict[str, Any]]] = []
+    answers = {
+        "StartMessageMoveTask": {"TaskHandle": "task-1"},
+        "ListMessageMoveTasks": {"Results": [{"TaskHandle": "task-1", "Status": "RUNNING", "SourceArn": arn,
+                                              "ApproximateNumberOfMessagesMoved": 3,
+                                              "ApproximateNumberOfMessagesToMove": 9}]},
+        "CancelMessageMoveTask": {"ApproximateNumberOfMessagesMoved": 4},
+    }
+
+    def call(self: Any, name: str, params: Any) -> Any:
+        if name in answers:
+            calls.append((name, params))
+            return answers[name]
+        return real(self, name, params)
+
+    monkeypatch.setattr(BaseClient, "_make_api_call", call)
+    started = run("--dlq", "jobs-dlq", "--native", "--rate", "25", "--json")
+    assert started.exit_code == 0, started.output
+    assert json.loads(started.stdout) == {"task_handle": "task-1"}
+    assert calls[0] == ("StartMessageMoveTask", {"SourceArn": arn, "MaxNumberOfMessagesPerSecond": 25})
+    status = run("--dlq", "jobs-dlq", "--native", "--status")
+    assert status.exit_code == 0 and "RUNNING" in status.output
+    cancelled = run("--dlq", "jobs-dlq", "--native", "--cancel", "--json")
+    assert json.loads(cancelled.stdout) == {"cancelled": True, "moved": 4}
+    assert calls[-1] == ("CancelMessageMoveTask", {"TaskHandle": "task-1"})
