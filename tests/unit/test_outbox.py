@@ -133,7 +133,7 @@ def test_the_item_limit_counts_raw_and_model_items_too() -> None:
 
 
 def test_no_outbox_table_is_a_configuration_error_naming_the_variable() -> None:
-    app = JobApp(queue_url="https://sqs.example/q", dynamodb_client=FakeDynamoDB())
+    app = JobApp(queue_url="https://sqs.example/q", dynamodb_client=FakeDynamoDB(), environ={})
 
     @app.job("noop")
     def noop(n: int) -> None: ...
