@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -43,7 +44,10 @@ def test_sqsjobs_enqueue_reaches_the_worker_of_a_running_local_up(tmp_path: Path
                                  capture_output=True, text=True, timeout=60)
         subjects: list[str] = []
         for _ in range(150):
-            subjects = sent_subjects(endpoint)
+            try:
+                subjects = sent_subjects(endpoint)
+            except urllib.error.HTTPError:
+                continue  # moto's dump can fail while other requests change its models
             if "Invoice 4242" in subjects:
                 break
             time.sleep(0.2)

@@ -12,6 +12,7 @@ import json
 import os
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -446,9 +447,7 @@ class LocalCloud:
 
         Each is ``{"source", "destinations", "subject", "body"}`` (raw ones carry ``raw_data``).
         """
-        with urllib.request.urlopen(f"{self.endpoint}/moto-api/data.json", timeout=10) as response:
-            data = json.loads(response.read())
-        ses = data.get("ses", {})
+        ses = self._moto_data().get("ses", {})
         sent: list[dict[str, Any]] = []
         for kind in ("Message", "TemplateMessage", "RawMessage"):
             for message in ses.get(kind, []):
@@ -463,6 +462,19 @@ class LocalCloud:
                     }
                 )
         return sent
+
+    def _moto_data(self) -> dict[str, Any]:
+        """moto's model dump; retried because moto builds it while other requests change the models."""
+        for attempt in range(5):
+            try:
+                with urllib.request.urlopen(f"{self.endpoint}/moto-api/data.json", timeout=30) as response:
+                    data: dict[str, Any] = json.loads(response.read())
+                    return data
+            except urllib.error.HTTPError:
+                if attempt == 4:
+                    raise
+                time.sleep(0.2)
+        raise AssertionError("unreachable")
 
     def state(self) -> dict[str, Any]:
         """What ``local up`` records for other processes (see :mod:`sqsjobs.local.control`)."""

@@ -1,6 +1,6 @@
 """Errors of the local cloud, each one telling the developer what to do.
 
-    LocalCloudError
+    LocalCloudError (sqsjobs.errors: part of the one tree, under SqsJobsError)
     ├── PortInUseError        the requested port is taken
     ├── ServerDiedError       the moto server exited under us
     ├── TemplateError         the template cannot be read, translated or resolved
@@ -9,9 +9,9 @@
 
 from __future__ import annotations
 
+from sqsjobs.errors import LocalCloudError
 
-class LocalCloudError(Exception):
-    """Raised when the local cloud cannot start, run or be reached."""
+__all__ = ["LocalCloudError", "NotRunningError", "PortInUseError", "ServerDiedError", "TemplateError"]
 
 
 class PortInUseError(LocalCloudError):

@@ -10,7 +10,7 @@ from sqsjobs.local.invoker import FunctionPool
 from sqsjobs.local.model import FunctionSpec
 
 SPEC = FunctionSpec(logical_id="Worker", name="fixture-Worker", handler="app.handler", code_dir=FIXTURE.parent,
-                    timeout=3, environment={"TABLE": "unused"})
+                    timeout=2, environment={"TABLE": "unused"})
 
 
 def event(body: str) -> dict[str, object]:
