@@ -71,3 +71,25 @@ def test_an_unknown_job_with_an_unsendable_name_still_reaches_the_dlq_with_its_r
     (entry,) = sqs.dead_letters
     assert entry["MessageBody"] == body
     assert entry["MessageAttributes"]["sqsjobs.reason"]["StringValue"] == "malformed"
+
+
+@pytest.mark.xfail(strict=True, reason="open: a later copy of a key dead-lettered in the same batch is "
+                   "acknowledged as a duplicate (docs/reliability.md); across batches it would run again")
+def test_a_copy_of_a_dead_lettered_key_in_the_same_batch_is_not_counted_as_done() -> None:
+    from sqsjobs import JobApp, PermanentError
+    from sqsjobs.guard import InMemoryStore
+
+    sqs = RecordingSQS()
+    app = JobApp(queue_url="https://sqs.us-east-1.amazonaws.com/1/q", dlq_url="https://sqs.us-east-1.amazonaws.com/1/d",
+                 store=InMemoryStore(), sqs_client=sqs, emit_metrics=lambda line: None)  # type: ignore[arg-type]
+
+    @app.job("poison", key="poison:{n}")
+    def poison(n: int) -> None:
+        raise PermanentError("record gone")
+
+    body = poison.message(n=1).body
+    result = app.process_batch({"Records": [sqs_record(body), sqs_record(body)]}, FakeContext())
+    first, second = result.deliveries
+    assert first.outcome is Outcome.DEAD_LETTERED
+    # The job never completed: this copy must not leave the queue as a completed duplicate.
+    assert second.outcome is not Outcome.DUPLICATE
