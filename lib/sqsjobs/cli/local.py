@@ -75,7 +75,9 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option(min=1, max=65535, help="moto server port on 127.0.0.1 (default: a free one).")
         ] = None,
         parameter: Annotated[
-            list[str] | None, typer.Option("--parameter", "-p", help="Template parameter NAME=VALUE (repeatable).")
+            list[str] | None,
+            typer.Option("--parameter", "-p",
+                         help="Template parameter NAME=VALUE (repeatable; wins over samconfig.toml's overrides)."),
         ] = None,
         stack_name: Annotated[str, typer.Option(help="Prefix of the local resource names.")] = "sqsjobs-local",
         show_metrics: Annotated[bool, typer.Option(help="Also print the EMF metric lines.")] = False,
@@ -87,9 +89,14 @@ def register(app: typer.Typer) -> None:
         from sqsjobs.local.control import default_state_path
         from sqsjobs.local.errors import LocalCloudError
         from sqsjobs.local.output import Output
+        from sqsjobs.local.samconfig import parameter_overrides
 
         console = Console(stderr=True, highlight=False, soft_wrap=True)
-        parameters = parse_parameters(parameter or [])
+        try:
+            parameters = {**parameter_overrides(template), **parse_parameters(parameter or [])}
+        except LocalCloudError as exc:
+            console.print(f"[bold red]error[/] {exc}")
+            raise typer.Exit(EXIT_FAILURE) from None
         stop = threading.Event()
         # SIGTERM (e.g. from a supervisor) ends as cleanly as Ctrl-C.
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
