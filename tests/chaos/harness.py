@@ -79,6 +79,8 @@ class ChaosConfig:
     duplicate: float = 0.10
     throttle: float = 0.05
     max_attempts: int = 4
+    #: concurrent pollers (invocations), each with its own JobApp; duplicates then race for the claim
+    pollers: int = 2
     backoff_base: float = 2.0
     backoff_cap: float = 60.0
 
@@ -227,7 +229,8 @@ class Ledger:
             ("rates", f"transient {c.transient:.0%}, permanent {c.permanent:.0%}, killed {c.kill:.0%} "
                       f"(half before, half after the side effect), duplicate sends {c.duplicate:.0%}, "
                       f"DynamoDB throttling {c.throttle:.0%} of requests; seed {c.seed}, max attempts "
-                      f"{c.max_attempts}, backoff base {c.backoff_base} s cap {c.backoff_cap} s"),
+                      f"{c.max_attempts}, backoff base {c.backoff_base} s cap {c.backoff_cap} s, "
+                      f"{c.pollers} concurrent pollers"),
             ("jobs sent (distinct keys)", self.jobs),
             ("messages sent", f"{self.messages_sent} ({self.duplicates_sent} duplicate sends) in "
                               f"{self.producer_calls} SendMessageBatch calls"),
@@ -288,17 +291,24 @@ class ChaosRun:
         self.faults = random.Random(config.seed)
         self.throttler = Throttler(config.throttle, config.seed + 1)
         # The boto3 default (legacy) retry mode, stated: DynamoDB gets 10 retries from 50 ms.
-        retry = Config(retries={"mode": "legacy"})
         common: dict[str, Any] = {"endpoint_url": endpoint, "region_name": "us-east-1",
-                                  "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+                                  "aws_access_key_id": "testing", "aws_secret_access_key": "testing",
+                                  "config": Config(retries={"mode": "legacy"}, max_pool_connections=50)}
         self.sqs = boto3.client("sqs", **common)
-        self.dynamodb = boto3.client("dynamodb", config=retry, **common)
+        self.dynamodb = boto3.client("dynamodb", **common)
         self.dynamodb.meta.events.register("before-send.dynamodb", self.throttler)
         self.ledger = Ledger(config=config)
         self.invocation = 0
         #: key → invocations in which its side effect ran
         self.effects: dict[str, list[int]] = {}
-        self.effects_in_invocation: list[str] = []
+        # Pollers run in threads: shared bookkeeping under one lock, the current invocation per thread.
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._busy = 0
+        self._done = False
+        self._enqueued = 0
+        self._since_check = WAVE_CHECK_EVERY
+        self._started = clock()
         self.exposed: set[str] = set()
         self.final_attempt_kills: set[str] = set()
         #: message id → (virtual time of the retry decision, delay asked for)
@@ -327,7 +337,7 @@ class ChaosRun:
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST",
         )
 
-    def _app(self) -> Any:
+    def _app(self, index: int) -> Any:
         from aws_lambda_powertools import Logger
         from sqsjobs import JobApp, PermanentError
 
@@ -336,35 +346,41 @@ class ChaosRun:
             max_attempts=self.config.max_attempts, function_timeout=FUNCTION_TIMEOUT, lease_margin=LEASE_MARGIN,
             backoff_base=self.config.backoff_base, backoff_cap=self.config.backoff_cap,
             sqs_client=self.sqs, dynamodb_client=self.dynamodb, clock=self.clock,
-            random=random.Random(self.config.seed + 2), sleep=lambda seconds: None,
+            random=random.Random(self.config.seed + 2 + index), sleep=lambda seconds: None,
             emit_metrics=lambda line: None,
             # Thousands of expected job failures would drown the ledger; outcomes are read from BatchResult.
             logger=Logger(service="chaos", level="CRITICAL"),
         )
         cfg = self.config
 
+        def fault(name: str) -> None:
+            with self._lock:
+                self.ledger.faults[name] += 1
+
         @app.job("chaos", key="chaos:{n}")
         def chaos(n: int) -> None:
-            self.ledger.executions += 1
-            draw = self.faults.random()
+            with self._lock:
+                self.ledger.executions += 1
+                draw = self.faults.random()
             key = f"chaos:{n}"
             if draw < cfg.kill / 2:
-                self.ledger.faults["killed before the side effect"] += 1
+                fault("killed before the side effect")
                 raise Killed(key)
             draw -= cfg.kill / 2
             if draw < cfg.transient:
-                self.ledger.faults["transient"] += 1
+                fault("transient")
                 raise ConnectionError(f"{key}: dependency down (injected)")
             draw -= cfg.transient
             if draw < cfg.permanent:
-                self.ledger.faults["permanent"] += 1
+                fault("permanent")
                 raise PermanentError(f"{key}: record gone (injected)")
             draw -= cfg.permanent
             # The side effect: what a duplicate run would repeat.
-            self.effects.setdefault(key, []).append(self.invocation)
-            self.effects_in_invocation.append(key)
+            with self._lock:
+                self.effects.setdefault(key, []).append(self._local.invocation)
+            self._local.effects.append(key)
             if draw < cfg.kill / 2:
-                self.ledger.faults["killed after the side effect"] += 1
+                fault("killed after the side effect")
                 raise Killed(key)
 
         return app
@@ -411,69 +427,94 @@ class ChaosRun:
         return self._depth() == 0
 
     def _poll(self, app: Any) -> None:
+        """One poller (one concurrent "Lambda invocation" at a time) until the queue is drained."""
         from sqsjobs import Outcome
         from sqsjobs.testing import FakeContext
 
-        started = self.clock()
-        enqueued = 0
-        since_check = WAVE_CHECK_EVERY
         while True:
-            if self.clock() - started > VIRTUAL_TIME_LIMIT:
-                self.ledger.problems.append("the queue did not drain within a virtual week")
-                return
-            # Jobs arrive in waves while the queue is low, as from a steady producer: a queue of
-            # 10,000 messages would make moto (a list per queue) the thing being measured.
-            if enqueued < self.config.jobs and since_check >= WAVE_CHECK_EVERY:
-                since_check = 0
-                if self._depth() < WAVE // 2:
-                    count = min(WAVE, self.config.jobs - enqueued)
-                    self._enqueue(app, enqueued, count)
-                    enqueued += count
-            since_check += 1
+            with self._lock:
+                if self.clock() - self._started > VIRTUAL_TIME_LIMIT:
+                    self.ledger.problems.append("the queue did not drain within a virtual week")
+                    self._done = True
+                if self._done:
+                    return
+                self._maybe_enqueue(app)
             response = self.sqs.receive_message(
                 QueueUrl=self.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"],
                 MessageAttributeNames=["All"],
             )
             received = response.get("Messages", [])
             if not received:
-                if self._queue_empty():
-                    if enqueued >= self.config.jobs:
-                        return
-                    since_check = WAVE_CHECK_EVERY
-                    continue
-                self.clock.advance(IDLE_STEP)
+                self._idle()
                 continue
-            for message in received:
-                self._check_redelivery(message)
+            with self._lock:
+                self._busy += 1
+                for message in received:
+                    self._check_redelivery(message)
+                self.invocation += 1
+                invocation = self.invocation
+            self._local.invocation = invocation
+            self._local.effects = []
             event = {"Records": [self._record(m) for m in received]}
-            self.invocation += 1
-            self.effects_in_invocation = []
             context = FakeContext(remaining_ms=int(FUNCTION_TIMEOUT * 1000), clock=self.clock)
+            batch_started = self.clock()
             try:
                 result = app.process_batch(event, context)
             except Killed:
                 # Lambda reports the invocation failed: every record of the batch stays in flight
                 # and comes back after the visibility timeout, with its receive count spent.
-                self.exposed.update(self.effects_in_invocation)
-                for message in received:
-                    if int(message["Attributes"]["ApproximateReceiveCount"]) >= self.config.max_attempts:
-                        self.final_attempt_kills.add(message["MessageId"])
+                with self._lock:
+                    self.exposed.update(self._local.effects)
+                    for message in received:
+                        if int(message["Attributes"]["ApproximateReceiveCount"]) >= self.config.max_attempts:
+                            self.final_attempt_kills.add(message["MessageId"])
+                    self._busy -= 1
                 self.clock.advance(BATCH_SECONDS)
                 continue
-            self.ledger.batches += 1
-            self.ledger.store_errors += result.store_errors
-            self.ledger.fence_lost += result.fence_lost
             acked = []
-            for d in result.deliveries:
-                self.ledger.outcomes[d.outcome.value if d.outcome else "none"] += 1
-                if d.acknowledged:
-                    acked.append(d)
-                    self.acked[d.message_id] = d.outcome.value if d.outcome else "none"
-                    self.pending_retry.pop(d.message_id, None)
-                elif d.outcome is Outcome.RETRY:
-                    self._check_delay(d)
+            with self._lock:
+                self.ledger.batches += 1
+                self.ledger.store_errors += result.store_errors
+                self.ledger.fence_lost += result.fence_lost
+                for d in result.deliveries:
+                    self.ledger.outcomes[d.outcome.value if d.outcome else "none"] += 1
+                    if d.acknowledged:
+                        acked.append(d)
+                        self.acked[d.message_id] = d.outcome.value if d.outcome else "none"
+                        self.pending_retry.pop(d.message_id, None)
+                    elif d.outcome is Outcome.RETRY:
+                        self._check_delay(d, batch_started)
             self._delete(acked)
+            with self._lock:
+                self._busy -= 1
             self.clock.advance(BATCH_SECONDS)
+
+    def _maybe_enqueue(self, app: Any) -> None:
+        """Jobs arrive in waves while the queue is low, as from a steady producer (caller holds the lock).
+
+        A queue of 10,000 messages would make moto (a list per queue) the thing being measured.
+        """
+        self._since_check += 1
+        if self._enqueued >= self.config.jobs or self._since_check < WAVE_CHECK_EVERY:
+            return
+        self._since_check = 0
+        if self._depth() < WAVE // 2:
+            count = min(WAVE, self.config.jobs - self._enqueued)
+            self._enqueue(app, self._enqueued, count)
+            self._enqueued += count
+
+    def _idle(self) -> None:
+        """Nothing visible: move time on, but only while no invocation runs (its lease must not jump)."""
+        with self._lock:
+            if self._busy == 0:
+                if self._queue_empty():
+                    if self._enqueued >= self.config.jobs:
+                        self._done = True
+                    self._since_check = WAVE_CHECK_EVERY
+                    return
+                self.clock.advance(IDLE_STEP)
+                return
+        time.sleep(0.005)
 
     def _check_redelivery(self, message: dict[str, Any]) -> None:
         """A retried message must stay invisible for the whole (whole-second) delay it was given."""
@@ -485,10 +526,12 @@ class ChaosRun:
             self.ledger.redelivered_early.append(
                 f"{message['MessageId']}: back after {self.clock() - decided_at:.1f} s, delay {delay:.1f} s")
 
-    def _check_delay(self, d: Any) -> None:
+    def _check_delay(self, d: Any, batch_started: float) -> None:
         from sqsjobs.backoff import BackoffPolicy
 
-        self.pending_retry[d.message_id] = (self.clock(), d.delay)
+        # The visibility change happened at or after the batch began (another poller may have moved
+        # the clock since), so "back no sooner than start + delay" is the check that always holds.
+        self.pending_retry[d.message_id] = (batch_started, d.delay)
         message = str(d.error)
         if "being processed by another invocation" in message:
             # A live lease elsewhere: the delay follows the lease, not the backoff.
@@ -618,8 +661,24 @@ class ChaosRun:
         wall = time.perf_counter()
         start = self.clock()
         self._resources()
-        app = self._app()
-        self._poll(app)
+        apps = [self._app(i) for i in range(self.config.pollers)]
+        errors: list[BaseException] = []
+
+        def poller(app: Any) -> None:
+            try:
+                self._poll(app)
+            except BaseException as error:  # reported below: a crashed poller must fail the run
+                errors.append(error)
+                with self._lock:
+                    self._done = True
+
+        threads = [threading.Thread(target=poller, args=(app,), name=f"chaos-poller-{i}") for i, app in enumerate(apps)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
         self._ledger(self.sent)
         self.ledger.virtual_seconds = self.clock() - start
         self.ledger.wall_seconds = time.perf_counter() - wall
@@ -638,12 +697,13 @@ def main(argv: list[str] | None = None, print_: Callable[[str], None] = print) -
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=8)
+    parser.add_argument("--pollers", type=int, default=2)
     args = parser.parse_args(argv)
     # Nothing here may reach AWS: fake credentials, and the endpoint is always the local server.
     for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
                         ("AWS_DEFAULT_REGION", "us-east-1")):
         os.environ.setdefault(name, value)
-    ledger = run_chaos(ChaosConfig(jobs=args.jobs, seed=args.seed))
+    ledger = run_chaos(ChaosConfig(jobs=args.jobs, seed=args.seed, pollers=args.pollers))
     print_(ledger.render())
     return 0 if not ledger.problems else 1
 
