@@ -10,6 +10,13 @@
     ├── EnqueueError                      SQS refused a message (after retries)
     ├── StoreError                        the idempotency store failed (not a conflict)
     ├── TransactionError                  a DynamoDB transaction (writes + outbox enqueues) was not committed
+    ├── QueueNotFoundError (LookupError)  a queue URL, ARN or name leads to no queue
+    ├── RedriveError                      redrive options are missing or impossible
+    │   └── MoveTaskError                 no SQS message move task to cancel
+    ├── StatusError                       status cannot tell which queues to look at
+    ├── CheckUnavailable                  cfn-lint or the bundled lint rules are not installed
+    ├── LocalCloudError                   the local cloud cannot start, run or be reached
+    │                                     (its subclasses live in ``sqsjobs.local.errors``)
     └── JobError                          raised *by job code* to steer what happens next
         ├── RetryableError                retry after a full-jitter delay (or ``delay=``)
         │   └── TimeLimitExceeded         the job ran past its ``time_limit``
@@ -114,3 +121,27 @@ class PermanentError(JobError):
 
 class MalformedMessageError(PermanentError):
     """Raised when a message body cannot be turned into a job call."""
+
+
+class QueueNotFoundError(SqsJobsError, LookupError):
+    """Raised when a queue URL, ARN or name does not lead to a queue."""
+
+
+class RedriveError(SqsJobsError):
+    """Raised when redrive options are missing or impossible (no DLQ, a bad rate, filters with --native)."""
+
+
+class MoveTaskError(RedriveError):
+    """Raised when there is no running message move task to cancel."""
+
+
+class StatusError(SqsJobsError):
+    """Raised when status cannot tell which queues to look at."""
+
+
+class CheckUnavailable(SqsJobsError):
+    """Raised when cfn-lint or the bundled lint rules are not installed."""
+
+
+class LocalCloudError(SqsJobsError):
+    """Raised when the local cloud cannot start, run or be reached."""

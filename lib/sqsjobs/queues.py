@@ -11,7 +11,7 @@ import os
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from sqsjobs.errors import SqsJobsError
+from sqsjobs.errors import QueueNotFoundError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -19,9 +19,6 @@ if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_sqs import SQSClient
 
-
-class QueueNotFoundError(SqsJobsError, LookupError):
-    """Raised when a queue URL, ARN or name does not lead to a queue."""
 
 
 def resolve_queue_url(sqs_client: SQSClient, ref: str) -> str:

@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from sqsjobs.dlq_message import MAX_MESSAGE_ATTRIBUTES, DlqMessage, dedup_id, resend_attributes
-from sqsjobs.errors import SqsJobsError
+from sqsjobs.errors import RedriveError, SqsJobsError
 from sqsjobs.queues import dead_letter_sources, queue_depth, resolve_queue_url
 from sqsjobs.redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
 
@@ -75,9 +75,6 @@ LAMBDA_PLANNED_LINES: Final = 100
 
 StopReason = Literal["drained", "scanned", "max", "deadline", "error", "interrupted", "running"]
 
-
-class RedriveError(SqsJobsError):
-    """Raised when redrive options are missing or impossible (no DLQ, a bad rate, filters with --native)."""
 
 
 @dataclass(frozen=True, kw_only=True)

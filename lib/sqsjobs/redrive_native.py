@@ -10,15 +10,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs.errors import SqsJobsError
+from sqsjobs.errors import MoveTaskError
 from sqsjobs.queues import queue_arn, resolve_queue_url
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-
-class MoveTaskError(SqsJobsError):
-    """Raised when there is no running message move task to cancel."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from sqsjobs.dlq_message import DlqMessage
-from sqsjobs.errors import SqsJobsError
+from sqsjobs.errors import StatusError
 from sqsjobs.queues import dead_letter_queue_of, queue_name, resolve_queue_url
 
 if TYPE_CHECKING:
@@ -49,9 +49,6 @@ ERROR_MESSAGE_CHARS: Final = 200
 AgeSource = Literal["cloudwatch", "peek", "empty", "unknown"]
 _T = TypeVar("_T")
 
-
-class StatusError(SqsJobsError):
-    """Raised when status cannot tell which queues to look at."""
 
 
 @dataclass(frozen=True, kw_only=True)

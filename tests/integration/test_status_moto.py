@@ -10,7 +10,8 @@ import boto3
 import pytest
 from moto import mock_aws
 from sqsjobs.cli import build_app
-from sqsjobs.status import StatusError, collect_status
+from sqsjobs.errors import StatusError
+from sqsjobs.status import collect_status
 from typer.testing import CliRunner
 
 REGION = "us-east-1"

@@ -12,7 +12,7 @@ from botocore.stub import Stubber
 from sqsjobs import dlq_message
 from sqsjobs import redrive as rd
 from sqsjobs.dlq_message import DlqMessage, dedup_id
-from sqsjobs.errors import SqsJobsError
+from sqsjobs.errors import MoveTaskError, SqsJobsError
 from sqsjobs.queues import make_sqs_client, queue_name
 from sqsjobs.redrive import (
     RedriveError,
@@ -21,7 +21,7 @@ from sqsjobs.redrive import (
     options_from_event,
     refuse_filters_for_native,
 )
-from sqsjobs.redrive_native import MoveTaskError, cancel_native_redrive, native_redrive_status, start_native_redrive
+from sqsjobs.redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
 
 DLQ_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs-dlq"
 DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:jobs-dlq"

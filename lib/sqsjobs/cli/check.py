@@ -22,14 +22,13 @@ from typing import Annotated
 
 import typer
 
+from sqsjobs.errors import CheckUnavailable
+
 RULES_PACKAGE = "sqsjobs_rules"
 PARAMETERS_VARIABLE = "SQSJOBS_CHECK_PARAMETERS"
 # cfn-lint's public entry point, the one its console script calls.
 _CFN_LINT = "import sys; from cfnlint.runner import main; sys.argv[0] = 'cfn-lint'; sys.exit(main())"
 
-
-class CheckUnavailable(RuntimeError):
-    """Raised when cfn-lint or the bundled rules are not installed."""
 
 
 def rules_directory() -> Path:

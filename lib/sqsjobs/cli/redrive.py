@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from sqsjobs.errors import SqsJobsError
+from sqsjobs.errors import RedriveError, SqsJobsError
 from sqsjobs.queues import dead_letter_queue_of, make_sqs_client, queue_depth, resolve_queue_url
 from sqsjobs.redrive import (
     Redrive,
-    RedriveError,
     RedriveOptions,
     RedriveSummary,
     refuse_filters_for_native,

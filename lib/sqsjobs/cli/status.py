@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sqsjobs.cli.redrive import format_age
-from sqsjobs.queues import QueueNotFoundError, make_cloudwatch_client, make_sqs_client
-from sqsjobs.status import DEFAULT_RECENT, DEFAULT_SAMPLE, StatusError, StatusReport, collect_status
+from sqsjobs.errors import QueueNotFoundError, StatusError
+from sqsjobs.queues import make_cloudwatch_client, make_sqs_client
+from sqsjobs.status import DEFAULT_RECENT, DEFAULT_SAMPLE, StatusReport, collect_status
 
 if TYPE_CHECKING:
     from rich.console import Console
