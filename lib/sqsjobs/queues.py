@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
 
@@ -134,6 +135,18 @@ def make_cloudwatch_client(*, endpoint_url: str | None = None, region: str | Non
     import boto3
 
     return boto3.session.Session().client("cloudwatch", **_client_kwargs(endpoint_url, region))
+
+
+def make_dynamodb_client(*, endpoint_url: str | None = None, region: str | None = None) -> DynamoDBClient:
+    """A DynamoDB client for AWS or the local cloud (``AWS_ENDPOINT_URL`` is honoured).
+
+    Example:
+        >>> make_dynamodb_client(region="eu-west-1").meta.region_name  # doctest: +SKIP
+        'eu-west-1'
+    """
+    import boto3
+
+    return boto3.session.Session().client("dynamodb", **_client_kwargs(endpoint_url, region))
 
 
 def _client_kwargs(endpoint_url: str | None, region: str | None) -> dict[str, Any]:

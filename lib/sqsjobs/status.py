@@ -27,15 +27,17 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
+from sqsjobs.chunked import RunStatus
 from sqsjobs.dlq_message import DlqMessage
 from sqsjobs.errors import StatusError
 from sqsjobs.queues import dead_letter_queue_of, queue_name, resolve_queue_url
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Sequence
 
     from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_cloudwatch.type_defs import CompositeAlarmTypeDef, MetricAlarmTypeDef
+    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
@@ -154,6 +156,8 @@ class StatusReport:
     alarms: tuple[AlarmState, ...]
     recent_failures: tuple[RecentFailure, ...]
     notes: tuple[str, ...]
+    #: chunked runs asked for with ``--run JOB:RUN_ID`` (docs/patterns.md)
+    runs: tuple[RunStatus, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``sqsjobs status --json``)."""
@@ -177,12 +181,16 @@ def collect_status(
     alarm_prefix: str | None = None,
     namespace: str | None = None,
     clock: Callable[[], float] = time.time,
+    runs: Sequence[tuple[str, str]] = (),
+    dynamodb_client: DynamoDBClient | None = None,
+    table: str | None = None,
 ) -> StatusReport:
     """Read queue depths, peek the DLQ, read alarms; return one report.
 
     ``queue``/``dlq`` are URLs, ARNs or names, defaulting to
     ``SQSJOBS_QUEUE_URL``/``SQSJOBS_DLQ_URL``; the DLQ is otherwise found from
-    the queue's redrive policy.
+    the queue's redrive policy. ``runs`` are ``(job, run_id)`` pairs of chunked
+    runs whose run records (in ``table``, default ``SQSJOBS_TABLE``) are shown.
 
     Example:
         >>> report = collect_status(sqs_client=sqs, cloudwatch_client=cw, queue="jobs")  # doctest: +SKIP
@@ -223,6 +231,7 @@ def collect_status(
     names = {queue_name(u) for u in (queue_url, dlq_url) if u}
     ns = namespace or os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "sqsjobs"
     alarms = watch.alarms(prefix=alarm_prefix, queue_names=names, namespace=ns)
+    run_statuses = _runs(runs, dynamodb_client, table or os.environ.get("SQSJOBS_TABLE"), notes)
     return StatusReport(
         queue=queue_status,
         dlq=dlq_status,
@@ -231,7 +240,28 @@ def collect_status(
         alarms=alarms,
         recent_failures=_recent(letters, recent),
         notes=tuple(notes),
+        runs=run_statuses,
     )
+
+
+def _runs(runs: Sequence[tuple[str, str]], client: DynamoDBClient | None, table: str | None,
+          notes: list[str]) -> tuple[RunStatus, ...]:
+    """The run records asked for; a missing one is a note, not an error."""
+    if not runs:
+        return ()
+    if client is None or not table:
+        raise StatusError("--run needs the idempotency table: pass --table or set SQSJOBS_TABLE")
+    from sqsjobs.chunked import RunStore
+
+    store = RunStore(client, table)
+    found = []
+    for job, run_id in runs:
+        status = store.status(job, run_id)
+        if status is None:
+            notes.append(f"no run record for {job}:{run_id} in {table}")
+        else:
+            found.append(status)
+    return tuple(found)
 
 
 class _Watch:

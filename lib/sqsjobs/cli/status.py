@@ -12,7 +12,7 @@ import typer
 
 from sqsjobs.cli.redrive import format_age
 from sqsjobs.errors import QueueNotFoundError, StatusError
-from sqsjobs.queues import make_cloudwatch_client, make_sqs_client
+from sqsjobs.queues import make_cloudwatch_client, make_dynamodb_client, make_sqs_client
 from sqsjobs.status import DEFAULT_RECENT, DEFAULT_SAMPLE, StatusReport, collect_status
 
 if TYPE_CHECKING:
@@ -60,12 +60,26 @@ def register(app: typer.Typer) -> None:
         region: Annotated[
             str | None, typer.Option(envvar=["AWS_REGION", "AWS_DEFAULT_REGION"], help="AWS region.")
         ] = None,
+        run: Annotated[
+            list[str] | None,
+            typer.Option("--run", help="A chunked run to show, as JOB:RUN_ID (repeatable)."),
+        ] = None,
+        table: Annotated[
+            str | None, typer.Option(envvar="SQSJOBS_TABLE", help="The idempotency table (for --run).")
+        ] = None,
     ) -> None:
         """Show queue depth, oldest age, the DLQ by job and reason, alarms and recent failures."""
         from botocore.exceptions import BotoCoreError, ClientError
         from rich.console import Console
 
         console = Console(stderr=json_output)
+        runs = []
+        for spec in run or []:
+            job, sep, run_id = spec.partition(":")
+            if not sep or not job or not run_id:
+                console.print(f"[red]error:[/red] --run takes JOB:RUN_ID, got {spec!r}")
+                raise typer.Exit(EXIT_USAGE)
+            runs.append((job, run_id))
         try:
             report = collect_status(
                 sqs_client=make_sqs_client(endpoint_url=endpoint_url, region=region),
@@ -75,6 +89,9 @@ def register(app: typer.Typer) -> None:
                 sample=sample,
                 recent=recent,
                 alarm_prefix=alarm_prefix,
+                runs=runs,
+                dynamodb_client=make_dynamodb_client(endpoint_url=endpoint_url, region=region) if runs else None,
+                table=table,
             )
         except (StatusError, QueueNotFoundError) as exc:
             console.print(f"[red]error:[/red] {exc}")
@@ -135,6 +152,15 @@ def print_report(console: Console, report: StatusReport) -> None:
             "?" if f.attempts is None else str(f.attempts), str(f.redrive_count), f.error_message[:60],
         )
     console.print(recent)
+
+    if report.runs:
+        runs = Table(title="chunked runs")
+        for name in ("job", "run", "status", "pages", "cursor", "started", "finished"):
+            runs.add_column(name)
+        for r in report.runs:
+            runs.add_row(r.job, r.run_id, r.status, str(r.pages_done), "-" if r.cursor is None else str(r.cursor),
+                         _when(r.started_at), _when(r.finished_at))
+        console.print(runs)
     for note in report.notes:
         console.print(f"[dim]note: {note}[/dim]")
 
@@ -144,3 +170,9 @@ def _queue_row(label: str, q: QueueStatus) -> tuple[str, ...]:
         f"{label}: {q.name}", str(q.visible), str(q.in_flight), str(q.delayed),
         format_age(q.oldest_age_seconds), q.oldest_age_source,
     )
+
+
+def _when(epoch: float | None) -> str:
+    from datetime import UTC, datetime
+
+    return "-" if epoch is None else datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S")
