@@ -119,16 +119,43 @@ def moto_sqs_clock(clock: VirtualClock) -> Iterator[None]:
         sqs_models.unix_time, sqs_models.unix_time_millis = saved
 
 
+def _serial_moto_server() -> Any:
+    """A ``ThreadedMotoServer`` that handles one request at a time.
+
+    moto's backends are not thread-safe: two concurrent ReceiveMessage calls
+    both moving a message to the DLQ crash with ``list.remove``, and a
+    conditional PutItem is a check-then-set that a thread switch can split.
+    Real SQS and DynamoDB are atomic per request, so requests are serialized
+    here; the pollers and the guard's thread pool still overlap everything else.
+    """
+    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import make_server
+
+    class SerialMotoServer(ThreadedMotoServer):
+        def _server_entry(self) -> None:
+            app = DomainDispatcherApplication(create_backend_app)
+            lock = threading.Lock()
+
+            def serial(environ: Any, start_response: Any) -> Any:
+                with lock:
+                    return list(app(environ, start_response))
+
+            self._server = make_server(self._ip_address, self._port, serial, True, request_handler=MotoRequestHandler)
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return SerialMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+
+
 @contextlib.contextmanager
 def moto_server() -> Iterator[str]:
     """A moto server on 127.0.0.1 at a free port; yields its endpoint URL."""
     import logging
 
-    from moto.server import ThreadedMotoServer
-
     # One access-log line per request would bury the ledger.
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server = _serial_moto_server()
     server.start()
     host, port = server.get_host_and_port()
     try:
