@@ -40,7 +40,7 @@ chaos: $(STAMP)
 	PYTHONPATH=tests $(BIN)/python -m chaos.harness --jobs 10000
 
 fuzz: $(STAMP)
-	SQSJOBS_FUZZ_EXAMPLES=10000 $(BIN)/pytest tests/fuzz -p no:cacheprovider -q -s
+	SQSJOBS_FUZZ_EXAMPLES=10000 $(BIN)/pytest tests/fuzz -p no:cacheprovider -q -s --timeout=0
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
