@@ -387,17 +387,25 @@ class LocalCloud:
         """
         deadline = time.monotonic() + timeout
         quiet = 0
+        rounds_at_quiet: list[int] = []
         while True:
             self.check()
-            pending = self._pending()
+            pending = self.pending()
             quiet = 0 if pending else quiet + 1
-            if quiet >= settle_checks:
+            if quiet == 1:
+                rounds_at_quiet = [s.rounds for s in self.stream_pollers]
+            # A stream record written just before drain() is seen only by a
+            # read that started after it: wait for two fresh rounds per stream.
+            if quiet >= max(1, settle_checks) and all(
+                s.rounds >= r + 2 for s, r in zip(self.stream_pollers, rounds_at_quiet, strict=True)
+            ):
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the local cloud did not drain within {timeout:.0f} s; pending: {pending}")
             time.sleep(0.2)
 
-    def _pending(self) -> list[str]:
+    def pending(self) -> list[str]:
+        """What is still going on right now (empty: idle): invocations, queued messages, stream records."""
         pending = []
         for poller in self.sqs_pollers:
             if not poller.idle:

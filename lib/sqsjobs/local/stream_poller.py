@@ -84,6 +84,8 @@ class StreamPoller:
         self.iterator_age = iterator_age
         self.skipped = 0
         self.given_up = 0
+        #: completed reads of every shard; ``drain()`` waits for fresh rounds
+        self.rounds = 0
         self.report = report
         self.healthy = healthy
         self.delivered = 0
@@ -124,6 +126,7 @@ class StreamPoller:
                     else:
                         iterators[shard] = next_iterator
                 self.pending = got_any
+                self.rounds += 1
                 if not got_any:
                     self._stop.wait(_IDLE_POLL_S)
             except Exception as exc:  # server trouble: report, keep the mapping alive
@@ -150,6 +153,7 @@ class StreamPoller:
         wanted = [r for r in records if matches_any(list(self.mapping.filters), r)]
         self.skipped += len(records) - len(wanted)
         if wanted:
+            self.pending = True  # until a round finds nothing, retries included
             self._deliver(shard, wanted, 0)
         return response.get("NextShardIterator"), True
 
