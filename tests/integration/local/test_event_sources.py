@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from integration.local.local_support import Recorder
 from sqsjobs.local.cloud import LocalCloud
 
@@ -109,3 +111,31 @@ def test_emf_lines_become_metrics_for_the_math_alarm(cloud: LocalCloud) -> None:
     # Earlier tests failed more than 5% of runs: the metric-math alarm fired.
     assert cloud.alarm_state("FailureRateAlarm") == "ALARM"
 
+
+
+def test_a_failing_stream_record_is_bisected_out_retried_and_sent_to_the_on_failure_queue(
+    cloud: LocalCloud, recorder: Recorder
+) -> None:
+    dynamodb = cloud.clients.get("dynamodb")
+    table = cloud.deployment.tables["Table"]
+    for key in ("good-a", "bad-b", "good-c"):
+        dynamodb.put_item(TableName=table, Item={"pk": {"S": key}})
+    cloud.drain(timeout=60)
+
+    failures = cloud.peek("RelayFailures")
+    infos = [json.loads(m["Body"])["DDBStreamBatchInfo"] for m in failures]
+    assert [i["batchSize"] for i in infos] == [1]
+    assert infos[0]["streamArn"] == cloud.deployment.stream_mappings[0].stream_arn
+    assert ("Relay", "stream INSERT good-c") in recorder.logs
+
+
+def test_stream_filters_drop_records_before_the_invocation(cloud: LocalCloud, recorder: Recorder) -> None:
+    dynamodb = cloud.clients.get("dynamodb")
+    table = cloud.deployment.tables["Table"]
+    dynamodb.put_item(TableName=table, Item={"pk": {"S": "short-lived"}})
+    dynamodb.delete_item(TableName=table, Key={"pk": {"S": "short-lived"}})
+    cloud.drain(timeout=60)
+
+    relayed = [line for function, line in recorder.logs if function == "Relay" and "short-lived" in line]
+    assert relayed == ["stream INSERT short-lived"]
+    assert cloud.stream_pollers[0].skipped >= 1
