@@ -40,7 +40,11 @@ def parse_arguments(pairs: list[str]) -> dict[str, Any]:
 
 
 def load_app(spec: str) -> Any:
-    """Import ``module:attribute`` from the current directory (the project root)."""
+    """Import ``module:attribute`` from the current directory (the project root).
+
+    Example:
+        >>> load_app("handlers.app:app").jobs  # doctest: +SKIP
+        {'invoice-email': <Job invoice-email>, ...}"""
     module_name, _, attribute = spec.partition(":")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -49,7 +53,11 @@ def load_app(spec: str) -> Any:
 
 
 def local_target() -> dict[str, str]:
-    """Environment that points the app at the running local cloud."""
+    """Environment that points the app at the running local cloud.
+
+    Example:
+        >>> local_target()["AWS_ENDPOINT_URL"]  # doctest: +SKIP
+        'http://127.0.0.1:41237'"""
     from sqsjobs.local.aws import local_environment
     from sqsjobs.local.control import read_state
 

@@ -210,7 +210,12 @@ def notification(alarm: AlarmSpec, change: AlarmTransition, region: str) -> str:
 
 
 def actions_for(alarm: AlarmSpec, state: str) -> list[str]:
-    """The SNS topic ARNs to notify when ``alarm`` enters ``state``."""
+    """The SNS topic ARNs to notify when ``alarm`` enters ``state``.
+
+    Example:
+        >>> spec = AlarmSpec(logical_id="A", name="a", properties={"AlarmActions": ["arn:aws:sns:us-east-1:1:page"]})
+        >>> actions_for(spec, "ALARM"), actions_for(spec, "OK")
+        (['arn:aws:sns:us-east-1:1:page'], [])"""
     key = {"ALARM": "AlarmActions", "OK": "OKActions", "INSUFFICIENT_DATA": "InsufficientDataActions"}[state]
     actions: list[Any] = alarm.properties.get(key, [])
     return [str(a) for a in actions if ":sns:" in str(a)]

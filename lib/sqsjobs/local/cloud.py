@@ -519,7 +519,11 @@ class LocalCloud:
 
 @contextmanager
 def running(template: str | Path, **options: Any) -> Iterator[LocalCloud]:
-    """``with running("template.yaml") as cloud:`` — start, yield, always stop."""
+    """``with running("template.yaml") as cloud:`` — start, yield, always stop.
+
+    Example:
+        >>> with running("template.yaml", parameters={"SenderEmail": "me@example.com"}) as cloud:  # doctest: +SKIP
+        ...     cloud.drain()"""
     cloud = LocalCloud.start(template, **options)
     try:
         yield cloud

@@ -39,7 +39,13 @@ def default_state_path() -> Path:
 
 
 def write_state(path: Path, state: dict[str, Any]) -> None:
-    """Write ``state`` atomically (readers never see half a file)."""
+    """Write ``state`` atomically (readers never see half a file).
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "state.json"
+        >>> write_state(path, {"pid": 1}); json.loads(path.read_text())
+        {'pid': 1}"""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(state, indent=2))
@@ -47,7 +53,10 @@ def write_state(path: Path, state: dict[str, Any]) -> None:
 
 
 def remove_state(path: Path, pid: int) -> None:
-    """Remove the state file if it still describes process ``pid``."""
+    """Remove the state file if it still describes process ``pid``.
+
+    Example:
+        >>> remove_state(Path("/nonexistent/state.json"), 1)  # nothing there: nothing to do"""
     with contextlib.suppress(OSError, ValueError):
         if json.loads(path.read_text()).get("pid") == pid:
             path.unlink()
@@ -80,7 +89,11 @@ def read_state(path: Path | None = None) -> dict[str, Any]:
 
 
 def call(state: dict[str, Any], action: str, payload: dict[str, Any], timeout: float = 120.0) -> dict[str, Any]:
-    """POST ``payload`` to the control endpoint's ``action`` and return its JSON answer."""
+    """POST ``payload`` to the control endpoint's ``action`` and return its JSON answer.
+
+    Example:
+        >>> call(read_state(), "fire", {"name": "nightly-report"})  # doctest: +SKIP
+        {'ok': True, ...}"""
     request = urllib.request.Request(
         f"{state['control']}/{action}",
         data=json.dumps(payload).encode(),

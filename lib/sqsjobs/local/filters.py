@@ -42,7 +42,11 @@ def parse_filters(criteria: Any) -> list[dict[str, Any]]:
 
 
 def sqs_view(record: dict[str, Any]) -> dict[str, Any]:
-    """An SQS record as filters see it: a JSON body is an object, anything else stays text."""
+    """An SQS record as filters see it: a JSON body is an object, anything else stays text.
+
+    Example:
+        >>> sqs_view({"body": '{"job": "x"}'})["body"], sqs_view({"body": "plain"})["body"]
+        ({'job': 'x'}, 'plain')"""
     try:
         body: Any = json.loads(record["body"])
     except (ValueError, TypeError):
@@ -61,7 +65,12 @@ def matches_any(patterns: list[dict[str, Any]], record: dict[str, Any]) -> bool:
 
 
 def matches(pattern: dict[str, Any], value: Any) -> bool:
-    """True when ``value`` (a dict) matches ``pattern``."""
+    """True when ``value`` (a dict) matches ``pattern``.
+
+    Example:
+        >>> matches({"dynamodb": {"Keys": {"pk": {"S": [{"prefix": "order#"}]}}}},
+        ...         {"dynamodb": {"Keys": {"pk": {"S": "order#7"}}}})
+        True"""
     if not isinstance(value, dict):
         return False
     for key, expected in pattern.items():

@@ -30,7 +30,11 @@ def fire_local(name: str) -> dict[str, Any]:
 
 
 def fire_remote(name: str, *, endpoint_url: str | None, region: str | None, profile: str | None) -> dict[str, Any]:
-    """Invoke the Lambda target of EventBridge rule or Scheduler schedule ``name``."""
+    """Invoke the Lambda target of EventBridge rule or Scheduler schedule ``name``.
+
+    Example:
+        >>> fire_remote("nightly-report", endpoint_url=None, region="eu-west-1", profile="prod")  # doctest: +SKIP
+        {'ok': True, 'payload': {...}, 'error_type': ''}"""
     import boto3
 
     session = boto3.session.Session(profile_name=profile, region_name=region)

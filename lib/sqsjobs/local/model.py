@@ -33,7 +33,12 @@ class FunctionSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class SqsMapping:
-    """An SQS event source mapping, with Lambda's defaults."""
+    """An SQS event source mapping, with Lambda's defaults.
+
+    Example:
+        >>> SqsMapping(logical_id="M", function="Worker", queue_url="u", queue_arn="a").batch_size
+        10
+    """
 
     logical_id: str
     function: str
@@ -49,7 +54,12 @@ class SqsMapping:
 
 @dataclass(frozen=True, kw_only=True)
 class StreamMapping:
-    """A DynamoDB stream event source mapping, with Lambda's defaults."""
+    """A DynamoDB stream event source mapping, with Lambda's defaults.
+
+    Example:
+        >>> StreamMapping(logical_id="M", function="Relay", stream_arn="s").max_retry_attempts
+        -1
+    """
 
     logical_id: str
     function: str
@@ -68,7 +78,12 @@ class StreamMapping:
 
 @dataclass(frozen=True, kw_only=True)
 class Schedule:
-    """A scheduled invocation (EventBridge rule or Scheduler schedule)."""
+    """A scheduled invocation (EventBridge rule or Scheduler schedule).
+
+    Example:
+        >>> Schedule(logical_id="R", name="nightly", expression="cron(0 2 * * ? *)", function="F").timezone
+        'UTC'
+    """
 
     logical_id: str
     name: str
@@ -83,7 +98,12 @@ class Schedule:
 
 @dataclass(frozen=True, kw_only=True)
 class AlarmSpec:
-    """A CloudWatch alarm as written in the template, resolved to local names."""
+    """A CloudWatch alarm as written in the template, resolved to local names.
+
+    Example:
+        >>> AlarmSpec(logical_id="Dlq", name="stack-Dlq", properties={"Threshold": 0}).severity
+        'WARN'
+    """
 
     logical_id: str
     name: str
@@ -93,7 +113,12 @@ class AlarmSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class QueueInfo:
-    """A created queue: its URL, ARN, name and maxReceiveCount (0 without a DLQ)."""
+    """A created queue: its URL, ARN, name and maxReceiveCount (0 without a DLQ).
+
+    Example:
+        >>> QueueInfo(logical_id="Q", url="u", arn="a", name="q").max_receive_count
+        0
+    """
 
     logical_id: str
     url: str
@@ -105,7 +130,13 @@ class QueueInfo:
 
 @dataclass(kw_only=True)
 class Deployment:
-    """Everything ``deploy`` created or will run, by logical id."""
+    """Everything ``deploy`` created or will run, by logical id.
+
+    Example:
+        >>> d = Deployment(stack_name="s", queues={"Q": QueueInfo(logical_id="Q", url="u", arn="a", name="q")})
+        >>> d.queue_by_url("u").logical_id
+        'Q'
+    """
 
     stack_name: str
     queues: dict[str, QueueInfo] = field(default_factory=dict)

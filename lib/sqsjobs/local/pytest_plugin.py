@@ -30,7 +30,13 @@ from sqsjobs.local.errors import LocalCloudError
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """``--sqsjobs-template`` and the ``sqsjobs_template`` ini value."""
+    """``--sqsjobs-template`` and the ``sqsjobs_template`` ini value.
+
+    Example (``pyproject.toml``)::
+
+        [tool.pytest.ini_options]
+        sqsjobs_template = "infra/template.yaml"
+    """
     parser.addoption("--sqsjobs-template", default=None, help="SAM template for the local_cloud fixture.")
     parser.addini("sqsjobs_template", "SAM template for the local_cloud fixture", default="template.yaml")
 
@@ -89,7 +95,14 @@ class LocalCloudSession:
 
 @pytest.fixture(scope="session")
 def local_cloud_template(pytestconfig: pytest.Config) -> Path:
-    """The template ``local_cloud`` deploys: ``--sqsjobs-template`` or ini ``sqsjobs_template``."""
+    """The template ``local_cloud`` deploys: ``--sqsjobs-template`` or ini ``sqsjobs_template``.
+
+    Example (``conftest.py``)::
+
+        @pytest.fixture(scope="session")
+        def local_cloud_template():
+            return Path(__file__).parent / "fixtures" / "template.yaml"
+    """
     chosen = pytestconfig.getoption("--sqsjobs-template") or pytestconfig.getini("sqsjobs_template")
     path = Path(str(chosen))
     return path if path.is_absolute() else Path(pytestconfig.rootpath) / path
@@ -97,13 +110,26 @@ def local_cloud_template(pytestconfig: pytest.Config) -> Path:
 
 @pytest.fixture(scope="session")
 def local_cloud_parameters() -> dict[str, str]:
-    """Template parameter overrides for ``local_cloud`` (none by default)."""
+    """Template parameter overrides for ``local_cloud`` (none by default).
+
+    Example (``conftest.py``)::
+
+        @pytest.fixture(scope="session")
+        def local_cloud_parameters():
+            return {"SenderEmail": "billing@example.com", "WorkerTimeoutSeconds": "8"}"""
     return {}
 
 
 @pytest.fixture(scope="session")
 def local_cloud(local_cloud_template: Path, local_cloud_parameters: dict[str, str]) -> Iterator[LocalCloudSession]:
-    """A local cloud with the template deployed, shared by the session and stopped at its end."""
+    """A local cloud with the template deployed, shared by the session and stopped at its end.
+
+    Example::
+
+        def test_invoice_sent(local_cloud):
+            local_cloud.enqueue("invoice-email", invoice_id=42)
+            local_cloud.drain()
+            assert any(m["subject"] == "Invoice 42" for m in local_cloud.emails())"""
     from sqsjobs.local.cloud import LocalCloud
     from sqsjobs.local.output import Output
 

@@ -76,7 +76,11 @@ def _end(request_id: str) -> None:
 
 
 def serve() -> None:
-    """Import the handler named by ``_HANDLER`` and serve invocations until stdin closes."""
+    """Import the handler named by ``_HANDLER`` and serve invocations until stdin closes.
+
+    Example (what the parent runs; not by hand)::
+
+        _HANDLER=worker.handler SQSJOBS_LOCAL_RESULT_FD=5 python -m sqsjobs.local._child worker"""
     channel = os.fdopen(int(os.environ[RESULT_FD_ENV]), "w")
     # At a timeout the parent asks for every thread's stack before the kill,
     # so the log shows where the handler was stuck.

@@ -144,7 +144,12 @@ def scheduled_event(schedule: Schedule, region: str, scheduled_time: datetime | 
 
 
 class Scheduler:
-    """Fires enabled schedules on time (in each schedule's time zone) in a background thread."""
+    """Fires enabled schedules on time (in each schedule's time zone) in a background thread.
+
+    Example:
+        >>> s = Schedule(logical_id="R", name="tick", expression="rate(1 minute)", function="F")
+        >>> scheduler = Scheduler([s], fire=lambda schedule, at: None, report=lambda level, text: None)
+        >>> scheduler.start(); scheduler.stop()"""
 
     def __init__(
         self,

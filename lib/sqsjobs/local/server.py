@@ -41,7 +41,10 @@ def free_port() -> int:
 
 
 def ensure_port_free(port: int) -> None:
-    """Raise :class:`PortInUseError` when ``port`` is already bound on 127.0.0.1."""
+    """Raise :class:`PortInUseError` when ``port`` is already bound on 127.0.0.1.
+
+    Example:
+        >>> ensure_port_free(free_port())  # a free port passes silently"""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         # As the server will: connections of a previous run lingering in
         # TIME_WAIT do not make the port unavailable, a listener does.

@@ -28,7 +28,14 @@ _RETRY_PAUSE_S = 0.5
 
 
 def to_lambda_record(record: dict[str, Any], mapping: StreamMapping) -> dict[str, Any]:
-    """A GetRecords entry in the shape Lambda hands to the function (epoch seconds, source ARN)."""
+    """A GetRecords entry in the shape Lambda hands to the function (epoch seconds, source ARN).
+
+    Example:
+        >>> mapping = StreamMapping(logical_id="M", function="F", stream_arn="arn:stream")
+        >>> created = datetime(2026, 1, 1, tzinfo=UTC)
+        >>> record = {"eventName": "INSERT", "dynamodb": {"ApproximateCreationDateTime": created}}
+        >>> to_lambda_record(record, mapping)["eventSourceARN"], to_lambda_record(record, mapping)["dynamodb"]
+        ('arn:stream', {'ApproximateCreationDateTime': 1767225600.0})"""
     out = dict(record)
     change = dict(out.get("dynamodb", {}))
     created = change.get("ApproximateCreationDateTime")
@@ -64,7 +71,11 @@ def first_failure(result: InvocationResult, sequence_numbers: list[str], report:
 
 
 class StreamPoller:
-    """Runs one stream mapping (every shard) until ``stop()``."""
+    """Runs one stream mapping (every shard) until ``stop()``.
+
+    Example:
+        >>> poller = StreamPoller(mapping, pool, streams_client, report=print)  # doctest: +SKIP
+        >>> poller.start()  # doctest: +SKIP"""
 
     def __init__(
         self,
