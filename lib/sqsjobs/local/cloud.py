@@ -8,12 +8,9 @@ every thread and child process and frees the ports.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -21,27 +18,24 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqsjobs.local.alarms import AlarmEvaluator, AlarmTransition, actions_for, notification
+from sqsjobs.local.alarms import AlarmTransition
 from sqsjobs.local.aws import Clients, local_environment
 from sqsjobs.local.control import ControlServer, remove_state, write_state
 from sqsjobs.local.deploy import deploy
 from sqsjobs.local.errors import LocalCloudError, ServerDiedError
 from sqsjobs.local.invoker import FunctionPool, InvocationResult
-from sqsjobs.local.metric_store import Datapoint, MetricStore, parse_emf
-from sqsjobs.local.model import AlarmSpec, Deployment, FunctionSpec, Schedule
+from sqsjobs.local.metric_store import parse_emf
+from sqsjobs.local.model import Deployment, Schedule
+from sqsjobs.local.moto_api import sent_emails
 from sqsjobs.local.output import Output
 from sqsjobs.local.schedules import Scheduler, scheduled_event
 from sqsjobs.local.server import MotoServer
 from sqsjobs.local.sqs_poller import SqsPoller
 from sqsjobs.local.stream_poller import StreamPoller
+from sqsjobs.local.telemetry import QUEUE_DEPTH_ATTRIBUTES, Telemetry
 from sqsjobs.local.template import Template
 
 _TICK_S = 1.0
-_QUEUE_METRICS = (
-    ("ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessages"),
-    ("ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesNotVisible"),
-    ("ApproximateNumberOfMessagesDelayed", "ApproximateNumberOfMessagesDelayed"),
-)
 
 
 class LocalCloud:
@@ -60,14 +54,14 @@ class LocalCloud:
         self.deployment = deployment
         self.output = output
         self.clients = Clients(server.endpoint)
-        self.metrics = MetricStore()
+        self.telemetry = Telemetry(deployment, self.clients, report=self._event)
+        self.metrics = self.telemetry.metrics
         self.events: list[tuple[str, str]] = []
         self.failure: LocalCloudError | None = None
         self.pools: dict[str, FunctionPool] = {}
         self.sqs_pollers: list[SqsPoller] = []
         self.stream_pollers: list[StreamPoller] = []
-        self.alarms = AlarmEvaluator(deployment.alarms, self.metrics, on_transition=self._on_alarm)
-        self._unpublished: list[Datapoint] = []
+        self.alarms = self.telemetry.alarms
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._monitor = threading.Thread(target=self._watch, name="local-cloud-monitor", daemon=True)
@@ -120,7 +114,7 @@ class LocalCloud:
         base_env = {**os.environ, **local_environment(self.server.endpoint, self.clients.region)}
         for logical_id, spec in d.functions.items():
             self.pools[logical_id] = FunctionPool(
-                spec, base_env=base_env, log=self._log, extra_paths=extra_paths, observe=self._invoked
+                spec, base_env=base_env, log=self._log, extra_paths=extra_paths, observe=self.telemetry.invoked
             )
         # Import every handler now: a broken import shows before any message is taken.
         with ThreadPoolExecutor(max_workers=max(1, len(self.pools))) as executor:
@@ -147,8 +141,8 @@ class LocalCloud:
                     StreamPoller(stream_mapping, self.pools[stream_mapping.function],
                                  self.clients.get("dynamodbstreams"), report=self._event, healthy=self.healthy,
                                  sqs=self.clients.get("sqs"),
-                                 iterator_age=functools.partial(self._lambda_metric, function_name, "IteratorAge",
-                                                                unit="Milliseconds"))
+                                 iterator_age=functools.partial(self.telemetry.lambda_metric, function_name,
+                                                                "IteratorAge", unit="Milliseconds"))
                 )
         self._scheduler = Scheduler(d.schedules, self._fire_scheduled, report=self._event)
         for poller in self.sqs_pollers:
@@ -214,83 +208,13 @@ class LocalCloud:
             if self.failure is not None:
                 continue
             try:
-                self._sample_queues()
-                self._publish_metrics()
-                self.alarms.evaluate_all()
+                self.telemetry.tick(oldest_sent=self._oldest_sent())
             except Exception as exc:  # a failed tick must not end alarm evaluation
                 if self.server.alive():
                     self._event("warn", f"alarm evaluation tick failed: {exc}")
 
-    def _sample_queues(self) -> None:
-        sqs = self.clients.get("sqs")
-        now = time.time()
-        points = []
-        oldest = {p.mapping.queue_url: p.oldest_sent() for p in self.sqs_pollers}
-        for queue in self.deployment.queues.values():
-            attributes = sqs.get_queue_attributes(QueueUrl=queue.url, AttributeNames=["All"])["Attributes"]
-            dims = frozenset({("QueueName", queue.name)})
-            for metric, attribute in _QUEUE_METRICS:
-                points.append(Datapoint(namespace="AWS/SQS", name=metric, dimensions=dims, timestamp=now,
-                                        value=float(attributes.get(attribute, 0)), unit="Count"))
-            sent = oldest.get(queue.url)
-            age = max(0.0, now - sent) if sent is not None else 0.0
-            points.append(Datapoint(namespace="AWS/SQS", name="ApproximateAgeOfOldestMessage", dimensions=dims,
-                                    timestamp=now, value=age, unit="Seconds"))
-        self._record(points)
-
-    def _record(self, points: list[Datapoint]) -> None:
-        self.metrics.add(points)
-        with self._lock:
-            self._unpublished.extend(points)
-
-    def _publish_metrics(self) -> None:
-        """Mirror the datapoints into moto, so GetMetricStatistics and dashboards see them."""
-        with self._lock:
-            points, self._unpublished = self._unpublished, []
-        by_namespace: dict[str, list[dict[str, Any]]] = {}
-        for p in points:
-            by_namespace.setdefault(p.namespace, []).append(
-                {"MetricName": p.name, "Dimensions": [{"Name": k, "Value": v} for k, v in sorted(p.dimensions)],
-                 "Timestamp": p.timestamp, "Value": p.value, "Unit": p.unit if p.unit else "None"}
-            )
-        cloudwatch = self.clients.get("cloudwatch")
-        for namespace, data in by_namespace.items():
-            for start in range(0, len(data), 500):
-                cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start : start + 500])
-
-    def _invoked(self, spec: FunctionSpec, result: InvocationResult) -> None:
-        """Lambda's own metrics for one invocation (the worker errors alarm reads them)."""
-        dims = frozenset({("FunctionName", spec.name)})
-        now = time.time()
-        self._record(
-            [
-                Datapoint(namespace="AWS/Lambda", name="Invocations", dimensions=dims, timestamp=now, value=1.0,
-                          unit="Count"),
-                Datapoint(namespace="AWS/Lambda", name="Errors", dimensions=dims, timestamp=now,
-                          value=float(result.failed), unit="Count"),
-                Datapoint(namespace="AWS/Lambda", name="Duration", dimensions=dims, timestamp=now,
-                          value=result.duration_ms, unit="Milliseconds"),
-            ]
-        )
-
-    def _lambda_metric(self, function_name: str, metric: str, value: float, *, unit: str) -> None:
-        dims = frozenset({("FunctionName", function_name)})
-        self._record([Datapoint(namespace="AWS/Lambda", name=metric, dimensions=dims, timestamp=time.time(),
-                                value=value, unit=unit)])
-
-    def _on_alarm(self, alarm: AlarmSpec, change: AlarmTransition) -> None:
-        self.clients.get("cloudwatch").set_alarm_state(
-            AlarmName=alarm.name, StateValue=change.new, StateReason=change.reason[:1000]
-        )
-        sns = self.clients.get("sns")
-        for topic in actions_for(alarm, change.new):
-            sns.publish(TopicArn=topic, Subject=f"{change.new}: {alarm.name}"[:100],
-                        Message=notification(alarm, change, self.clients.region))
-        if change.new == "ALARM":
-            level = "page" if alarm.severity == "PAGE" else "alarm-warn"
-            self._event(level, f"alarm {alarm.name} is in ALARM: {change.reason}")
-        elif change.old == "ALARM":
-            self._event("ok", f"alarm {alarm.name} is back to {change.new}")
+    def _oldest_sent(self) -> dict[str, float | None]:
+        return {p.mapping.queue_url: p.oldest_sent() for p in self.sqs_pollers}
 
     def alarm_state(self, name: str) -> str:
         """The local state of the alarm with logical id or name ``name``."""
@@ -301,7 +225,7 @@ class LocalCloud:
 
     def evaluate_alarms(self) -> list[AlarmTransition]:
         """Sample and evaluate now instead of waiting for the next tick (for tests)."""
-        self._sample_queues()
+        self.telemetry.sample_queues(self._oldest_sent())
         return self.alarms.evaluate_all()
 
     # -- logs and events -------------------------------------------------------
@@ -314,7 +238,7 @@ class LocalCloud:
     def _log(self, function: str, line: str) -> None:
         points = parse_emf(line)
         if points:
-            self._record(points)
+            self.telemetry.record(points)
             if not self.output.show_emf:
                 return
         self.output.log(function, line)
@@ -368,7 +292,7 @@ class LocalCloud:
         attributes = self.clients.get("sqs").get_queue_attributes(
             QueueUrl=self.queue_url(queue), AttributeNames=["All"]
         )["Attributes"]
-        return sum(int(attributes.get(a, 0)) for _, a in _QUEUE_METRICS)
+        return sum(int(attributes.get(a, 0)) for a in QUEUE_DEPTH_ATTRIBUTES)
 
     def peek(self, queue: str, max_messages: int = 10) -> list[dict[str, Any]]:
         """Receive up to ``max_messages`` from ``queue`` and make them visible again at once."""
@@ -453,36 +377,9 @@ class LocalCloud:
     def emails(self) -> list[dict[str, Any]]:
         """E-mails sent through SES so far (moto records them; nothing is delivered).
 
-        Each is ``{"source", "destinations", "subject", "body"}`` (raw ones carry ``raw_data``).
+        Each is ``{"id", "source", "destinations", "subject", "body"}`` (raw ones carry ``raw_data``).
         """
-        ses = self._moto_data().get("ses", {})
-        sent: list[dict[str, Any]] = []
-        for kind in ("Message", "TemplateMessage", "RawMessage"):
-            for message in ses.get(kind, []):
-                sent.append(
-                    {
-                        "id": message.get("id"),
-                        "source": message.get("source"),
-                        "destinations": message.get("destinations"),
-                        "subject": message.get("subject"),
-                        "body": message.get("body"),
-                        **({"raw_data": message["raw_data"]} if "raw_data" in message else {}),
-                    }
-                )
-        return sent
-
-    def _moto_data(self) -> dict[str, Any]:
-        """moto's model dump; retried because moto builds it while other requests change the models."""
-        for attempt in range(5):
-            try:
-                with urllib.request.urlopen(f"{self.endpoint}/moto-api/data.json", timeout=30) as response:
-                    data: dict[str, Any] = json.loads(response.read())
-                    return data
-            except urllib.error.HTTPError:
-                if attempt == 4:
-                    raise
-                time.sleep(0.2)
-        raise AssertionError("unreachable")
+        return sent_emails(self.endpoint)
 
     def state(self) -> dict[str, Any]:
         """What ``local up`` records for other processes (see :mod:`sqsjobs.local.control`)."""
