@@ -53,7 +53,8 @@ def summary(cloud: LocalCloud) -> list[str]:
             f" (batch {mapping.batch_size}, window {mapping.batching_window_s:g}s, "
             f"max concurrency {mapping.max_concurrency}, timeout {d.functions[mapping.function].timeout}s)"
         )
-    lines += [f"function      {m.function:<24} <- stream {m.stream_arn}" for m in d.stream_mappings]
+    lines += [f"function      {m.function:<24} <- stream of {m.stream_arn.split(':table/')[-1].split('/stream/')[0]}"
+              f" (batch {m.batch_size}, {m.starting_position})" for m in d.stream_mappings]
     lines += [f"schedule      {s.name:<24} {s.expression} -> {s.function}" for s in d.schedules]
     lines += [f"alarm         {a.severity:<24} {a.name}" for a in d.alarms]
     lines += [f"dashboard     {name}" for name in d.dashboards]
