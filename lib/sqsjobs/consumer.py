@@ -337,16 +337,25 @@ class JobBatchProcessor(BasePartialBatchProcessor):
         self.log.error("DLQ send failed; leaving the message on its queue", extra={**self._fields(d), "error": why})
 
     def _share_outcomes(self, deliveries: Sequence[Delivery], first_of_key: dict[str, Delivery]) -> None:
+        newly_dead: list[Delivery] = []
         for d in deliveries:
             first = first_of_key.get(d.key)
             if d.outcome is not None or first is None or first is d:
                 continue
             if first.acknowledged:
                 d.outcome = Outcome.DUPLICATE
+            elif first.outcome is Outcome.RETRY and first.error is not None:
+                # This copy's own receive count decides: its own full-jitter bound, or the DLQ with
+                # reasons on its last attempt (sharing the first copy's retry sent it back to the
+                # queue, whose redrive policy then moved it without any).
+                self._retry(d, first.error)
+                if d.outcome is Outcome.DEAD_LETTERED:
+                    newly_dead.append(d)
             else:
                 d.outcome = first.outcome
                 d.delay = first.delay
                 d.error = first.error
+        self._dead_letter(newly_dead)
 
     def _set_visibility(self, deliveries: Sequence[Delivery]) -> None:
         from botocore.exceptions import BotoCoreError, ClientError

@@ -29,3 +29,54 @@ def test_messages_in_returns_every_message_and_leaves_them_visible(sqs: Any) -> 
     assert len(again) == 35
     # Each look is one receive per message, not two.
     assert {m["Attributes"]["ApproximateReceiveCount"] for m in again} == {"2"}
+
+
+def _copies_app() -> tuple[Any, Any]:
+    from fuzz.strategies import RecordingSQS
+    from sqsjobs import JobApp
+    from sqsjobs.guard import InMemoryStore
+
+    sqs = RecordingSQS()
+    app = JobApp(queue_url="https://sqs.us-east-1.amazonaws.com/1/q", dlq_url="https://sqs.us-east-1.amazonaws.com/1/d",
+                 store=InMemoryStore(), sqs_client=sqs, max_attempts=4, backoff_base=2, backoff_cap=60,
+                 emit_metrics=lambda line: None)
+
+    @app.job("flaky", key="flaky:{n}")
+    def flaky(n: int) -> None:
+        raise ConnectionError("dependency down")
+
+    return app, sqs
+
+
+def test_a_later_copy_of_a_key_retries_on_its_own_attempt_count() -> None:
+    # Two copies of one job in a batch: the first on its third attempt, this one on its first. The
+    # copy shared the first copy's delay, drawn from the attempt-3 bound (8 s), not its own (2 s).
+    from sqsjobs import Outcome
+    from sqsjobs.testing import FakeContext, sqs_record
+
+    app, _ = _copies_app()
+    body = app.get_job("flaky").message(n=1).body
+    for _ in range(50):
+        result = app.process_batch({"Records": [sqs_record(body, attempt=3), sqs_record(body, attempt=1)]},
+                                   FakeContext())
+        first, copy = result.deliveries
+        assert first.outcome is copy.outcome is Outcome.RETRY
+        assert 0 <= copy.delay <= 2.0, copy.delay
+
+
+def test_a_later_copy_on_its_last_attempt_is_dead_lettered_with_its_reason() -> None:
+    # Sharing the first copy's RETRY on the copy's own final attempt sent it back to the queue,
+    # whose redrive policy then moved it to the DLQ without any reason attributes.
+    from sqsjobs import Outcome
+    from sqsjobs.testing import FakeContext, sqs_record
+
+    app, sqs = _copies_app()
+    body = app.get_job("flaky").message(n=2).body
+    last = sqs_record(body, attempt=4)
+    result = app.process_batch({"Records": [sqs_record(body, attempt=1), last]}, FakeContext())
+    first, copy = result.deliveries
+    assert first.outcome is Outcome.RETRY
+    assert copy.outcome is Outcome.DEAD_LETTERED
+    (entry,) = sqs.dead_letters
+    assert entry["MessageAttributes"]["sqsjobs.reason"]["StringValue"] == "exhausted"
+    assert entry["MessageAttributes"]["sqsjobs.original_message_id"]["StringValue"] == last["messageId"]
