@@ -93,6 +93,24 @@ class LocalCloudSession:
         return list(seen.values())
 
 
+_SESSIONS: list[LocalCloudSession] = []
+_SHOWN_EVENTS = 30
+_SHOWN_LOGS = 60
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed test that used ``local_cloud`` shows the cloud's recent events and function logs."""
+    report = yield
+    if report.failed and "local_cloud" in getattr(item, "fixturenames", ()) and _SESSIONS:
+        session = _SESSIONS[-1]
+        events = "\n".join(f"{level:>10} {text}" for level, text in session.cloud.events[-_SHOWN_EVENTS:])
+        logs = "\n".join(f"[{function}] {line}" for function, line in session.logs[-_SHOWN_LOGS:])
+        report.sections.append(("local cloud events", events or "(none)"))
+        report.sections.append(("local cloud function logs", logs or "(none)"))
+    return report
+
+
 @pytest.fixture(scope="session")
 def local_cloud_template(pytestconfig: pytest.Config) -> Path:
     """The template ``local_cloud`` deploys: ``--sqsjobs-template`` or ini ``sqsjobs_template``.
@@ -140,7 +158,9 @@ def local_cloud(local_cloud_template: Path, local_cloud_parameters: dict[str, st
     cloud = LocalCloud.start(local_cloud_template, parameters=local_cloud_parameters, output=output)
     session = LocalCloudSession(cloud)
     session.logs = session_logs
+    _SESSIONS.append(session)
     try:
         yield session
     finally:
+        _SESSIONS.remove(session)
         cloud.stop()
