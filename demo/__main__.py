@@ -103,13 +103,23 @@ class Demo:
         if not problems:
             self.console.print("[bold green]demo OK[/]: every invoice e-mailed once, duplicates skipped, "
                                "outage failures retried, poison dead-lettered with reasons, DLQ paged; "
-                               "orders went through the outbox, the reindex ran in pages, the schedule ran once.")
+                               "orders went through the outbox, the reindex ran in pages, the schedule ran once, "
+                               "and a redrive brought back the jobs whose orders committed late.")
         return 1 if problems else 0
 
     def _app(self) -> Any:
         from sqsjobs.cli.enqueue import load_app
 
         return load_app("handlers.app:app")
+
+    @staticmethod
+    def _wait(ready: Any, stop: threading.Event, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if ready():
+                return True
+            stop.wait(0.5)
+        return bool(ready())
 
     def _send(self, cloud: Any, app: Any, stop: threading.Event) -> None:
         w = self.workload
@@ -135,6 +145,7 @@ class Demo:
         self.phase = "patterns: outbox orders, chunked reindex, leased schedule"
         self.patterns.duplicate_order_refused = patterns.place_orders(cloud, app)
         patterns.start_reindex(cloud, app)
+        patterns.enqueue_before_commit(cloud, app)
         self.patterns.schedule_runs = patterns.fire_schedule_twice(cloud)
         self.phase = "poison messages"
         for message in messages(app, w.poison):
@@ -143,6 +154,10 @@ class Demo:
         for body in w.malformed:
             self.sent += 1
             cloud.send(cloud.app_queue(), body)
+        self.phase = "redrive: orders committed late, their dead-lettered jobs brought back"
+        dead, moved = patterns.redrive_after_late_commit(cloud, wait=lambda ready: self._wait(ready, stop, 40.0))
+        self.patterns.early_dead_lettered, self.patterns.redriven = dead, moved
+        self.event("info", f"demo: redrive moved {moved} process-order letters back to the jobs queue")
         self.phase = "waiting for retries to finish"
 
 

@@ -12,8 +12,12 @@ from typing import Any
 from sqsjobs.chunked import RunStore
 from sqsjobs.errors import TransactionError
 from sqsjobs.outbox import Transaction
+from sqsjobs.redrive import Redrive, RedriveOptions
 
 ORDERS = tuple(range(1, 9))
+# Enqueued before their orders were committed (the mistake the outbox prevents):
+# they dead-letter, the orders commit late, a redrive brings the jobs back.
+EARLY_ORDERS = (901, 902, 903)
 RUN_ID = "demo"
 REINDEX_PAGES = 5  # 2,000 demo products: four pages of 500 and the empty fifth
 
@@ -32,6 +36,9 @@ class PatternsOutcome:
     reindex_pages: int = 0
     reindex_finished: bool = False
     schedule_runs: list[dict[str, Any]] = field(default_factory=list)
+    early_dead_lettered: int = 0
+    redriven: int = 0
+    early_processed: int = 0
 
     def problems(self) -> list[str]:
         """Differences from what must happen (empty: as expected)."""
@@ -45,6 +52,10 @@ class PatternsOutcome:
         fired = [r for r in self.schedule_runs if r.get("fired")]
         if len(self.schedule_runs) != 2 or len(fired) != 1:
             found.append(f"nightly-report fired {len(fired)} of {len(self.schedule_runs)} times, expected once")
+        n = len(EARLY_ORDERS)
+        if (self.early_dead_lettered, self.redriven, self.early_processed) != (n, n, n):
+            found.append(f"enqueue-before-commit: {self.early_dead_lettered} dead-lettered, {self.redriven} "
+                         f"redriven, {self.early_processed} processed; expected {n} each")
         return found
 
     def lines(self) -> list[str]:
@@ -57,6 +68,9 @@ class PatternsOutcome:
             f"chunked: reindex-products run '{RUN_ID}' {'finished' if self.reindex_finished else 'NOT finished'} "
             f"in {self.reindex_pages} pages",
             f"schedule: nightly-report fired twice in one period -> {runs}",
+            f"redrive: {self.early_dead_lettered} process-order jobs enqueued before their orders were committed "
+            f"were dead-lettered (PermanentError); after the late commit a redrive of job=process-order moved "
+            f"{self.redriven} back through the guard and {self.early_processed} were processed",
         ]
 
 
@@ -101,6 +115,40 @@ def fire_schedule_twice(cloud: Any) -> list[dict[str, Any]]:
     return runs
 
 
+def enqueue_before_commit(cloud: Any, app: Any) -> None:
+    """The anti-pattern: jobs on the queue before their orders exist."""
+    for order_id in EARLY_ORDERS:
+        cloud.send_job(app.message("process-order", order_id=order_id))
+
+
+def dlq_url(cloud: Any) -> str:
+    """The DLQ of the app's queue."""
+    queue = cloud.deployment.queues[cloud.app_queue()]
+    return str(cloud.deployment.queue_by_arn(queue.dead_letter_arn).url)
+
+
+def redrive_after_late_commit(cloud: Any, wait: Any) -> tuple[int, int]:
+    """Wait for the early jobs to dead-letter, commit their orders, redrive; return (dead, moved)."""
+    dead = wait(lambda: _dead_letters_of(cloud, "process-order") >= len(EARLY_ORDERS))
+    dynamodb = cloud.clients.get("dynamodb")
+    for order_id in EARLY_ORDERS:
+        dynamodb.put_item(TableName=orders_table(cloud), Item={
+            "pk": {"S": f"order#{order_id}"}, "total_cents": {"N": "100"}, "status": {"S": "NEW"}})
+    options = RedriveOptions(dlq=dlq_url(cloud), job="process-order", wait_time_seconds=0, stop_margin_seconds=0)
+    summary = Redrive(options, sqs_client=cloud.clients.get("sqs")).run()
+    return (len(EARLY_ORDERS) if dead else _dead_letters_of(cloud, "process-order")), summary.moved
+
+
+def _dead_letters_of(cloud: Any, job: str) -> int:
+    attributes = cloud.clients.get("sqs").get_queue_attributes(
+        QueueUrl=dlq_url(cloud), AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]
+    if int(attributes["ApproximateNumberOfMessages"]) == 0:
+        return 0
+    letters = cloud.peek_all(cloud.deployment.queue_by_url(dlq_url(cloud)).logical_id)
+    return sum(1 for m in letters
+               if m.get("MessageAttributes", {}).get("sqsjobs.job", {}).get("StringValue") == job)
+
+
 def check(cloud: Any, outcome: PatternsOutcome) -> None:
     """Read back orders and the run record into ``outcome``."""
     dynamodb = cloud.clients.get("dynamodb")
@@ -109,6 +157,11 @@ def check(cloud: Any, outcome: PatternsOutcome) -> None:
         item = dynamodb.get_item(TableName=orders_table(cloud), Key={"pk": {"S": f"order#{order_id}"}}).get("Item")
         processed += int(bool(item) and item["status"]["S"] == "PROCESSED")
     outcome.orders_processed = processed
+    outcome.early_processed = sum(
+        1 for order_id in EARLY_ORDERS
+        if (dynamodb.get_item(TableName=orders_table(cloud), Key={"pk": {"S": f"order#{order_id}"}}).get("Item")
+            or {}).get("status", {}).get("S") == "PROCESSED"
+    )
     status = RunStore(dynamodb, cloud.function_env("WorkerFunction")["SQSJOBS_TABLE"]).status(
         "reindex-products", RUN_ID)
     outcome.reindex_pages = status.pages_done if status else 0

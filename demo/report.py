@@ -46,19 +46,15 @@ class Outcome:
 def dead_letters(cloud: Any) -> list[dict[str, str]]:
     """The DLQ's messages as ``{job, reason, error_type, error_message, body}`` (peeked, left in place)."""
     found: dict[str, dict[str, str]] = {}
-    for _ in range(30):
-        batch = cloud.peek("DeadLetterQueue")
-        if not batch:
-            break
-        for message in batch:
-            attributes = {k: v.get("StringValue", "") for k, v in message.get("MessageAttributes", {}).items()}
-            found[message["MessageId"]] = {
-                "job": attributes.get("sqsjobs.job", "?"),
-                "reason": attributes.get("sqsjobs.reason", "?"),
-                "error_type": attributes.get("sqsjobs.error_type", "?"),
-                "error_message": attributes.get("sqsjobs.error_message", ""),
-                "body": message["Body"][:60],
-            }
+    for message in cloud.peek_all("DeadLetterQueue"):
+        attributes = {k: v.get("StringValue", "") for k, v in message.get("MessageAttributes", {}).items()}
+        found[message["MessageId"]] = {
+            "job": attributes.get("sqsjobs.job", "?"),
+            "reason": attributes.get("sqsjobs.reason", "?"),
+            "error_type": attributes.get("sqsjobs.error_type", "?"),
+            "error_message": attributes.get("sqsjobs.error_message", ""),
+            "body": message["Body"][:60],
+        }
     return list(found.values())
 
 

@@ -83,14 +83,7 @@ class LocalCloudSession:
         dlq = self.cloud.deployment.queue_by_arn(queue.dead_letter_arn)
         if dlq is None:
             raise LocalCloudError(f"{queue.logical_id} has no DLQ in this template")
-        seen: dict[str, dict[str, Any]] = {}
-        for _ in range(20):
-            batch = self.cloud.peek(dlq.logical_id)
-            for message in batch:
-                seen[message["MessageId"]] = message
-            if not batch:
-                break
-        return list(seen.values())
+        return list(self.cloud.peek_all(dlq.logical_id))
 
 
 _SESSIONS: list[LocalCloudSession] = []
