@@ -259,6 +259,9 @@ class ResourceCreator:
                 f"{logical_id} (AWS::Lambda::Function) has no local CodeUri; it will NOT run locally"
             )
             return
+        if not code_dir.is_dir():
+            self.d.warnings.append(f"{logical_id}: CodeUri {code_dir} is not a directory; it will NOT run")
+            return
         runtime = str(p.get("Runtime", "python3.11"))
         if not runtime.startswith("python"):
             self.d.warnings.append(f"{logical_id}: runtime {runtime} cannot run locally; it will NOT run")
