@@ -7,6 +7,7 @@ pytest plugin keeps the terminal quiet.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,8 +38,34 @@ def _rich_event(level: str, text: str) -> None:
     )
 
 
+_QUIET_FIELDS = frozenset({"level", "message", "timestamp", "location", "service", "xray_trace_id",
+                           "function_name", "function_memory_size", "function_arn", "function_request_id",
+                           "cold_start"})
+
+
+def readable(line: str) -> str:
+    """A Powertools JSON log line as ``LEVEL message key=value ...``; any other line unchanged.
+
+    Example:
+        >>> readable('{"level":"WARNING","message":"job failed","timestamp":"t","job":"invoice-email","attempt":2}')
+        'WARNING job failed job=invoice-email attempt=2'
+        >>> readable("plain text")
+        'plain text'
+    """
+    if not line.startswith("{"):
+        return line
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return line
+    if not isinstance(record, dict) or "level" not in record or "message" not in record:
+        return line
+    fields = " ".join(f"{k}={v}" for k, v in record.items() if k not in _QUIET_FIELDS)
+    return f"{record['level']} {record['message']} {fields}".rstrip()
+
+
 def _plain_log(function: str, line: str) -> None:
-    sys.stdout.write(f"[{function}] {line}\n")
+    sys.stdout.write(f"[{function}] {readable(line)}\n")
     sys.stdout.flush()
 
 
