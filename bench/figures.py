@@ -401,14 +401,14 @@ def local_cloud_throughput(messages: int, reps: int) -> dict[str, Stat] | None:
         jobs = cloud.queue_url(cloud.app_queue())
         raw_queue = sqs.create_queue(QueueName="bench-raw")["QueueUrl"]
         for rep in range(reps):
-            messages = bodies(rep * 10 * messages, messages)
+            batch = bodies(rep * 10 * messages, messages)
             started = time.perf_counter()
-            _fill(sqs, jobs, messages, attributes=JOB_ATTRIBUTE)
+            _fill(sqs, jobs, batch, attributes=JOB_ATTRIBUTE)
             # drain() settles over three quiet 0.2 s checks; that 0.6 s is counted against sqsjobs.
             cloud.drain(timeout=600)
-            out["sqsjobs"].append(len(messages) / (time.perf_counter() - started))
+            out["sqsjobs"].append(len(batch) / (time.perf_counter() - started))
             started = time.perf_counter()
-            _fill(sqs, raw_queue, messages)
+            _fill(sqs, raw_queue, batch)
             done = _loop(sqs, raw_queue, None)
             out["raw"].append(done / (time.perf_counter() - started))
     finally:
