@@ -24,6 +24,7 @@ _QUEUE_METRICS = (
     ("ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesNotVisible"),
     ("ApproximateNumberOfMessagesDelayed", "ApproximateNumberOfMessagesDelayed"),
 )
+_MIRROR_SAMPLES_EVERY_S = 10.0
 QUEUE_DEPTH_ATTRIBUTES = tuple(attribute for _, attribute in _QUEUE_METRICS)
 
 
@@ -43,6 +44,7 @@ class Telemetry:
         self.alarms = AlarmEvaluator(deployment.alarms, self.metrics, on_transition=self._on_alarm)
         self._unpublished: list[Datapoint] = []
         self._lock = threading.Lock()
+        self._last_mirrored = 0.0
 
     def tick(self, *, oldest_sent: Mapping[str, float | None]) -> list[AlarmTransition]:
         """Sample the queues, mirror new datapoints into moto, evaluate every alarm."""
@@ -65,13 +67,19 @@ class Telemetry:
             age = max(0.0, now - sent) if sent is not None else 0.0
             points.append(Datapoint(namespace="AWS/SQS", name="ApproximateAgeOfOldestMessage", dimensions=dims,
                                     timestamp=now, value=age, unit="Seconds"))
-        self.record(points)
+        # Alarms here read every sample; moto gets one per interval, as
+        # CloudWatch has SQS metrics per minute, so a long session stays light.
+        mirror = now - self._last_mirrored >= _MIRROR_SAMPLES_EVERY_S
+        if mirror:
+            self._last_mirrored = now
+        self.record(points, mirror=mirror)
 
-    def record(self, points: list[Datapoint]) -> None:
-        """Keep ``points`` for alarms and for the next ``publish()``."""
+    def record(self, points: list[Datapoint], *, mirror: bool = True) -> None:
+        """Keep ``points`` for alarms and, when ``mirror``, for the next ``publish()`` to moto."""
         self.metrics.add(points)
-        with self._lock:
-            self._unpublished.extend(points)
+        if mirror:
+            with self._lock:
+                self._unpublished.extend(points)
 
     def publish(self) -> None:
         """Mirror the datapoints into moto, so GetMetricStatistics and dashboards see them."""
