@@ -167,6 +167,10 @@ class LocalCloud:
             self._control.stop()
         if self._state_path is not None:
             remove_state(self._state_path, os.getpid())
+        for poller in self.sqs_pollers:
+            poller.halt()
+        for stream_poller in self.stream_pollers:
+            stream_poller.halt()
         if self._scheduler is not None:
             self._scheduler.stop()
         for pool in self.pools.values():

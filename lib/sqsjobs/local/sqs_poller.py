@@ -164,9 +164,13 @@ class SqsPoller:
         """Begin polling in a background thread."""
         self._receiver.start()
 
+    def halt(self) -> None:
+        """Take no new batches from now on (the current long poll may still end)."""
+        self._stop.set()
+
     def stop(self) -> None:
         """Stop receiving and wait for the invocations in flight."""
-        self._stop.set()
+        self.halt()
         self._receiver.join(timeout=_WAIT_S + 5)
         for thread in list(self._threads):
             thread.join(timeout=self.pool.spec.timeout + 5)
@@ -196,6 +200,11 @@ class SqsPoller:
                 continue
             if not messages:
                 self._slots.release()
+                continue
+            if self._stop.is_set():
+                # Stopping: hand the batch straight back instead of starting an invocation.
+                self._slots.release()
+                self._make_visible(messages)
                 continue
             with self._lock:
                 for m in messages:
@@ -272,7 +281,7 @@ class SqsPoller:
                 self.stats.timeouts += int(result.timed_out)
             self.stats.malformed_responses += int(malformed)
             self.stats.item_failures += len(keep) if not result.failed and not malformed else 0
-        if result.failed:
+        if result.failed and result.error_type != "Shutdown":
             self.report(
                 "warn",
                 f"{name}: invocation {result.request_id[:8]} failed ({result.error_type}: {result.error_message}); "
@@ -320,6 +329,9 @@ class SqsPoller:
                 f"{self.pool.spec.logical_id}: cannot import handler {self.pool.spec.handler}; "
                 f"polling paused, messages stay on the queue\n{result.traceback}",
             )
+        self._make_visible(messages)
+
+    def _make_visible(self, messages: list[dict[str, Any]]) -> None:
         for message in messages:
             with contextlib.suppress(Exception):
                 self.sqs.change_message_visibility(

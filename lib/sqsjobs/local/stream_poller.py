@@ -114,9 +114,13 @@ class StreamPoller:
         """Begin polling in a background thread."""
         self._thread.start()
 
+    def halt(self) -> None:
+        """Read no more records from now on."""
+        self._stop.set()
+
     def stop(self) -> None:
         """Stop after the invocation in flight."""
-        self._stop.set()
+        self.halt()
         self._thread.join(timeout=self.pool.spec.timeout + 5)
 
     def _run(self) -> None:
