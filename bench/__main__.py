@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     results.cold = figures.cold_start(reps=3 if q else 15)
     step("local cloud end to end")
     try:
-        results.local = figures.local_cloud_throughput(messages=50 if q else 300, reps=1 if q else 3)
+        results.local_sizes = (50, 20) if q else (300, 40)
+        results.local = figures.local_cloud_throughput(messages=results.local_sizes[0], reps=1 if q else 3,
+                                                       shallow=results.local_sizes[1])
     except Exception as error:  # a figure we could not take is reported as such, not hidden
         results.local_error = f"{type(error).__name__}: {error}"
     results.seconds = time.perf_counter() - started

@@ -25,6 +25,7 @@ class Results:
     cpu: dict[str, Stat] = field(default_factory=dict)
     cold: dict[str, Stat] = field(default_factory=dict)
     local: dict[str, Stat] | None = None
+    local_sizes: tuple[int, int] = (300, 40)
     local_error: str | None = None
     seconds: float = 0.0
 
@@ -107,10 +108,13 @@ def render(r: Results) -> str:
     add(f"| cold start: import of the handler, ms (`-X importtime`) | {r.cold['sqsjobs'].render('{:.0f}')} | "
         f"{r.cold['powertools'].render('{:.0f}')} | {cold_ratio:.2f}x | ≤ 0.8x | {_verdict(cold_ratio <= 0.8)} |")
     if r.local is not None:
-        local_ratio = _ratio(r.local["sqsjobs"], r.local["raw"])
-        add(f"| local cloud end to end, messages/s (`sqsjobs local`, raw loop on the same server) | "
-            f"{r.local['sqsjobs'].render('{:.1f}')} | raw loop {r.local['raw'].render('{:.1f}')} | "
-            f"{local_ratio:.2f}x | ≥ 0.5x | {_verdict(local_ratio >= 0.5)} |")
+        for suffix in ("", " shallow"):
+            local_ratio = _ratio(r.local["sqsjobs" + suffix], r.local["raw" + suffix])
+            n = r.local_sizes[1 if suffix else 0]
+            add(f"| local cloud end to end, {n} messages, messages/s (`sqsjobs local`; raw loop on the same "
+                f"server) | {r.local['sqsjobs' + suffix].render('{:.1f}')} | raw loop "
+                f"{r.local['raw' + suffix].render('{:.1f}')} | {local_ratio:.2f}x | ≥ 0.5x | "
+                f"{_verdict(local_ratio >= 0.5)} |")
     else:
         add(f"| local cloud end to end | not measured: {r.local_error} | | | ≥ 0.5x | **missed** |")
     add(f"| worker loop (receive → `handle_batch` → delete), messages/s, moto server | "
@@ -142,9 +146,11 @@ def render(r: Results) -> str:
         add("Note 3: end to end, each message through the local cloud costs the worker's two DynamoDB")
         add("writes and the job's own SES call, plus the emulated poller's share of a receive and a delete,")
         add("all answered by one moto server process; the raw loop makes a receive and a delete per ten")
-        add("messages and nothing else. About 3.2 API calls per message against 0.2 on the same server bound")
-        add("the ratio far below the 0.5x goal whatever the framework does; the worker-loop row (no SES, no")
-        add("emulation) shows the guard's own share.")
+        add("messages and nothing else (about 3.2 API calls per message against 0.2). moto's SQS also slows")
+        add("down per receive as the queue deepens, which hurts the raw loop far more than the emulated path:")
+        add("the goal is met on the deep queue and missed on the shallow one, and the shallow figure is the")
+        add("fairer picture of the emulation's overhead. The worker-loop row (no SES, no emulation) shows the")
+        add("guard's own share.")
         add("")
     add("## AWS calls per message, by scenario")
     add("")
