@@ -169,8 +169,9 @@ class JobBatchProcessor(BasePartialBatchProcessor):
                 continue
             first_of_key[d.key] = d
             to_claim.append(d)
-        requests = [ClaimRequest(key=d.key, job=d.job_name, owner=owner, now=now, lease_until=lease_until)
-                    for d in to_claim]
+        expires_at = lease_until + self.settings.completed_ttl
+        requests = [ClaimRequest(key=d.key, job=d.job_name, owner=owner, now=now, lease_until=lease_until,
+                                 expires_at=expires_at) for d in to_claim]
         for d, claim in zip(to_claim, self.store.claim_many(requests), strict=True):
             if claim.state is ClaimState.CLAIMED:
                 d.claimed = True
@@ -342,7 +343,12 @@ class JobBatchProcessor(BasePartialBatchProcessor):
             first = first_of_key.get(d.key)
             if d.outcome is not None or first is None or first is d:
                 continue
-            if first.acknowledged:
+            if first.outcome is Outcome.DEAD_LETTERED and first.dead_letter is not None and first.error is not None:
+                # The job never completed: this copy is no duplicate of a success. It goes to the DLQ
+                # with the same reason (a replay of either copy passes the guard, so one run at most).
+                self._dead(d, first.dead_letter.reason, first.error)
+                newly_dead.append(d)
+            elif first.acknowledged:
                 d.outcome = Outcome.DUPLICATE
             elif first.outcome is Outcome.RETRY and first.error is not None:
                 # This copy's own receive count decides: its own full-jitter bound, or the DLQ with

@@ -68,7 +68,7 @@ class DynamoDBStore(IdempotencyStore):
     def _put_if_free(self, request: ClaimRequest) -> None:
         m = self.model
         record = m(request.key, status=IN_PROGRESS, owner=request.owner, lease_until=request.lease_until,
-                   job=request.job)
+                   job=request.job, expires_at=request.expires_at)
         free = (
             m.pk.does_not_exist()
             | ((m.status == IN_PROGRESS) & (m.lease_until < request.now))

@@ -47,6 +47,9 @@ class ClaimRequest:
     owner: str
     now: float
     lease_until: float
+    #: TTL for the claim itself, so a claim whose holder died and whose message left
+    #: through the queue's own redrive is still collected by DynamoDB TTL one day
+    expires_at: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -203,7 +206,7 @@ class InMemoryStore(IdempotencyStore):
                 status=IN_PROGRESS,
                 owner=request.owner,
                 lease_until=request.lease_until,
-                expires_at=None,
+                expires_at=request.expires_at,
                 job=request.job,
             )
 

@@ -73,8 +73,6 @@ def test_an_unknown_job_with_an_unsendable_name_still_reaches_the_dlq_with_its_r
     assert entry["MessageAttributes"]["sqsjobs.reason"]["StringValue"] == "malformed"
 
 
-@pytest.mark.xfail(strict=True, reason="open: a later copy of a key dead-lettered in the same batch is "
-                   "acknowledged as a duplicate (docs/reliability.md); across batches it would run again")
 def test_a_copy_of_a_dead_lettered_key_in_the_same_batch_is_not_counted_as_done() -> None:
     from sqsjobs import JobApp, PermanentError
     from sqsjobs.guard import InMemoryStore
@@ -92,4 +90,6 @@ def test_a_copy_of_a_dead_lettered_key_in_the_same_batch_is_not_counted_as_done(
     first, second = result.deliveries
     assert first.outcome is Outcome.DEAD_LETTERED
     # The job never completed: this copy must not leave the queue as a completed duplicate.
-    assert second.outcome is not Outcome.DUPLICATE
+    assert second.outcome is Outcome.DEAD_LETTERED
+    assert len(sqs.dead_letters) == 2
+    assert {e["MessageAttributes"]["sqsjobs.reason"]["StringValue"] for e in sqs.dead_letters} == {"permanent"}

@@ -83,3 +83,11 @@ def test_batch_calls_keep_request_order(store: IdempotencyStore) -> None:
     assert states == [ClaimState.CLAIMED, ClaimState.CLAIMED, ClaimState.BUSY, ClaimState.CLAIMED, ClaimState.CLAIMED]
     results = store.finish_many([Finish(key=f"k{i}", owner="a", complete=True, expires_at=NOW + 9) for i in range(5)])
     assert [r.fenced for r in results] == [True, True, False, True, True]
+
+
+def test_a_claim_carries_its_own_ttl_so_an_abandoned_one_is_collected(store: IdempotencyStore) -> None:
+    request = ClaimRequest(key="k", job="j", owner="a", now=NOW, lease_until=NOW + 60, expires_at=NOW + 3600)
+    store.claim_many([request])
+    assert store.get("k").expires_at == NOW + 3600
+    # Past that TTL the record is free whatever its lease said (DynamoDB may not have deleted it yet).
+    assert claim(store, "k", "b", now=NOW + 3601).state is ClaimState.CLAIMED
