@@ -377,18 +377,18 @@ class JobApp:
     def sqs(self) -> SQSClient:
         """The SQS client (created on first use unless injected)."""
         if self._sqs is None:
-            import boto3
+            from sqsjobs.clients import sqs_client
 
-            self._sqs = boto3.client("sqs")
+            self._sqs = sqs_client()
         return self._sqs
 
     @property
     def dynamodb(self) -> DynamoDBClient:
         """The DynamoDB client (created on first use unless injected)."""
         if self._dynamodb is None:
-            import boto3
+            from sqsjobs.clients import dynamodb_client
 
-            self._dynamodb = boto3.client("dynamodb")
+            self._dynamodb = dynamodb_client()
         return self._dynamodb
 
     @property

@@ -28,7 +28,7 @@ from sqsjobs.guard import (
     T,
     U,
 )
-from sqsjobs.records import job_record_model
+from sqsjobs.records import RequestTemplate, job_record_model
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -51,6 +51,7 @@ class DynamoDBStore(IdempotencyStore):
         self.table_name = table_name
         self.model = job_record_model(table_name)
         self._pool: ThreadPoolExecutor | None = None
+        self._templates: dict[str, RequestTemplate] = {}
 
     def _parallel(self, fn: Callable[[T], U], items: Sequence[T]) -> list[U]:
         if len(items) <= 1:
@@ -66,38 +67,36 @@ class DynamoDBStore(IdempotencyStore):
         return None if item is None else self._record(item)
 
     def _put_if_free(self, request: ClaimRequest) -> None:
-        m = self.model
-        record = m(request.key, status=IN_PROGRESS, owner=request.owner, lease_until=request.lease_until,
-                   job=request.job, expires_at=request.expires_at)
-        free = (
-            m.pk.does_not_exist()
-            | ((m.status == IN_PROGRESS) & (m.lease_until < request.now))
-            | (m.expires_at < request.now)
-        )
-        kwargs = record.get_save_kwargs_from_instance(condition=free, return_values_on_condition_failure="ALL_OLD")
+        with_ttl = request.expires_at is not None
+        template = self._template("claim+ttl" if with_ttl else "claim")
+        values: dict[str, str | float] = {"key": request.key, "owner": request.owner, "job": request.job,
+                                          "lease_until": request.lease_until, "now": request.now}
+        if request.expires_at is not None:
+            values["expires_at"] = request.expires_at
         try:
-            self._call("put_item", **kwargs)
+            self._call("put_item", **template.fill(**values))
         except _ConditionFailed as failed:
             raise AlreadyClaimed(self._record(failed.item) if failed.item else None) from None
 
     def _complete_if_owner(self, finish: Finish) -> None:
-        m = self.model
-        kwargs = m(finish.key).get_update_kwargs_from_instance(
-            actions=[m.status.set(COMPLETED), m.expires_at.set(finish.expires_at)],
-            condition=(m.owner == finish.owner) & (m.status == IN_PROGRESS),
-        )
+        request = self._template("complete").fill(key=finish.key, owner=finish.owner, expires_at=finish.expires_at)
         try:
-            self._call("update_item", **kwargs)
+            self._call("update_item", **request)
         except _ConditionFailed:
             raise FenceLost(finish.key) from None
 
     def _delete_if_owner(self, finish: Finish) -> None:
-        m = self.model
-        kwargs = m(finish.key).get_delete_kwargs_from_instance(condition=m.owner == finish.owner)
+        request = self._template("release").fill(key=finish.key, owner=finish.owner)
         try:
-            self._call("delete_item", **kwargs)
+            self._call("delete_item", **request)
         except _ConditionFailed:
             raise FenceLost(finish.key) from None
+
+    def _template(self, name: str) -> RequestTemplate:
+        template = self._templates.get(name)
+        if template is None:
+            template = self._templates[name] = build_template(self.model, name)
+        return template
 
     def _record(self, item: dict[str, Any]) -> Record:
         r = self.model.from_raw_data(item)
@@ -118,6 +117,44 @@ class DynamoDBStore(IdempotencyStore):
         except BotoCoreError as error:
             raise StoreError(f"DynamoDB {operation} on {self.table_name} failed: {error}") from error
         return response
+
+
+def build_template(m: Any, name: str) -> RequestTemplate:
+    """The request shapes of the guard, built through the pynamodb model (conditions included).
+
+    ``claim``: write IN_PROGRESS if the key is absent, its lease ran out, or it is past its TTL
+    (``ALL_OLD`` tells a conflict's cause in the same round trip); ``complete`` and ``release``
+    are fenced on the owner.
+    """
+    if name in ("claim", "claim+ttl"):
+        with_ttl = name == "claim+ttl"
+
+        def claim(v: dict[str, Any]) -> Any:
+            record = m(v["key"], status=IN_PROGRESS, owner=v["owner"], lease_until=v["lease_until"], job=v["job"],
+                       expires_at=v["expires_at"] if with_ttl else None)
+            free = (
+                m.pk.does_not_exist()
+                | ((m.status == IN_PROGRESS) & (m.lease_until < v["now"]))
+                | (m.expires_at < v["now"])
+            )
+            return record.get_save_kwargs_from_instance(condition=free, return_values_on_condition_failure="ALL_OLD")
+
+        numbers = ("lease_until", "now", "expires_at") if with_ttl else ("lease_until", "now")
+        return RequestTemplate.build(claim, strings=("key", "owner", "job"), numbers=numbers)
+    if name == "complete":
+        return RequestTemplate.build(
+            lambda v: m(v["key"]).get_update_kwargs_from_instance(
+                actions=[m.status.set(COMPLETED), m.expires_at.set(v["expires_at"])],
+                condition=(m.owner == v["owner"]) & (m.status == IN_PROGRESS),
+            ),
+            strings=("key", "owner"), numbers=("expires_at",),
+        )
+    if name == "release":
+        return RequestTemplate.build(
+            lambda v: m(v["key"]).get_delete_kwargs_from_instance(condition=m.owner == v["owner"]),
+            strings=("key", "owner"),
+        )
+    raise ValueError(f"no request template named {name!r}")
 
 
 class _ConditionFailed(Exception):

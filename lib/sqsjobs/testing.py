@@ -10,7 +10,10 @@ Use them in your own tests of jobs (Chalice ships the same idea):
     30000
 
 This module must not import moto or pytest at import time: it is part of the
-installed package.
+installed package. The pytest side — a session-scoped ``local_cloud`` fixture
+(the local cloud with the template deployed, ``drain()``, sent e-mails, DLQ
+contents, alarm states) — is ``sqsjobs.local.pytest_plugin``, which pytest
+loads by itself through the package's ``pytest11`` entry point.
 """
 
 from __future__ import annotations
