@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
-from sqsjobs.errors import ConfigurationError, EnqueueError, PermanentError, RetryableError, StoreError
+from sqsjobs.dynamodb_calls import ConditionFailed, call
+from sqsjobs.errors import ConfigurationError, EnqueueError, PermanentError, RetryableError
 from sqsjobs.job import Job, JobOptions
 
 if TYPE_CHECKING:
@@ -253,27 +254,13 @@ class RunStore:
     def _conditional(self, operation: str, kwargs: dict[str, Any]) -> bool:
         try:
             self._call(operation, **kwargs)
-        except _ConditionFailed:
+        except ConditionFailed:
             return False
         return True
 
     def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
-        """The one place botocore errors become ours."""
-        from botocore.exceptions import BotoCoreError, ClientError
+        return call(self.client, operation, what="run record", **kwargs)
 
-        try:
-            response: dict[str, Any] = getattr(self.client, operation)(**kwargs)
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                raise _ConditionFailed() from None
-            raise StoreError(f"DynamoDB {operation} on {self.table_name} (run record) failed: {error}") from error
-        except BotoCoreError as error:
-            raise StoreError(f"DynamoDB {operation} on {self.table_name} (run record) failed: {error}") from error
-        return response
-
-
-class _ConditionFailed(Exception):
-    pass
 
 
 @lru_cache(maxsize=16)

@@ -14,6 +14,21 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from sqsjobs.dead_letter import (
+    ATTR_ATTEMPTS,
+    ATTR_ERROR_MESSAGE,
+    ATTR_ERROR_TYPE,
+    ATTR_ORIGINAL_MESSAGE_ID,
+    ATTR_REASON,
+    ATTR_REDRIVE_COUNT,
+    ATTR_SOURCE_QUEUE,
+    MAX_ATTRIBUTES,
+    REASON_ATTRIBUTES,
+    REASON_MALFORMED,
+)
+from sqsjobs.message import ATTR_JOB
+from sqsjobs.metrics import UNKNOWN_JOB
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -23,35 +38,12 @@ if TYPE_CHECKING:
         MessageTypeDef,
     )
 
-# The wire contract (docs/architecture.md, "DLQ reason attributes").
-ATTR_JOB: Final = "sqsjobs.job"
-ATTR_REASON: Final = "sqsjobs.reason"
-ATTR_ERROR_TYPE: Final = "sqsjobs.error_type"
-ATTR_ERROR_MESSAGE: Final = "sqsjobs.error_message"
-ATTR_ATTEMPTS: Final = "sqsjobs.attempts"
-ATTR_ORIGINAL_MESSAGE_ID: Final = "sqsjobs.original_message_id"
-ATTR_FIRST_RECEIVE_TIME: Final = "sqsjobs.first_receive_time"
-ATTR_SOURCE_QUEUE: Final = "sqsjobs.source_queue"
-ATTR_REDRIVE_COUNT: Final = "sqsjobs.redrive_count"
-
-# Written by the worker about *one* failed delivery. They are stale once the
-# message goes back (the worker writes fresh ones if it fails again), and
-# dropping them keeps the message under SQS's 10-attribute limit after the
-# redrive count is added.
-STALE_REASON_ATTRIBUTES: Final = frozenset(
-    {
-        ATTR_REASON,
-        ATTR_ERROR_TYPE,
-        ATTR_ERROR_MESSAGE,
-        ATTR_ATTEMPTS,
-        ATTR_ORIGINAL_MESSAGE_ID,
-        ATTR_FIRST_RECEIVE_TIME,
-        ATTR_SOURCE_QUEUE,
-    }
-)
-UNKNOWN_JOB: Final = "?"
-REASON_MALFORMED: Final = "malformed"
-MAX_MESSAGE_ATTRIBUTES: Final = 10
+# The worker's side of the wire contract (docs/architecture.md): one definition, imported.
+# The reason attributes are stale once the message goes back (the worker writes
+# fresh ones if it fails again), and dropping them keeps the message under SQS's
+# 10-attribute limit after the redrive count is added.
+STALE_REASON_ATTRIBUTES: Final = frozenset(REASON_ATTRIBUTES)
+MAX_MESSAGE_ATTRIBUTES: Final = MAX_ATTRIBUTES
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs.errors import StoreError
+from sqsjobs.dynamodb_calls import ConditionFailed, call
 from sqsjobs.guard import (
     COMPLETED,
     IN_PROGRESS,
@@ -75,21 +75,21 @@ class DynamoDBStore(IdempotencyStore):
             values["expires_at"] = request.expires_at
         try:
             self._call("put_item", **template.fill(**values))
-        except _ConditionFailed as failed:
+        except ConditionFailed as failed:
             raise AlreadyClaimed(self._record(failed.item) if failed.item else None) from None
 
     def _complete_if_owner(self, finish: Finish) -> None:
         request = self._template("complete").fill(key=finish.key, owner=finish.owner, expires_at=finish.expires_at)
         try:
             self._call("update_item", **request)
-        except _ConditionFailed:
+        except ConditionFailed:
             raise FenceLost(finish.key) from None
 
     def _delete_if_owner(self, finish: Finish) -> None:
         request = self._template("release").fill(key=finish.key, owner=finish.owner)
         try:
             self._call("delete_item", **request)
-        except _ConditionFailed:
+        except ConditionFailed:
             raise FenceLost(finish.key) from None
 
     def _template(self, name: str) -> RequestTemplate:
@@ -104,19 +104,7 @@ class DynamoDBStore(IdempotencyStore):
                       expires_at=r.expires_at, job=r.job)
 
     def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
-        """The one place botocore errors become ours."""
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            response: dict[str, Any] = getattr(self.client, operation)(**kwargs)
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                item: Any = error.response.get("Item")
-                raise _ConditionFailed(item) from None
-            raise StoreError(f"DynamoDB {operation} on {self.table_name} failed: {error}") from error
-        except BotoCoreError as error:
-            raise StoreError(f"DynamoDB {operation} on {self.table_name} failed: {error}") from error
-        return response
+        return call(self.client, operation, what="idempotency record", **kwargs)
 
 
 def build_template(m: Any, name: str) -> RequestTemplate:
@@ -156,8 +144,3 @@ def build_template(m: Any, name: str) -> RequestTemplate:
         )
     raise ValueError(f"no request template named {name!r}")
 
-
-class _ConditionFailed(Exception):
-    def __init__(self, item: dict[str, Any] | None) -> None:
-        super().__init__("condition failed")
-        self.item = item

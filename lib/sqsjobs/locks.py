@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs.errors import StoreError
+from sqsjobs.dynamodb_calls import ConditionFailed, call
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -101,7 +101,7 @@ class LeaseLock:
         kwargs = item.get_save_kwargs_from_instance(condition=free, return_values_on_condition_failure="ALL_OLD")
         try:
             self._call("put_item", **kwargs)
-        except _ConditionFailed as failed:
+        except ConditionFailed as failed:
             return Acquired(key=key, ok=False, current=self._state(failed.item) if failed.item else None)
         return Acquired(key=key, ok=True)
 
@@ -129,7 +129,7 @@ class LeaseLock:
     def _fenced(self, operation: str, kwargs: dict[str, Any]) -> bool:
         try:
             self._call(operation, **kwargs)
-        except _ConditionFailed:
+        except ConditionFailed:
             return False
         return True
 
@@ -139,25 +139,8 @@ class LeaseLock:
                          acquired_at=r.acquired_at, expires_at=r.expires_at)
 
     def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
-        """The one place botocore errors become ours."""
-        from botocore.exceptions import BotoCoreError, ClientError
+        return call(self.client, operation, what="lock", **kwargs)
 
-        try:
-            response: dict[str, Any] = getattr(self.client, operation)(**kwargs)
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                item: Any = error.response.get("Item")
-                raise _ConditionFailed(item) from None
-            raise StoreError(f"DynamoDB {operation} on {self.table_name} (lock) failed: {error}") from error
-        except BotoCoreError as error:
-            raise StoreError(f"DynamoDB {operation} on {self.table_name} (lock) failed: {error}") from error
-        return response
-
-
-class _ConditionFailed(Exception):
-    def __init__(self, item: dict[str, Any] | None) -> None:
-        super().__init__("condition failed")
-        self.item = item
 
 
 @lru_cache(maxsize=16)

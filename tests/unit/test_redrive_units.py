@@ -9,7 +9,6 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from sqsjobs import dlq_message
 from sqsjobs import redrive as rd
 from sqsjobs.dlq_message import DlqMessage, dedup_id
 from sqsjobs.errors import MoveTaskError, SqsJobsError
@@ -98,16 +97,6 @@ def test_queue_name_from_url_and_arn() -> None:
     assert queue_name(DLQ_URL) == "jobs-dlq"
     assert queue_name(DLQ_ARN) == "jobs-dlq"
     assert queue_name("http://127.0.0.1:5000/123456789012/jobs.fifo") == "jobs.fifo"
-
-
-def test_wire_names_match_the_worker() -> None:
-    """The worker writes these attributes and redrive reads them: one contract."""
-    dead_letter = pytest.importorskip("sqsjobs.dead_letter")
-    assert set(dead_letter.REASON_ATTRIBUTES) == set(dlq_message.STALE_REASON_ATTRIBUTES)
-    assert dead_letter.ATTR_REDRIVE_COUNT == dlq_message.ATTR_REDRIVE_COUNT
-    assert dead_letter.ATTR_SOURCE_QUEUE == dlq_message.ATTR_SOURCE_QUEUE
-    assert dead_letter.ATTR_ORIGINAL_MESSAGE_ID == dlq_message.ATTR_ORIGINAL_MESSAGE_ID
-    assert dead_letter.REASON_MALFORMED == dlq_message.REASON_MALFORMED
 
 
 # -- options ------------------------------------------------------------------------
