@@ -46,6 +46,7 @@ def sqsjobs_handler(
 ) -> tuple[Handler, Any]:
     """The sqsjobs worker; returns (handler, app)."""
     from aws_lambda_powertools import Logger
+
     from sqsjobs import JobApp
 
     app = JobApp(queue_url=queue_url, dlq_url=dlq_url, table_name=table, max_attempts=5, function_timeout=60,

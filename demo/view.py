@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+
 from sqsjobs import metrics as m
 
 COLUMNS = (

@@ -366,6 +366,7 @@ class ChaosRun:
 
     def _app(self, index: int) -> Any:
         from aws_lambda_powertools import Logger
+
         from sqsjobs import JobApp, PermanentError
 
         app = JobApp(

@@ -7,6 +7,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+
 from sqsjobs.testing import messages_in
 
 
@@ -33,6 +34,7 @@ def test_messages_in_returns_every_message_and_leaves_them_visible(sqs: Any) -> 
 
 def _copies_app() -> tuple[Any, Any]:
     from fuzz.strategies import RecordingSQS
+
     from sqsjobs import JobApp
     from sqsjobs.guard import InMemoryStore
 

@@ -35,6 +35,7 @@ from fuzz.strategies import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from sqsjobs import JobApp, Outcome, PermanentError, RetryableError
 from sqsjobs.guard import COMPLETED, IdempotencyStore, InMemoryStore
 from sqsjobs.testing import FakeContext
@@ -185,6 +186,7 @@ def test_hostile_records_never_escape_or_vanish() -> None:
 def dynamodb_store() -> Iterator[IdempotencyStore]:
     import boto3
     from moto import mock_aws
+
     from sqsjobs.dynamodb_store import DynamoDBStore
 
     with mock_aws():

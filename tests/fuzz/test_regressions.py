@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from fuzz.strategies import OK_JOB, RecordingSQS
+
 from sqsjobs import MalformedMessageError, Outcome
 from sqsjobs.envelope import Envelope
 from sqsjobs.testing import FakeContext, sqs_record

@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqsjobs import metrics
 from template_support import load_template
+
+from sqsjobs import metrics
 
 # Placeholders for the parameters the template's metrics are namespaced with.
 NAMESPACE = "<MetricsNamespace>"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from sqsjobs_rules._wiring import Resolver, Wiring, same_value
 from template_support import cfn_template, load_template, mutate, sam_template
+
+from sqsjobs_rules._wiring import Resolver, Wiring, same_value
 
 
 def test_sam_event_globals_and_defaults() -> None:

@@ -9,6 +9,7 @@ import boto3
 import pytest
 from aws_support import MAX_ATTEMPTS, Aws, create_queues, create_table
 from moto import mock_aws
+
 from sqsjobs import JobApp
 
 

@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+
 from sqsjobs import EnqueueError, Outcome, time_left
 from sqsjobs.chunked import run_key
 from sqsjobs.testing import FakeContext, messages_in, receive_event

@@ -14,6 +14,7 @@ import pytest
 from aws_support import create_queues
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
+
 from sqsjobs import ConfigurationError, EnqueueError, JobApp
 from sqsjobs.message import ATTR_JOB, ATTR_TRACE_ID
 from sqsjobs.producer import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, SEND_RETRY_BACKOFF, Producer

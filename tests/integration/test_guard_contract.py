@@ -9,6 +9,7 @@ import boto3
 import pytest
 from aws_support import create_table
 from moto import mock_aws
+
 from sqsjobs.dynamodb_store import DynamoDBStore
 from sqsjobs.guard import ClaimRequest, ClaimState, Finish, IdempotencyStore, InMemoryStore
 

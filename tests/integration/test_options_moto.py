@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools import Logger
 from aws_support import MAX_ATTEMPTS
+
 from sqsjobs import Outcome, PermanentError, RetryableError, TimeLimitExceeded
 from sqsjobs import consumer as consumer_module
 from sqsjobs.dead_letter import ATTR_ATTEMPTS, ATTR_ERROR_MESSAGE, ATTR_ERROR_TYPE, ATTR_REASON

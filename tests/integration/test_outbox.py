@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+
 from sqsjobs import Outcome, TransactionError
 from sqsjobs.outbox import MAX_TRANSACTION_ITEMS, OutboxRelay
 from sqsjobs.testing import drain_queue, messages_in, receive_event

@@ -12,8 +12,9 @@ import boto3
 import pytest
 from botocore.exceptions import EndpointConnectionError
 from moto import mock_aws
-from sqsjobs.cli import build_app
 from typer.testing import CliRunner
+
+from sqsjobs.cli import build_app
 
 REGION = "us-east-1"
 ROOT = Path(__file__).resolve().parents[2]

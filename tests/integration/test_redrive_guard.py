@@ -11,6 +11,7 @@ from typing import Any
 
 from aws_support import MAX_ATTEMPTS
 from botocore.exceptions import EndpointConnectionError
+
 from sqsjobs import Outcome, PermanentError, RetryableError
 from sqsjobs.dlq_message import ATTR_REDRIVE_COUNT
 from sqsjobs.redrive import RedriveOptions, redrive

@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
+
 from sqsjobs.queues import queue_depth
 from sqsjobs.redrive import Redrive, RedriveOptions
 

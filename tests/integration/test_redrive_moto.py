@@ -10,6 +10,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 from moto import mock_aws
+
 from sqsjobs.dlq_message import ATTR_REDRIVE_COUNT, STALE_REASON_ATTRIBUTES, dedup_id
 from sqsjobs.queues import queue_depth
 from sqsjobs.redrive import Redrive, RedriveOptions, redrive

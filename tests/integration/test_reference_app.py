@@ -9,6 +9,7 @@ import boto3
 import pytest
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
+
 from sqsjobs.testing import FakeContext, messages_in, receive_event
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import boto3
 import pytest
 from aws_support import create_table
+
 from sqsjobs import JobApp, Outcome
 from sqsjobs.locks import DONE, HELD, LeaseLock, lock_key
 from sqsjobs.testing import receive_event

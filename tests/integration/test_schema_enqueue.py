@@ -8,11 +8,12 @@ from typing import Any
 
 from aws_support import create_queues
 from jsonschema import Draft202012Validator
+from typer.testing import CliRunner
+
 from sqsjobs.cli import build_app
 from sqsjobs.cli.schema import load_schema, schema_text
 from sqsjobs.message import ATTR_JOB, ATTR_TRACE_ID
 from sqsjobs.testing import messages_in
-from typer.testing import CliRunner
 
 VALIDATOR = Draft202012Validator(load_schema())
 

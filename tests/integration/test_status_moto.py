@@ -9,10 +9,11 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from typer.testing import CliRunner
+
 from sqsjobs.cli import build_app
 from sqsjobs.errors import StatusError
 from sqsjobs.status import collect_status
-from typer.testing import CliRunner
 
 REGION = "us-east-1"
 PAGE = "arn:aws:sns:us-east-1:123456789012:jobs-page"

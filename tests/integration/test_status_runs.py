@@ -6,11 +6,12 @@ import json
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
+
 from sqsjobs.chunked import RunStore, _encode
 from sqsjobs.cli import build_app
 from sqsjobs.errors import StatusError
 from sqsjobs.status import collect_status
-from typer.testing import CliRunner
 
 
 def test_status_shows_a_runs_pages_and_cursor(aws: Any) -> None:

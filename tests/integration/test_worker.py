@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from aws_support import MAX_ATTEMPTS, create_queues
+
 from sqsjobs import InvalidEventError, Outcome, PermanentError, RetryableError
 from sqsjobs.backoff import BackoffPolicy
 from sqsjobs.dead_letter import (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from sqsjobs.backoff import MAX_VISIBILITY_SECONDS, BackoffPolicy, visibility_seconds
 from sqsjobs.errors import ConfigurationError
 

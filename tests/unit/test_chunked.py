@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+
 from sqsjobs import ChunkedJob, ConfigurationError, EnqueueError, JobApp, PermanentError, RetryableError
 from sqsjobs.chunked import FINISHED, RUNNING
 from sqsjobs.message import JobMessage

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
+
 from sqsjobs.cli.schema import load_schema
 from sqsjobs.envelope import Envelope
 from sqsjobs.message import ATTR_JOB, ATTR_TRACE_ID, JobMessage

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+
 from sqsjobs.arguments import MAX_LIST_ITEMS
 from sqsjobs.cli.schema import load_schema, schema_text
 from sqsjobs.envelope import ENVELOPE_VERSION, MAX_BODY_BYTES, MAX_KEY_BYTES, SUPPORTED_VERSIONS, Envelope

@@ -8,11 +8,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from template_support import load_template
+
 from sqsjobs import ConfigurationError, InvalidEventError, JobApp, UnknownJobError
 from sqsjobs.locks import Acquired, LockState, lock_key
 from sqsjobs.scheduling import DAILY, HOURLY, MINUTELY, Scheduler, period_format, scheduled_time
 from sqsjobs.testing import FakeContext
-from template_support import load_template
 
 
 @pytest.mark.parametrize(("expression", "period"), [

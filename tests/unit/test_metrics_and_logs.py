@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+
 from sqsjobs import InMemoryStore, JobApp, PermanentError
 from sqsjobs import metrics as m
 from sqsjobs.testing import FakeContext, sqs_event

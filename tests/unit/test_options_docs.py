@@ -12,6 +12,7 @@ import boto3
 import pytest
 from aws_support import create_queues
 from moto import mock_aws
+
 from sqsjobs.app import CELERY_NAMES
 from sqsjobs.job import CELERY_ENQUEUE_NAMES
 

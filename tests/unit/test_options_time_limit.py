@@ -7,6 +7,7 @@ import threading
 from contextlib import suppress
 
 import pytest
+
 from sqsjobs import consumer
 from sqsjobs.consumer import time_limit
 from sqsjobs.errors import RetryableError, TimeLimitExceeded

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 import pytest
+
 from sqsjobs import ConfigurationError, InvalidArgumentsError, JobApp, PermanentError, RetryableError
 from sqsjobs.app import CELERY_NAMES
 from sqsjobs.errors import MalformedMessageError, TimeLimitExceeded

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
+
 from sqsjobs import ConfigurationError, InvalidArgumentsError, InvalidEventError, JobApp, TransactionError
 from sqsjobs.message import JobMessage
 from sqsjobs.outbox import OUTBOX_TTL_SECONDS, OutboxRelay, message_from_image, outbox_item_model

@@ -9,6 +9,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+
 from sqsjobs import redrive as rd
 from sqsjobs.dlq_message import DlqMessage, dedup_id
 from sqsjobs.errors import MoveTaskError, SqsJobsError

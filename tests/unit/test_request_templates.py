@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from sqsjobs.dynamodb_store import build_template
 from sqsjobs.guard import COMPLETED, IN_PROGRESS
 from sqsjobs.records import job_record_model

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from integration.local.local_support import FIXTURE, Recorder
+
 from sqsjobs.local.cloud import LocalCloud
 
 

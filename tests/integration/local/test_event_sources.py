@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from integration.local.local_support import Recorder
+
 from sqsjobs.local.cloud import LocalCloud
 
 

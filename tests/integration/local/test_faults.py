@@ -9,6 +9,7 @@ import time
 
 import pytest
 from integration.local.local_support import BROKEN, FIXTURE, Recorder
+
 from sqsjobs.local.cloud import LocalCloud
 from sqsjobs.local.errors import PortInUseError, ServerDiedError, TemplateError
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import boto3
 import pytest
+
 from sqsjobs.local.errors import LocalCloudError
 from sqsjobs.local.fire import fire_remote
 from sqsjobs.local.server import MotoServer

@@ -6,6 +6,7 @@ import os
 import threading
 
 from integration.local.local_support import FIXTURE
+
 from sqsjobs.local.invoker import FunctionPool
 from sqsjobs.local.model import FunctionSpec
 

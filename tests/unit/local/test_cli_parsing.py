@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import typer
+
 from sqsjobs.cli.enqueue import parse_arguments
 from sqsjobs.cli.local import parse_parameters
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from sqsjobs.local.invoker import InvocationResult
 from sqsjobs.local.model import SqsMapping
 from sqsjobs.local.sqs_poller import failed_ids, to_lambda_record

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from sqsjobs.local.filters import FilterError, matches_any, parse_filters, sqs_view
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from sqsjobs.local.metric_math import MathError, evaluate
 
 

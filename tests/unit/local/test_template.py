@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+
 from sqsjobs.local.deploy import _creation_order
 from sqsjobs.local.errors import TemplateError
 from sqsjobs.local.intrinsics import NO_VALUE, Resolver, references
