@@ -46,6 +46,9 @@ def test_a_poison_message_reaches_the_dlq_with_its_reason_and_pages(local_cloud:
     local_cloud.clients.get("sns").subscribe(
         TopicArn=local_cloud.deployment.topics["PageTopic"], Protocol="sqs", Endpoint=pager_arn
     )
+    # The session's cloud may already be paging for an earlier test's dead letter: reset the alarm,
+    # as an operator's SetAlarmState would, so this poison message's page is a fresh transition.
+    local_cloud.set_alarm_state("DeadLetterAlarm", "OK")
     invoice = -next(_ids)
 
     local_cloud.enqueue("invoice-email", invoice_id=invoice)

@@ -227,6 +227,22 @@ class LocalCloud:
                 return self.alarms.states[alarm.name]
         raise KeyError(f"no alarm {name!r}; alarms: {', '.join(a.logical_id for a in self.deployment.alarms)}")
 
+    def set_alarm_state(self, name: str, state: str, reason: str = "set by hand") -> None:
+        """CloudWatch's ``SetAlarmState``: the state until the next evaluation, which notifies if it changes.
+
+        Example:
+            >>> cloud.set_alarm_state("DeadLetterAlarm", "OK")  # doctest: +SKIP
+            >>> cloud.evaluate_alarms()[0].new  # doctest: +SKIP
+            'ALARM'
+        """
+        for alarm in self.deployment.alarms:
+            if name in (alarm.name, alarm.logical_id):
+                self.clients.get("cloudwatch").set_alarm_state(AlarmName=alarm.name, StateValue=state,
+                                                               StateReason=reason)
+                self.alarms.states[alarm.name] = state
+                return
+        raise KeyError(f"no alarm {name!r}; alarms: {', '.join(a.logical_id for a in self.deployment.alarms)}")
+
     def evaluate_alarms(self) -> list[AlarmTransition]:
         """Sample and evaluate now instead of waiting for the next tick (for tests)."""
         self.telemetry.sample_queues(self._oldest_sent())
