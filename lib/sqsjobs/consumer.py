@@ -403,8 +403,10 @@ class JobBatchProcessor(BasePartialBatchProcessor):
 
     def _fields(self, d: Delivery) -> dict[str, Any]:
         # A message sent without a trace id starts a trace named by its message id (what _execute makes current).
-        return {"job": d.job_name, "key": d.key, "message_id": d.message_id, "attempt": d.attempt,
-                "trace_id": d.trace_id or d.message_id}
+        # Job names and keys come from message bodies: a lone surrogate there would make the JSON
+        # log line unwritable (logging drops it), so it is logged escaped.
+        return {"job": _loggable(d.job_name), "key": _loggable(d.key), "message_id": d.message_id,
+                "attempt": d.attempt, "trace_id": d.trace_id or d.message_id}
 
     def _max_attempts(self, d: Delivery) -> int:
         job_max = d.job.options.max_attempts if d.job else None
@@ -533,6 +535,10 @@ def time_limit(seconds: float | None, job: str) -> Iterator[TimeLimit]:
                 if outer_delay:
                     left = max(outer_delay - (time.monotonic() - started), 0.001)
                     signal.setitimer(signal.ITIMER_REAL, left, outer_interval)
+
+
+def _loggable(text: str) -> str:
+    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _chunks(items: Sequence[Delivery], size: int) -> list[list[Delivery]]:

@@ -111,3 +111,17 @@ def test_the_sqs_calls_for_failures_are_batched(app_and_lines: Any) -> None:
     names = [name for name, _ in sqs.calls]
     assert names.count("change_message_visibility_batch") == 1
     assert names.count("send_message_batch") == 1
+
+
+def test_a_job_name_with_a_lone_surrogate_is_still_logged(app_and_lines: Any) -> None:
+    from aws_lambda_powertools import Logger
+
+    app, _, _ = app_and_lines
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # strict UTF-8, like Lambda's stdout
+    app._logger = Logger(service="surrogate-log-test", stream=stream)
+    result = app.process_batch(sqs_event(['{"v": 1, "job": "\\ud800x", "args": {}}']))
+    assert [d.outcome.value for d in result.deliveries if d.outcome] == ["dead_lettered"]
+    stream.flush()
+    lines = [json.loads(line) for line in stream.buffer.getvalue().decode().splitlines()]  # type: ignore[attr-defined]
+    (line,) = [entry for entry in lines if entry["message"] == "dead-lettered"]
+    assert line["job"] == "\\ud800x"
