@@ -16,7 +16,8 @@ from typing import Annotated, Any
 
 import typer
 
-EXIT_FAILURE = 1
+from sqsjobs.cli.exits import EXIT_FAILED
+
 DEFAULT_APP = "handlers.app:app"
 
 
@@ -104,15 +105,15 @@ def register(app: typer.Typer) -> None:
                 os.environ.update(local_target())
             except LocalCloudError as exc:
                 typer.echo(f"error: {exc} (or pass --aws / --queue-url)", err=True)
-                raise typer.Exit(EXIT_FAILURE) from None
+                raise typer.Exit(EXIT_FAILED) from None
         try:
             job_app = load_app(app_spec)
             message_id = job_app.enqueue(job, **arguments)
         except (ImportError, AttributeError) as exc:
             typer.echo(f"error: cannot load the app {app_spec!r}: {exc} (run from the project root or pass --app)",
                        err=True)
-            raise typer.Exit(EXIT_FAILURE) from None
+            raise typer.Exit(EXIT_FAILED) from None
         except SqsJobsError as exc:
             typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_FAILURE) from None
+            raise typer.Exit(EXIT_FAILED) from None
         typer.echo(message_id)

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from sqsjobs.cli.exits import EXIT_FAILED
+
 if TYPE_CHECKING:
     from sqsjobs.local.cloud import LocalCloud
 
-EXIT_FAILURE = 1
 
 
 def parse_parameters(pairs: list[str]) -> dict[str, str]:
@@ -101,7 +102,7 @@ def register(app: typer.Typer) -> None:
             parameters = {**parameter_overrides(template), **parse_parameters(parameter or [])}
         except LocalCloudError as exc:
             console.print(f"[bold red]error[/] {exc}")
-            raise typer.Exit(EXIT_FAILURE) from None
+            raise typer.Exit(EXIT_FAILED) from None
         stop = threading.Event()
         # SIGTERM (e.g. from a supervisor) ends as cleanly as Ctrl-C.
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -112,7 +113,7 @@ def register(app: typer.Typer) -> None:
             )
         except LocalCloudError as exc:
             console.print(f"[bold red]error[/] {exc}")
-            raise typer.Exit(EXIT_FAILURE) from None
+            raise typer.Exit(EXIT_FAILED) from None
         try:
             for line in summary(cloud):
                 console.print(line, markup=False)
@@ -127,7 +128,7 @@ def register(app: typer.Typer) -> None:
             cloud.stop()
             console.print(f"stopped; port {cloud.server.port} is free")
         if cloud.failure is not None:
-            raise typer.Exit(EXIT_FAILURE)
+            raise typer.Exit(EXIT_FAILED)
 
     @local.command("fire")
     def fire_command(
@@ -150,10 +151,10 @@ def register(app: typer.Typer) -> None:
                 result = fire_local(name)
         except LocalCloudError as exc:
             typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_FAILURE) from None
+            raise typer.Exit(EXIT_FAILED) from None
         typer.echo(json.dumps(result, indent=2, default=str))
         if not result.get("ok"):
-            raise typer.Exit(EXIT_FAILURE)
+            raise typer.Exit(EXIT_FAILED)
 
     @local.command("env")
     def env_command() -> None:
@@ -166,7 +167,7 @@ def register(app: typer.Typer) -> None:
             state = read_state()
         except LocalCloudError as exc:
             typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_FAILURE) from None
+            raise typer.Exit(EXIT_FAILED) from None
         values = {**local_environment(state["endpoint"], state["region"]), **state.get("app_env", {})}
         for key, value in values.items():
             typer.echo(f"export {key}={value}")

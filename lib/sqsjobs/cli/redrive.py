@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from sqsjobs.errors import RedriveError, SqsJobsError
+from sqsjobs.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, exit_on_errors
+from sqsjobs.errors import RedriveError
 from sqsjobs.queues import dead_letter_queue_of, make_sqs_client, queue_depth, resolve_queue_url
 from sqsjobs.redrive import (
     Redrive,
@@ -30,9 +31,6 @@ if TYPE_CHECKING:
     from sqsjobs.redrive import PlannedMove
     from sqsjobs.redrive_native import MoveTask
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 # A dry run lists each message up to this many, then groups them.
 PLAN_ROWS = 50
 
@@ -126,13 +124,13 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Move dead letters back to their source queue (through the idempotency guard)."""
-        from botocore.exceptions import BotoCoreError, ClientError
         from rich.console import Console
 
         console = Console(stderr=json_output)
         malformed: Literal["move", "skip"] = "skip" if skip_malformed else "move"
         sqs = make_sqs_client(endpoint_url=endpoint_url, region=region)
-        try:
+        # Errors before the run started (finding the DLQ, its depth) or in a native task call: nothing moved.
+        with exit_on_errors(console):
             if (status or cancel) and not native:
                 raise RedriveError("--status and --cancel go with --native")
             options = RedriveOptions(
@@ -152,13 +150,6 @@ def register(app: typer.Typer) -> None:
                 _native(console, options, sqs, status=status, cancel=cancel, json_output=json_output)
                 return
             summary = _run(console, options, sqs, json_output=json_output)
-        except SqsJobsError as exc:  # options, an unknown queue, no move task to cancel
-            console.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(EXIT_USAGE) from exc
-        except (BotoCoreError, ClientError) as exc:
-            # Before the run started (finding the DLQ, its depth) or in a native task call: nothing moved.
-            console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}")
-            raise typer.Exit(EXIT_FAILED) from exc
         if json_output:
             typer.echo(json.dumps(summary.to_dict(), indent=2))
         else:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
 from sqsjobs.cli.redrive import format_age
-from sqsjobs.errors import QueueNotFoundError, StatusError
 from sqsjobs.queues import make_cloudwatch_client, make_dynamodb_client, make_sqs_client
 from sqsjobs.status import DEFAULT_RECENT, DEFAULT_SAMPLE, StatusReport, collect_status
 
@@ -20,8 +20,6 @@ if TYPE_CHECKING:
 
     from sqsjobs.status import QueueStatus
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 
 def register(app: typer.Typer) -> None:
@@ -69,7 +67,6 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Show queue depth, oldest age, the DLQ by job and reason, alarms and recent failures."""
-        from botocore.exceptions import BotoCoreError, ClientError
         from rich.console import Console
 
         console = Console(stderr=json_output)
@@ -80,7 +77,7 @@ def register(app: typer.Typer) -> None:
                 console.print(f"[red]error:[/red] --run takes JOB:RUN_ID, got {spec!r}")
                 raise typer.Exit(EXIT_USAGE)
             runs.append((job, run_id))
-        try:
+        with exit_on_errors(console):
             report = collect_status(
                 sqs_client=make_sqs_client(endpoint_url=endpoint_url, region=region),
                 cloudwatch_client=make_cloudwatch_client(endpoint_url=endpoint_url, region=region),
@@ -93,12 +90,6 @@ def register(app: typer.Typer) -> None:
                 dynamodb_client=make_dynamodb_client(endpoint_url=endpoint_url, region=region) if runs else None,
                 table=table,
             )
-        except (StatusError, QueueNotFoundError) as exc:
-            console.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(EXIT_USAGE) from exc
-        except (BotoCoreError, ClientError) as exc:
-            console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}")
-            raise typer.Exit(EXIT_FAILED) from exc
         if json_output:
             typer.echo(json.dumps(report.to_dict(), indent=2))
         else:
