@@ -22,15 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def sqs(monkeypatch: pytest.MonkeyPatch) -> Any:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-        "COLUMNS": "200",
-    }.items():
-        monkeypatch.setenv(name, value)
-    for name in ("AWS_ENDPOINT_URL", "SQSJOBS_QUEUE_URL", "SQSJOBS_DLQ_URL"):
-        monkeypatch.delenv(name, raising=False)
+    # Credentials, region and a clean environment come from tests/conftest.py; wide rich output here.
+    monkeypatch.setenv("COLUMNS", "200")
     with mock_aws():
         yield boto3.client("sqs", region_name=REGION)
 

@@ -19,14 +19,7 @@ REGION = "us-east-1"
 
 
 @pytest.fixture
-def sqs(monkeypatch: pytest.MonkeyPatch) -> Any:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+def sqs() -> Any:
     with mock_aws():
         yield boto3.client("sqs", region_name=REGION)
 

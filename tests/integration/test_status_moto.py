@@ -20,15 +20,7 @@ PAGE = "arn:aws:sns:us-east-1:123456789012:jobs-page"
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
-    for name in ("AWS_ENDPOINT_URL", "SQSJOBS_QUEUE_URL", "SQSJOBS_DLQ_URL"):
-        monkeypatch.delenv(name, raising=False)
+def aws() -> Any:
     with mock_aws():
         yield boto3.client("sqs", region_name=REGION), boto3.client("cloudwatch", region_name=REGION)
 

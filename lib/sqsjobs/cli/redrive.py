@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from sqsjobs.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, exit_on_errors
+from sqsjobs.cli.options import EndpointUrl, Region
 from sqsjobs.errors import RedriveError
 from sqsjobs.queues import dead_letter_queue_of, make_sqs_client, queue_depth, resolve_queue_url
 from sqsjobs.redrive import (
@@ -115,13 +116,8 @@ def register(app: typer.Typer) -> None:
         wait_time: Annotated[
             int, typer.Option(min=0, max=20, help="Receive long-poll seconds (0 = short polling).")
         ] = 1,
-        endpoint_url: Annotated[
-            str | None,
-            typer.Option(envvar="AWS_ENDPOINT_URL", help="AWS endpoint, e.g. the local cloud's."),
-        ] = None,
-        region: Annotated[
-            str | None, typer.Option(envvar=["AWS_REGION", "AWS_DEFAULT_REGION"], help="AWS region.")
-        ] = None,
+        endpoint_url: EndpointUrl = None,
+        region: Region = None,
     ) -> None:
         """Move dead letters back to their source queue (through the idempotency guard)."""
         from rich.console import Console

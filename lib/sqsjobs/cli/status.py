@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
+from sqsjobs.cli.options import EndpointUrl, Region
 from sqsjobs.cli.redrive import format_age
 from sqsjobs.queues import make_cloudwatch_client, make_dynamodb_client, make_sqs_client
 from sqsjobs.status import DEFAULT_RECENT, DEFAULT_SAMPLE, StatusReport, collect_status
@@ -51,13 +52,8 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(help="Alarms named with this prefix (default: alarms on these queues/metrics)."),
         ] = None,
-        endpoint_url: Annotated[
-            str | None,
-            typer.Option(envvar="AWS_ENDPOINT_URL", help="AWS endpoint, e.g. the local cloud's."),
-        ] = None,
-        region: Annotated[
-            str | None, typer.Option(envvar=["AWS_REGION", "AWS_DEFAULT_REGION"], help="AWS region.")
-        ] = None,
+        endpoint_url: EndpointUrl = None,
+        region: Region = None,
         run: Annotated[
             list[str] | None,
             typer.Option("--run", help="A chunked run to show, as JOB:RUN_ID (repeatable)."),
