@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.contenders import Job, bodies, event, powertools_handler, sqsjobs_handler
+from bench.contenders import Handler, Job, bodies, event, powertools_handler, sqsjobs_handler
 from bench.support import (
     CallLog,
     Stat,
@@ -172,28 +172,36 @@ def producer_calls(endpoint: str, messages: int = 100) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------- CPU with the Stubber
+def _stubbed(name: str, dynamodb: Any, job: Job, *, batches: int) -> Handler:
+    """``name``'s handler on a Stubber-answered ``dynamodb``, with responses for ``batches`` successful batches."""
+    from botocore.stub import Stubber
+
+    if name == "sqsjobs":
+        handler = sqsjobs_handler(sqs=client("sqs", None), dynamodb=dynamodb,
+                                  queue_url="https://sqs.us-east-1.amazonaws.com/1/q",
+                                  dlq_url="https://sqs.us-east-1.amazonaws.com/1/d", table="t", job=job)[0]
+        order = ["put_item"] * BATCH + ["update_item"] * BATCH  # claims together, then completions
+    else:
+        handler = powertools_handler(dynamodb=dynamodb, table="t", job=job)
+        order = ["put_item", "update_item"] * BATCH  # one record at a time
+    stubber = Stubber(dynamodb)
+    for _ in range(batches):
+        for operation in order:
+            stubber.add_response(operation, {})
+    stubber.activate()
+    return handler
+
+
 def cpu_per_message(reps: int, batches: int) -> dict[str, Stat]:
     """Framework CPU (process time, all threads) per successful message, AWS answered by the Stubber."""
-    from botocore.stub import Stubber
 
     results: dict[str, list[float]] = {name: [] for name in FRAMEWORKS}
     events = [event(bodies(b * BATCH, BATCH)) for b in range(batches)]
     for _ in range(reps):
         for name in FRAMEWORKS:
-            sqs, dynamodb = client("sqs", None), client("dynamodb", None, framework=name)
+            dynamodb = client("dynamodb", None, framework=name)
             job = Job()
-            if name == "sqsjobs":
-                handler = sqsjobs_handler(sqs=sqs, dynamodb=dynamodb, queue_url="https://sqs.us-east-1.amazonaws.com/1/q",
-                                          dlq_url="https://sqs.us-east-1.amazonaws.com/1/d", table="t", job=job)[0]
-                order = ["put_item"] * BATCH + ["update_item"] * BATCH
-            else:
-                handler = powertools_handler(dynamodb=dynamodb, table="t", job=job)
-                order = ["put_item", "update_item"] * BATCH
-            stubber = Stubber(dynamodb)
-            for _batch in range(batches + 1):
-                for operation in order:
-                    stubber.add_response(operation, {})
-            stubber.activate()
+            handler = _stubbed(name, dynamodb, job, batches=batches + 1)
             _call(handler, events[0])  # first call builds lazy clients, models, the thread pool
             contexts = [_context() for _ in events]
             started = time.process_time()
@@ -262,7 +270,6 @@ def stubbed_wall(reps: int) -> tuple[dict[str, Stat], dict[str, Stat]]:
     hook registered ahead of the Stubber), so the figure is the framework plus
     the latency model, without moto's own time or its contention for the GIL.
     """
-    from botocore.stub import Stubber
 
     wall: dict[str, list[float]] = {name: [] for name in FRAMEWORKS}
     depth: dict[str, list[float]] = {name: [] for name in FRAMEWORKS}
@@ -272,23 +279,11 @@ def stubbed_wall(reps: int) -> tuple[dict[str, Stat], dict[str, Stat]]:
         time.sleep(LATENCY)
 
     for name in FRAMEWORKS:
-        sqs, dynamodb = client("sqs", None), client("dynamodb", None, framework=name)
+        dynamodb = client("dynamodb", None, framework=name)
         log = CallLog()
         log.attach(dynamodb)
         dynamodb.meta.events.register_first("before-call.*.*", wait)
-        job = Job()
-        if name == "sqsjobs":
-            handler = sqsjobs_handler(sqs=sqs, dynamodb=dynamodb, queue_url="https://sqs.us-east-1.amazonaws.com/1/q",
-                                      dlq_url="https://sqs.us-east-1.amazonaws.com/1/d", table="t", job=job)[0]
-            order = ["put_item"] * BATCH + ["update_item"] * BATCH
-        else:
-            handler = powertools_handler(dynamodb=dynamodb, table="t", job=job)
-            order = ["put_item", "update_item"] * BATCH
-        stubber = Stubber(dynamodb)
-        for _ in events:
-            for operation in order:
-                stubber.add_response(operation, {})
-        stubber.activate()
+        handler = _stubbed(name, dynamodb, Job(), batches=len(events))
         _call(handler, events[0])
         for evt in events[1:]:
             log.clear()
