@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import random as _random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from sqsjobs.backoff import BackoffPolicy, RandomSource
@@ -85,7 +86,7 @@ class JobApp:
         namespace: str | None = None,
         backoff_base: float | None = None,
         backoff_cap: float | None = None,
-        completed_ttl: float | None = None,
+        record_ttl: float | None = None,
         deadline_margin: float | None = None,
         lease_margin: float | None = None,
         sqs_client: SQSClient | None = None,
@@ -110,7 +111,7 @@ class JobApp:
             namespace=namespace,
             backoff_base=backoff_base,
             backoff_cap=backoff_cap,
-            completed_ttl=completed_ttl,
+            record_ttl=record_ttl,
             deadline_margin=deadline_margin,
             lease_margin=lease_margin,
         )
@@ -373,6 +374,59 @@ class JobApp:
         return self._scheduler
 
     # ------------------------------------------------------------ collaborators (lazy)
+    @contextmanager
+    def use(
+        self,
+        *,
+        store: IdempotencyStore | None = None,
+        sqs_client: SQSClient | None = None,
+        dynamodb_client: DynamoDBClient | None = None,
+        clock: Callable[[], float] | None = None,
+        random: RandomSource | None = None,
+        sleep: Callable[[float], None] | None = None,
+        emit_metrics: Callable[[str], None] | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ) -> Iterator[JobApp]:
+        """Swap collaborators (and settings) for the ``with`` block, then put everything back.
+
+        This is how a test drives an app whose jobs are declared at import (``handlers.app:app``)
+        without touching its private state; ``sqsjobs.testing`` builds on it. Whatever was built
+        from the old collaborators (the batch processor, the producer, the scheduler) is rebuilt
+        from the new ones, and rebuilt again afterwards.
+
+        Example:
+            >>> from sqsjobs import InMemoryStore
+            >>> app = JobApp(queue_url="https://sqs.example/q")
+            >>> with app.use(store=InMemoryStore(), settings={"max_attempts": 3}):
+            ...     app.settings.max_attempts, type(app.store).__name__
+            (3, 'InMemoryStore')
+            >>> app.settings.max_attempts
+            5
+        """
+        saved = dict(vars(self))
+        try:
+            if settings:
+                self.settings = self.settings.with_overrides(**settings)
+            for name, value in (("_store", store), ("_sqs", sqs_client), ("_dynamodb", dynamodb_client),
+                                ("clock", clock), ("random", random), ("sleep", sleep),
+                                ("emit_metrics", emit_metrics)):
+                if value is not None:
+                    setattr(self, name, value)
+            self._forget_built()
+            yield self
+        finally:
+            jobs, schedules = self.jobs, self.schedules
+            vars(self).clear()
+            vars(self).update(saved)
+            # Jobs declared inside the block stay declared: the registry is not a collaborator.
+            self.jobs, self.schedules = jobs, schedules
+
+    def _forget_built(self) -> None:
+        """Drop what was built from the collaborators, so it is built again from the current ones."""
+        self._producer = None
+        self._processor = None
+        self._scheduler = None
+
     @property
     def sqs(self) -> SQSClient:
         """The SQS client (created on first use unless injected)."""

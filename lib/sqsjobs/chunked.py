@@ -172,7 +172,7 @@ class ChunkedJob(Job[P, R]):
             raise PermanentError(f"chunked job {self.name!r}: the page at cursor {here} returned the same cursor; "
                                  "the run would never end")
         if not self.runs.advance(self.name, run_id, page=here, following=after, started=started,
-                                 now=self.app.clock(), ttl=self.app.settings.completed_ttl):
+                                 now=self.app.clock(), ttl=self.app.settings.record_ttl):
             self._log("another delivery advanced the run first; no continuation from this one", run_id, here)
             return following
         if following is not None:

@@ -169,7 +169,7 @@ class JobBatchProcessor(BasePartialBatchProcessor):
                 continue
             first_of_key[d.key] = d
             to_claim.append(d)
-        expires_at = lease_until + self.settings.completed_ttl
+        expires_at = lease_until + self.settings.record_ttl
         requests = [ClaimRequest(key=d.key, job=d.job_name, owner=owner, now=now, lease_until=lease_until,
                                  expires_at=expires_at) for d in to_claim]
         for d, claim in zip(to_claim, self.store.claim_many(requests), strict=True):
@@ -287,7 +287,7 @@ class JobBatchProcessor(BasePartialBatchProcessor):
                 continue
             complete = d.outcome is Outcome.SUCCEEDED
             finishes.append(Finish(key=d.key, owner=owner, complete=complete,
-                                   expires_at=now + self.settings.completed_ttl))
+                                   expires_at=now + self.settings.record_ttl))
             finished.append(d)
         fence_lost = store_errors = 0
         for d, result in zip(finished, self.store.finish_many(finishes), strict=True):

@@ -182,7 +182,7 @@ class Scheduler:
         settings = self.app.settings
         lease_until = now + self._lease_seconds(spec, context)
         taken = self.locks.acquire(key, owner=owner, now=now, lease_until=lease_until, job=job,
-                                   expires_at=lease_until + settings.completed_ttl)
+                                   expires_at=lease_until + settings.record_ttl)
         fields = {"job": job, "period": period, "lock": key, "owner": owner}
         if not taken.ok:
             self.app.logger.info("scheduled job not fired: its period is taken", extra={**fields,
@@ -200,7 +200,7 @@ class Scheduler:
             if not self.locks.release(key, owner=owner):
                 self.app.logger.warning("lease lost before release", extra=fields)
             raise
-        if not self.locks.complete(key, owner=owner, expires_at=self.app.clock() + settings.completed_ttl):
+        if not self.locks.complete(key, owner=owner, expires_at=self.app.clock() + settings.record_ttl):
             self.app.logger.warning("lease ran out while the job ran; another scheduler may have fired too",
                                     extra=fields)
             return FireResult(job=job, period=period, fired=True, owner=owner, reason="lease lost",

@@ -20,8 +20,12 @@ ENV_TABLE = "SQSJOBS_TABLE"
 ENV_OUTBOX_TABLE = "SQSJOBS_OUTBOX_TABLE"
 ENV_MAX_ATTEMPTS = "SQSJOBS_MAX_ATTEMPTS"
 ENV_FUNCTION_TIMEOUT = "SQSJOBS_FUNCTION_TIMEOUT"
+ENV_RECORD_TTL = "SQSJOBS_RECORD_TTL_SECONDS"
 ENV_SERVICE = "POWERTOOLS_SERVICE_NAME"
 ENV_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+
+#: 21 days: the DLQ's longest retention (14 days) plus a week to redrive it
+DEFAULT_RECORD_TTL = 21 * 24 * 3600.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,8 +52,9 @@ class Settings:
     #: full-jitter defaults: ``uniform(0, min(cap, base * 2 ** (attempt - 1)))``
     backoff_base: float = 30.0
     backoff_cap: float = 600.0
-    #: COMPLETED records are kept this long (TTL) to absorb late duplicates
-    completed_ttl: float = 7 * 24 * 3600.0
+    #: records are kept this long (DynamoDB TTL) after their last write, to absorb late duplicates and
+    #: DLQ replays: it must outlast the DLQ's retention (14 days) plus a redrive window (7 days)
+    record_ttl: float = DEFAULT_RECORD_TTL
     #: records are not started with less than this left in the invocation
     deadline_margin: float = 5.0
     #: added to the remaining invocation time to form a claim's lease
@@ -67,7 +72,7 @@ class Settings:
             )
         if self.function_timeout is not None and self.function_timeout <= 0:
             raise ConfigurationError(f"function_timeout must be positive, got {self.function_timeout}")
-        for name in ("completed_ttl", "deadline_margin", "lease_margin"):
+        for name in ("record_ttl", "deadline_margin", "lease_margin"):
             if getattr(self, name) < 0:
                 raise ConfigurationError(f"{name} must be >= 0")
 
@@ -95,6 +100,8 @@ class Settings:
             values["max_attempts"] = _number(env, ENV_MAX_ATTEMPTS, int)
         if env.get(ENV_FUNCTION_TIMEOUT):
             values["function_timeout"] = _number(env, ENV_FUNCTION_TIMEOUT, float)
+        if env.get(ENV_RECORD_TTL):
+            values["record_ttl"] = _number(env, ENV_RECORD_TTL, float)
         if env.get(ENV_SERVICE):
             values["service"] = env[ENV_SERVICE]
         if env.get(ENV_NAMESPACE):
