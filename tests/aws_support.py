@@ -36,12 +36,13 @@ def create_queues(sqs: Any, name: str, *, fifo: bool = False, max_attempts: int 
     extra = {"FifoQueue": "true"} if fifo else {}
     dlq_url = sqs.create_queue(QueueName=f"{name}-dlq{suffix}", Attributes={**extra})["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    # As the template: SQS's redrive is the backstop, one receive after the worker's last attempt.
     queue_url = sqs.create_queue(
         QueueName=f"{name}{suffix}",
         Attributes={
             **extra,
             "VisibilityTimeout": "120",
-            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_attempts)}),
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_attempts + 1)}),
         },
     )["QueueUrl"]
     return queue_url, dlq_url

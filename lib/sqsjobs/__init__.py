@@ -10,6 +10,7 @@ Example:
 from sqsjobs.app import JobApp
 from sqsjobs.backoff import BackoffPolicy
 from sqsjobs.budget import time_left
+from sqsjobs.cancellation import cancel_requested
 from sqsjobs.chunked import ChunkedJob, RunStatus
 from sqsjobs.delivery import BatchResult, Outcome
 from sqsjobs.errors import (
@@ -20,6 +21,7 @@ from sqsjobs.errors import (
     JobError,
     LocalCloudError,
     MalformedMessageError,
+    PeriodBusyError,
     PermanentError,
     QueueNotFoundError,
     RedriveError,
@@ -31,8 +33,9 @@ from sqsjobs.errors import (
     TransactionError,
     UnknownJobError,
 )
-from sqsjobs.guard import IdempotencyStore, InMemoryStore
+from sqsjobs.guard import JobStatus
 from sqsjobs.job import Job
+from sqsjobs.lease import InMemoryStore, LeaseStore
 from sqsjobs.message import JobMessage
 from sqsjobs.outbox import OutboxRelay, Transaction
 from sqsjobs.producer import EnqueueReport
@@ -45,7 +48,6 @@ __all__ = [
     "ConfigurationError",
     "EnqueueError",
     "EnqueueReport",
-    "IdempotencyStore",
     "InMemoryStore",
     "InvalidArgumentsError",
     "InvalidEventError",
@@ -53,10 +55,13 @@ __all__ = [
     "JobApp",
     "JobError",
     "JobMessage",
+    "JobStatus",
+    "LeaseStore",
     "LocalCloudError",
     "MalformedMessageError",
     "OutboxRelay",
     "Outcome",
+    "PeriodBusyError",
     "PermanentError",
     "QueueNotFoundError",
     "RedriveError",
@@ -70,6 +75,7 @@ __all__ = [
     "Transaction",
     "TransactionError",
     "UnknownJobError",
+    "cancel_requested",
     "time_left",
 ]
 __version__ = "0.1.0"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from sqsjobs.backoff import BackoffPolicy, RandomSource
 from sqsjobs.errors import ConfigurationError, UnknownJobError
-from sqsjobs.job import Job, JobOptions
+from sqsjobs.job import Job, JobOptions, OnCrash
 from sqsjobs.settings import Settings
 
 if TYPE_CHECKING:
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
     from sqsjobs.chunked import RunStatus
     from sqsjobs.delivery import BatchResult
-    from sqsjobs.guard import IdempotencyStore
+    from sqsjobs.guard import JobStatus
+    from sqsjobs.lease import LeaseStore
     from sqsjobs.message import JobMessage
     from sqsjobs.outbox import Transaction
     from sqsjobs.producer import EnqueueReport, Producer
@@ -47,7 +48,7 @@ CELERY_NAMES = {
     "bind": "nothing: jobs take their arguments only; read the current message's trace id with "
     "sqsjobs.tracing.current_trace_id()",
     "acks_late": "nothing: a message is always deleted only after its job finished",
-    "ignore_result": "nothing: sqsjobs stores no results",
+    "ignore_result": "store_result (off by default: store_result=True keeps the return value, JSON <= 4 KiB)",
     "queue": "a JobApp per queue",
     "rate_limit": "the worker's concurrency (the event source mapping's MaximumConcurrency)",
     "countdown": "delay= on enqueue (it is an enqueue option, not a job option)",
@@ -55,7 +56,7 @@ CELERY_NAMES = {
 }
 #: the options ``JobApp.job`` takes, for error messages
 JOB_OPTIONS = ("key", "group", "max_attempts", "backoff_base", "backoff_cap", "jitter", "retry_on", "permanent_on",
-               "time_limit", "version", "chunked")
+               "time_limit", "version", "chunked", "store_result", "expires_in", "on_crash")
 
 
 class JobApp:
@@ -91,7 +92,7 @@ class JobApp:
         lease_margin: float | None = None,
         sqs_client: SQSClient | None = None,
         dynamodb_client: DynamoDBClient | None = None,
-        store: IdempotencyStore | None = None,
+        store: LeaseStore | None = None,
         clock: Callable[[], float] = time.time,
         random: RandomSource | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -146,6 +147,9 @@ class JobApp:
         time_limit: float | None = None,
         version: int = 1,
         chunked: bool = False,
+        store_result: bool = False,
+        expires_in: float | None = None,
+        on_crash: OnCrash | str = OnCrash.RETRY,
         **unknown: Any,
     ) -> Callable[[Callable[P, R]], Job[P, R]]:
         """Register a job function under ``name``.
@@ -153,6 +157,11 @@ class JobApp:
         ``key`` is the idempotency key template (``"invoice-email:{invoice_id}"``;
         default: the name plus all arguments). See docs/jobs.md for every option;
         ``chunked=True`` makes a page-by-page job (docs/patterns.md).
+        ``store_result=True`` keeps the return value with the completion
+        (``app.status(key).result``); ``expires_in`` seconds after its enqueue a
+        delivery is acknowledged without running (Celery's ``expires``);
+        ``on_crash="dead_letter"`` dead-letters a delivery whose previous run
+        died mid-way instead of running it again.
 
         Example:
             >>> app = JobApp(queue_url="https://sqs.example/q")
@@ -161,6 +170,8 @@ class JobApp:
             >>> sync_account.options.max_attempts
             3
         """
+        if "expires" in unknown and expires_in is None:
+            expires_in = unknown.pop("expires")  # Celery's name for it
         if unknown:
             hints = [f"{k!r} (Celery) → use {CELERY_NAMES[k]}" for k in unknown if k in CELERY_NAMES]
             others = [repr(k) for k in unknown if k not in CELERY_NAMES]
@@ -171,7 +182,7 @@ class JobApp:
             name, key=key, group=group, max_attempts=max_attempts, backoff_base=backoff_base,
             backoff_cap=backoff_cap, jitter=jitter, retry_on=_exception_classes(name, "retry_on", retry_on),
             permanent_on=_exception_classes(name, "permanent_on", permanent_on), time_limit=time_limit,
-            version=version,
+            version=version, store_result=store_result, expires_in=expires_in, on_crash=on_crash, chunked=chunked,
         )
 
         def register(fn: Callable[P, R]) -> Job[P, R]:
@@ -230,7 +241,8 @@ class JobApp:
     def _options(self, name: str, *, backoff_base: float | None, backoff_cap: float | None, jitter: bool,
                  max_attempts: int | None, time_limit: float | None, version: int,
                  retry_on: tuple[type[BaseException], ...], permanent_on: tuple[type[BaseException], ...],
-                 key: str | None, group: str | None) -> JobOptions:
+                 key: str | None, group: str | None, store_result: bool, expires_in: float | None,
+                 on_crash: OnCrash | str, chunked: bool) -> JobOptions:
         if not name or not isinstance(name, str) or len(name) > 128:
             raise ConfigurationError(f"a job name must be a non-empty string of at most 128 characters, got {name!r}")
         if max_attempts is not None and (type(max_attempts) is not int or max_attempts < 1):
@@ -273,8 +285,27 @@ class JobApp:
             backoff = BackoffPolicy(base=base, cap=cap, jitter=jitter)
         except ConfigurationError as error:
             raise ConfigurationError(f"job {name!r}: {error}") from None
+        if type(store_result) is not bool:
+            raise ConfigurationError(f"job {name!r}: store_result must be True or False, got {store_result!r}")
+        if store_result and chunked:
+            raise ConfigurationError(
+                f"job {name!r}: store_result=True does not fit a chunked job: its pages return cursors, and the "
+                "run's progress is in app.run_status(job, run_id)"
+            )
+        if expires_in is not None and (isinstance(expires_in, bool) or not isinstance(expires_in, int | float)
+                                       or not expires_in > 0):
+            raise ConfigurationError(f"job {name!r}: expires_in must be a positive number of seconds, "
+                                     f"got {expires_in!r}")
+        try:
+            crash = OnCrash(on_crash)
+        except ValueError:
+            raise ConfigurationError(
+                f"job {name!r}: on_crash must be one of {[c.value for c in OnCrash]}, got {on_crash!r}"
+            ) from None
         return JobOptions(key=key, group=group, max_attempts=max_attempts, backoff=backoff, retry_on=retry_on,
-                          permanent_on=permanent_on, time_limit=time_limit, version=version)
+                          permanent_on=permanent_on, time_limit=time_limit, version=version,
+                          store_result=store_result, expires_in=None if expires_in is None else float(expires_in),
+                          on_crash=crash)
 
     def get_job(self, name: str) -> Job[Any, Any]:
         """The job registered as ``name``; ``UnknownJobError`` names the known ones otherwise."""
@@ -344,6 +375,64 @@ class JobApp:
 
         return Transaction(self)
 
+    # ------------------------------------------------------------ lifecycle (docs/jobs.md "Job lifecycle")
+    def status(self, key: str) -> JobStatus | None:
+        """What happened to the job of ``key``: its state, attempts, last error, result and times.
+
+        ``None`` when no delivery ever claimed the key (enqueueing writes nothing).
+        One consistent read of the key's record.
+
+        Example:
+            >>> from sqsjobs import InMemoryStore
+            >>> app = JobApp(queue_url="https://sqs.example/q", store=InMemoryStore())
+            >>> app.status("invoice-email:42") is None
+            True
+        """
+        from sqsjobs import guard
+
+        return guard.status(self.store, _checked_key(key))
+
+    def cancel(self, key: str, reason: str | None = None) -> str:
+        """Cancel the job of ``key``: a later delivery of it is acknowledged without running.
+
+        Returns ``"cancelled"`` (it had not finished), ``"not_found_but_cancelled"``
+        (no delivery yet: the marker waits for it), ``"running"`` (it runs right
+        now: it is flagged, and may stop by polling ``sqsjobs.cancel_requested()``;
+        it is never killed) or ``"already_finished"``. One conditional write (two
+        when it is running).
+
+        Example:
+            >>> from sqsjobs import InMemoryStore
+            >>> app = JobApp(queue_url="https://sqs.example/q", store=InMemoryStore())
+            >>> app.cancel("invoice-email:42", reason="customer closed the account")
+            'not_found_but_cancelled'
+            >>> app.status("invoice-email:42").state, app.cancel("invoice-email:42")
+            ('cancelled', 'already_finished')
+        """
+        from sqsjobs import guard
+        from sqsjobs.errors import StoreError
+        from sqsjobs.lease import LeaseState, expiry
+
+        key = _checked_key(key)
+        if reason is not None and not isinstance(reason, str):
+            raise ConfigurationError(f"cancel: reason must be text, got {reason!r}")
+        now = self.clock()
+        written = self.store.write(guard.cancel_marker(key, now=now, expires_at=expiry(now, self.settings.record_ttl),
+                                                       reason=(reason or "")[:guard.MAX_ERROR_TEXT] or None))
+        if written.error is not None:
+            raise StoreError(written.error)
+        if written.ok:
+            return (guard.CancelResult.CANCELLED if written.item is not None else guard.CancelResult.NOT_FOUND).value
+        found = written.item
+        if found is not None and found.state is LeaseState.HELD:
+            flagged = self.store.write(guard.cancel_request(key, now=now))
+            if flagged.error is not None:
+                raise StoreError(flagged.error)
+            if flagged.ok:
+                return guard.CancelResult.RUNNING.value
+            return self.cancel(key, reason)  # it finished (or died) in between: look again
+        return guard.CancelResult.ALREADY_FINISHED.value
+
     def run_status(self, job: str, run_id: str) -> RunStatus | None:
         """Where chunked run ``run_id`` of ``job`` is (pages done, cursor, times), or None.
 
@@ -353,7 +442,7 @@ class JobApp:
         """
         from sqsjobs.chunked import RunStore
 
-        return RunStore(self.dynamodb, self.settings.require("table_name")).status(job, run_id)
+        return RunStore(self.store, ttl=self.settings.record_ttl).status(job, run_id)
 
     def fire_schedule(self, event: Any, context: Any = None) -> dict[str, Any]:
         """The scheduler's Lambda handler body: fire the event's job once per period.
@@ -378,7 +467,7 @@ class JobApp:
     def use(
         self,
         *,
-        store: IdempotencyStore | None = None,
+        store: LeaseStore | None = None,
         sqs_client: SQSClient | None = None,
         dynamodb_client: DynamoDBClient | None = None,
         clock: Callable[[], float] | None = None,
@@ -446,7 +535,7 @@ class JobApp:
         return self._dynamodb
 
     @property
-    def store(self) -> IdempotencyStore:
+    def store(self) -> LeaseStore:
         """The idempotency store: DynamoDB on ``SQSJOBS_TABLE`` unless one was injected."""
         if self._store is None:
             from sqsjobs.dynamodb_store import DynamoDBStore
@@ -484,6 +573,28 @@ class JobApp:
                 random=self.random, logger=self.logger, emit=self.emit_metrics,
             )
         return self._processor
+
+
+def _checked_key(key: Any) -> str:
+    """A key an operator may look up or cancel: non-empty text, within DynamoDB's limit, not reserved."""
+    from sqsjobs.envelope import MAX_KEY_BYTES
+    from sqsjobs.errors import InvalidArgumentsError
+    from sqsjobs.lease import RESERVED_PREFIXES, is_reserved
+
+    if not isinstance(key, str) or not key:
+        raise InvalidArgumentsError(f"a job key must be non-empty text, got {key!r}")
+    try:
+        size = len(key.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidArgumentsError(f"the key {key[:80]!r} is not valid Unicode (a lone surrogate)") from None
+    if size > MAX_KEY_BYTES:
+        raise InvalidArgumentsError(f"the key is {size} bytes; keys are at most {MAX_KEY_BYTES} bytes")
+    if is_reserved(key):
+        raise InvalidArgumentsError(
+            f"the key {key[:80]!r} starts with a reserved prefix ({', '.join(RESERVED_PREFIXES)}): it is one of "
+            "sqsjobs' own records (a scheduler lock, a chunked run...), not a job"
+        )
+    return key
 
 
 def _exception_classes(job: str, label: str, kinds: Any) -> tuple[type[Exception], ...]:

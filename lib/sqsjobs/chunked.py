@@ -8,15 +8,17 @@ arguments and the new cursor. The key template names both ``run_id`` and
 of a page is absorbed by the guard and never forks the chain.
 
 A *run record* (``run#<job>:<run_id>`` in the idempotency table) is the chain's
-checkpoint: pages done, the cursor of the next page (``cursor``) and of the
-last page done (``prev_cursor``), started/updated/finished times. Per page:
+checkpoint, and a lease (``sqsjobs.lease``) held by the run's current page:
+pages done, the cursor of the next page (``cursor``) and of the last page done
+(``prev_cursor``), started/updated/finished times. It expires ``record_ttl``
+after its last write, finished or not. Per page:
 
 1. read the run record; a page that is already done only re-sends its
    continuation (the crash window below), a page behind the run is stale;
 2. run the page function (it may read ``sqsjobs.budget.time_left()`` and stop
    early, returning the cursor it reached);
-3. advance the run record, conditional on ``cursor`` still being this page's
-   (so two deliveries of one page can never both advance the run);
+3. hand the run's lease from this page to the next (fenced on this page being
+   the holder, so two deliveries of one page can never both advance the run);
 4. send the continuation; a failed send raises ``RetryableError``.
 
 Crash windows: a crash during 2 re-runs the page (at-least-once, as every job:
@@ -29,29 +31,47 @@ Nothing here runs at import or calls AWS before a page runs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import string
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
-from sqsjobs.dynamodb_calls import ConditionFailed, call
-from sqsjobs.errors import ConfigurationError, EnqueueError, PermanentError, RetryableError
+from sqsjobs.errors import ConfigurationError, EnqueueError, PermanentError, RetryableError, StoreError
 from sqsjobs.job import Job, JobOptions
+from sqsjobs.lease import (
+    Acquire,
+    Complete,
+    FieldValue,
+    HandOver,
+    LeaseItem,
+    LeaseState,
+    LeaseStore,
+    Written,
+    expiry,
+)
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
-
     from sqsjobs.app import JobApp
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 RUN_PREFIX = "run#"
-RUNNING = "RUNNING"
-FINISHED = "FINISHED"
+
+
+class RunState(StrEnum):
+    """Where a chunked run is (``RunStatus.status``)."""
+
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+
+
+RUNNING = RunState.RUNNING
+FINISHED = RunState.FINISHED
 CURSOR = "cursor"
 RUN_ID = "run_id"
 
@@ -153,26 +173,32 @@ class ChunkedJob(Job[P, R]):
         run_id = str(args[RUN_ID])
         cursor = args.get(CURSOR, self._defaults.get(CURSOR))
         here = _encode(cursor)
-        record = self.runs.get(self.name, run_id)
+        runs = self.runs
+        record = runs.get(self.name, run_id)
         if record is not None:
-            done = record.prev_cursor == here and record.cursor != here
-            if record.status == FINISHED or done:
-                if done and record.status != FINISHED:
+            finished = record.state is LeaseState.DONE
+            done = record.get("prev_cursor") == here and record.get("cursor") != here
+            if finished or done:
+                if done and not finished:
                     # Crashed after checkpointing the page, before its continuation left: send it now.
-                    self._continue(args, _decode(record.cursor))
+                    self._continue(args, _decode(record.get("cursor")))
                 self._log("page already done; not run again", run_id, here)
                 return None
-            if record.cursor != here:
+            if record.get("cursor") != here:
                 self._log("stale page (the run is elsewhere); not run", run_id, here)
                 return None
-        started = self.app.clock()
+        elif not runs.begin(self.name, run_id, cursor=here, now=self.app.clock()):
+            # Enqueued without start(): the first page made the record, unless another delivery just did.
+            self._log("another delivery started the run first; not run", run_id, here)
+            return None
         following = self.page(**args)
         after = None if following is None else _encode(following)
         if after == here:
             raise PermanentError(f"chunked job {self.name!r}: the page at cursor {here} returned the same cursor; "
                                  "the run would never end")
-        if not self.runs.advance(self.name, run_id, page=here, following=after, started=started,
-                                 now=self.app.clock(), ttl=self.app.settings.record_ttl):
+        pages_done = int(record.get("pages_done") or 0) if record is not None else 0
+        if not runs.advance(self.name, run_id, page=here, following=after, now=self.app.clock(),
+                            pages_done=pages_done):
             self._log("another delivery advanced the run first; no continuation from this one", run_id, here)
             return following
         if following is not None:
@@ -193,107 +219,87 @@ class ChunkedJob(Job[P, R]):
     @property
     def runs(self) -> RunStore:
         """The run records (in the app's idempotency table)."""
-        return RunStore(self.app.dynamodb, self.app.settings.require("table_name"))
+        return RunStore(self.app.store, ttl=self.app.settings.record_ttl)
 
 
 class RunStore:
-    """Run records of chunked jobs, in the idempotency table under ``run#...``.
+    """Run records of chunked jobs (``run#...``): a lease held by the page at the run's cursor.
+
+    A run is a relay: the record is HELD by its current page (the owner is
+    the page's cursor), each page that finishes *hands the lease over* to the
+    next one, and the last page completes it (DONE). Handing over is fenced
+    on the owner, so two deliveries of one page can never both advance the run.
 
     Example:
-        >>> RunStore(boto3.client("dynamodb"), "idempotency").status("reindex-products", "r1")  # doctest: +SKIP
-        RunStatus(job='reindex-products', run_id='r1', status='FINISHED', pages_done=21, ...)
+        >>> from sqsjobs import InMemoryStore
+        >>> runs = RunStore(InMemoryStore(), ttl=86400)
+        >>> runs.begin("reindex-products", "r1", cursor="0", now=0.0)
+        True
+        >>> runs.advance("reindex-products", "r1", page="0", following="500", now=1.0)
+        True
+        >>> runs.advance("reindex-products", "r1", page="0", following="500", now=2.0)  # a duplicate
+        False
+        >>> status = runs.status("reindex-products", "r1")
+        >>> status.status, status.pages_done, status.cursor
+        ('RUNNING', 1, 500)
     """
 
-    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
-        self.client = client
-        self.table_name = table_name
-        self.model = run_record_model(table_name)
+    def __init__(self, store: LeaseStore, *, ttl: float) -> None:
+        self.store = store
+        self.ttl = ttl
 
-    def get(self, job: str, run_id: str) -> Any:
-        """The raw run record (a pynamodb model instance), or None."""
-        response = self._call("get_item", TableName=self.table_name, Key={"pk": {"S": run_key(job, run_id)}},
-                              ConsistentRead=True)
-        item = response.get("Item")
-        return None if item is None else self.model.from_raw_data(item)
+    def get(self, job: str, run_id: str) -> LeaseItem | None:
+        """The run record, or None."""
+        return self.store.get(run_key(job, run_id))
 
     def status(self, job: str, run_id: str) -> RunStatus | None:
         """The run's status, or None when there is no such run (or its record expired)."""
         r = self.get(job, run_id)
         if r is None:
             return None
-        return RunStatus(job=job, run_id=run_id, status=r.status, pages_done=int(r.pages_done or 0),
-                         cursor=None if r.status == FINISHED else _decode(r.cursor), started_at=r.started_at,
-                         updated_at=r.updated_at, finished_at=r.finished_at)
+        finished = r.state is LeaseState.DONE
+        return RunStatus(job=job, run_id=run_id, status=(FINISHED if finished else RUNNING).value,
+                         pages_done=int(r.get("pages_done") or 0),
+                         cursor=None if finished else _decode(r.get("cursor")), started_at=r.get("started_at"),
+                         updated_at=r.get("updated_at"), finished_at=r.get("finished_at"))
 
     def begin(self, job: str, run_id: str, *, cursor: str, now: float) -> bool:
-        """Create the run record at ``cursor``; False when the run already exists."""
-        m = self.model
-        record = m(run_key(job, run_id), job=job, run_id=run_id, status=RUNNING, cursor=cursor, pages_done=0,
-                   started_at=now, updated_at=now)
-        kwargs = record.get_save_kwargs_from_instance(condition=m.pk.does_not_exist())
-        return self._conditional("put_item", kwargs)
+        """Create the run record, held by the page at ``cursor``; False when the run already exists."""
+        written = self.store.write(Acquire(
+            key=run_key(job, run_id), owner=page_owner(cursor), now=now, lease_until=None,
+            expires_at=expiry(now, self.ttl),
+            data={"job": job, "run_id": run_id, "cursor": cursor, "pages_done": 0, "started_at": now,
+                  "updated_at": now}))
+        return _answer(written)
 
-    def advance(self, job: str, run_id: str, *, page: str, following: str | None, started: float, now: float,
-                ttl: float) -> bool:
+    def advance(self, job: str, run_id: str, *, page: str, following: str | None, now: float,
+                pages_done: int = 0) -> bool:
         """Record the page at cursor ``page`` as done; False when the run is no longer at that page."""
-        m = self.model
-        actions = [
-            m.pages_done.add(1), m.prev_cursor.set(page), m.updated_at.set(now),
-            m.started_at.set(m.started_at | started), m.job.set(job), m.run_id.set(run_id),
-            m.expires_at.set(now + ttl),
-        ]
+        data: dict[str, FieldValue] = {"prev_cursor": page, "updated_at": now, "pages_done": pages_done + 1}
+        key = run_key(job, run_id)
         if following is None:
-            actions += [m.status.set(FINISHED), m.cursor.set(_encode(None)), m.finished_at.set(now)]
-        else:
-            actions += [m.status.set(RUNNING), m.cursor.set(following)]
-        here = (m.cursor == page) & (m.status == RUNNING)
-        kwargs = m(run_key(job, run_id)).get_update_kwargs_from_instance(
-            actions=actions, condition=m.pk.does_not_exist() | here)
-        return self._conditional("update_item", kwargs)
-
-    def _conditional(self, operation: str, kwargs: dict[str, Any]) -> bool:
-        try:
-            self._call(operation, **kwargs)
-        except ConditionFailed:
-            return False
-        return True
-
-    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
-        return call(self.client, operation, what="run record", **kwargs)
+            data.update(cursor=_encode(None), finished_at=now)
+            return _answer(self.store.write(Complete(key=key, owner=page_owner(page), expires_at=expiry(now, self.ttl),
+                                                     data=data)))
+        data["cursor"] = following
+        return _answer(self.store.write(HandOver(key=key, owner=page_owner(page), to_owner=page_owner(following),
+                                                 expires_at=expiry(now, self.ttl), data=data)))
 
 
-
-@lru_cache(maxsize=16)
-def run_record_model(table_name: str) -> Any:
-    """The pynamodb ``Model`` of a run record (same table and key as the idempotency records).
+def page_owner(cursor: str) -> str:
+    """The owner token of the page at ``cursor`` (a run's lease is held by its current page).
 
     Example:
-        >>> Run = run_record_model("idempotency")
-        >>> Run("run#reindex-products:r1", status="RUNNING").pk
-        'run#reindex-products:r1'
+        >>> page_owner("500") == page_owner("500") != page_owner('"500"')
+        True
     """
-    from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-    from pynamodb.models import Model
+    return "page:" + hashlib.sha256(cursor.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
-    class RunRecord(Model):
-        class Meta:
-            region = "us-east-1"  # request kwargs only; I/O goes through the injected client
 
-        pk = UnicodeAttribute(hash_key=True)
-        job = UnicodeAttribute(null=True)
-        run_id = UnicodeAttribute(null=True)
-        status = UnicodeAttribute()
-        # Cursors are stored as JSON text, so 0, "0" and null stay different values.
-        cursor = UnicodeAttribute(null=True)
-        prev_cursor = UnicodeAttribute(null=True)
-        pages_done = NumberAttribute(null=True)
-        started_at = NumberAttribute(null=True)
-        updated_at = NumberAttribute(null=True)
-        finished_at = NumberAttribute(null=True)
-        expires_at = NumberAttribute(null=True)
-
-    RunRecord.Meta.table_name = table_name  # type: ignore[attr-defined]
-    return RunRecord
+def _answer(written: Written) -> bool:
+    if written.error is not None:
+        raise StoreError(written.error)
+    return written.ok
 
 
 def _encode(cursor: Any) -> str:

@@ -1,84 +1,100 @@
-"""The SQS batch consumer: claim → run → complete/release → retry or dead-letter.
+"""The SQS batch consumer: every record claimed, run, recorded, and then acknowledged, returned or dead-lettered.
 
-Flow of one batch (each step one round trip for the whole batch):
+``JobBatchProcessor.run`` is the whole flow, top to bottom:
 
-1. parse every record; bad bodies become permanent failures of that record alone;
-2. claim every distinct key at once (``IdempotencyStore.claim_many``);
-3. run the claimed jobs in order, each within its ``time_limit``, none started
-   when the invocation has less than ``deadline_margin`` left;
-4. complete or release every claim at once, fenced on this invocation's owner token;
-5. dead-letter with reasons (``SendMessageBatch`` to the DLQ), then set the
-   retry delays (``ChangeMessageVisibilityBatch``, full jitter);
-6. write the batch's metrics as EMF and return ``batchItemFailures``.
+1. parse the event; decode every body (a bad one is dead-lettered alone,
+   with reason ``malformed``); a delivery older than its ``expires_in`` is
+   acknowledged without running;
+2. **claim** every distinct key at once: one DynamoDB round trip for the
+   batch (``sqsjobs.guard``), which also tells duplicates, cancelled keys,
+   keys held by a live run elsewhere, and keys that belong to other arguments;
+3. **run** the claimed jobs in order; each job's record is written the moment
+   it returns, on the store's thread pool, overlapped with the next job, so a
+   crash exposes at most the one job that was running (the crash window);
+4. **dead-letter** what failed for good (``SendMessageBatch`` to the DLQ, cut
+   by 10 entries and 256 KiB), then write those records, so a redelivery of a
+   dead-lettered message (a lost acknowledgement) is not run again;
+5. **re-send** what goes back to the queue but has reached the backstop
+   receive (SQS's redrive would move it without a reason), and set the
+   others' retry delays (``ChangeMessageVisibilityBatch``, full jitter);
+6. write the batch's metrics (EMF) and return ``batchItemFailures``.
 
-Crash window: completions are written in step 4, after every job ran. If the
-invocation dies between a job's side effect and step 4, the record stays
-IN_PROGRESS until its lease ends; the lease (remaining invocation time +
-``lease_margin``) ends before the queue's visibility timeout, so the
-redelivered message claims the record again and the job runs a second time.
-Jobs must therefore keep their side effects idempotent *within* that window,
-as with any at-least-once queue; the guard removes every other duplicate.
-
-This module must never raise out of a batch for a record's sake.
+Each record moves through the states of ``sqsjobs.delivery`` only by its
+transition methods. Attempts are the runs that *started* (the job's record
+counts them), not SQS receives: a record returned without running never
+burns one. This module must never raise out of a batch for a record's sake.
 """
 
 from __future__ import annotations
 
-import signal
-import threading
+import hashlib
+import json
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.utilities.batch.base import BasePartialBatchProcessor, EventType
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-
+from sqsjobs import guard
 from sqsjobs import metrics as m
-from sqsjobs.backoff import BackoffPolicy, RandomSource, visibility_seconds
-from sqsjobs.dead_letter import REASON_EXHAUSTED, REASON_MALFORMED, REASON_PERMANENT, DeadLetter
-from sqsjobs.delivery import BatchResult, Delivery, Outcome
+from sqsjobs.backoff import MAX_VISIBILITY_SECONDS, BackoffPolicy, RandomSource, visibility_seconds
+from sqsjobs.budget import remaining_seconds
+from sqsjobs.cancellation import running_job
+from sqsjobs.dead_letter import DeadLetter, Reason
+from sqsjobs.delivery import BatchResult, Delivery, Outcome, State
 from sqsjobs.envelope import Envelope
 from sqsjobs.errors import (
     InvalidArgumentsError,
     InvalidEventError,
     MalformedMessageError,
+    PermanentError,
     RetryableError,
     TimeLimitExceeded,
     UnknownJobError,
 )
-from sqsjobs.guard import ClaimRequest, ClaimState, Finish, IdempotencyStore
+from sqsjobs.guard import Claim, ClaimResult, Verdict
+from sqsjobs.job import Classification, OnCrash
+from sqsjobs.lease import Operation, Written, expiry
+from sqsjobs.message import ATTR_RESENDS, MAX_DELAY_SECONDS
+from sqsjobs.sqs_batches import chunked, send_entries
+from sqsjobs.time_limit import TimeLimit, time_limit
 from sqsjobs.tracing import reset_trace_id, set_trace_id
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
     from sqsjobs.job import Job
+    from sqsjobs.lease import LeaseStore
     from sqsjobs.settings import Settings
 
+#: a message the worker cannot start is re-sent at most this often before it is dead-lettered
+MAX_RESENDS = 10
+#: the counter each final outcome adds one to (re-sent records count as what they were: a retry still comes back)
+OUTCOME_METRICS = {
+    Outcome.SUCCEEDED: m.SUCCEEDED,
+    Outcome.DUPLICATE: m.DUPLICATE,
+    Outcome.RETRY: m.RETRIED,
+    Outcome.DEAD_LETTERED: m.DEAD_LETTERED,
+    Outcome.CANCELLED: m.CANCELLED,
+    Outcome.EXPIRED: m.EXPIRED,
+}
 
-class JobBatchProcessor(BasePartialBatchProcessor):
-    """Runs one SQS batch through the guard; Powertools' base class keeps the partial-failure bookkeeping.
 
-    Example:
-        >>> processor = JobBatchProcessor(...)  # doctest: +SKIP   (JobApp builds it)
-        >>> processor.run(event, context).response()  # doctest: +SKIP
-    """
+class JobBatchProcessor:
+    """Runs one SQS batch through the guard (``JobApp`` builds one per cold start)."""
 
     def __init__(
         self,
         *,
         settings: Settings,
         jobs: dict[str, Job[Any, Any]],
-        store: IdempotencyStore,
+        store: LeaseStore,
         sqs: SQSClient,
         clock: Callable[[], float],
         random: RandomSource | None,
         logger: Any,
         emit: Callable[[str], None],
     ) -> None:
-        super().__init__(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         self.settings = settings
         self.jobs = jobs
         self.store = store
@@ -90,126 +106,167 @@ class JobBatchProcessor(BasePartialBatchProcessor):
         self.default_backoff = BackoffPolicy(base=settings.backoff_base, cap=settings.backoff_cap)
         self._queue_urls: dict[str, str] = {}
 
-    # Powertools' abstract hook; our flow is batch-level, see ``run``.
-    def _process_record(self, record: dict[str, Any]) -> Any:  # pragma: no cover - unused
-        raise NotImplementedError
-
-    async def _async_process_record(self, record: dict[str, Any]) -> Any:  # pragma: no cover - unused
-        raise NotImplementedError
-
-    # ------------------------------------------------------------------ flow
+    # ------------------------------------------------------------------ the flow
     def run(self, event: Any, context: Any) -> BatchResult:
         """Process an SQS event; raises only ``InvalidEventError`` (the event is not a batch)."""
         deliveries = parse_event(event)
-        self.records = [d.raw for d in deliveries]
         owner = uuid.uuid4().hex
-        batch_metrics = m.BatchMetrics(namespace=self.settings.namespace, service=self.settings.service,
-                                       emit=self.emit)
-        with self:
-            for d in deliveries:
-                self._decode(d)
-            first_of_key = self._claim(deliveries, owner, context)
-            self._run_all(deliveries, first_of_key, context)
-            fence_lost, store_errors = self._finish(deliveries, owner)
-            self._dead_letter(deliveries)
-            self._share_outcomes(deliveries, first_of_key)
-            self._set_visibility(deliveries)
-            for d in deliveries:
-                self._count(batch_metrics, d)
-                if d.acknowledged:
-                    self.success_handler(SQSRecord(d.raw), d.outcome)
-                else:
-                    error = d.error or RuntimeError(d.outcome.value if d.outcome else "unprocessed")
-                    self.failure_handler(SQSRecord(d.raw), (type(error), error, None))
-        batch_metrics.flush()
-        failures = tuple(str(item["itemIdentifier"]) for item in self.response()["batchItemFailures"])
-        return BatchResult(deliveries=tuple(deliveries), failures=failures, fence_lost=fence_lost,
-                           store_errors=store_errors)
+        now = self.clock()
+        expired = [op for d in deliveries if (op := self._decode(d, now)) is not None]
+        firsts = self._claim(deliveries, owner, now, context, expired)
+        writes = RecordWrites(self.store)
+        blocked_groups: set[str] = set()
+        for d in deliveries:
+            if d.group_id in blocked_groups and d.state in (State.DECODED, State.CLAIMED):
+                # FIFO order: nothing after a record of its group that goes back may run first.
+                self._give_back_unstarted(d, owner, writes, Outcome.GROUP_BLOCKED)
+            elif d.state is State.CLAIMED:
+                self._run_claimed(d, owner, context, writes)
+            elif d.state is State.DECODED:
+                self._follow(d, firsts.get(d.key))
+            if d.group_id is not None and d.state is State.TO_RETURN:
+                blocked_groups.add(d.group_id)
+        writes.wait()
+        self._dead_letter(deliveries, owner, writes)
+        self._resend_or_return(deliveries)
+        batch = m.BatchMetrics(namespace=self.settings.namespace, service=self.settings.service, emit=self.emit)
+        for d in deliveries:
+            self._count(batch, d)
+        batch.flush()
+        for fence in writes.lost:
+            self.log.warning("fence lost: the lease ran out and another invocation took the key over",
+                             extra=self._fields(fence))
+        for failed, error in writes.errors:
+            self.log.error("could not write the job's record; its lease bounds the damage",
+                           extra={**self._fields(failed), "error": error})
+        failures = tuple(d.message_id for d in deliveries if d.state is State.RETURNED)
+        return BatchResult(deliveries=tuple(deliveries), failures=failures, fence_lost=len(writes.lost),
+                           store_errors=len(writes.errors))
 
-    def _decode(self, d: Delivery) -> None:
+    # ------------------------------------------------------------------ 1. decode
+    def _decode(self, d: Delivery, now: float) -> Operation | None:
+        """Decode ``d``; returns the record write of a delivery that expired before it ran."""
         try:
-            envelope = Envelope.decode(d.body)
-            d.envelope = envelope
+            envelope = d.envelope = Envelope.decode(d.body)  # kept even if what follows fails: it names the job
             job = self.jobs.get(envelope.job)
             if job is None:
                 raise UnknownJobError(f"no job named {envelope.job!r} is registered in this worker")
-            d.job = job
-            args = job.upcast(envelope.job_version, envelope.args)
-            d.args = job.signature.bind(args)
-            d.key = envelope.key or job.key_for(d.args)
-            if d.attempt > self._max_attempts(d):
-                # Its last attempt already ran (and its DLQ send failed), or a deploy lowered max_attempts:
-                # running it again would exceed the job's limit.
-                self._dead(d, REASON_EXHAUSTED, RetryableError(
-                    f"attempt {d.attempt} is past the job's max_attempts={self._max_attempts(d)}"))
+            args = job.signature.bind(job.upcast(envelope.job_version, envelope.args))
+            key = envelope.key or job.key_for(args)
         except MalformedMessageError as error:
-            d.malformed = error
+            d.to_dead_letter(Reason.MALFORMED, error)
+            return None
         except (UnknownJobError, InvalidArgumentsError) as error:
-            d.malformed = MalformedMessageError(f"{type(error).__name__}: {error}")
-        except RetryableError as error:  # a newer job_version than this deploy knows
-            # The job's backoff, not an immediate redelivery that would burn every attempt
-            # before the deploy lands; the last attempt dead-letters with its reason.
-            self._retry(d, error)
+            d.to_dead_letter(Reason.MALFORMED, MalformedMessageError(f"{type(error).__name__}: {error}"))
+            return None
+        except RetryableError as error:
+            # A newer job_version than this deploy knows: back after the job's backoff, no attempt used,
+            # until new code takes it.
+            delay = self.default_backoff.next_delay(d.receive_count, self.random)
+            self._give_back(d, Outcome.RETRY, delay, error)
+            return None
         except Exception as error:  # an upcaster that raised is user code failing on this body
-            d.malformed = MalformedMessageError(f"{type(error).__name__} while decoding: {error}")
+            malformed = MalformedMessageError(f"{type(error).__name__} while decoding: {error}")
+            d.to_dead_letter(Reason.MALFORMED, malformed)
+            return None
+        d.decoded(envelope=envelope, job=job, args=args, key=key)
+        expires_in = envelope.expires_in or job.options.expires_in
+        sent = envelope.enqueued_at if envelope.enqueued_at is not None else d.sent_ms / 1000.0
+        if expires_in is not None and sent and now - sent > expires_in:
+            d.to_ack(Outcome.EXPIRED)
+            return guard.expired(key, job=job.name, now=now, expires_at=expiry(now, self.settings.record_ttl))
+        return None
 
-    def _claim(self, deliveries: Sequence[Delivery], owner: str, context: Any) -> dict[str, Delivery]:
-        """Claim each distinct key once; later records with the same key follow the first."""
-        first_of_key: dict[str, Delivery] = {}
-        now = self.clock()
+    # ------------------------------------------------------------------ 2. claim
+    def _claim(self, deliveries: Sequence[Delivery], owner: str, now: float, context: Any,
+               expired: list[Operation]) -> dict[str, Delivery]:
+        """Claim each distinct key once (one round trip); later records of a key follow the first."""
         remaining = remaining_seconds(context)
-        if remaining is not None and remaining < self.settings.deadline_margin:
-            return first_of_key  # nothing will start; _run_all marks them unstarted
-        lease_until = now + (remaining if remaining is not None else self._default_lease()) + self.settings.lease_margin
-        to_claim: list[Delivery] = []
-        for d in deliveries:
-            if d.malformed or d.outcome is not None or d.job is None:
-                continue
-            if d.key in first_of_key:
-                continue
-            first_of_key[d.key] = d
-            to_claim.append(d)
-        expires_at = lease_until + self.settings.record_ttl
-        requests = [ClaimRequest(key=d.key, job=d.job_name, owner=owner, now=now, lease_until=lease_until,
-                                 expires_at=expires_at) for d in to_claim]
-        for d, claim in zip(to_claim, self.store.claim_many(requests), strict=True):
-            if claim.state is ClaimState.CLAIMED:
-                d.claimed = True
-            elif claim.state is ClaimState.COMPLETED:
-                d.outcome = Outcome.DUPLICATE
-            elif claim.state is ClaimState.BUSY:
-                wait = (claim.lease_until or now) - now
-                self._retry(d, RetryableError(f"key {d.key!r} is being processed by another invocation",
-                                              delay=min(max(wait + 1.0, 1.0), 43_200)))
-                d.notes.append("lease held elsewhere")
-            else:
-                self._retry(d, RetryableError(f"idempotency store unavailable: {claim.error}"))
-        return first_of_key
+        firsts: dict[str, Delivery] = {}
+        claims: list[tuple[Delivery, Claim]] = []
+        if remaining is None or remaining >= self.settings.deadline_margin:
+            lease_until = now + (remaining if remaining is not None else self._default_lease())
+            lease_until += self.settings.lease_margin
+            for d in deliveries:
+                if d.state is not State.DECODED or d.key in firsts or d.job is None or d.envelope is None:
+                    continue
+                firsts[d.key] = d
+                claims.append((d, Claim(
+                    key=d.key, job=d.job.name, owner=owner, now=now, lease_until=lease_until,
+                    expires_at=expiry(now, self.settings.record_ttl, lease_until),
+                    fingerprint=d.job.fingerprint(d.args or {}), fp_version=d.job.options.version,
+                    message_id=d.message_id, enqueued_at=d.envelope.enqueued_at,
+                )))
+        written = self.store.write_many([c.operation() for _, c in claims] + expired)
+        for (d, claim), answer in zip(claims, written, strict=False):
+            self._on_claim(d, ClaimResult.of(claim, answer), now)
+        return firsts
 
-    def _run_all(self, deliveries: Sequence[Delivery], first_of_key: dict[str, Delivery], context: Any) -> None:
-        failed_groups: set[str] = set()
-        for d in deliveries:
-            if d.group_id is not None and d.group_id in failed_groups and d.outcome is None:
-                # FIFO order: nothing after a failed record of the same group may run first.
-                d.outcome = Outcome.GROUP_BLOCKED
-                d.delay = 0
-                continue
-            if d.malformed is not None:
-                self._dead(d, REASON_MALFORMED, d.malformed)
-            elif d.outcome is None and first_of_key.get(d.key) is d:
-                if d.claimed and self._time_left(context):
-                    self._execute(d)
-                else:
-                    d.outcome = Outcome.UNSTARTED
-                    d.delay = 0
-            elif d.outcome is None and d.key not in first_of_key:
-                d.outcome = Outcome.UNSTARTED  # the batch began too close to the deadline to claim anything
-                d.delay = 0
-            # (a later copy of a key in this batch is resolved in _share_outcomes)
-            if d.group_id is not None and d.outcome in (Outcome.RETRY, Outcome.UNSTARTED, Outcome.GROUP_BLOCKED):
-                failed_groups.add(d.group_id)
+    def _on_claim(self, d: Delivery, claim: ClaimResult, now: float) -> None:
+        verdict = claim.verdict
+        if verdict is Verdict.CLAIMED:
+            d.claimed(attempt=claim.attempt, took_over=claim.took_over, previous=claim.previous)
+        elif verdict is Verdict.DUPLICATE:
+            d.to_ack(Outcome.DUPLICATE)
+        elif verdict is Verdict.ALREADY_DEAD_LETTERED:
+            d.notes.append("this message is already in the DLQ (its acknowledgement was lost)")
+            d.to_ack(Outcome.DUPLICATE)
+        elif verdict is Verdict.CANCELLED:
+            d.to_ack(Outcome.CANCELLED)
+        elif verdict is Verdict.CONFLICT:
+            stored = claim.previous
+            job = stored.get("job") if stored is not None else None
+            d.to_dead_letter(Reason.KEY_CONFLICT, PermanentError(
+                f"key {d.key!r} already belongs to job {job!r} with other arguments (hash "
+                f"{stored.fingerprint if stored else None}); this message's hash is "
+                f"{d.job.fingerprint(d.args or {}) if d.job else None}: give each job call its own key"))
+        elif verdict is Verdict.BUSY:
+            d.notes.append("lease held elsewhere")
+            wait = (claim.lease_until or now) - now
+            self._give_back(d, Outcome.UNSTARTED, min(max(wait + 1.0, 1.0), MAX_VISIBILITY_SECONDS))
+        else:
+            delay = self.default_backoff.next_delay(d.receive_count, self.random)
+            self._give_back(d, Outcome.RETRY, delay, RetryableError(f"idempotency store unavailable: {claim.error}"))
 
-    def _execute(self, d: Delivery) -> None:
+    # ------------------------------------------------------------------ 3. run
+    def _run_claimed(self, d: Delivery, owner: str, context: Any, writes: RecordWrites) -> None:
+        assert d.job is not None and d.args is not None
+        options = d.job.options
+        limit = self._max_attempts(d.job)
+        if not self._time_left(context):
+            self._give_back_unstarted(d, owner, writes, Outcome.UNSTARTED)
+            return
+        last_error = d.previous.get("last_error") if d.previous is not None else None
+        if d.took_over and options.on_crash is OnCrash.DEAD_LETTER:
+            d.to_dead_letter(Reason.CRASHED, PermanentError(
+                f"the previous run of {d.key!r} died mid-way (on_crash='dead_letter'); last error: {last_error}"))
+            return
+        if d.attempt > limit:
+            reason = Reason.LOST if d.took_over else Reason.EXHAUSTED
+            what = "never reported (a timeout, a crash or running out of memory)" if d.took_over else "failed"
+            d.to_dead_letter(reason, RetryableError(
+                f"attempt {d.attempt - 1} of {limit} {what}; last error: {last_error}"))
+            return
+        error = self._execute(d)
+        now = self.clock()
+        expires_at = expiry(now, self.settings.record_ttl)
+        if error is None:
+            stored = self._stored_result(d) if options.store_result else None
+            if d.state is State.CLAIMED:  # (a result that cannot be stored dead-letters it)
+                d.to_ack(Outcome.SUCCEEDED, result=d.result)
+                writes.submit(d, guard.succeeded(d.key, owner, now=now, expires_at=expires_at, result=stored))
+        elif options.classify(error) is Classification.PERMANENT:
+            d.to_dead_letter(Reason.PERMANENT, error)
+        elif d.attempt >= limit:
+            d.to_dead_letter(Reason.EXHAUSTED, error)
+        else:
+            requested = error.delay if isinstance(error, RetryableError) else None
+            delay = requested if requested is not None else options.backoff.next_delay(d.attempt, self.random)
+            d.to_return(Outcome.RETRY, delay=delay, error=error)
+            writes.submit(d, guard.retrying(d.key, owner, now=now, expires_at=expires_at, error=error))
+
+    def _execute(self, d: Delivery) -> BaseException | None:
+        """Run the job within its time limit; the exception it ended with, or None."""
         assert d.job is not None and d.args is not None
         job = d.job
         token = set_trace_id(d.trace_id or d.message_id)
@@ -218,8 +275,9 @@ class JobBatchProcessor(BasePartialBatchProcessor):
         self.log.append_keys(**fields)
         started = time.perf_counter()
         limit = TimeLimit()
+        error: BaseException | None = None
         try:
-            with time_limit(job.options.time_limit, job.name) as limit:
+            with running_job(self.store, d.key), time_limit(job.options.time_limit, job.name) as limit:
                 d.result = job.fn(**d.args)
             if limit.expired:
                 # The job caught TimeLimitExceeded and returned anyway: it still ran past its limit.
@@ -232,146 +290,131 @@ class JobBatchProcessor(BasePartialBatchProcessor):
                 error = TimeLimitExceeded(f"job {job.name!r} ran past its time_limit of {job.options.time_limit} s "
                                           f"(then raised {type(raised).__name__}: {raised})")
                 error.__cause__ = raised
-            d.duration_ms = (time.perf_counter() - started) * 1000
-            d.error = error
-            if job.options.classify(error) == "permanent":
-                self._dead(d, REASON_PERMANENT, error)
-            else:
-                self._retry(d, error)
-            self.log.warning("job failed", extra={"error": f"{type(error).__name__}: {error}",
-                                                 "outcome": d.outcome.value if d.outcome else None})
-        else:
-            d.duration_ms = (time.perf_counter() - started) * 1000
-            d.outcome = Outcome.SUCCEEDED
-            self.log.debug("job succeeded", extra={"duration_ms": round(d.duration_ms, 3)})
+            self.log.warning("job failed", extra={"error": f"{type(error).__name__}: {error}"})
         finally:
+            d.duration_ms = (time.perf_counter() - started) * 1000
             self.log.remove_keys(list(fields))
             reset_trace_id(token)
+        return error
 
-    def _retry(self, d: Delivery, error: BaseException) -> None:
-        """Retry after a full-jitter delay, unless this was the last attempt."""
-        d.error = error
-        if d.attempt >= self._max_attempts(d):
-            self._dead(d, REASON_EXHAUSTED, error)
+    def _stored_result(self, d: Delivery) -> str | None:
+        """The job's return value as JSON for its record; a value that cannot be stored dead-letters it."""
+        try:
+            text = json.dumps(d.result, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as error:
+            d.to_dead_letter(Reason.RESULT_NOT_JSON, PermanentError(
+                f"job {d.job_name!r} returned a value that is not JSON ({error}); store_result=True needs one"))
+            return None
+        if len(text.encode()) > guard.MAX_RESULT_BYTES:
+            d.to_dead_letter(Reason.RESULT_TOO_LARGE, PermanentError(
+                f"job {d.job_name!r} returned {len(text.encode())} bytes of JSON; store_result keeps at most "
+                f"{guard.MAX_RESULT_BYTES}: return an ID and store the rest where it belongs"))
+            return None
+        return text
+
+    def _follow(self, d: Delivery, first: Delivery | None) -> None:
+        """A record that was not claimed: a later copy of a key follows the first, else it did not start."""
+        if first is None or first is d:
+            self._give_back(d, Outcome.UNSTARTED, 0)  # too close to the deadline to claim anything
             return
-        backoff = d.job.options.backoff if d.job else self.default_backoff
-        # Only our RetryableError chooses its delay: another library's exception may well have a
-        # ``delay`` attribute of any type (a method, a string), which must not reach SQS.
-        requested = error.delay if isinstance(error, RetryableError) else None
-        d.delay = requested if requested is not None else backoff.next_delay(d.attempt, self.random)
-        d.outcome = Outcome.RETRY
+        if d.job is not None and first.job is d.job and d.job.fingerprint(d.args or {}) != \
+                d.job.fingerprint(first.args or {}):
+            d.to_dead_letter(Reason.KEY_CONFLICT, PermanentError(
+                f"key {d.key!r} came twice in one batch with different arguments: give each job call its own key"))
+        elif first.state is State.TO_DEAD_LETTER and first.reason is not None and first.error is not None:
+            # The job never completed: this copy is no duplicate of a success. It goes to the DLQ with the
+            # same reason (a replay of either copy passes the guard, so one run at most).
+            d.to_dead_letter(first.reason, first.error)
+        elif first.state is State.TO_ACK and first.outcome is not None:
+            d.to_ack(Outcome.CANCELLED if first.outcome is Outcome.CANCELLED else Outcome.DUPLICATE)
+        elif first.outcome is Outcome.RETRY:
+            self._give_back(d, Outcome.RETRY, first.delay, first.error)
+        else:
+            self._give_back(d, Outcome.UNSTARTED, first.delay)
 
-    def _dead(self, d: Delivery, reason: str, error: BaseException) -> None:
-        d.error = error
-        d.outcome = Outcome.DEAD_LETTERED
-        d.dead_letter = DeadLetter(
-            message_id=d.message_id,
-            body=d.body or "",
-            reason=reason,
-            error_type=type(error).__name__,
-            error_message=str(error),
-            job=d.job_name,
-            attempts=d.attempt,
-            first_receive_time=d.first_receive_ms,
-            source_queue=self._queue_url(d),
-            source_attributes=d.message_attributes,
-            group_id=d.group_id,
-        )
-
-    def _finish(self, deliveries: Sequence[Delivery], owner: str) -> tuple[int, int]:
-        now = self.clock()
-        finishes: list[Finish] = []
-        finished: list[Delivery] = []
-        for d in deliveries:
-            if not d.claimed:
-                continue
-            complete = d.outcome is Outcome.SUCCEEDED
-            finishes.append(Finish(key=d.key, owner=owner, complete=complete,
-                                   expires_at=now + self.settings.record_ttl))
-            finished.append(d)
-        fence_lost = store_errors = 0
-        for d, result in zip(finished, self.store.finish_many(finishes), strict=True):
-            if not result.fenced:
-                fence_lost += 1
-                self.log.warning("fence lost: the lease expired and another invocation took the key over",
-                                 extra={**self._fields(d), "complete": result.complete})
-            elif result.error:
-                store_errors += 1
-                self.log.error("could not record the job's end; the lease bounds the damage",
-                               extra={**self._fields(d), "error": result.error, "complete": result.complete})
-        return fence_lost, store_errors
-
-    def _dead_letter(self, deliveries: Sequence[Delivery]) -> None:
-        pending = [d for d in deliveries if d.outcome is Outcome.DEAD_LETTERED and d.dead_letter]
+    # ------------------------------------------------------------------ 4. dead letters
+    def _dead_letter(self, deliveries: Sequence[Delivery], owner: str, writes: RecordWrites) -> None:
+        pending = [d for d in deliveries if d.state is State.TO_DEAD_LETTER]
         if not pending:
             return
         dlq_url = self.settings.dlq_url
-        if not dlq_url:
-            for d in pending:
-                self._dlq_failed(d, "no DLQ configured (SQSJOBS_DLQ_URL); the queue's redrive policy will move it")
-            return
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        fifo = dlq_url.endswith(".fifo")
-        for chunk in _chunks(pending, 10):
-            entries = [d.dead_letter.entry(str(i), fifo) for i, d in enumerate(chunk) if d.dead_letter]
-            try:
-                response = self.sqs.send_message_batch(QueueUrl=dlq_url, Entries=entries)  # type: ignore[arg-type]
-            except (ClientError, BotoCoreError) as error:
-                for d in chunk:
-                    self._dlq_failed(d, str(error))
+        if dlq_url:
+            fifo = dlq_url.endswith(".fifo")
+            entries = [self._dead_letter_of(d).entry(str(i), fifo) for i, d in enumerate(pending)]
+            sent = send_entries(self.sqs, dlq_url, entries)
+        else:
+            sent = {str(i): "no DLQ configured (SQSJOBS_DLQ_URL)" for i in range(len(pending))}
+        now = self.clock()
+        expires_at = expiry(now, self.settings.record_ttl)
+        records: list[tuple[Delivery, Operation]] = []
+        for i, d in enumerate(pending):
+            assert d.reason is not None and d.error is not None
+            why = sent.get(str(i), "no answer")
+            if why is None:
+                self.log.warning("dead-lettered", extra={**self._fields(d), "reason": d.reason.value})
+                if d.holds_lease:
+                    records.append((d, guard.dead_lettered(d.key, owner, now=now, expires_at=expires_at,
+                                                           error=d.error, reason=d.reason.value,
+                                                           message_id=d.message_id,
+                                                           ran=d.duration_ms is not None, previous=d.previous)))
+                d.finished()
                 continue
-            for bad in response.get("Failed", []):
-                self._dlq_failed(chunk[int(bad["Id"])], f"{bad.get('Code')}: {bad.get('Message')}")
-            for d in chunk:
-                if d.outcome is Outcome.DEAD_LETTERED:
-                    self.log.warning("dead-lettered", extra={**self._fields(d), "reason": d.dead_letter.reason
-                                                             if d.dead_letter else None})
+            self.log.error("DLQ send failed; leaving the message on its queue", extra={**self._fields(d),
+                                                                                       "error": why})
+            error = d.error
+            d.dead_letter_failed(why, delay=self.default_backoff.next_delay(max(d.attempt, 1), self.random))
+            if d.holds_lease:
+                records.append((d, guard.retrying(d.key, owner, now=now, expires_at=expires_at, error=error)))
+        for (d, _), answer in zip(records, self.store.write_many([op for _, op in records]), strict=True):
+            writes.count(d, answer)
 
-    def _dlq_failed(self, d: Delivery, why: str) -> None:
-        # Not acknowledged: the message stays on its queue, and the queue's own
-        # redrive policy moves it to the DLQ after maxReceiveCount (invariant 1).
-        d.outcome = Outcome.RETRY
-        backoff = d.job.options.backoff if d.job else self.default_backoff
-        d.delay = 0 if d.attempt >= self._max_attempts(d) else backoff.next_delay(d.attempt, self.random)
-        d.notes.append(f"DLQ send failed: {why}")
-        self.log.error("DLQ send failed; leaving the message on its queue", extra={**self._fields(d), "error": why})
+    def _dead_letter_of(self, d: Delivery) -> DeadLetter:
+        assert d.reason is not None and d.error is not None
+        return DeadLetter(
+            message_id=d.message_id, body=d.body or "", reason=d.reason, error_type=type(d.error).__name__,
+            error_message=str(d.error), job=d.job_name, attempts=d.attempt or d.receive_count,
+            first_receive_time=d.first_receive_ms, source_queue=self._queue_url(d),
+            source_attributes=d.message_attributes, group_id=d.group_id,
+        )
 
-    def _share_outcomes(self, deliveries: Sequence[Delivery], first_of_key: dict[str, Delivery]) -> None:
-        newly_dead: list[Delivery] = []
+    # ------------------------------------------------------------------ 5. back to the queue
+    def _resend_or_return(self, deliveries: Sequence[Delivery]) -> None:
+        backstop = self.settings.max_attempts + 1  # the queue's maxReceiveCount
         for d in deliveries:
-            first = first_of_key.get(d.key)
-            if d.outcome is not None or first is None or first is d:
-                continue
-            if first.outcome is Outcome.DEAD_LETTERED and first.dead_letter is not None and first.error is not None:
-                # The job never completed: this copy is no duplicate of a success. It goes to the DLQ
-                # with the same reason (a replay of either copy passes the guard, so one run at most).
-                self._dead(d, first.dead_letter.reason, first.error)
-                newly_dead.append(d)
-            elif first.acknowledged:
-                d.outcome = Outcome.DUPLICATE
-            elif first.outcome is Outcome.RETRY and first.error is not None:
-                # This copy's own receive count decides: its own full-jitter bound, or the DLQ with
-                # reasons on its last attempt (sharing the first copy's retry sent it back to the
-                # queue, whose redrive policy then moved it without any).
-                self._retry(d, first.error)
-                if d.outcome is Outcome.DEAD_LETTERED:
-                    newly_dead.append(d)
-            else:
-                d.outcome = first.outcome
-                d.delay = first.delay
-                d.error = first.error
-        self._dead_letter(newly_dead)
+            if d.state is State.TO_RETURN and d.receive_count >= backstop:
+                d.to_resend()
+            elif d.state is State.TO_ACK:
+                d.finished()
+        resending = [d for d in deliveries if d.state is State.TO_RESEND]
+        self._resend(resending)
+        returning = [d for d in deliveries if d.state is State.TO_RETURN]
+        for d in returning:
+            d.finished()
+        # A message whose re-send failed goes back too, with its delay.
+        self._set_visibility(returning + [d for d in resending if d.state is State.RETURNED])
+
+    def _resend(self, deliveries: Sequence[Delivery]) -> None:
+        by_queue: dict[str, list[Delivery]] = {}
+        for d in deliveries:
+            by_queue.setdefault(self._queue_url(d), []).append(d)
+        for url, items in by_queue.items():
+            fifo = url.endswith(".fifo")
+            sent = send_entries(self.sqs, url, [resend_entry(d, str(i), fifo) for i, d in enumerate(items)])
+            for i, d in enumerate(items):
+                why = sent.get(str(i), "no answer")
+                if why is not None:
+                    self.log.error("could not re-send a message at its last receive", extra={**self._fields(d),
+                                                                                              "error": why})
+                d.finished(sent=why is None, why=why or "")
 
     def _set_visibility(self, deliveries: Sequence[Delivery]) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
         by_queue: dict[str, list[Delivery]] = {}
         for d in deliveries:
-            if d.outcome in (Outcome.RETRY, Outcome.UNSTARTED, Outcome.GROUP_BLOCKED):
-                by_queue.setdefault(self._queue_url(d), []).append(d)
+            by_queue.setdefault(self._queue_url(d), []).append(d)
         for url, items in by_queue.items():
-            for chunk in _chunks(items, 10):
+            for chunk in chunked(items):
                 entries = [{"Id": str(i), "ReceiptHandle": d.receipt_handle,
                             "VisibilityTimeout": visibility_seconds(d.delay)} for i, d in enumerate(chunk)]
                 try:
@@ -384,20 +427,31 @@ class JobBatchProcessor(BasePartialBatchProcessor):
                     self.log.error("could not set a retry delay",
                                    extra={**self._fields(chunk[int(bad["Id"])]), "error": bad.get("Message")})
 
-    # ---------------------------------------------------------------- helpers
+    # ------------------------------------------------------------------ moves that decide
+    def _give_back(self, d: Delivery, outcome: Outcome, delay: float, error: BaseException | None = None) -> None:
+        """Return ``d`` to the queue, unless it was re-sent too often without starting: then the DLQ."""
+        if d.receive_count > self.settings.max_attempts and resends(d) >= MAX_RESENDS:
+            d.to_dead_letter(Reason.EXHAUSTED, error or RetryableError(
+                f"not started after {MAX_RESENDS} re-sends of {self.settings.max_attempts + 1} receives each"))
+            return
+        d.to_return(outcome, delay=delay, error=error)
+
+    def _give_back_unstarted(self, d: Delivery, owner: str, writes: RecordWrites, outcome: Outcome) -> None:
+        if d.state is State.CLAIMED:
+            now = self.clock()
+            writes.submit(d, guard.not_started(d.key, owner, now=now, expires_at=expiry(now, self.settings.record_ttl),
+                                               previous=d.previous))
+        d.to_return(outcome, delay=0)
+
+    # ------------------------------------------------------------------ helpers
     def _count(self, batch: m.BatchMetrics, d: Delivery) -> None:
         job = d.job_name if d.job is not None else m.UNKNOWN_JOB
         if d.duration_ms is not None:
             batch.duration(job, d.duration_ms)
-        ran_and_failed = d.error is not None and (d.duration_ms is not None or d.malformed is not None)
-        if d.outcome is Outcome.SUCCEEDED:
-            batch.count(job, m.SUCCEEDED)
-        elif d.outcome is Outcome.DUPLICATE:
-            batch.count(job, m.DUPLICATE)
-        elif d.outcome is Outcome.RETRY:
-            batch.count(job, m.RETRIED)
-        elif d.outcome is Outcome.DEAD_LETTERED:
-            batch.count(job, m.DEAD_LETTERED)
+        name = OUTCOME_METRICS.get(d.outcome) if d.outcome is not None else None
+        if name is not None:
+            batch.count(job, name)
+        ran_and_failed = d.error is not None and (d.duration_ms is not None or d.reason is Reason.MALFORMED)
         if ran_and_failed and d.outcome in (Outcome.RETRY, Outcome.DEAD_LETTERED):
             batch.count(job, m.FAILED)
 
@@ -406,11 +460,10 @@ class JobBatchProcessor(BasePartialBatchProcessor):
         # Job names and keys come from message bodies: a lone surrogate there would make the JSON
         # log line unwritable (logging drops it), so it is logged escaped.
         return {"job": _loggable(d.job_name), "key": _loggable(d.key), "message_id": d.message_id,
-                "attempt": d.attempt, "trace_id": d.trace_id or d.message_id}
+                "attempt": d.attempt or None, "trace_id": d.trace_id or d.message_id}
 
-    def _max_attempts(self, d: Delivery) -> int:
-        job_max = d.job.options.max_attempts if d.job else None
-        return min(job_max or self.settings.max_attempts, self.settings.max_attempts)
+    def _max_attempts(self, job: Job[Any, Any]) -> int:
+        return min(job.options.max_attempts or self.settings.max_attempts, self.settings.max_attempts)
 
     def _time_left(self, context: Any) -> bool:
         remaining = remaining_seconds(context)
@@ -428,6 +481,56 @@ class JobBatchProcessor(BasePartialBatchProcessor):
             url = queue_url_from_arn(arn, self.settings.queue_url, self.sqs.meta.endpoint_url)
             self._queue_urls[arn] = url
         return url
+
+
+class RecordWrites:
+    """The job records a batch writes as its jobs end: started at once, waited for together."""
+
+    def __init__(self, store: LeaseStore) -> None:
+        self.store = store
+        self._pending: list[tuple[Delivery, Future[Written]]] = []
+        self.lost: list[Delivery] = []
+        self.errors: list[tuple[Delivery, str]] = []
+
+    def submit(self, d: Delivery, op: Operation) -> None:
+        """Start writing ``d``'s record (the next job runs meanwhile)."""
+        self._pending.append((d, self.store.submit(op)))
+
+    def wait(self) -> None:
+        """Wait for every write started so far."""
+        for d, future in self._pending:
+            self.count(d, future.result())
+        self._pending.clear()
+
+    def count(self, d: Delivery, answer: Written) -> None:
+        """Note a write that did not happen: a lost fence, or a store failure."""
+        if answer.error is not None:
+            self.errors.append((d, answer.error))
+        elif not answer.ok:
+            self.lost.append(d)
+
+
+def resends(d: Delivery) -> int:
+    """How often the worker re-sent this message already (its ``sqsjobs.resends``; garbage counts as 0)."""
+    attr = d.message_attributes.get(ATTR_RESENDS)
+    text = attr.get("stringValue") if isinstance(attr, dict) else None
+    return int(text) if isinstance(text, str) and text.isdigit() and len(text) < 6 else 0
+
+
+def resend_entry(d: Delivery, entry_id: str, fifo: bool) -> dict[str, Any]:
+    """A fresh copy of ``d`` for its own queue: same body and attributes, one more re-send counted."""
+    attributes: dict[str, Any] = {}
+    for name, attr in d.message_attributes.items():
+        if isinstance(attr, dict) and isinstance(attr.get("stringValue"), str) and name != ATTR_RESENDS:
+            attributes[name] = {"DataType": attr.get("dataType", "String"), "StringValue": attr["stringValue"]}
+    attributes[ATTR_RESENDS] = {"DataType": "Number", "StringValue": str(resends(d) + 1)}
+    entry: dict[str, Any] = {"Id": entry_id, "MessageBody": d.body or "", "MessageAttributes": attributes}
+    if fifo:
+        entry["MessageGroupId"] = d.group_id or d.message_id
+        entry["MessageDeduplicationId"] = hashlib.sha256(f"resend:{d.message_id}".encode()).hexdigest()
+    else:
+        entry["DelaySeconds"] = min(int(d.delay), MAX_DELAY_SECONDS)
+    return entry
 
 
 def parse_event(event: Any) -> list[Delivery]:
@@ -449,14 +552,6 @@ def parse_event(event: Any) -> list[Delivery]:
     return [Delivery.parse(record, i) for i, record in enumerate(records)]
 
 
-def remaining_seconds(context: Any) -> float | None:
-    """Seconds left in the invocation, or None without a Lambda context."""
-    getter = getattr(context, "get_remaining_time_in_millis", None)
-    if getter is None:
-        return None
-    return float(getter()) / 1000.0
-
-
 def queue_url_from_arn(arn: str, configured_url: str | None, endpoint_url: str) -> str:
     """The queue URL for an event source ARN (the configured URL when it names the same queue).
 
@@ -473,73 +568,5 @@ def queue_url_from_arn(arn: str, configured_url: str | None, endpoint_url: str) 
     return f"{endpoint_url.rstrip('/')}/{account}/{name}"
 
 
-#: after the first ``TimeLimitExceeded``, raise it again this often until the job gives up
-TIME_LIMIT_REPEAT = 1.0
-
-
-class TimeLimit:
-    """What ``time_limit`` yields: whether the limit fired while the block ran.
-
-    Example:
-        >>> TimeLimit().expired
-        False
-    """
-
-    expired: bool = False
-    #: set while the timer is being disarmed: a late alarm must not interrupt the cleanup
-    leaving: bool = False
-
-
-@contextmanager
-def time_limit(seconds: float | None, job: str) -> Iterator[TimeLimit]:
-    """Raise ``TimeLimitExceeded`` in the running job after ``seconds`` (main thread only).
-
-    SIGALRM is the only way to interrupt arbitrary Python code in-process, and
-    Lambda runs handlers in the main thread; elsewhere the limit is not enforced.
-    A job that catches the exception and carries on gets it again every
-    ``TIME_LIMIT_REPEAT`` seconds, and ``expired`` tells the caller it fired.
-
-    Example:
-        >>> with time_limit(None, "j") as limit:
-        ...     pass
-        >>> limit.expired
-        False
-    """
-    limit = TimeLimit()
-    if not seconds or threading.current_thread() is not threading.main_thread():
-        yield limit
-        return
-
-    def expired(signum: int, frame: Any) -> None:
-        if limit.leaving:
-            return
-        limit.expired = True
-        raise TimeLimitExceeded(f"job {job!r} ran past its time_limit of {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    # Someone else's timer (a test runner's timeout, say) is put back, less the time we took.
-    outer_delay, outer_interval = signal.setitimer(signal.ITIMER_REAL, seconds, TIME_LIMIT_REPEAT)
-    started = time.monotonic()
-    try:
-        yield limit
-    finally:
-        # Nested so that an alarm landing before ``leaving`` is set cannot skip the disarm:
-        # a timer left running would raise in whatever code runs next, every second.
-        try:
-            limit.leaving = True
-        finally:
-            try:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-            finally:
-                signal.signal(signal.SIGALRM, previous)
-                if outer_delay:
-                    left = max(outer_delay - (time.monotonic() - started), 0.001)
-                    signal.setitimer(signal.ITIMER_REAL, left, outer_interval)
-
-
 def _loggable(text: str) -> str:
     return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _chunks(items: Sequence[Delivery], size: int) -> list[list[Delivery]]:
-    return [list(items[i:i + size]) for i in range(0, len(items), size)]

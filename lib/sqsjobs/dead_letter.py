@@ -1,9 +1,14 @@
 """Dead-lettering with a reason: what the worker writes to the DLQ.
 
 A message goes to the DLQ with its original body and, as message attributes,
-why it is there (see docs/architecture.md). Only after that send succeeded
-does the worker acknowledge the source message; a failed send leaves the
-message on the queue, where the queue's own redrive policy still catches it.
+why it is there (docs/architecture.md lists them). Only after that send
+succeeded does the worker acknowledge the source message and write the job's
+record; a failed send leaves the message on its queue.
+
+Attributes under ``sqsjobs.*`` are the worker's: on a letter it writes its own
+and drops any other ``sqsjobs.*`` attribute the producer set, so nothing a
+producer sends can pose as a reason or steer redrive. Only the job name, the
+trace id and a well-formed redrive count are carried over.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from sqsjobs.message import ATTR_JOB, ATTR_TRACE_ID
@@ -23,19 +29,34 @@ ATTR_ORIGINAL_MESSAGE_ID = "sqsjobs.original_message_id"
 ATTR_FIRST_RECEIVE_TIME = "sqsjobs.first_receive_time"
 ATTR_SOURCE_QUEUE = "sqsjobs.source_queue"
 ATTR_REDRIVE_COUNT = "sqsjobs.redrive_count"
+#: the namespace only the worker writes
+NAMESPACE = "sqsjobs."
 
-REASON_PERMANENT = "permanent"
-REASON_EXHAUSTED = "exhausted"
-REASON_MALFORMED = "malformed"
 
-#: SQS refuses more than 10 attributes on a message.
+class Reason(StrEnum):
+    """Why a message is in the DLQ (the ``sqsjobs.reason`` attribute)."""
+
+    PERMANENT = "permanent"  #: the job raised PermanentError (or an exception in ``permanent_on``)
+    EXHAUSTED = "exhausted"  #: its last attempt failed
+    MALFORMED = "malformed"  #: the body cannot be a job call
+    LOST = "lost"  #: its last attempt never reported: a timeout, a crash or running out of memory
+    KEY_CONFLICT = "key_conflict"  #: its key belongs to another job, or to other arguments
+    CRASHED = "crashed"  #: ``on_crash="dead_letter"``: the previous run died mid-way
+    RESULT_TOO_LARGE = "result_too_large"  #: ``store_result``: the return value is over 4 KiB as JSON
+    RESULT_NOT_JSON = "result_not_json"  #: ``store_result``: the return value is not JSON
+
+
+#: SQS refuses more than 10 attributes on a message, and a message over 256 KiB.
 MAX_ATTRIBUTES = 10
+MAX_MESSAGE_BYTES = 256 * 1024
 MAX_ERROR_MESSAGE = 1000
-#: registered job names are at most 128 characters, but a body may name anything
+#: registered job names are short, but a body may name anything
 MAX_JOB_ATTRIBUTE = 256
+#: the largest redrive count carried over; anything else is a forgery or garbage
+MAX_REDRIVE_COUNT = 1_000_000
 #: what SQS refuses in a string attribute value: control characters and lone surrogates
 _NOT_SQS_TEXT = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-#: attributes the worker rewrites on every dead-lettering (stale ones are dropped)
+#: attributes the worker writes on every dead-lettering
 REASON_ATTRIBUTES = (
     ATTR_REASON,
     ATTR_ERROR_TYPE,
@@ -45,8 +66,6 @@ REASON_ATTRIBUTES = (
     ATTR_FIRST_RECEIVE_TIME,
     ATTR_SOURCE_QUEUE,
 )
-#: carried over from the source message first, before any user attribute
-_KEEP_FIRST = (ATTR_JOB, ATTR_TRACE_ID, ATTR_REDRIVE_COUNT)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,16 +73,18 @@ class DeadLetter:
     """Why one message is being dead-lettered.
 
     Example:
-        >>> d = DeadLetter(message_id="m-1", body="{}", reason=REASON_PERMANENT, error_type="PermanentError",
+        >>> d = DeadLetter(message_id="m-1", body="{}", reason=Reason.PERMANENT, error_type="PermanentError",
         ...                error_message="invoice 42 deleted", job="invoice-email", attempts=1,
-        ...                first_receive_time=0, source_queue="https://sqs/q", source_attributes={})
-        >>> d.attributes()[ATTR_REASON]["StringValue"]
-        'permanent'
+        ...                first_receive_time=0, source_queue="https://sqs/q",
+        ...                source_attributes={"sqsjobs.source_queue": {"stringValue": "https://evil",
+        ...                                                            "dataType": "String"}})
+        >>> d.attributes()[ATTR_REASON]["StringValue"], d.attributes()[ATTR_SOURCE_QUEUE]["StringValue"]
+        ('permanent', 'https://sqs/q')
     """
 
     message_id: str
     body: str
-    reason: str
+    reason: Reason
     error_type: str
     error_message: str
     job: str
@@ -74,38 +95,58 @@ class DeadLetter:
     source_attributes: dict[str, Any]
     group_id: str | None = None
 
-    def attributes(self) -> dict[str, dict[str, str]]:
-        """The DLQ message's attributes: reason first, then what the source carried (max 10)."""
+    def attributes(self, *, error_message_limit: int = MAX_ERROR_MESSAGE,
+                   carry: bool = True) -> dict[str, dict[str, str]]:
+        """The DLQ message's attributes: the worker's own first, then what the source may carry (10 at most)."""
         attrs: dict[str, dict[str, str]] = {
             ATTR_JOB: _string(self.job[:MAX_JOB_ATTRIBUTE]),
-            ATTR_REASON: _string(self.reason),
+            ATTR_REASON: _string(self.reason.value),
             ATTR_ERROR_TYPE: _string(self.error_type),
-            ATTR_ERROR_MESSAGE: _string(self.error_message[:MAX_ERROR_MESSAGE] or "-"),
+            ATTR_ERROR_MESSAGE: _string(self.error_message[:error_message_limit] or "-"),
             ATTR_ATTEMPTS: {"DataType": "Number", "StringValue": str(self.attempts)},
             ATTR_ORIGINAL_MESSAGE_ID: _string(self.message_id),
             ATTR_FIRST_RECEIVE_TIME: {"DataType": "Number", "StringValue": str(self.first_receive_time)},
             ATTR_SOURCE_QUEUE: _string(self.source_queue),
         }
-        carried = sorted(self.source_attributes, key=lambda n: (n not in _KEEP_FIRST, n))
-        for name in carried:
+        if not carry:
+            return attrs
+        for name in sorted(self.source_attributes, key=lambda n: (n not in (ATTR_TRACE_ID, ATTR_REDRIVE_COUNT), n)):
             if len(attrs) >= MAX_ATTRIBUTES:
                 break
-            if name in attrs or name in REASON_ATTRIBUTES:
-                continue
+            if name in attrs or (name.startswith(NAMESPACE) and name not in (ATTR_TRACE_ID, ATTR_REDRIVE_COUNT)):
+                continue  # the worker's own names are never taken from the producer
             converted = _from_event_attribute(self.source_attributes[name])
-            if converted is not None:
+            if converted is not None and (name != ATTR_REDRIVE_COUNT or _redrive_count(converted) is not None):
                 attrs[name] = converted
         return attrs
 
     def entry(self, entry_id: str, fifo: bool) -> dict[str, Any]:
-        """A ``SendMessageBatch`` entry for the DLQ."""
+        """A ``SendMessageBatch`` entry for the DLQ, shrunk (error text, then carried attributes) to fit SQS."""
         entry: dict[str, Any] = {"Id": entry_id, "MessageBody": self.body or "(empty body)",
                                  "MessageAttributes": self.attributes()}
+        for shrink in ({"error_message_limit": 100}, {"error_message_limit": 100, "carry": False}):
+            if entry_size(entry) <= MAX_MESSAGE_BYTES:
+                break
+            entry["MessageAttributes"] = self.attributes(**shrink)  # type: ignore[arg-type]
         if fifo:
             entry["MessageGroupId"] = self.group_id or self.message_id
             # Deterministic: dead-lettering the same delivery twice stores it once.
             entry["MessageDeduplicationId"] = hashlib.sha256(f"dlq:{self.message_id}".encode()).hexdigest()
         return entry
+
+
+def entry_size(entry: dict[str, Any]) -> int:
+    """Bytes SQS counts for a send entry: the body plus every attribute's name, type and value.
+
+    Example:
+        >>> entry_size({"MessageBody": "abc", "MessageAttributes": {"a": {"DataType": "String", "StringValue": "x"}}})
+        11
+    """
+    size = len(str(entry.get("MessageBody", "")).encode("utf-8", "surrogatepass"))
+    for name, attr in entry.get("MessageAttributes", {}).items():
+        size += len(name.encode()) + len(attr.get("DataType", "").encode())
+        size += len(str(attr.get("StringValue", "")).encode("utf-8", "surrogatepass"))
+    return size
 
 
 def _string(value: str) -> dict[str, str]:
@@ -123,3 +164,12 @@ def _from_event_attribute(attr: Any) -> dict[str, str] | None:
     if not isinstance(data_type, str) or not isinstance(value, str) or data_type.startswith("Binary"):
         return None
     return {"DataType": data_type, "StringValue": value}
+
+
+def _redrive_count(attr: dict[str, str]) -> int | None:
+    """A redrive count worth carrying: a whole number in 0..MAX_REDRIVE_COUNT, else None."""
+    text = attr["StringValue"].strip()
+    if not text.isdigit() or len(text) > 7:
+        return None
+    count = int(text)
+    return count if count <= MAX_REDRIVE_COUNT else None

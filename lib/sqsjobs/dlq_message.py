@@ -24,7 +24,7 @@ from sqsjobs.dead_letter import (
     ATTR_SOURCE_QUEUE,
     MAX_ATTRIBUTES,
     REASON_ATTRIBUTES,
-    REASON_MALFORMED,
+    Reason,
 )
 from sqsjobs.message import ATTR_JOB
 from sqsjobs.metrics import UNKNOWN_JOB
@@ -93,7 +93,7 @@ class DlqMessage:
             source_queue=attribute_value(attrs, ATTR_SOURCE_QUEUE),
             sent_at=sent_at,
             age_seconds=max(0.0, now - sent_at) if sent_at is not None else None,
-            malformed=body_job is None or reason == REASON_MALFORMED,
+            malformed=body_job is None or reason == Reason.MALFORMED,
             original_message_id=attribute_value(attrs, ATTR_ORIGINAL_MESSAGE_ID),
         )
 

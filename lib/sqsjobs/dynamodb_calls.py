@@ -1,20 +1,24 @@
 """The one place a DynamoDB call's botocore errors become sqsjobs' own.
 
-Every table adapter (the guard's records, scheduler leases, chunked-run
-records) sends its pynamodb-built requests through ``call``: a failed
-condition becomes ``ConditionFailed`` (an outcome the adapter turns into a
-value), anything else becomes ``StoreError``.
+Every request to the idempotency table is sent inside ``dynamodb_errors``: a
+failed condition becomes ``ConditionFailed`` (an outcome the store turns into
+a value), anything else becomes ``StoreError``. The calls themselves stay
+plain, typed boto3 calls at their call sites.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from sqsjobs.errors import StoreError
 
 
 class ConditionFailed(Exception):
-    """A conditional write's condition did not hold; ``item`` is the stored item when ``ALL_OLD`` was asked.
+    """A conditional write's condition did not hold; ``item`` is the stored item (``ALL_OLD``), if any.
 
-    Internal: adapters catch it and return an outcome, it never leaves them.
+    Internal: the store catches it and returns an outcome; it never leaves the store.
     """
 
     def __init__(self, item: dict[str, Any] | None = None) -> None:
@@ -22,24 +26,25 @@ class ConditionFailed(Exception):
         self.item = item
 
 
-def call(client: Any, operation: str, *, what: str, **kwargs: Any) -> dict[str, Any]:
-    """``client.<operation>(**kwargs)`` with its errors translated; ``what`` names the table's role.
+@contextmanager
+def dynamodb_errors(operation: str, table: str) -> Iterator[None]:
+    """Translate the errors of the DynamoDB call made inside the block.
 
     Example:
-        >>> call(dynamodb, "get_item", what="idempotency table", TableName="t", Key=key)  # doctest: +SKIP
-        {'Item': {...}}
+        >>> with dynamodb_errors("GetItem", "jobs"):
+        ...     raise ConnectionError("only botocore errors are translated")
+        Traceback (most recent call last):
+        ...
+        ConnectionError: only botocore errors are translated
     """
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from sqsjobs.errors import StoreError
-
     try:
-        response: dict[str, Any] = getattr(client, operation)(**kwargs)
+        yield
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
             item: Any = error.response.get("Item")
             raise ConditionFailed(item) from None
-        raise StoreError(f"DynamoDB {operation} on {kwargs.get('TableName')} ({what}) failed: {error}") from error
+        raise StoreError(f"DynamoDB {operation} on table {table} failed: {error}") from error
     except BotoCoreError as error:
-        raise StoreError(f"DynamoDB {operation} on {kwargs.get('TableName')} ({what}) failed: {error}") from error
-    return response
+        raise StoreError(f"DynamoDB {operation} on table {table} failed: {error}") from error

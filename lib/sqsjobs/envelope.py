@@ -19,6 +19,7 @@ from typing import Any
 
 from sqsjobs.arguments import MAX_LIST_ITEMS
 from sqsjobs.errors import MalformedMessageError
+from sqsjobs.lease import RESERVED_PREFIXES, is_reserved
 
 ENVELOPE_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({ENVELOPE_VERSION})
@@ -43,6 +44,8 @@ class Envelope:
     args: dict[str, Any] = field(default_factory=dict)
     job_version: int = 1
     enqueued_at: float | None = None
+    #: seconds after ``enqueued_at`` past which the message is acknowledged without running
+    expires_in: float | None = None
     v: int = ENVELOPE_VERSION
 
     def encode(self) -> str:
@@ -56,6 +59,8 @@ class Envelope:
         }
         if self.enqueued_at is not None:
             body["enqueued_at"] = self.enqueued_at
+        if self.expires_in is not None:
+            body["expires_in"] = self.expires_in
         return json.dumps(body, separators=(",", ":"), sort_keys=True, allow_nan=False)
 
     @classmethod
@@ -100,14 +105,22 @@ class Envelope:
                 raise MalformedMessageError("'key' is not valid UTF-8 (it holds a lone surrogate)") from None
             if key_bytes > MAX_KEY_BYTES:
                 raise MalformedMessageError(f"'key' is longer than {MAX_KEY_BYTES} bytes")
+            if is_reserved(key):
+                raise MalformedMessageError(f"'key' starts with a reserved prefix ({', '.join(RESERVED_PREFIXES)}): "
+                                            "those keys belong to sqsjobs' own records")
         job_version = _integer(data.get("job_version", 1))
         if job_version is None or job_version < 1:
             raise MalformedMessageError(f"'job_version' must be a positive integer, got {data.get('job_version')!r}")
         enqueued_at = data.get("enqueued_at")
         if enqueued_at is not None and (isinstance(enqueued_at, bool) or not isinstance(enqueued_at, int | float)):
             raise MalformedMessageError("'enqueued_at' must be a number of epoch seconds")
+        expires_in = data.get("expires_in")
+        if expires_in is not None and (isinstance(expires_in, bool) or not isinstance(expires_in, int | float)
+                                       or not expires_in > 0):
+            raise MalformedMessageError("'expires_in' must be a positive number of seconds")
         # A missing key is filled in by the consumer from the job's key template.
-        return cls(job=job, key=key or "", args=args, job_version=job_version, enqueued_at=enqueued_at, v=version)
+        return cls(job=job, key=key or "", args=args, job_version=job_version, enqueued_at=enqueued_at,
+                   expires_in=expires_in, v=version)
 
 
 def _reject_constant(name: str) -> Any:

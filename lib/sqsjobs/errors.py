@@ -9,6 +9,7 @@
     ├── InvalidEventError (ValueError)    the Lambda event is not an SQS batch
     ├── EnqueueError                      SQS refused a message (after retries)
     ├── StoreError                        the idempotency store failed (not a conflict)
+    ├── PeriodBusyError                   a scheduled period is held past this invocation: Lambda retries
     ├── TransactionError                  a DynamoDB transaction (writes + outbox enqueues) was not committed
     ├── QueueNotFoundError (LookupError)  a queue URL, ARN or name leads to no queue
     ├── RedriveError                      redrive options are missing or impossible
@@ -63,6 +64,14 @@ class EnqueueError(SqsJobsError):
 
 class StoreError(SqsJobsError):
     """Raised when the idempotency store fails for a reason other than a conflict."""
+
+
+class PeriodBusyError(SqsJobsError):
+    """Raised when a scheduled job's period is held by a lease that outlasts this invocation.
+
+    The scheduler's invocation fails on purpose: Lambda's asynchronous retry
+    comes back after that lease, and takes the period over if its holder died.
+    """
 
 
 class TransactionError(SqsJobsError):

@@ -1,235 +1,252 @@
-"""The idempotency guard: one record per logical operation, claimed before the job runs.
+"""The idempotency guard: one record per job key, a lease (``sqsjobs.lease``) held while the job runs.
 
-A claim is a conditional write: it succeeds when no record exists, or when
-the previous holder's lease ran out (it crashed). Completion and release are
-*fenced* on the owner token, so an invocation whose lease expired cannot
-overwrite the record of the invocation that took over.
+A job's record walks the lease states, and says in ``outcome`` what that
+means for the job::
 
-The abstract ``IdempotencyStore`` owns the batch-level flow (one round trip
-for all claims of a batch, one for all completions/releases); a backend only
-implements three single-record methods. ``InMemoryStore`` has the same
-semantics for unit tests; the contract suite runs against both.
+    claim ──▶ HELD (running) ──complete──▶ DONE (succeeded)
+                │   │
+                │   └──release──▶ RELEASED (retrying | dead_lettered) ──claim──▶ HELD ...
+                └── lease runs out (the run died) ──claim (takeover)──▶ HELD ...
+    cancel ──▶ DONE (cancelled)        expire ──▶ RELEASED (expired)
+
+One claim is one conditional write that also returns what it found, so it
+tells in one round trip: claimed (and which attempt this is, and whether the
+previous run died), a duplicate of a success, a key held by a live run
+elsewhere, a cancelled key, a key that belongs to other arguments
+(``key_conflict``), or a redelivery of a message already dead-lettered.
+
+``attempts`` counts the runs that *started*: a claim adds one, and a claim
+returned without running gives it back, so a record that waited (the
+deadline, a FIFO group) never burns an attempt. A dead letter remembers how
+many were spent (``spent_attempts``): a redrive of it starts with fresh
+attempts, while ``JobStatus.attempts`` still counts every run.
 """
 
 from __future__ import annotations
 
-import threading
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+import json
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TypeVar
+from typing import Any
 
-from sqsjobs.errors import StoreError
+from sqsjobs.lease import Acquire, Annotate, Close, Complete, LeaseItem, LeaseState, LeaseStore, Release, Written
 
-T = TypeVar("T")
-U = TypeVar("U")
+#: the longest last error a record keeps (it stays under 1 KB: 1 WCU a write)
+MAX_ERROR_TEXT = 256
+#: the largest result a record keeps, as JSON
+MAX_RESULT_BYTES = 4096
 
-IN_PROGRESS = "IN_PROGRESS"
-COMPLETED = "COMPLETED"
+
+class JobState(StrEnum):
+    """What a job's record says about its key (``JobStatus.state``)."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    RETRYING = "retrying"
+    DEAD_LETTERED = "dead_lettered"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
 
 
-class ClaimState(StrEnum):
+class CancelResult(StrEnum):
+    """What ``app.cancel(key)`` did."""
+
+    CANCELLED = "cancelled"  #: it had not finished: no delivery of it will run
+    NOT_FOUND = "not_found_but_cancelled"  #: no delivery yet: a marker waits for the first one
+    RUNNING = "running"  #: it runs now: flagged for ``cancel_requested()``, never killed
+    ALREADY_FINISHED = "already_finished"  #: it succeeded, or was cancelled, before
+
+
+class Verdict(StrEnum):
     """What a claim found."""
 
-    CLAIMED = "claimed"  #: this invocation now holds the record: run the job
-    COMPLETED = "completed"  #: done before: a duplicate, acknowledge without running
-    BUSY = "busy"  #: another invocation holds a live lease: retry after it
-    ERROR = "error"  #: the store failed: retry later
+    CLAIMED = "claimed"  #: this invocation holds the key: run the job
+    DUPLICATE = "duplicate"  #: it succeeded before: acknowledge without running
+    BUSY = "busy"  #: a live run elsewhere holds it: come back after its lease
+    CANCELLED = "cancelled"  #: cancelled: acknowledge without running
+    CONFLICT = "conflict"  #: the key belongs to another job or other arguments: dead-letter
+    ALREADY_DEAD_LETTERED = "already_dead_lettered"  #: this very message is in the DLQ: acknowledge
+    ERROR = "error"  #: the store failed: come back later
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClaimRequest:
-    """Ask for ``key`` as ``owner`` until ``lease_until`` (epoch seconds)."""
+class Claim:
+    """Ask for ``key`` for one delivery of ``job``."""
 
     key: str
     job: str
     owner: str
     now: float
     lease_until: float
-    #: TTL for the claim itself, so a claim whose holder died and whose message left
-    #: through the queue's own redrive is still collected by DynamoDB TTL one day
-    expires_at: float | None = None
+    expires_at: float
+    fingerprint: str
+    fp_version: int
+    message_id: str
+    enqueued_at: float | None = None
+
+    def operation(self) -> Acquire:
+        """The lease acquire that claims the key."""
+        return Acquire(
+            key=self.key, owner=self.owner, now=self.now, lease_until=self.lease_until, expires_at=self.expires_at,
+            fingerprint=self.fingerprint, fp_version=self.fp_version, not_for_message=self.message_id,
+            count_attempt=True,
+            data={"job": self.job, "outcome": JobState.RUNNING.value, "started_at": self.now, "updated_at": self.now,
+                  "enqueued_at": self.enqueued_at, "finished_at": None, "cancel_requested": None},
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
 class ClaimResult:
-    """The outcome of one claim; ``lease_until`` is the holder's lease when BUSY."""
+    """A claim's verdict, with what the record said.
+
+    ``attempt`` is the attempt the claimed run is (1 = first); ``took_over`` is
+    True when the previous holder's lease ran out without a word (it died).
+    """
 
     key: str
-    state: ClaimState
+    verdict: Verdict
+    attempt: int = 0
+    took_over: bool = False
+    previous: LeaseItem | None = None
     lease_until: float | None = None
     error: str | None = None
 
-
-@dataclass(frozen=True, kw_only=True)
-class Finish:
-    """Complete (keep until ``expires_at``) or release (delete) a claimed record."""
-
-    key: str
-    owner: str
-    complete: bool
-    expires_at: float = 0.0
-
-
-@dataclass(frozen=True, kw_only=True)
-class FinishResult:
-    """``fenced`` is False when the record no longer belonged to ``owner``."""
-
-    key: str
-    complete: bool
-    fenced: bool
-    error: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Record:
-    """A stored idempotency record."""
-
-    key: str
-    status: str
-    owner: str | None
-    lease_until: float | None
-    expires_at: float | None
-    job: str | None = None
+    @classmethod
+    def of(cls, claim: Claim, written: Written) -> ClaimResult:
+        """Read a claim's ``Written`` answer."""
+        item = written.item
+        if written.ok:
+            took_over = item is not None and item.state is LeaseState.HELD
+            return cls(key=claim.key, verdict=Verdict.CLAIMED, attempt=attempts_this_episode(item) + 1,
+                       took_over=took_over, previous=item)
+        if written.error is not None:
+            return cls(key=claim.key, verdict=Verdict.ERROR, error=written.error)
+        if item is None:  # gone between the condition and the answer: another claim will tell
+            return cls(key=claim.key, verdict=Verdict.BUSY, lease_until=claim.now)
+        if item.state is LeaseState.RELEASED and item.get("dead_letter_of") == claim.message_id:
+            return cls(key=claim.key, verdict=Verdict.ALREADY_DEAD_LETTERED, previous=item)
+        if item.fingerprint is not None and item.fingerprint != claim.fingerprint \
+                and item.fp_version == claim.fp_version:
+            return cls(key=claim.key, verdict=Verdict.CONFLICT, previous=item)
+        if item.state is LeaseState.DONE:
+            cancelled = item.get("outcome") == JobState.CANCELLED.value
+            return cls(key=claim.key, verdict=Verdict.CANCELLED if cancelled else Verdict.DUPLICATE, previous=item)
+        return cls(key=claim.key, verdict=Verdict.BUSY, lease_until=item.lease_until, previous=item)
 
 
-class FenceLost(Exception):
-    """Raised by a backend when the record's owner is not the caller (internal)."""
+# ---------------------------------------------------------------- the record's writes after a run
+def succeeded(key: str, owner: str, *, now: float, expires_at: float, result: str | None = None) -> Complete:
+    """The job returned: DONE, with its result (JSON) when the job stores results."""
+    return Complete(key=key, owner=owner, expires_at=expires_at,
+                    data={"outcome": JobState.SUCCEEDED.value, "finished_at": now, "updated_at": now,
+                          "result": result, "last_error": None})
 
 
-class AlreadyClaimed(Exception):
-    """Raised by a backend when the claim's condition failed (internal); carries the record."""
-
-    def __init__(self, record: Record | None) -> None:
-        super().__init__(record.key if record else "")
-        self.record = record
+def retrying(key: str, owner: str, *, now: float, expires_at: float, error: BaseException) -> Release:
+    """The attempt failed and will be retried."""
+    return Release(key=key, owner=owner, expires_at=expires_at,
+                   data={"outcome": JobState.RETRYING.value, "updated_at": now, "last_error": error_text(error)})
 
 
-class IdempotencyStore(ABC):
-    """The guard's state machine over a backend of single-record operations.
+def not_started(key: str, owner: str, *, now: float, expires_at: float, previous: LeaseItem | None) -> Release:
+    """Claimed but never run (the deadline, a FIFO group): the attempt is given back."""
+    outcome = previous.get("outcome") if previous is not None and previous.state is LeaseState.RELEASED else None
+    return Release(key=key, owner=owner, expires_at=expires_at, attempts_delta=-1,
+                   data={"outcome": outcome or JobState.RETRYING.value, "updated_at": now})
+
+
+def dead_lettered(key: str, owner: str, *, now: float, expires_at: float, error: BaseException, reason: str,
+                  message_id: str, ran: bool, previous: LeaseItem | None) -> Release:
+    """The DLQ has the message: the record says so, and which message it was (a redelivery is not run).
+
+    The attempts spent so far are noted, so a redrive of the letter starts with fresh ones.
+    """
+    spent = (previous.attempts if previous is not None else 0) + (1 if ran else 0)
+    return Release(key=key, owner=owner, expires_at=expires_at, attempts_delta=0 if ran else -1,
+                   data={"outcome": JobState.DEAD_LETTERED.value, "updated_at": now, "finished_at": now,
+                         "last_error": error_text(error), "reason": reason, "dead_letter_of": message_id,
+                         "spent_attempts": spent})
+
+
+def attempts_this_episode(item: LeaseItem | None) -> int:
+    """The runs that started since the job was last dead-lettered (all of them, if it never was)."""
+    if item is None:
+        return 0
+    return item.attempts - int(item.get("spent_attempts") or 0)
+
+
+def expired(key: str, *, job: str, now: float, expires_at: float) -> Close:
+    """A delivery too old to run: the record says expired, and a later enqueue of the key may still run."""
+    return Close(key=key, now=now, expires_at=expires_at, state=LeaseState.RELEASED,
+                 data={"job": job, "outcome": JobState.EXPIRED.value, "finished_at": now, "updated_at": now})
+
+
+def cancel_marker(key: str, *, now: float, expires_at: float, reason: str | None) -> Close:
+    """A cancel: DONE, so no later delivery of the key runs (until the record's TTL)."""
+    return Close(key=key, now=now, expires_at=expires_at, state=LeaseState.DONE,
+                 data={"outcome": JobState.CANCELLED.value, "finished_at": now, "updated_at": now,
+                       "reason": reason})
+
+
+def cancel_request(key: str, *, now: float) -> Annotate:
+    """A cancel of a running job: flag it (the job may poll ``cancel_requested()``); it is never killed."""
+    return Annotate(key=key, now=now, data={"cancel_requested": True, "updated_at": now})
+
+
+def error_text(error: BaseException) -> str:
+    """``"Type: message"``, short enough for the record.
 
     Example:
-        >>> store = InMemoryStore()
-        >>> req = ClaimRequest(key="invoice-email:42", job="invoice-email", owner="a", now=0, lease_until=60)
-        >>> [r.state.value for r in store.claim_many([req, req])]
-        ['claimed', 'busy']
+        >>> error_text(ValueError("bad invoice"))
+        'ValueError: bad invoice'
     """
-
-    def claim_many(self, requests: Sequence[ClaimRequest]) -> list[ClaimResult]:
-        """Claim every key at once (one round trip); results in request order."""
-        return self._parallel(self._claim, requests)
-
-    def finish_many(self, finishes: Sequence[Finish]) -> list[FinishResult]:
-        """Complete or release every record at once (one round trip), fenced on the owner."""
-        return self._parallel(self._finish, finishes)
-
-    def _claim(self, request: ClaimRequest) -> ClaimResult:
-        try:
-            self._put_if_free(request)
-        except AlreadyClaimed as taken:
-            record = taken.record
-            if record is not None and record.status == COMPLETED:
-                return ClaimResult(key=request.key, state=ClaimState.COMPLETED)
-            return ClaimResult(
-                key=request.key, state=ClaimState.BUSY, lease_until=record.lease_until if record else None
-            )
-        except StoreError as error:
-            return ClaimResult(key=request.key, state=ClaimState.ERROR, error=str(error))
-        return ClaimResult(key=request.key, state=ClaimState.CLAIMED)
-
-    def _finish(self, finish: Finish) -> FinishResult:
-        try:
-            if finish.complete:
-                self._complete_if_owner(finish)
-            else:
-                self._delete_if_owner(finish)
-        except FenceLost:
-            return FinishResult(key=finish.key, complete=finish.complete, fenced=False)
-        except StoreError as error:
-            return FinishResult(key=finish.key, complete=finish.complete, fenced=True, error=str(error))
-        return FinishResult(key=finish.key, complete=finish.complete, fenced=True)
-
-    def _parallel(self, fn: Callable[[T], U], items: Sequence[T]) -> list[U]:
-        """Run ``fn`` over ``items``; a networked backend overrides this to run them concurrently."""
-        return [fn(item) for item in items]
-
-    @abstractmethod
-    def get(self, key: str) -> Record | None:
-        """The stored record for ``key`` (tests, status, tooling)."""
-
-    @abstractmethod
-    def _put_if_free(self, request: ClaimRequest) -> None:
-        """Write IN_PROGRESS if absent, lease-expired, or TTL-expired; else raise ``AlreadyClaimed``."""
-
-    @abstractmethod
-    def _complete_if_owner(self, finish: Finish) -> None:
-        """Set COMPLETED and ``expires_at`` if ``owner`` still holds it; else raise ``FenceLost``."""
-
-    @abstractmethod
-    def _delete_if_owner(self, finish: Finish) -> None:
-        """Delete the record if ``owner`` still holds it; else raise ``FenceLost``."""
+    return f"{type(error).__name__}: {error}"[:MAX_ERROR_TEXT]
 
 
-class InMemoryStore(IdempotencyStore):
-    """The guard's semantics in a dict, for unit tests and the in-process demo.
+# ---------------------------------------------------------------- reading a record
+@dataclass(frozen=True, kw_only=True)
+class JobStatus:
+    """What happened to the job of one key (``app.status(key)``). Times are epoch seconds.
 
     Example:
-        >>> store = InMemoryStore()
-        >>> store.get("nothing") is None
-        True
+        >>> item = LeaseItem(key="invoice-email:42", state=LeaseState.DONE, attempts=2,
+        ...                  data={"job": "invoice-email", "outcome": "succeeded", "result": "{\\"sent\\": true}"})
+        >>> status = JobStatus.of(item)
+        >>> status.state, status.attempts, status.result
+        ('succeeded', 2, {'sent': True})
     """
 
-    def __init__(self) -> None:
-        self._records: dict[str, Record] = {}
-        self._lock = threading.Lock()
-        self.round_trips = 0
+    key: str
+    job: str | None
+    state: str
+    attempts: int
+    last_error: str | None
+    result: Any
+    enqueued_at: float | None
+    started_at: float | None
+    finished_at: float | None
+    updated_at: float | None
 
-    def claim_many(self, requests: Sequence[ClaimRequest]) -> list[ClaimResult]:
-        self.round_trips += 1 if requests else 0
-        return super().claim_many(requests)
-
-    def finish_many(self, finishes: Sequence[Finish]) -> list[FinishResult]:
-        self.round_trips += 1 if finishes else 0
-        return super().finish_many(finishes)
-
-    def get(self, key: str) -> Record | None:
-        return self._records.get(key)
-
-    def _put_if_free(self, request: ClaimRequest) -> None:
-        with self._lock:
-            current = self._records.get(request.key)
-            if current is not None and not _free(current, request.now):
-                raise AlreadyClaimed(current)
-            self._records[request.key] = Record(
-                key=request.key,
-                status=IN_PROGRESS,
-                owner=request.owner,
-                lease_until=request.lease_until,
-                expires_at=request.expires_at,
-                job=request.job,
-            )
-
-    def _complete_if_owner(self, finish: Finish) -> None:
-        with self._lock:
-            current = self._records.get(finish.key)
-            if current is None or current.owner != finish.owner or current.status != IN_PROGRESS:
-                raise FenceLost(finish.key)
-            self._records[finish.key] = Record(
-                key=finish.key, status=COMPLETED, owner=finish.owner, lease_until=current.lease_until,
-                expires_at=finish.expires_at, job=current.job,
-            )
-
-    def _delete_if_owner(self, finish: Finish) -> None:
-        with self._lock:
-            current = self._records.get(finish.key)
-            if current is None or current.owner != finish.owner:
-                raise FenceLost(finish.key)
-            del self._records[finish.key]
+    @classmethod
+    def of(cls, item: LeaseItem) -> JobStatus:
+        """The status a record says."""
+        if item.state is LeaseState.HELD:
+            state = JobState.RUNNING.value
+        else:
+            state = str(item.get("outcome") or (JobState.SUCCEEDED.value if item.state is LeaseState.DONE
+                                                else JobState.RETRYING.value))
+        raw = item.get("result")
+        return cls(key=item.key, job=item.get("job"), state=state, attempts=item.attempts,
+                   last_error=item.get("last_error"), result=None if raw is None else json.loads(raw),
+                   enqueued_at=_float(item.get("enqueued_at")), started_at=_float(item.get("started_at")),
+                   finished_at=_float(item.get("finished_at")), updated_at=_float(item.get("updated_at")))
 
 
-def _free(record: Record, now: float) -> bool:
-    """May a new claim take this record? (The same rule the DynamoDB condition encodes.)"""
-    if record.expires_at is not None and record.expires_at < now:
-        return True  # past its TTL; DynamoDB deletes such items up to days late
-    return record.status == IN_PROGRESS and record.lease_until is not None and record.lease_until < now
+def status(store: LeaseStore, key: str) -> JobStatus | None:
+    """The status of ``key``'s job, or None when no delivery (or cancel) ever wrote its record."""
+    item = store.get(key)
+    return None if item is None else JobStatus.of(item)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)

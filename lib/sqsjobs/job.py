@@ -6,9 +6,12 @@ AWS (Chalice's rule). Sending goes through the app's producer.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from sqsjobs.arguments import Signature
@@ -21,6 +24,7 @@ from sqsjobs.errors import (
     PermanentError,
     RetryableError,
 )
+from sqsjobs.lease import RESERVED_PREFIXES, is_reserved
 from sqsjobs.message import MAX_DELAY_SECONDS, JobMessage
 
 if TYPE_CHECKING:
@@ -30,7 +34,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 #: keyword names ``enqueue``/``message`` keep for themselves
-ENQUEUE_OPTIONS = ("delay", "group", "trace_id")
+ENQUEUE_OPTIONS = ("delay", "group", "trace_id", "expires_in")
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -40,9 +44,22 @@ CELERY_ENQUEUE_NAMES = {
     "eta": "delay= (seconds from now, 0..900)",
     "queue": "a JobApp per queue",
     "priority": "a separate queue for urgent jobs",
-    "expires": "a check in the job (the envelope's enqueued_at says when it was sent)",
     "headers": "trace_id= (the only message attribute a job reads)",
 }
+
+
+class Classification(StrEnum):
+    """What a failure of the job means."""
+
+    RETRY = "retry"  #: run it again after a full-jitter delay
+    PERMANENT = "permanent"  #: retrying cannot help: dead-letter it with the reason
+
+
+class OnCrash(StrEnum):
+    """What a delivery does when it finds that the previous run of its key died mid-way."""
+
+    RETRY = "retry"  #: run it again (at-least-once: the side effect may repeat)
+    DEAD_LETTER = "dead_letter"  #: never run it twice: dead-letter it with reason ``crashed``
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,7 +67,7 @@ class JobOptions:
     """A job's retry, time and routing options (validated when the job is declared).
 
     Example:
-        >>> JobOptions(max_attempts=3, retry_on=(TimeoutError,)).classify(TimeoutError())
+        >>> JobOptions(max_attempts=3, retry_on=(TimeoutError,)).classify(TimeoutError()).value
         'retry'
     """
 
@@ -62,8 +79,13 @@ class JobOptions:
     permanent_on: tuple[type[BaseException], ...] = ()
     time_limit: float | None = None
     version: int = 1
+    #: store the return value (JSON, <= 4 KiB) with the completion; ``JobStatus.result`` shows it
+    store_result: bool = False
+    #: a delivery older than this (seconds since enqueue) is acknowledged without running
+    expires_in: float | None = None
+    on_crash: OnCrash = OnCrash.RETRY
 
-    def classify(self, error: BaseException) -> str:
+    def classify(self, error: BaseException) -> Classification:
         """``'retry'`` or ``'permanent'`` for an exception the job raised.
 
         First match wins: ``PermanentError`` → DLQ; ``RetryableError`` (and so
@@ -77,20 +99,20 @@ class JobOptions:
         Example:
             >>> from sqsjobs.errors import RetryableError
             >>> o = JobOptions(retry_on=(OSError,), permanent_on=(FileNotFoundError,))
-            >>> o.classify(ConnectionError()), o.classify(FileNotFoundError()), o.classify(KeyError())
-            ('retry', 'permanent', 'permanent')
-            >>> JobOptions(permanent_on=(Exception,)).classify(RetryableError("rate limited"))
+            >>> [o.classify(e).value for e in (ConnectionError(), FileNotFoundError(), KeyError())]
+            ['retry', 'permanent', 'permanent']
+            >>> JobOptions(permanent_on=(Exception,)).classify(RetryableError("rate limited")).value
             'retry'
         """
         if isinstance(error, PermanentError):
-            return "permanent"
+            return Classification.PERMANENT
         if isinstance(error, RetryableError):
-            return "retry"
+            return Classification.RETRY
         if isinstance(error, self.permanent_on):
-            return "permanent"
+            return Classification.PERMANENT
         if isinstance(error, self.retry_on):
-            return "retry"
-        return "permanent"
+            return Classification.RETRY
+        return Classification.PERMANENT
 
 
 class Job(Generic[P, R]):
@@ -135,6 +157,7 @@ class Job(Generic[P, R]):
         delay: float = 0,
         group: str | None = None,
         trace_id: str | None = None,
+        expires_in: float | None = None,
         **args: Any,
     ) -> JobMessage:
         """Validate ``args`` and build the message, without sending it.
@@ -148,6 +171,9 @@ class Job(Generic[P, R]):
             >>> m.delay, m.trace_id, m.key
             (300, 'req-1', 'reminder:7')
         """
+        if "expires" in args and "expires" not in self.signature.names:
+            # Celery's apply_async(expires=...) is sqsjobs' expires_in (seconds).
+            expires_in = args.pop("expires") if expires_in is None else expires_in
         celery = [name for name in args if name in CELERY_ENQUEUE_NAMES and name not in self.signature.names]
         if celery:
             raise InvalidArgumentsError(
@@ -162,8 +188,11 @@ class Job(Generic[P, R]):
                 "for longer delays use an EventBridge Scheduler one-off schedule or a scheduled job"
             )
         key = self.key_for(bound)
+        if expires_in is not None:
+            expires_in = _positive_seconds(self.name, "expires_in", expires_in, InvalidArgumentsError)
         envelope = Envelope(
-            job=self.name, key=key, args=bound, job_version=self.options.version, enqueued_at=self.app.clock()
+            job=self.name, key=key, args=bound, job_version=self.options.version, enqueued_at=self.app.clock(),
+            expires_in=expires_in,
         )
         group = group or (self._format(self.options.group, bound) if self.options.group else None)
         from sqsjobs.tracing import current_trace_id
@@ -178,28 +207,69 @@ class Job(Generic[P, R]):
         )
 
     def enqueue(
-        self, *, delay: float = 0, group: str | None = None, trace_id: str | None = None, **args: Any
+        self, *, delay: float = 0, group: str | None = None, trace_id: str | None = None,
+        expires_in: float | None = None, **args: Any
     ) -> str:
         """Send one job message; returns the SQS message id.
 
         ``delay`` seconds (0..900, SQS ``DelaySeconds``), ``group`` (FIFO
-        ``MessageGroupId``, overriding the job's ``group`` template) and
-        ``trace_id`` (carried to the job's logs) are enqueue options, not job
-        arguments.
+        ``MessageGroupId``, overriding the job's ``group`` template),
+        ``trace_id`` (carried to the job's logs) and ``expires_in`` (seconds;
+        an older delivery is acknowledged without running) are enqueue
+        options, not job arguments.
         """
-        return self.app.send(self.message(delay=delay, group=group, trace_id=trace_id, **args))
+        return self.app.send(self.message(delay=delay, group=group, trace_id=trace_id, expires_in=expires_in,
+                                          **args))
 
     def key_for(self, args: Mapping[str, Any]) -> str:
-        """The idempotency key for these (already validated) arguments."""
-        if self.options.key is None:
-            from json import dumps
+        """The idempotency key for these (already validated) arguments.
 
-            key = f"{self.name}:{dumps(dict(args), sort_keys=True, separators=(',', ':'))}"
+        Without a key template the key is the job name and a hash of the
+        arguments, so no argument value (a token, an e-mail address) reaches a
+        log line, a metric or a DLQ attribute unless the template names it.
+
+        Example:
+            >>> from sqsjobs import JobApp
+            >>> app = JobApp(queue_url="https://sqs.example/q")
+            >>> @app.job("reset-password")
+            ... def reset(user_id: int, token: str) -> None: ...
+            >>> key = reset.key_for({"user_id": 7, "token": "tok_SECRET_123"})
+            >>> key.startswith("reset-password:"), "SECRET" in key
+            (True, False)
+        """
+        if self.options.key is None:
+            key = f"{self.name}:{args_digest(self.name, args)}"
         else:
+            values = {**self._defaults, **args}
+            empty = [name for name in _fields(self.options.key) if values.get(name) in ("", None)]
+            if empty:
+                raise InvalidArgumentsError(
+                    f"job {self.name!r}: key template {self.options.key!r} needs a value for {empty[0]!r}, got "
+                    f"{values.get(empty[0])!r}: an empty key field would make different jobs share one key"
+                )
             key = self._format(self.options.key, args)
-        if len(key.encode("utf-8")) > MAX_KEY_BYTES:
-            raise InvalidArgumentsError(f"job {self.name!r}: idempotency key is longer than {MAX_KEY_BYTES} bytes")
+        try:
+            size = len(key.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise InvalidArgumentsError(
+                f"job {self.name!r}: the idempotency key {key[:80]!r} is not valid Unicode (a lone surrogate); "
+                "DynamoDB keys are UTF-8"
+            ) from None
+        if size > MAX_KEY_BYTES:
+            raise InvalidArgumentsError(
+                f"job {self.name!r}: the idempotency key is {size} bytes, over DynamoDB's {MAX_KEY_BYTES}-byte limit "
+                f"(key template {self.options.key!r}); name fewer or shorter arguments in the template"
+            )
+        if is_reserved(key):
+            raise InvalidArgumentsError(
+                f"job {self.name!r}: the key {key[:80]!r} starts with a reserved prefix "
+                f"({', '.join(RESERVED_PREFIXES)}); those keys belong to sqsjobs' own records (locks, runs...)"
+            )
         return key
+
+    def fingerprint(self, args: Mapping[str, Any]) -> str:
+        """What a key's record remembers of the call: a hash of the job and its arguments (``key_conflict``)."""
+        return args_digest(self.name, args)
 
     def _format(self, template: str, args: Mapping[str, Any]) -> str:
         return template.format_map({**self._defaults, **args})
@@ -248,6 +318,29 @@ class Job(Generic[P, R]):
             args = step(dict(args))
             version += 1
         return args
+
+
+def args_digest(job: str, args: Mapping[str, Any]) -> str:
+    """A short, stable hash of a job call: the name and the canonical JSON of the arguments.
+
+    Example:
+        >>> args_digest("invoice-email", {"invoice_id": 42}) == args_digest("invoice-email", {"invoice_id": 42})
+        True
+        >>> len(args_digest("invoice-email", {"invoice_id": 42}))
+        32
+    """
+    canonical = json.dumps(dict(args), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{job}\n{canonical}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _positive_seconds(job: str, label: str, value: Any, error: type[Exception]) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 or value != value:
+        raise error(f"job {job!r}: {label} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _fields(template: str) -> list[str]:
+    return [f.split(".")[0].split("[")[0] for _, f, _, _ in string.Formatter().parse(template) if f]
 
 
 def _defaults(fn: Callable[..., Any]) -> dict[str, Any]:

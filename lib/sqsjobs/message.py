@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 ATTR_JOB = "sqsjobs.job"
 ATTR_TRACE_ID = "sqsjobs.trace_id"
+#: set by the worker on a message it re-sent instead of letting SQS's redrive move it
+ATTR_RESENDS = "sqsjobs.resends"
 #: SQS's largest DelaySeconds; longer delays need a scheduler, not a queue.
 MAX_DELAY_SECONDS = 900
 

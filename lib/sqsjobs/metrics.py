@@ -26,8 +26,10 @@ FAILED: Final = "JobFailed"
 RETRIED: Final = "JobRetried"
 DEAD_LETTERED: Final = "JobDeadLettered"
 DUPLICATE: Final = "JobDuplicate"
+CANCELLED: Final = "JobCancelled"
+EXPIRED: Final = "JobExpired"
 
-COUNTS: Final = (SUCCEEDED, FAILED, RETRIED, DEAD_LETTERED, DUPLICATE)
+COUNTS: Final = (SUCCEEDED, FAILED, RETRIED, DEAD_LETTERED, DUPLICATE, CANCELLED, EXPIRED)
 ALL_METRICS: Final = (DURATION, *COUNTS)
 # The failure-rate alarm divides FAILED by (SUCCEEDED + FAILED) on {service}.
 FAILURE_RATE_INPUTS: Final = (SUCCEEDED, FAILED)

@@ -9,10 +9,17 @@ retried tick still names its own period) into a period such as
 then runs the job (or enqueues it, ``enqueue=True``). A second scheduler in
 the same period finds the lease held or done, does nothing and logs why.
 
-The lease lasts ``lease_seconds`` (expected runtime + margin) or, by default,
-the invocation's remaining time + ``lease_margin``: the holder cannot outlive
-its invocation, so that is the shortest lease that never lets two runs
-overlap, and the soonest a crashed holder's period can be retried.
+The lease lasts the invocation's remaining time + ``lease_margin`` (or
+``lease_seconds``, when shorter): the holder cannot outlive its invocation,
+so that is the shortest lease that never lets two runs overlap, and the
+soonest a crashed holder's period can be taken over.
+
+A tick that finds the period held by another owner (a run still going, or one
+that died holding it) waits for that lease to end when it ends within this
+invocation, then takes the period over or finds it done. When the lease
+outlasts the invocation the tick *fails* (``PeriodBusyError``), so Lambda's
+asynchronous retry comes back later: a run killed while holding its lease
+never loses its period to a tick that said "fired: False".
 
 Declaring a schedule never calls AWS; the template's schedule and the
 decorator must name the same expression (a test checks it).
@@ -26,8 +33,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs.errors import ConfigurationError, InvalidEventError, UnknownJobError
-from sqsjobs.locks import LeaseLock, lock_key
+from sqsjobs.budget import remaining_seconds
+from sqsjobs.errors import ConfigurationError, InvalidEventError, PeriodBusyError, StoreError, UnknownJobError
+from sqsjobs.lease import expiry
+from sqsjobs.locks import PeriodLocks, Taken, lock_key
 
 if TYPE_CHECKING:
     from sqsjobs.app import JobApp
@@ -142,15 +151,20 @@ class Scheduler:
         True
     """
 
-    def __init__(self, app: JobApp, *, locks: LeaseLock | None = None) -> None:
+    #: how often a tick waiting for another holder's lease looks again (seconds)
+    POLL_SECONDS = 5.0
+    #: a bound on the looks, whatever the clock does (a 15-minute invocation polls ~180 times)
+    MAX_LOOKS = 1000
+
+    def __init__(self, app: JobApp, *, locks: PeriodLocks | None = None) -> None:
         self.app = app
         self._locks = locks
 
     @property
-    def locks(self) -> LeaseLock:
-        """The lease locks (in the idempotency table)."""
+    def locks(self) -> PeriodLocks:
+        """The period locks (in the idempotency table)."""
         if self._locks is None:
-            self._locks = LeaseLock(self.app.dynamodb, self.app.settings.require("table_name"))
+            self._locks = PeriodLocks(self.app.store)
         return self._locks
 
     def handle(self, event: Any, context: Any = None) -> dict[str, Any]:
@@ -169,7 +183,8 @@ class Scheduler:
         """Take the period's lease and run (or enqueue) ``job``; do nothing if the period is taken.
 
         Raises what the job raised, after releasing the lease, so the invocation
-        fails and a retry in the same period can take the lease again.
+        fails and a retry in the same period can take the lease again; raises
+        ``PeriodBusyError`` when another holder's lease outlasts this invocation.
         """
         spec = self.app.schedules.get(job)
         if spec is None:
@@ -180,10 +195,8 @@ class Scheduler:
         key = lock_key(f"{job}:{period}")
         owner = uuid.uuid4().hex
         settings = self.app.settings
-        lease_until = now + self._lease_seconds(spec, context)
-        taken = self.locks.acquire(key, owner=owner, now=now, lease_until=lease_until, job=job,
-                                   expires_at=lease_until + settings.record_ttl)
         fields = {"job": job, "period": period, "lock": key, "owner": owner}
+        taken = self._take(key, job, owner, spec, context)
         if not taken.ok:
             self.app.logger.info("scheduled job not fired: its period is taken", extra={**fields,
                                                                                          "reason": taken.reason})
@@ -197,10 +210,10 @@ class Scheduler:
                 target.fn(**{PERIOD: period})
         except BaseException:
             # Give the period back, so the next tick (a retry) may run it.
-            if not self.locks.release(key, owner=owner):
+            if not self.locks.release(key, owner=owner, expires_at=expiry(self.app.clock(), settings.record_ttl)):
                 self.app.logger.warning("lease lost before release", extra=fields)
             raise
-        if not self.locks.complete(key, owner=owner, expires_at=self.app.clock() + settings.record_ttl):
+        if not self.locks.complete(key, owner=owner, expires_at=expiry(self.app.clock(), settings.record_ttl)):
             self.app.logger.warning("lease ran out while the job ran; another scheduler may have fired too",
                                     extra=fields)
             return FireResult(job=job, period=period, fired=True, owner=owner, reason="lease lost",
@@ -208,13 +221,33 @@ class Scheduler:
         self.app.logger.info("scheduled job fired", extra={**fields, "enqueued": enqueued})
         return FireResult(job=job, period=period, fired=True, owner=owner, reason="acquired", enqueued=enqueued)
 
-    def _lease_seconds(self, spec: ScheduleSpec, context: Any) -> float:
-        if spec.lease_seconds is not None:
-            return spec.lease_seconds
-        getter = getattr(context, "get_remaining_time_in_millis", None)
-        if getter is not None:
-            return float(getter()) / 1000.0 + self.app.settings.lease_margin
-        return (self.app.settings.function_timeout or 900.0) + self.app.settings.lease_margin
+    def _take(self, key: str, job: str, owner: str, spec: ScheduleSpec, context: Any) -> Taken:
+        """Acquire the period, waiting out another holder's lease when it ends within this invocation."""
+        settings = self.app.settings
+        started = self.app.clock()
+        remaining = remaining_seconds(context)
+        own_end = started + (remaining if remaining is not None else self._default_lease())
+        for _ in range(self.MAX_LOOKS):
+            now = self.app.clock()
+            lease_until = min(own_end + settings.lease_margin,
+                              now + spec.lease_seconds if spec.lease_seconds is not None else float("inf"))
+            taken = self.locks.acquire(key, owner=owner, now=now, lease_until=lease_until, job=job,
+                                       expires_at=expiry(now, settings.record_ttl, lease_until))
+            if taken.error is not None:
+                raise StoreError(taken.error)
+            if taken.ok or taken.done or taken.current is None:
+                return taken
+            holder_end = taken.current.lease_until
+            if holder_end is None or holder_end + 1.0 > own_end - settings.deadline_margin:
+                raise PeriodBusyError(
+                    f"scheduled job {job!r}: the period is {taken.reason}, past this invocation's end; failing the "
+                    "tick so that Lambda retries it after that lease (a run that died holding it is taken over then)"
+                )
+            self.app.sleep(max(min(self.POLL_SECONDS, holder_end + 1.0 - now), 0.0))
+        raise PeriodBusyError(f"scheduled job {job!r}: the period stayed held after {self.MAX_LOOKS} looks")
+
+    def _default_lease(self) -> float:
+        return self.app.settings.function_timeout or 900.0
 
 
 def schedule_spec(job: str, schedule: str, *, period: str | None, lease_seconds: float | None,

@@ -252,8 +252,10 @@ def _runs(runs: Sequence[tuple[str, str]], client: DynamoDBClient | None, table:
     if client is None or not table:
         raise StatusError("--run needs the idempotency table: pass --table or set SQSJOBS_TABLE")
     from sqsjobs.chunked import RunStore
+    from sqsjobs.dynamodb_store import DynamoDBStore
 
-    store = RunStore(client, table)
+    # The TTL only matters to writes, which status never makes.
+    store = RunStore(DynamoDBStore(client, table), ttl=0.0)
     found = []
     for job, run_id in runs:
         status = store.status(job, run_id)

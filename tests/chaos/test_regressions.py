@@ -36,7 +36,7 @@ def _copies_app() -> tuple[Any, Any]:
     from fuzz.strategies import RecordingSQS
 
     from sqsjobs import JobApp
-    from sqsjobs.guard import InMemoryStore
+    from sqsjobs.lease import InMemoryStore
 
     sqs = RecordingSQS()
     app = JobApp(queue_url="https://sqs.us-east-1.amazonaws.com/1/q", dlq_url="https://sqs.us-east-1.amazonaws.com/1/d",
@@ -50,35 +50,36 @@ def _copies_app() -> tuple[Any, Any]:
     return app, sqs
 
 
-def test_a_later_copy_of_a_key_retries_on_its_own_attempt_count() -> None:
-    # Two copies of one job in a batch: the first on its third attempt, this one on its first. The
-    # copy shared the first copy's delay, drawn from the attempt-3 bound (8 s), not its own (2 s).
+def test_a_later_copy_of_a_key_follows_the_first_and_uses_no_attempt() -> None:
+    # Two copies of one job in a batch. Attempts are the runs that started, counted in the key's record:
+    # the copy never runs, so it comes back with the first copy's delay and spends nothing.
     from sqsjobs import Outcome
     from sqsjobs.testing import FakeContext, sqs_record
 
     app, _ = _copies_app()
     body = app.get_job("flaky").message(n=1).body
-    for _ in range(50):
+    for expected_attempt in (1, 2, 3):
         result = app.process_batch({"Records": [sqs_record(body, attempt=3), sqs_record(body, attempt=1)]},
                                    FakeContext())
         first, copy = result.deliveries
         assert first.outcome is copy.outcome is Outcome.RETRY
-        assert 0 <= copy.delay <= 2.0, copy.delay
+        assert copy.delay == first.delay and copy.duration_ms is None
+        assert app.status("flaky:1").attempts == expected_attempt
 
 
-def test_a_later_copy_on_its_last_attempt_is_dead_lettered_with_its_reason() -> None:
-    # Sharing the first copy's RETRY on the copy's own final attempt sent it back to the queue,
-    # whose redrive policy then moved it to the DLQ without any reason attributes.
+def test_a_later_copy_at_the_queues_last_receive_is_re_sent_not_left_to_sqs() -> None:
+    # Returning a record at the queue's last receive let its redrive policy move it to the DLQ without any
+    # reason attributes. The worker re-sends it as a fresh message instead (it has attempts left).
     from sqsjobs import Outcome
     from sqsjobs.testing import FakeContext, sqs_record
 
     app, sqs = _copies_app()
     body = app.get_job("flaky").message(n=2).body
-    last = sqs_record(body, attempt=4)
+    last = sqs_record(body, attempt=5)  # max_attempts=4: maxReceiveCount is 5
     result = app.process_batch({"Records": [sqs_record(body, attempt=1), last]}, FakeContext())
     first, copy = result.deliveries
-    assert first.outcome is Outcome.RETRY
-    assert copy.outcome is Outcome.DEAD_LETTERED
-    (entry,) = sqs.dead_letters
-    assert entry["MessageAttributes"]["sqsjobs.reason"]["StringValue"] == "exhausted"
-    assert entry["MessageAttributes"]["sqsjobs.original_message_id"]["StringValue"] == last["messageId"]
+    assert first.outcome is copy.outcome is Outcome.RETRY
+    assert copy.acknowledged and not first.acknowledged
+    (resent,) = [e for e in sqs.sent if e["MessageBody"] == body]
+    assert resent["MessageAttributes"]["sqsjobs.resends"]["StringValue"] == "1"
+    assert sqs.dead_letters == []

@@ -257,7 +257,10 @@ class RecordingSQS:
     def __init__(self) -> None:
         self.meta = SimpleNamespace(endpoint_url="https://sqs.us-east-1.amazonaws.com")
         self.down = False
+        #: accepted entries that carry a reason: the DLQ's (the worker re-sends others to their own queue)
         self.dead_letters: list[dict[str, Any]] = []
+        #: every accepted entry, dead letters and re-sent messages alike
+        self.sent: list[dict[str, Any]] = []
         self.refused: list[dict[str, Any]] = []
         self.visibility: list[dict[str, Any]] = []
 
@@ -278,8 +281,10 @@ class RecordingSQS:
                                "Message": why})
                 self.refused.append(entry)
             else:
-                ok.append({"Id": entry["Id"], "MessageId": f"dlq-{len(self.dead_letters)}"})
-                self.dead_letters.append(entry)
+                ok.append({"Id": entry["Id"], "MessageId": f"sent-{len(self.sent)}"})
+                self.sent.append(entry)
+                if "sqsjobs.reason" in entry.get("MessageAttributes", {}):
+                    self.dead_letters.append(entry)
         return {"Successful": ok, "Failed": failed}
 
     def change_message_visibility_batch(self, *, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:

@@ -37,11 +37,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqsjobs import JobApp, Outcome, PermanentError, RetryableError
-from sqsjobs.guard import COMPLETED, IdempotencyStore, InMemoryStore
+from sqsjobs.dead_letter import Reason
+from sqsjobs.lease import InMemoryStore, LeaseState, LeaseStore
 from sqsjobs.testing import FakeContext
 
 EXAMPLES = int(os.environ.get("SQSJOBS_FUZZ_EXAMPLES", "200"))
-REASONS = {"permanent", "exhausted", "malformed"}
+REASONS = {reason.value for reason in Reason}
 QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/fuzz-jobs"
 DLQ_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/fuzz-dlq"
 #: valid records use n from here up, so no hostile record can share their key
@@ -55,11 +56,11 @@ class Worker:
 
     app: JobApp
     sqs: RecordingSQS
-    store: IdempotencyStore
+    store: LeaseStore
     runs_ok: int = 0
 
 
-def build_worker(store: IdempotencyStore) -> Worker:
+def build_worker(store: LeaseStore) -> Worker:
     from aws_lambda_powertools import Logger
 
     sqs = RecordingSQS()
@@ -142,9 +143,9 @@ def check_batch(worker: Worker, cases: list[Case], sqs_down: bool) -> None:
         elif d.outcome is Outcome.DUPLICATE:
             record = worker.store.get(d.key)
             # Either the job completed (now or before), or it is in the DLQ through an earlier copy.
-            assert (record is not None and record.status == COMPLETED) or dead_copy, where
+            assert (record is not None and record.state is LeaseState.DONE) or dead_copy, where
         elif not d.acknowledged:
-            assert d.outcome in (Outcome.RETRY, Outcome.UNSTARTED), where
+            assert d.outcome in (Outcome.RETRY, Outcome.UNSTARTED, Outcome.GROUP_BLOCKED), where
             if not sqs_down:
                 assert any(v["ReceiptHandle"] == d.receipt_handle for v in sqs.visibility), where
         if case.kind == "valid":
@@ -183,7 +184,7 @@ def test_hostile_records_never_escape_or_vanish() -> None:
 
 
 @pytest.fixture
-def dynamodb_store() -> Iterator[IdempotencyStore]:
+def dynamodb_store() -> Iterator[LeaseStore]:
     import boto3
     from moto import mock_aws
 
@@ -197,7 +198,7 @@ def dynamodb_store() -> Iterator[IdempotencyStore]:
         yield DynamoDBStore(client, "fuzz")
 
 
-def test_hostile_records_through_the_dynamodb_store(dynamodb_store: IdempotencyStore) -> None:
+def test_hostile_records_through_the_dynamodb_store(dynamodb_store: LeaseStore) -> None:
     examples = max(50, EXAMPLES // 10)
     count = _run(build_worker(dynamodb_store), examples)
     print(f"fuzz (DynamoDB store on mock_aws): {count} examples")

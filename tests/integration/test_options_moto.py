@@ -15,10 +15,12 @@ from aws_lambda_powertools import Logger
 from aws_support import MAX_ATTEMPTS
 
 from sqsjobs import Outcome, PermanentError, RetryableError, TimeLimitExceeded
-from sqsjobs import consumer as consumer_module
+from sqsjobs import time_limit as time_limit_module
+from sqsjobs.consumer import MAX_RESENDS
 from sqsjobs.dead_letter import ATTR_ATTEMPTS, ATTR_ERROR_MESSAGE, ATTR_ERROR_TYPE, ATTR_REASON
-from sqsjobs.message import ATTR_TRACE_ID
-from sqsjobs.testing import messages_in, receive_event, sqs_event
+from sqsjobs.lease import LeaseState
+from sqsjobs.message import ATTR_RESENDS, ATTR_TRACE_ID
+from sqsjobs.testing import given_attempts, messages_in, queue_arn, receive_event, sqs_event
 from sqsjobs.tracing import current_trace_id
 
 
@@ -74,13 +76,16 @@ def test_a_delivery_past_the_jobs_attempts_is_dead_lettered_without_running(make
     def fragile(n: int) -> None:
         runs.append(n)
 
-    result = app.process_batch(sqs_event([json.loads(fragile.message(n=1).body)], attempt=3))
+    message = fragile.message(n=1)
+    given_attempts(app, message, 2, last_error="TransientError: upstream 503")
+    result = app.process_batch(sqs_event([json.loads(message.body)], attempt=3))
     (delivery,) = result.deliveries
     assert delivery.outcome is Outcome.DEAD_LETTERED and runs == []
-    assert app.store.get("fragile:1") is None  # never claimed
+    record = app.store.get("fragile:1")
+    assert record.attempts == 2 and record.get("outcome") == "dead_lettered"  # this delivery ran nothing
     (dead,) = messages_in(aws.sqs, aws.dlq_url)
     assert attr(dead, ATTR_REASON) == "exhausted"
-    assert "past the job's max_attempts=2" in attr(dead, ATTR_ERROR_MESSAGE)
+    assert attr(dead, ATTR_ERROR_MESSAGE) == "attempt 2 of 2 failed; last error: TransientError: upstream 503"
 
 
 # -- backoff ----------------------------------------------------------------------------------------------------
@@ -91,8 +96,10 @@ def test_jitter_off_retries_after_exactly_the_bound(make_app: Any, aws: Any) -> 
     def steady(n: int) -> None:
         raise TransientError("down")
 
-    bodies = [json.loads(steady.message(n=n).body) for n in range(1, 5)]
-    event = {"Records": [sqs_event([b], attempt=n)["Records"][0] for n, b in enumerate(bodies, start=1)]}
+    messages = [steady.message(n=n) for n in range(1, 5)]
+    for n, message in enumerate(messages, start=1):
+        given_attempts(app, message, n - 1)  # so that message n runs its n-th attempt
+    event = sqs_event([json.loads(m.body) for m in messages])
     result = app.process_batch(event)
     assert [d.outcome for d in result.deliveries] == [Outcome.RETRY] * 4
     assert [d.delay for d in result.deliveries] == [10, 20, 40, 40]  # doubling, then the cap
@@ -109,6 +116,7 @@ def test_full_jitter_uses_the_injected_random_and_the_jobs_bounds(make_app: Any,
     (first,) = app.process_batch(receive_event(aws.sqs, aws.queue_url)).deliveries
     expected = random.Random(99).uniform(0, 50)
     assert first.outcome is Outcome.RETRY and first.delay == expected
+    given_attempts(app, jittery.message(n=2), 1)
     (second,) = app.process_batch(sqs_event([json.loads(jittery.message(n=2).body)], attempt=2)).deliveries
     replay = random.Random(99)
     replay.uniform(0, 50)
@@ -190,6 +198,7 @@ def test_by_default_every_exception_is_retried_until_the_last_attempt(make_app: 
         raise ValueError(kind)
 
     first = app.process_batch(sqs_event([json.loads(plain.message(kind="a").body)], attempt=1))
+    given_attempts(app, plain.message(kind="b"), MAX_ATTEMPTS - 1)
     last = app.process_batch(sqs_event([json.loads(plain.message(kind="b").body)], attempt=MAX_ATTEMPTS))
     assert first.deliveries[0].outcome is Outcome.RETRY
     assert last.deliveries[0].outcome is Outcome.DEAD_LETTERED
@@ -261,7 +270,7 @@ def test_swallowing_the_time_limit_does_not_make_the_job_succeed(make_app: Any) 
 
 def test_a_job_that_swallows_the_limit_and_carries_on_is_interrupted_again(
         make_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(consumer_module, "TIME_LIMIT_REPEAT", 0.01)
+    monkeypatch.setattr(time_limit_module, "TIME_LIMIT_REPEAT", 0.01)
     app = make_app()
     caught: list[str] = []
 
@@ -303,6 +312,7 @@ def test_a_time_limit_on_the_last_attempt_dead_letters_as_exhausted(make_app: An
     def export(kind: str) -> None:
         alarm_now()
 
+    given_attempts(app, export.message(kind="late"), MAX_ATTEMPTS - 1)
     app.process_batch(sqs_event([json.loads(export.message(kind="late").body)], attempt=MAX_ATTEMPTS))
     dead = dead_letters(aws)["late"]
     assert attr(dead, ATTR_REASON) == "exhausted" and attr(dead, ATTR_ERROR_TYPE) == "TimeLimitExceeded"
@@ -409,7 +419,7 @@ def test_a_v1_message_in_flight_is_consumed_by_the_v2_job(make_app: Any, aws: An
     result = after.process_batch(receive_event(aws.sqs, aws.queue_url))
     assert [d.outcome for d in result.deliveries] == [Outcome.SUCCEEDED, Outcome.SUCCEEDED]
     assert sorted(calls) == [(7, False), (8, True)]
-    assert after.store.get("greet:7").status == "COMPLETED"  # the key written by v1 still guards it
+    assert after.store.get("greet:7").state is LeaseState.DONE
 
 
 def test_upcasters_chain_across_versions(make_app: Any) -> None:
@@ -447,8 +457,18 @@ def test_a_message_newer_than_the_worker_waits_for_the_deploy(make_app: Any, aws
     assert delivery.outcome is Outcome.RETRY  # not the DLQ: the new code is on its way
     assert 0 < delivery.delay <= 30  # after the job's backoff, not at once (which would burn every attempt)
     assert messages_in(aws.sqs, aws.dlq_url) == []
-    # If the deploy never comes, the last attempt dead-letters with the reason.
-    (last,) = app.process_batch(sqs_event([newer], attempt=MAX_ATTEMPTS)).deliveries
+    # It never ran, so no attempt was used: at the queue's last receive it is re-sent, not left to SQS's redrive...
+    arn = queue_arn(aws.sqs, aws.queue_url)
+    app = make_app(backoff_base=0, backoff_cap=0)  # (so the copy is visible at once)
+    app.job("greet", key="greet:{user_id}")(greet.fn)
+    (resent,) = app.process_batch(sqs_event([newer], attempt=MAX_ATTEMPTS + 1, event_source_arn=arn)).deliveries
+    assert resent.outcome is Outcome.RETRY and resent.acknowledged
+    (copy,) = messages_in(aws.sqs, aws.queue_url)
+    assert copy["MessageAttributes"][ATTR_RESENDS]["StringValue"] == "1"
+    # ...and if the deploy never comes, it is dead-lettered with the reason after MAX_RESENDS re-sends.
+    given_up = sqs_event([newer], attempt=MAX_ATTEMPTS + 1, attributes={ATTR_RESENDS: str(MAX_RESENDS)},
+                         event_source_arn=arn)
+    (last,) = app.process_batch(given_up).deliveries
     assert last.outcome is Outcome.DEAD_LETTERED
     (dead,) = messages_in(aws.sqs, aws.dlq_url)
     assert attr(dead, ATTR_REASON) == "exhausted" and "job_version 2" in attr(dead, ATTR_ERROR_MESSAGE)

@@ -17,9 +17,11 @@ import boto3
 import pytest
 from aws_support import create_table
 
-from sqsjobs import JobApp, Outcome
-from sqsjobs.locks import DONE, HELD, LeaseLock, lock_key
-from sqsjobs.testing import receive_event
+from sqsjobs import JobApp, Outcome, PeriodBusyError
+from sqsjobs.dynamodb_store import DynamoDBStore
+from sqsjobs.lease import LeaseState
+from sqsjobs.locks import PeriodLocks, lock_key
+from sqsjobs.testing import FakeContext, receive_event
 
 ROOT = Path(__file__).resolve().parents[2]
 TICK = datetime(2026, 8, 5, 2, 0, tzinfo=UTC)
@@ -44,9 +46,9 @@ class RecordingLogger:
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
+    from sqsjobs.local.serial_moto import threaded_server
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server = threaded_server()  # DynamoDB atomic per request, as the real one
     server.start()
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
@@ -58,6 +60,10 @@ def table(endpoint: str) -> str:
     name = f"idempotency-{uuid.uuid4().hex[:8]}"
     create_table(boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1"), name)
     return name
+
+
+def locks(client: Any, table: str) -> PeriodLocks:
+    return PeriodLocks(DynamoDBStore(client, table))
 
 
 def scheduler_app(endpoint: str, table: str, ran: list[str], **options: Any) -> JobApp:
@@ -101,8 +107,8 @@ def test_racing_threads_fire_the_period_exactly_once(endpoint: str, table: str) 
             (line,) = app.logger.lines
             assert line[1] == "scheduled job not fired: its period is taken"
             assert line[2]["period"] == "2026-08-05" and line[2]["reason"] == result.reason
-    state = LeaseLock(apps[0].dynamodb, table).get(LOCK)
-    assert state is not None and state.status == DONE and state.owner == winner
+    state = locks(apps[0].dynamodb, table).get(LOCK)
+    assert state is not None and state.state is LeaseState.DONE and state.owner == winner
 
 
 CHILD = r"""
@@ -174,16 +180,20 @@ def test_a_killed_holder_blocks_its_period_until_the_lease_ends_then_the_next_ti
         holder.wait(timeout=60)
 
     ran: list[str] = []
-    lease = LeaseLock(boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1"), table).get(LOCK)
-    assert lease is not None and lease.status == HELD and lease.lease_until is not None
-    clock.now = lease.lease_until - 1
-    app = scheduler_app(endpoint, table, ran, clock=clock)
-    early = app.scheduler.fire("nightly-report", at=TICK)
-    assert not early.fired and early.reason == f"held by {lease.owner} until {lease.lease_until}"
+    lease = locks(boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1"), table).get(LOCK)
+    assert lease is not None and lease.state is LeaseState.HELD and lease.lease_until is not None
+    clock.now = lease.lease_until - 100
+    app = scheduler_app(endpoint, table, ran, clock=clock, sleep=clock.advance)
+    # Lambda's retry of the killed tick: the dead holder's lease outlasts this invocation, so the tick fails
+    # (and Lambda retries it again later) instead of answering "fired: False" and losing the day.
+    with pytest.raises(PeriodBusyError, match=f"held by {lease.owner} until {lease.lease_until}"):
+        app.scheduler.fire("nightly-report", at=TICK, context=FakeContext(remaining_ms=60_000, clock=clock))
+    assert ran == []
 
-    clock.advance(2)  # the dead holder's lease is over
-    late = app.scheduler.fire("nightly-report", at=TICK)
+    # A later retry whose invocation outlasts the dead lease waits it out and takes the period over.
+    late = app.scheduler.fire("nightly-report", at=TICK, context=FakeContext(remaining_ms=240_000, clock=clock))
     assert late.fired and ran == ["2026-08-05"]
+    assert clock.now >= lease.lease_until
 
 
 def test_a_failed_run_gives_the_period_back_to_the_next_tick(endpoint: str, table: str) -> None:
@@ -225,8 +235,8 @@ def test_a_holder_whose_lease_ran_out_cannot_complete_over_the_new_holder(
     assert inner[0].fired and ran == ["elsewhere"]
     assert first.fired and first.reason == "lease lost"
     assert slow.logger.lines[-1][1].startswith("lease ran out while the job ran")
-    state = LeaseLock(slow.dynamodb, table).get(lock_key("slow-report:2026-08-05"))
-    assert state is not None and state.owner == inner[0].owner and state.status == DONE
+    state = locks(slow.dynamodb, table).get(lock_key("slow-report:2026-08-05"))
+    assert state is not None and state.owner == inner[0].owner and state.state is LeaseState.DONE
 
 
 def test_lambda_events_name_the_period_by_scheduled_time_and_each_day_fires_once(endpoint: str, table: str) -> None:

@@ -9,16 +9,16 @@ import pytest
 from typer.testing import CliRunner
 
 from sqsjobs.chunked import RunStore, _encode
+from sqsjobs.dynamodb_store import DynamoDBStore
 from sqsjobs.cli import build_app
 from sqsjobs.errors import StatusError
 from sqsjobs.status import collect_status
 
 
 def test_status_shows_a_runs_pages_and_cursor(aws: Any) -> None:
-    runs = RunStore(aws.dynamodb, aws.table)
+    runs = RunStore(DynamoDBStore(aws.dynamodb, aws.table), ttl=3600)
     runs.begin("reindex-products", "r1", cursor=_encode(0), now=100.0)
-    runs.advance("reindex-products", "r1", page=_encode(0), following=_encode(500), started=100.0, now=110.0,
-                 ttl=3600)
+    runs.advance("reindex-products", "r1", page=_encode(0), following=_encode(500), now=110.0)
 
     report = collect_status(sqs_client=aws.sqs, queue=aws.queue_url, runs=[("reindex-products", "r1"),
                                                                            ("reindex-products", "nope")],
@@ -36,7 +36,7 @@ def test_runs_need_the_table(aws: Any) -> None:
 
 
 def test_the_cli_takes_job_colon_run_id(aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    runs = RunStore(aws.dynamodb, aws.table)
+    runs = RunStore(DynamoDBStore(aws.dynamodb, aws.table), ttl=3600)
     runs.begin("reindex-products", "r9", cursor=_encode(0), now=100.0)
     result = CliRunner().invoke(build_app(), ["status", "--queue", aws.queue_url, "--table", aws.table,
                                               "--run", "reindex-products:r9", "--json"])

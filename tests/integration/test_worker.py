@@ -19,7 +19,7 @@ from sqsjobs.dead_letter import (
     ATTR_REASON,
     ATTR_SOURCE_QUEUE,
 )
-from sqsjobs.guard import ClaimRequest
+from sqsjobs.lease import Acquire, LeaseState
 from sqsjobs.message import ATTR_JOB
 from sqsjobs.testing import FakeContext, messages_in, receive_event, sqs_event
 
@@ -48,7 +48,7 @@ def test_duplicate_delivery_runs_the_function_once(make_app: Any, aws: Any) -> N
     late = app.process_batch(receive_event(aws.sqs, aws.queue_url))
     assert [d.outcome for d in late.deliveries] == [Outcome.DUPLICATE]
     assert calls == [42]
-    assert app.store.get("invoice-email:42").status == "COMPLETED"
+    assert app.status("invoice-email:42").state == "succeeded"
 
 
 def test_a_crashed_claim_is_taken_over_after_its_lease(make_app: Any, aws: Any, clock: Any) -> None:
@@ -60,12 +60,12 @@ def test_a_crashed_claim_is_taken_over_after_its_lease(make_app: Any, aws: Any, 
         calls.append(invoice_id)
 
     # An invocation claimed the key and died before completing it.
-    app.store.claim_many([ClaimRequest(key="invoice-email:7", job="invoice-email", owner="crashed",
-                                       now=clock(), lease_until=clock() + 60)])
+    app.store.write(Acquire(key="invoice-email:7", owner="crashed", now=clock(), lease_until=clock() + 60,
+                            expires_at=clock() + 3600, count_attempt=True))
     send.enqueue(invoice_id=7)
     busy = app.process_batch(receive_event(aws.sqs, aws.queue_url))
     (delivery,) = busy.deliveries
-    assert delivery.outcome is Outcome.RETRY
+    assert delivery.outcome is Outcome.UNSTARTED  # no attempt used: it never ran here
     assert 60 <= delivery.delay <= 62  # about the lease's remaining time
     assert calls == []
 
@@ -75,7 +75,8 @@ def test_a_crashed_claim_is_taken_over_after_its_lease(make_app: Any, aws: Any, 
     assert [d.outcome for d in taken.deliveries] == [Outcome.SUCCEEDED]
     assert calls == [7]
     record = app.store.get("invoice-email:7")
-    assert record.status == "COMPLETED" and record.owner != "crashed"
+    assert record.state is LeaseState.DONE and record.owner != "crashed"
+    assert record.attempts == 2  # the run that died counts
 
 
 def test_retry_delay_is_full_jitter_and_the_visibility_really_changes(make_app: Any, aws: Any) -> None:
@@ -95,7 +96,8 @@ def test_retry_delay_is_full_jitter_and_the_visibility_really_changes(make_app: 
     # The message stays invisible for the delay: an immediate receive finds nothing.
     assert receive_event(aws.sqs, aws.queue_url)["Records"] == []
     # The claim was released, so the retry can claim the key again.
-    assert app.store.get("flaky:1") is None
+    assert app.store.get("flaky:1").state is LeaseState.RELEASED
+    assert app.status("flaky:1").state == "retrying"
 
 
 def test_retryable_error_may_choose_its_delay(make_app: Any, aws: Any) -> None:
@@ -219,7 +221,8 @@ def test_records_are_not_started_past_the_deadline(make_app: Any, aws: Any, cloc
     unstarted = result.deliveries[3]
     assert result.failures == (unstarted.message_id,)
     assert unstarted.delay == 0 and unstarted.error is None
-    assert app.store.get("slow:3") is None  # released: its retry can claim at once
+    record = app.store.get("slow:3")  # released: its retry can claim at once, and no attempt was used
+    assert record.state is LeaseState.RELEASED and record.attempts == 0
 
 
 def test_fifo_stops_a_group_after_a_failure(make_app: Any, aws: Any) -> None:
@@ -242,7 +245,8 @@ def test_fifo_stops_a_group_after_a_failure(make_app: Any, aws: Any) -> None:
     assert [d.outcome for d in result.deliveries] == [Outcome.RETRY, Outcome.GROUP_BLOCKED, Outcome.SUCCEEDED,
                                                       Outcome.GROUP_BLOCKED]
     assert set(result.failures) == {result.deliveries[i].message_id for i in (0, 1, 3)}
-    assert app.store.get("sync:a:2") is None  # blocked records keep no claim
+    blocked = app.store.get("sync:a:2")  # blocked records keep no claim and use no attempt
+    assert blocked.state is LeaseState.RELEASED and blocked.attempts == 0
 
 
 def test_fifo_producer_sets_group_and_dedup_from_the_key(make_app: Any, aws: Any) -> None:

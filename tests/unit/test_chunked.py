@@ -8,49 +8,22 @@ from typing import Any
 import pytest
 
 from sqsjobs import ChunkedJob, ConfigurationError, EnqueueError, JobApp, PermanentError, RetryableError
-from sqsjobs.chunked import FINISHED, RUNNING
+from sqsjobs.lease import InMemoryStore, LeaseState
 from sqsjobs.message import JobMessage
 
 
-class Run:
-    def __init__(self, **fields: Any) -> None:
-        self.__dict__.update(fields)
-
-
-class MemoryRuns:
-    """The RunStore's get/advance/begin semantics over a dict (the moto tests cover DynamoDB)."""
-
-    def __init__(self) -> None:
-        self.records: dict[str, Run] = {}
-
-    def get(self, job: str, run_id: str) -> Run | None:
-        return self.records.get(run_id)
-
-    def begin(self, job: str, run_id: str, *, cursor: str, now: float) -> bool:
-        self.records.setdefault(run_id, Run(status=RUNNING, cursor=cursor, prev_cursor=None, pages_done=0))
-        return True
-
-    def advance(self, job: str, run_id: str, *, page: str, following: str | None, started: float, now: float,
-                ttl: float) -> bool:
-        r = self.records.get(run_id)
-        if r is not None and not (r.cursor == page and r.status == RUNNING):
-            return False
-        done = (r.pages_done if r else 0) + 1
-        self.records[run_id] = Run(status=FINISHED if following is None else RUNNING,
-                                   cursor="null" if following is None else following, prev_cursor=page,
-                                   pages_done=done)
-        return True
-
-
 @pytest.fixture
-def app(monkeypatch: pytest.MonkeyPatch) -> Any:
-    app = JobApp(queue_url="https://sqs.example/q", table_name="idempotency", logger=_Quiet())
-    runs = MemoryRuns()
+def app() -> Any:
+    # The real page runner over the in-memory store (the lease contract suite proves it equals DynamoDB's).
+    app = JobApp(queue_url="https://sqs.example/q", store=InMemoryStore(), logger=_Quiet())
     sent: list[JobMessage] = []
     app.send = lambda message: sent.append(message) or "m"  # type: ignore[method-assign]
-    monkeypatch.setattr(ChunkedJob, "runs", property(lambda self: runs))
-    app.sent, app.runs_memory = sent, runs  # type: ignore[attr-defined]
+    app.sent = sent  # type: ignore[attr-defined]
     return app
+
+
+def run_record(app: JobApp, run_id: str, job: str = "walk") -> Any:
+    return app.store.get(f"run#{job}:{run_id}")
 
 
 def declare(app: JobApp, fn: Any, key: str = "walk:{run_id}:{cursor}") -> Any:
@@ -77,8 +50,9 @@ def test_each_page_sends_its_continuation_and_the_last_finishes_the_run(app: Any
         walk.fn(run_id="r", cursor=cursor)
     assert [m.key for m in app.sent] == ["walk:r:0", "walk:r:10", "walk:r:20"]
     assert json.loads(app.sent[-1].body)["args"] == {"run_id": "r", "cursor": 20}
-    record = app.runs_memory.records["r"]
-    assert record.status == FINISHED and record.pages_done == 3
+    status = app.run_status("walk", "r")
+    assert status.status == "FINISHED" and status.pages_done == 3
+    assert run_record(app, "r").state is LeaseState.DONE
 
 
 def test_a_done_page_only_resends_its_continuation_and_a_stale_page_does_nothing(app: Any) -> None:
@@ -112,14 +86,14 @@ def test_a_continuation_sqs_refused_is_retryable(app: Any) -> None:
     app.send = refuse
     with pytest.raises(RetryableError, match="continuation 'walk:r:10' not sent"):
         walk.fn(run_id="r", cursor=0)
-    assert app.runs_memory.records["r"].cursor == "10"  # checkpointed: the retry only sends
+    assert run_record(app, "r").get("cursor") == "10"  # checkpointed: the retry only sends
 
 
 def test_string_and_integer_cursors_stay_different(app: Any) -> None:
     walk = app.job("pages", key="pages:{run_id}:{cursor}", chunked=True)(
         lambda run_id, cursor="": None if cursor == "b" else "b")
     walk.fn(run_id="s", cursor="a")
-    assert app.runs_memory.records["s"].cursor == '"b"'
+    assert run_record(app, "s", job="pages").get("cursor") == '"b"'
 
 
 class _Quiet:

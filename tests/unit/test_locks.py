@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from template_support import load_template
 
-from sqsjobs import ConfigurationError, InvalidEventError, JobApp, UnknownJobError
-from sqsjobs.locks import Acquired, LockState, lock_key
-from sqsjobs.scheduling import DAILY, HOURLY, MINUTELY, Scheduler, period_format, scheduled_time
+from sqsjobs import ConfigurationError, InMemoryStore, InvalidEventError, JobApp, PeriodBusyError, UnknownJobError
+from sqsjobs.lease import Acquire, LeaseItem, LeaseState
+from sqsjobs.locks import Taken, lock_key
+from sqsjobs.scheduling import DAILY, HOURLY, MINUTELY, period_format, scheduled_time
 from sqsjobs.testing import FakeContext
 
 
@@ -71,16 +72,81 @@ def test_scheduled_declarations_are_validated() -> None:
     assert weekly.options.max_attempts == 2 and weekly.message(period="2026-W32").key == "weekly:2026-W32"
 
 
-def test_the_default_lease_is_the_invocation_time_left_plus_the_margin() -> None:
-    app = make_app(lease_margin=5, function_timeout=120)
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def scheduler_with_store(**options: Any) -> tuple[JobApp, Clock, list[str]]:
+    clock = Clock()
+    app = make_app(store=InMemoryStore(), clock=clock, sleep=clock.sleep, logger=_Quiet(), **options)
+    ran: list[str] = []
 
     @app.scheduled("r", schedule="rate(1 day)")
-    def r(period: str) -> None: ...
+    def r(period: str) -> None:
+        ran.append(period)
 
-    scheduler = Scheduler(app)
-    spec = app.schedules["r"]
-    assert scheduler._lease_seconds(spec, FakeContext(remaining_ms=30_000, clock=lambda: 0.0)) == 35.0
-    assert scheduler._lease_seconds(spec, None) == 125.0
+    return app, clock, ran
+
+
+def test_the_lease_is_the_invocation_time_left_plus_the_margin() -> None:
+    app, clock, ran = scheduler_with_store(lease_margin=5, function_timeout=120)
+    app.scheduler.fire("r", context=FakeContext(remaining_ms=30_000, clock=clock))
+    (lock,) = app.store.items()
+    assert lock.lease_until == clock.now + 35.0
+    app2, clock2, _ = scheduler_with_store(lease_margin=5, function_timeout=120)
+    app2.scheduler.fire("r")  # no Lambda context: the function's timeout bounds the run
+    assert app2.store.items()[0].lease_until == clock2.now + 125.0
+
+
+def test_a_shorter_lease_seconds_wins_over_the_invocation_time() -> None:
+    app, clock, _ = scheduler_with_store(lease_margin=5)
+    app.scheduled("short", schedule="rate(1 hour)", lease_seconds=10)(lambda period: None)
+    app.scheduler.fire("short", context=FakeContext(remaining_ms=300_000, clock=clock))
+    (lock,) = app.store.items()
+    assert lock.lease_until == clock.now + 10.0
+
+
+def held_by_a_dead_run(app: JobApp, clock: Clock, lease: float) -> str:
+    key = lock_key(f"r:{app.schedules['r'].period_of(scheduled_time({}, clock.now))}")
+    app.store.write(Acquire(key=key, owner="dead", now=clock.now, lease_until=clock.now + lease,
+                            expires_at=clock.now + 86_400))
+    return key
+
+
+def test_a_tick_waits_out_a_dead_holders_lease_that_ends_within_its_invocation_then_runs() -> None:
+    app, clock, ran = scheduler_with_store()
+    held_by_a_dead_run(app, clock, lease=40)
+    result = app.scheduler.fire("r", context=FakeContext(remaining_ms=120_000, clock=clock))
+    assert result.fired and len(ran) == 1
+    assert sum(clock.slept) == pytest.approx(41.0)  # polled until the lease was over, never past it
+
+
+def test_a_tick_fails_when_the_holders_lease_outlasts_it_so_lambda_retries_later() -> None:
+    # Finding 7: the period of a run killed while holding its lease used to be lost to a "fired: False".
+    app, clock, ran = scheduler_with_store()
+    key = held_by_a_dead_run(app, clock, lease=300)
+    with pytest.raises(PeriodBusyError, match="Lambda retries"):
+        app.scheduler.fire("r", context=FakeContext(remaining_ms=60_000, clock=clock))
+    assert ran == [] and clock.slept == []
+    clock.now += 301  # Lambda's retry, after the dead run's lease
+    assert app.scheduler.fire("r", context=FakeContext(remaining_ms=60_000, clock=clock)).fired
+    assert app.store.get(key).state is LeaseState.DONE and len(ran) == 1
+
+
+def test_a_tick_that_finds_the_period_done_does_nothing_and_succeeds() -> None:
+    app, clock, ran = scheduler_with_store()
+    assert app.scheduler.fire("r").fired
+    again = app.scheduler.fire("r")
+    assert not again.fired and again.reason.startswith("already done by") and len(ran) == 1
 
 
 def test_events_must_name_a_scheduled_job_when_there_are_several() -> None:
@@ -93,11 +159,12 @@ def test_events_must_name_a_scheduled_job_when_there_are_several() -> None:
         app.scheduler.fire("c")
 
 
-def test_acquired_explains_itself() -> None:
-    held = LockState(key=lock_key("r:1"), status="HELD", owner="a", lease_until=10.0)
-    assert Acquired(key=held.key, ok=False, current=held).reason == "held by a until 10.0"
-    assert Acquired(key=held.key, ok=True).reason == "acquired"
-    assert Acquired(key=held.key, ok=False).reason == "held by another owner"
+def test_taken_explains_itself() -> None:
+    held = LeaseItem(key=lock_key("r:1"), state=LeaseState.HELD, owner="a", lease_until=10.0)
+    assert Taken(key=held.key, ok=False, current=held).reason == "held by a until 10.0"
+    assert Taken(key=held.key, ok=True).reason == "acquired"
+    assert Taken(key=held.key, ok=False).reason == "held by another owner"
+    assert Taken(key=held.key, ok=False, error="throttled").reason == "the lock store failed: throttled"
 
 
 def test_every_template_schedule_matches_the_apps_declaration(handlers_on_path: Any) -> None:
@@ -115,3 +182,9 @@ def test_every_template_schedule_matches_the_apps_declaration(handlers_on_path: 
     assert {job: expression for job, (_, expression) in seen.items()} == {
         name: spec.expression for name, spec in reference.app.schedules.items()}
     sys.modules.pop("app", None)
+
+
+class _Quiet:
+    def info(self, *args: Any, **kwargs: Any) -> None: ...
+
+    def warning(self, *args: Any, **kwargs: Any) -> None: ...

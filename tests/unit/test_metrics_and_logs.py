@@ -98,7 +98,8 @@ def test_log_lines_carry_job_key_message_id_and_attempt(app_and_lines: Any) -> N
     failed = [line for line in logs if line.get("message") == "job failed"]
     assert failed, logs
     line = failed[0]
-    assert (line["job"], line["key"], line["message_id"], line["attempt"]) == ("flaky", "flaky:3", "mid-1", 2)
+    # The second receive, but the first run: attempts count runs that started, from the job's record.
+    assert (line["job"], line["key"], line["message_id"], line["attempt"]) == ("flaky", "flaky:3", "mid-1", 1)
     assert line["error"] == "TimeoutError: slow"
     assert "job" not in app.logger.get_current_keys()  # removed after the record
 

@@ -8,8 +8,8 @@ from contextlib import suppress
 
 import pytest
 
-from sqsjobs import consumer
-from sqsjobs.consumer import time_limit
+from sqsjobs import time_limit as consumer
+from sqsjobs.time_limit import time_limit
 from sqsjobs.errors import RetryableError, TimeLimitExceeded
 
 

@@ -240,4 +240,5 @@ def test_a_job_may_still_have_a_parameter_named_like_a_celery_option() -> None:
     @app.job("renew")
     def renew(queue: str) -> None: ...
 
-    assert renew.message(queue="billing").key == 'renew:{"queue":"billing"}'
+    key = renew.message(queue="billing").key
+    assert key.startswith("renew:") and "billing" not in key  # the default key hashes the arguments

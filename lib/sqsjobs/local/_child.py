@@ -43,9 +43,15 @@ def main(argv: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     kind, rest = argv[0], argv[1:]
     if kind == "moto":
-        from moto.server import main as moto_main
+        import argparse
 
-        moto_main(rest)
+        from sqsjobs.local import serial_moto
+
+        parser = argparse.ArgumentParser(prog="moto")
+        parser.add_argument("-H", "--host", default="127.0.0.1")
+        parser.add_argument("-p", "--port", type=int, required=True)
+        args = parser.parse_args(rest)
+        serial_moto.serve(args.host, args.port)
     elif kind == "worker":
         from sqsjobs.local.runtime import serve
 

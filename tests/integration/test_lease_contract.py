@@ -1,0 +1,270 @@
+"""One contract, two stores: the in-memory store behaves exactly like DynamoDB's (moto), for every
+operation of the lease and for its three users: job records, scheduler locks and chunked runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from aws_support import create_table
+from moto import mock_aws
+
+from sqsjobs import guard
+from sqsjobs.chunked import RunStore
+from sqsjobs.dynamodb_store import DynamoDBStore
+from sqsjobs.guard import Claim, ClaimResult, JobState, Verdict
+from sqsjobs.lease import (
+    Acquire,
+    Annotate,
+    Close,
+    Complete,
+    HandOver,
+    InMemoryStore,
+    LeaseState,
+    LeaseStore,
+    Release,
+)
+from sqsjobs.locks import PeriodLocks, lock_key
+
+NOW = 1_000_000.0
+TTL = 86_400.0
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def store(request: pytest.FixtureRequest) -> Iterator[LeaseStore]:
+    if request.param == "memory":
+        yield InMemoryStore()
+        return
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_table(client, "contract")
+        dynamodb = DynamoDBStore(client, "contract")
+        yield dynamodb
+        dynamodb.close()
+
+
+def acquire(store: LeaseStore, key: str, owner: str, now: float = NOW, lease: float | None = 60, **more: Any) -> Any:
+    return store.write(Acquire(key=key, owner=owner, now=now, lease_until=None if lease is None else now + lease,
+                               expires_at=now + TTL, **more))
+
+
+# ---------------------------------------------------------------- the lease itself
+def test_first_acquire_wins_and_a_second_is_refused_until_the_lease_ends(store: LeaseStore) -> None:
+    assert acquire(store, "k", "a").ok
+    refused = acquire(store, "k", "b", now=NOW + 10)
+    assert refused.refused and refused.item.owner == "a" and refused.item.lease_until == NOW + 60
+    # The holder died: once its lease ran out, another owner takes it over, and learns whose it was.
+    taken = acquire(store, "k", "b", now=NOW + 61)
+    assert taken.ok and taken.item.owner == "a" and taken.item.state is LeaseState.HELD
+    assert store.get("k").owner == "b"
+
+
+def test_complete_makes_it_done_until_its_ttl(store: LeaseStore) -> None:
+    acquire(store, "k", "a")
+    assert store.write(Complete(key="k", owner="a", expires_at=NOW + 1000, data={"outcome": "x"})).ok
+    item = store.get("k")
+    assert item.state is LeaseState.DONE and item.get("outcome") == "x" and item.expires_at == NOW + 1000
+    refused = acquire(store, "k", "b", now=NOW + 500)
+    assert refused.refused and refused.item.state is LeaseState.DONE
+    # Past its TTL (DynamoDB deletes late) it is free again, and nothing of the old item is left.
+    fresh = acquire(store, "k", "c", now=NOW + 1001, count_attempt=True)
+    assert fresh.ok and fresh.item is None
+    item = store.get("k")
+    assert item.owner == "c" and item.attempts == 1 and item.get("outcome") is None
+
+
+def test_release_frees_it_and_keeps_its_history(store: LeaseStore) -> None:
+    acquire(store, "k", "a", count_attempt=True)
+    assert store.write(Release(key="k", owner="a", expires_at=NOW + TTL, data={"last_error": "E: x"})).ok
+    item = store.get("k")
+    assert item.state is LeaseState.RELEASED and item.attempts == 1 and item.get("last_error") == "E: x"
+    again = acquire(store, "k", "b", now=NOW + 1, count_attempt=True)
+    assert again.ok and again.item.state is LeaseState.RELEASED and again.item.attempts == 1
+    assert store.get("k").attempts == 2
+
+
+def test_a_release_can_give_the_attempt_back(store: LeaseStore) -> None:
+    acquire(store, "k", "a", count_attempt=True)
+    assert store.write(Release(key="k", owner="a", expires_at=NOW + TTL, attempts_delta=-1)).ok
+    assert store.get("k").attempts == 0
+
+
+def test_complete_release_and_hand_over_are_fenced_on_the_owner(store: LeaseStore) -> None:
+    acquire(store, "k", "a")
+    acquire(store, "k", "b", now=NOW + 61)  # a's lease ran out; b took over
+    for op in (Complete(key="k", owner="a", expires_at=NOW), Release(key="k", owner="a", expires_at=NOW),
+               HandOver(key="k", owner="a", to_owner="x", expires_at=NOW)):
+        refused = store.write(op)
+        assert refused.refused and refused.item.owner == "b"
+    item = store.get("k")
+    assert item.owner == "b" and item.state is LeaseState.HELD
+    assert store.write(HandOver(key="k", owner="b", to_owner="c", expires_at=NOW, data={"cursor": "7"})).ok
+    assert store.get("k").owner == "c" and store.get("k").get("cursor") == "7"
+    assert store.write(Complete(key="k", owner="c", expires_at=NOW + TTL)).ok
+
+
+def test_finishing_what_nobody_holds_is_refused(store: LeaseStore) -> None:
+    assert store.write(Complete(key="missing", owner="a", expires_at=NOW)).refused
+    assert store.write(Release(key="missing", owner="a", expires_at=NOW)).refused
+    acquire(store, "k", "a")
+    store.write(Complete(key="k", owner="a", expires_at=NOW + TTL))
+    assert store.write(Release(key="k", owner="a", expires_at=NOW)).refused  # DONE is not HELD
+
+
+def test_a_lease_without_an_end_is_never_taken_over(store: LeaseStore) -> None:
+    assert acquire(store, "run", "page:0", lease=None).ok
+    assert acquire(store, "run", "page:0", now=NOW + 10 * TTL / 100).refused
+
+
+def test_close_settles_what_nobody_holds(store: LeaseStore) -> None:
+    closed = store.write(Close(key="new", now=NOW, expires_at=NOW + TTL, data={"outcome": "cancelled"}))
+    assert closed.ok and closed.item is None and store.get("new").state is LeaseState.DONE
+    acquire(store, "live", "a")
+    refused = store.write(Close(key="live", now=NOW + 1, expires_at=NOW + TTL))
+    assert refused.refused and refused.item.owner == "a"
+    dead = store.write(Close(key="live", now=NOW + 61, expires_at=NOW + TTL, state=LeaseState.RELEASED))
+    assert dead.ok and dead.item.owner == "a"
+    item = store.get("live")
+    assert item.state is LeaseState.RELEASED and item.owner is None
+    assert store.write(Close(key="new", now=NOW, expires_at=NOW + TTL)).refused  # DONE stays DONE
+
+
+def test_annotate_writes_only_to_a_live_lease(store: LeaseStore) -> None:
+    assert store.write(Annotate(key="none", now=NOW, data={"cancel_requested": True})).refused
+    acquire(store, "k", "a")
+    assert store.write(Annotate(key="k", now=NOW + 1, data={"cancel_requested": True})).ok
+    assert store.get("k").get("cancel_requested") is True
+    assert store.write(Annotate(key="k", now=NOW + 61, data={"cancel_requested": True})).refused
+
+
+def test_a_fingerprint_of_the_same_version_must_match(store: LeaseStore) -> None:
+    acquire(store, "k", "a", fingerprint="f1", fp_version=1)
+    store.write(Release(key="k", owner="a", expires_at=NOW + TTL))
+    assert acquire(store, "k", "b", fingerprint="f2", fp_version=1).refused
+    assert acquire(store, "k", "b", fingerprint="f2", fp_version=2).ok  # another version: not compared
+    store.write(Release(key="k", owner="b", expires_at=NOW + TTL))
+    assert store.get("k").fingerprint == "f2"
+
+
+def test_a_message_that_was_dead_lettered_is_not_acquired_again(store: LeaseStore) -> None:
+    acquire(store, "k", "a")
+    store.write(Release(key="k", owner="a", expires_at=NOW + TTL, data={"dead_letter_of": "m-1"}))
+    assert acquire(store, "k", "b", not_for_message="m-1").refused
+    assert acquire(store, "k", "b", not_for_message="m-2").ok  # a redrive sends a new message
+
+
+def test_write_many_keeps_request_order(store: LeaseStore) -> None:
+    acquire(store, "k2", "x")
+    ops = [Acquire(key=f"k{i}", owner="a", now=NOW, lease_until=NOW + 60, expires_at=NOW + TTL) for i in range(5)]
+    assert [w.ok for w in store.write_many(ops)] == [True, True, False, True, True]
+    done = store.write_many([Complete(key=f"k{i}", owner="a", expires_at=NOW + 9) for i in range(5)])
+    assert [w.ok for w in done] == [True, True, False, True, True]
+
+
+def test_submit_returns_at_once_and_its_future_tells_the_answer(store: LeaseStore) -> None:
+    acquire(store, "k", "a")
+    future = store.submit(Complete(key="k", owner="a", expires_at=NOW + TTL))
+    assert future.result().ok and store.get("k").state is LeaseState.DONE
+
+
+# ---------------------------------------------------------------- user 1: job records (sqsjobs.guard)
+def claim(store: LeaseStore, key: str, owner: str, *, now: float = NOW, fingerprint: str = "f",
+          message_id: str = "m-1", version: int = 1) -> ClaimResult:
+    request = Claim(key=key, job="invoice-email", owner=owner, now=now, lease_until=now + 60, expires_at=now + TTL,
+                    fingerprint=fingerprint, fp_version=version, message_id=message_id, enqueued_at=now - 1)
+    (answer,) = store.write_many([request.operation()])
+    return ClaimResult.of(request, answer)
+
+
+def test_job_record_claim_verdicts(store: LeaseStore) -> None:
+    first = claim(store, "k", "a")
+    assert first.verdict is Verdict.CLAIMED and first.attempt == 1 and not first.took_over
+    assert guard.status(store, "k").state == JobState.RUNNING
+    busy = claim(store, "k", "b", now=NOW + 1)
+    assert busy.verdict is Verdict.BUSY and busy.lease_until == NOW + 60
+    assert claim(store, "k", "b", now=NOW + 1, fingerprint="other").verdict is Verdict.CONFLICT
+    store.write(guard.succeeded("k", "a", now=NOW + 2, expires_at=NOW + TTL, result='{"ok":1}'))
+    assert claim(store, "k", "b", now=NOW + 3).verdict is Verdict.DUPLICATE
+    assert claim(store, "k", "b", now=NOW + 3, fingerprint="other").verdict is Verdict.CONFLICT
+    status = guard.status(store, "k")
+    assert (status.state, status.attempts, status.result, status.job) == ("succeeded", 1, {"ok": 1}, "invoice-email")
+    assert status.started_at == NOW and status.finished_at == NOW + 2 and status.enqueued_at == NOW - 1
+
+
+def test_job_record_retry_takeover_and_attempts(store: LeaseStore) -> None:
+    claim(store, "k", "a")
+    store.write(guard.retrying("k", "a", now=NOW + 1, expires_at=NOW + TTL, error=ConnectionError("down")))
+    status = guard.status(store, "k")
+    assert (status.state, status.attempts, status.last_error) == ("retrying", 1, "ConnectionError: down")
+    second = claim(store, "k", "b", now=NOW + 2, message_id="m-1")
+    assert second.verdict is Verdict.CLAIMED and second.attempt == 2 and not second.took_over
+    # b dies: the next claim takes over and is told.
+    third = claim(store, "k", "c", now=NOW + 63)
+    assert third.verdict is Verdict.CLAIMED and third.attempt == 3 and third.took_over
+    assert third.previous.get("last_error") == "ConnectionError: down"
+
+
+def test_job_record_not_started_gives_the_attempt_back(store: LeaseStore) -> None:
+    first = claim(store, "k", "a")
+    store.write(guard.not_started("k", "a", now=NOW, expires_at=NOW + TTL, previous=first.previous))
+    assert guard.status(store, "k").attempts == 0
+    assert claim(store, "k", "b", now=NOW + 1).attempt == 1
+
+
+def test_job_record_dead_lettered_then_a_redelivery_and_a_redrive(store: LeaseStore) -> None:
+    claim(store, "k", "a", message_id="m-1")
+    store.write(guard.dead_lettered("k", "a", now=NOW + 1, expires_at=NOW + TTL, error=ValueError("bad"),
+                                    reason="permanent", message_id="m-1", ran=True, previous=None))
+    assert guard.status(store, "k").state == JobState.DEAD_LETTERED
+    # The same message again (its acknowledgement was lost): not run again.
+    assert claim(store, "k", "b", now=NOW + 2, message_id="m-1").verdict is Verdict.ALREADY_DEAD_LETTERED
+    # A redrive sends a new message: it runs, with fresh attempts; the status still counts every run.
+    redriven = claim(store, "k", "b", now=NOW + 3, message_id="m-2")
+    assert redriven.verdict is Verdict.CLAIMED and redriven.attempt == 1
+    assert guard.status(store, "k").attempts == 2
+
+
+def test_job_record_cancel_expire(store: LeaseStore) -> None:
+    assert store.write(guard.cancel_marker("k", now=NOW, expires_at=NOW + TTL, reason="closed")).ok
+    assert claim(store, "k", "a").verdict is Verdict.CANCELLED
+    assert guard.status(store, "k").state == JobState.CANCELLED
+    store.write(guard.expired("e", job="invoice-email", now=NOW, expires_at=NOW + TTL))
+    assert guard.status(store, "e").state == JobState.EXPIRED
+    assert claim(store, "e", "a").verdict is Verdict.CLAIMED  # a later enqueue of an expired key may still run
+    claim(store, "r", "a")
+    assert store.write(guard.cancel_request("r", now=NOW + 1)).ok
+    assert store.get("r").get("cancel_requested") is True
+
+
+def test_status_of_a_key_never_claimed_is_none(store: LeaseStore) -> None:
+    assert guard.status(store, "never") is None
+
+
+# ---------------------------------------------------------------- user 2: scheduler locks (sqsjobs.locks)
+def test_period_locks(store: LeaseStore) -> None:
+    locks = PeriodLocks(store)
+    key = lock_key("nightly-report:2026-08-05")
+    assert locks.acquire(key, owner="a", now=NOW, lease_until=NOW + 300, expires_at=NOW + TTL, job="r").ok
+    held = locks.acquire(key, owner="b", now=NOW + 1, lease_until=NOW + 301, expires_at=NOW + TTL, job="r")
+    assert not held.ok and not held.done and held.reason == f"held by a until {NOW + 300}"
+    assert locks.release(key, owner="a", expires_at=NOW + TTL)
+    assert locks.acquire(key, owner="b", now=NOW + 2, lease_until=NOW + 302, expires_at=NOW + TTL, job="r").ok
+    assert not locks.complete(key, owner="a", expires_at=NOW + TTL)
+    assert locks.complete(key, owner="b", expires_at=NOW + TTL)
+    done = locks.acquire(key, owner="c", now=NOW + 1000, lease_until=NOW + 1300, expires_at=NOW + TTL, job="r")
+    assert done.done and done.reason == "already done by b"
+
+
+# ---------------------------------------------------------------- user 3: chunked runs (sqsjobs.chunked)
+def test_run_records_are_handed_from_page_to_page(store: LeaseStore) -> None:
+    runs = RunStore(store, ttl=TTL)
+    assert runs.begin("reindex", "r1", cursor="0", now=NOW)
+    assert not runs.begin("reindex", "r1", cursor="0", now=NOW)
+    assert runs.advance("reindex", "r1", page="0", following="500", now=NOW + 1)
+    assert not runs.advance("reindex", "r1", page="0", following="500", now=NOW + 2)  # a duplicate page
+    assert runs.advance("reindex", "r1", page="500", following=None, now=NOW + 3, pages_done=1)
+    status = runs.status("reindex", "r1")
+    assert (status.status, status.pages_done, status.cursor, status.finished_at) == ("FINISHED", 2, None, NOW + 3)
+    assert store.get("run#reindex:r1").expires_at == NOW + 3 + TTL  # finding 11: every run expires

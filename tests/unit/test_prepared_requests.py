@@ -1,0 +1,63 @@
+"""Prepared requests bind to exactly what pynamodb builds per call, for any values and every operation shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pynamodb.expressions.operand import Value
+
+from sqsjobs import dynamodb_store
+from sqsjobs.dynamodb_store import _values, prepare
+from sqsjobs.lease import Acquire, Annotate, Close, Complete, HandOver, LeaseState, Operation, Release
+
+texts = st.text(min_size=1, max_size=30).filter(lambda s: "\x00" not in s)
+times = st.floats(min_value=0, max_value=4e9, allow_nan=False) | st.integers(min_value=0, max_value=4_000_000_000)
+data = st.dictionaries(st.sampled_from(["job", "outcome", "last_error", "cursor"]), texts | st.none(), max_size=3)
+
+
+def per_call(op: Operation, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """What pynamodb builds when the values go straight into the expressions (no prepared shape)."""
+    values = _values(op)
+    with monkeypatch.context() as patched:
+        patched.setattr(dynamodb_store, "param", lambda attribute, name: Value(values[name], attribute=attribute))
+        built = prepare(op)
+    return built.bind("t", op.key, {})
+
+
+ops = st.one_of(
+    st.builds(Acquire, key=texts, owner=texts, now=times, lease_until=times | st.none(), expires_at=times,
+              fingerprint=texts | st.none(), fp_version=st.integers(1, 9), not_for_message=texts | st.none(),
+              count_attempt=st.booleans(), data=data),
+    st.builds(Complete, key=texts, owner=texts, expires_at=times, data=data),
+    st.builds(Release, key=texts, owner=texts, expires_at=times, attempts_delta=st.integers(-1, 1), data=data),
+    st.builds(HandOver, key=texts, owner=texts, to_owner=texts, expires_at=times, data=data),
+    st.builds(Close, key=texts, now=times, expires_at=times, state=st.sampled_from(list(LeaseState)), data=data),
+    st.builds(Annotate, key=texts, now=times, data=data),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(op=ops)
+def test_a_bound_request_equals_the_one_pynamodb_builds_per_call(op: Operation) -> None:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        expected = per_call(op, monkeypatch)
+    assert prepare(op).bind("t", op.key, _values(op)) == expected
+
+
+def test_a_request_is_built_once_per_shape() -> None:
+    store = dynamodb_store.DynamoDBStore(client=None, table_name="t")  # type: ignore[arg-type]
+    first = Complete(key="a", owner="o", expires_at=1.0, data={"outcome": "succeeded"})
+    second = Complete(key="b", owner="p", expires_at=2.0, data={"outcome": "succeeded"})
+    assert store._prepare(first) is store._prepare(second)
+    assert store._prepare(Complete(key="c", owner="o", expires_at=1.0, data={"result": "1"})) is not \
+        store._prepare(first)
+
+
+def test_unknown_data_fields_are_refused_when_the_request_is_built() -> None:
+    with pytest.raises(ValueError, match="not a data field"):
+        prepare(Complete(key="k", owner="o", expires_at=1.0, data={"colour": "red"}))
+    with pytest.raises(ValueError, match="not a data field"):
+        prepare(Complete(key="k", owner="o", expires_at=1.0, data={"owner": "x"}))
