@@ -6,6 +6,7 @@ import itertools
 from typing import Any
 
 from sqsjobs.chunked import RunStore
+from sqsjobs.dynamodb_store import DynamoDBStore
 from sqsjobs.local.pytest_plugin import LocalCloudSession
 from sqsjobs.outbox import Transaction
 
@@ -36,7 +37,7 @@ def test_a_chunked_reindex_runs_to_the_end(local_cloud: LocalCloudSession) -> No
     local_cloud.drain()
 
     table = local_cloud.function_env("WorkerFunction")["SQSJOBS_TABLE"]
-    status = RunStore(dynamodb(local_cloud), table).status("reindex-products", "e2e")
+    status = RunStore(DynamoDBStore(dynamodb(local_cloud), table), ttl=0).status("reindex-products", "e2e")
     assert status is not None and status.finished
     assert status.pages_done == 5  # 2,000 demo products: four pages of 500 and the empty fifth
 

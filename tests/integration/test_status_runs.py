@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from sqsjobs.chunked import RunStore, _encode
-from sqsjobs.dynamodb_store import DynamoDBStore
 from sqsjobs.cli import build_app
+from sqsjobs.dynamodb_store import DynamoDBStore
 from sqsjobs.errors import StatusError
 from sqsjobs.status import collect_status
 

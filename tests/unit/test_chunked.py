@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sqsjobs import ChunkedJob, ConfigurationError, EnqueueError, JobApp, PermanentError, RetryableError
+from sqsjobs import ConfigurationError, EnqueueError, JobApp, PermanentError, RetryableError
 from sqsjobs.lease import InMemoryStore, LeaseState
 from sqsjobs.message import JobMessage
 

@@ -98,7 +98,7 @@ def scheduler_with_store(**options: Any) -> tuple[JobApp, Clock, list[str]]:
 
 
 def test_the_lease_is_the_invocation_time_left_plus_the_margin() -> None:
-    app, clock, ran = scheduler_with_store(lease_margin=5, function_timeout=120)
+    app, clock, _ran = scheduler_with_store(lease_margin=5, function_timeout=120)
     app.scheduler.fire("r", context=FakeContext(remaining_ms=30_000, clock=clock))
     (lock,) = app.store.items()
     assert lock.lease_until == clock.now + 35.0
@@ -143,7 +143,7 @@ def test_a_tick_fails_when_the_holders_lease_outlasts_it_so_lambda_retries_later
 
 
 def test_a_tick_that_finds_the_period_done_does_nothing_and_succeeds() -> None:
-    app, clock, ran = scheduler_with_store()
+    app, _clock, ran = scheduler_with_store()
     assert app.scheduler.fire("r").fired
     again = app.scheduler.fire("r")
     assert not again.fired and again.reason.startswith("already done by") and len(ran) == 1

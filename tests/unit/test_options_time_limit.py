@@ -9,8 +9,8 @@ from contextlib import suppress
 import pytest
 
 from sqsjobs import time_limit as consumer
-from sqsjobs.time_limit import time_limit
 from sqsjobs.errors import RetryableError, TimeLimitExceeded
+from sqsjobs.time_limit import time_limit
 
 
 def assert_timer_restored(before: tuple[float, float]) -> None:

@@ -1,0 +1,118 @@
+"""`sqsjobs job KEY` and `sqsjobs cancel KEY`: a job's lifecycle by its key, read from its record.
+
+Both read the idempotency table only (``--table`` or ``SQSJOBS_TABLE``): the
+answer needs no app code, so an operator can ask about any key. ``job`` exits
+0 when the key has a record and 3 when it has none.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from sqsjobs.cli.exits import exit_on_errors
+from sqsjobs.cli.options import EndpointUrl, Region
+
+if TYPE_CHECKING:
+    from sqsjobs.app import JobApp
+    from sqsjobs.guard import JobStatus
+
+#: ``sqsjobs job KEY``: no delivery ever claimed the key
+EXIT_NOT_FOUND = 3
+
+Table = Annotated[str | None, typer.Option(envvar="SQSJOBS_TABLE", help="The idempotency table.")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sqsjobs job`` and ``sqsjobs cancel`` to ``app``.
+
+    Example:
+        >>> app = typer.Typer()
+        >>> register(app)
+        >>> [c.name for c in app.registered_commands]
+        ['job', 'cancel']
+    """
+
+    @app.command("job")
+    def job_command(
+        key: Annotated[str, typer.Argument(help="The job's idempotency key, e.g. invoice-email:42.")],
+        json_output: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
+        table: Table = None,
+        endpoint_url: EndpointUrl = None,
+        region: Region = None,
+    ) -> None:
+        """Show what happened to the job of KEY: state, attempts, last error, result and times."""
+        from rich.console import Console
+
+        console = Console(stderr=json_output)
+        with exit_on_errors(console):
+            status = _app(table, endpoint_url, region).status(key)
+        if status is None:
+            console.print(f"no record for {key!r}: no delivery of it has been claimed (or its record expired)")
+            raise typer.Exit(EXIT_NOT_FOUND)
+        if json_output:
+            typer.echo(json.dumps(asdict(status), sort_keys=True))
+            return
+        render(console, status)
+
+    @app.command("cancel")
+    def cancel_command(
+        key: Annotated[str, typer.Argument(help="The job's idempotency key.")],
+        reason: Annotated[str | None, typer.Option(help="Why (kept in the record).")] = None,
+        table: Table = None,
+        endpoint_url: EndpointUrl = None,
+        region: Region = None,
+    ) -> None:
+        """Cancel the job of KEY: no later delivery of it runs (a running job is only flagged)."""
+        from rich.console import Console
+
+        console = Console()
+        with exit_on_errors(console):
+            outcome = _app(table, endpoint_url, region).cancel(key, reason)
+        console.print(f"{key}: {outcome}" + (f" ({EXPLAIN[outcome]})" if outcome in EXPLAIN else ""))
+
+
+#: what each answer of ``app.cancel`` means, for people
+EXPLAIN = {
+    "cancelled": "no delivery of it will run",
+    "not_found_but_cancelled": "no delivery yet; the first one will be acknowledged without running",
+    "running": "it runs now; it was flagged for cancel_requested() and is never killed",
+    "already_finished": "it had already finished",
+}
+
+
+def render(console: Any, status: JobStatus) -> None:
+    """The status as a two-column table."""
+    from rich.table import Table as RichTable
+
+    table = RichTable(title=f"job {status.key}", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    rows: list[tuple[str, Any]] = [("job", status.job), ("state", status.state), ("attempts", status.attempts),
+                                   ("last error", status.last_error)]
+    if status.result is not None:
+        rows.append(("result", json.dumps(status.result)))
+    rows += [(name.replace("_", " "), _when(getattr(status, name)))
+             for name in ("enqueued_at", "started_at", "finished_at", "updated_at")]
+    for name, value in rows:
+        table.add_row(name, "-" if value is None else str(value))
+    console.print(table)
+
+
+def _when(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+
+
+def _app(table: str | None, endpoint_url: str | None, region: str | None) -> JobApp:
+    """An app with no jobs, on ``table``: enough to read and write job records."""
+    from sqsjobs.app import JobApp
+    from sqsjobs.errors import ConfigurationError
+    from sqsjobs.queues import make_dynamodb_client
+
+    if not table:
+        raise ConfigurationError("which idempotency table? pass --table or set SQSJOBS_TABLE")
+    return JobApp(table_name=table, dynamodb_client=make_dynamodb_client(endpoint_url=endpoint_url, region=region))
