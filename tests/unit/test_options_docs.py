@@ -10,7 +10,7 @@ from typing import Any
 
 import boto3
 import pytest
-from aws_support import create_queues
+from aws_support import create_queues, create_table
 from moto import mock_aws
 
 from sqsjobs.app import CELERY_NAMES
@@ -37,6 +37,8 @@ def test_the_python_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
     with mock_aws():
         sqs = boto3.client("sqs", region_name="us-east-1")
         queue_url, dlq_url = create_queues(sqs, "docs", max_attempts=6)
+        create_table(boto3.client("dynamodb", region_name="us-east-1"), "docs-records")
+        monkeypatch.setenv("SQSJOBS_TABLE", "docs-records")
         # The environment the template gives the worker, sized for the page's Celery translation.
         monkeypatch.setenv("SQSJOBS_QUEUE_URL", queue_url)
         monkeypatch.setenv("SQSJOBS_DLQ_URL", dlq_url)
