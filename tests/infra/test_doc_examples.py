@@ -15,6 +15,7 @@ MODULES = [
     "sqsjobs_rules.dead_letter",
     "sqsjobs_rules.batch_failures",
     "sqsjobs_rules.alarms",
+    "sqsjobs_rules.record_ttl",
 ]
 
 
