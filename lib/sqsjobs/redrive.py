@@ -527,9 +527,7 @@ class Redrive:
         self._matched -= len(chunk)
         self._skipped[SkipReason.TARGET_UNREACHABLE] += len(chunk)
         for held in chunk:
-            self._note(held.letter, NoteKind.TARGET_UNREACHABLE,
-                       f"not sent: {queue_name(target)} refused a send earlier in this run "
-                       f"({self._targets.unreachable[target]})")
+            self._note(held.letter, NoteKind.TARGET_UNREACHABLE, self._targets.refusal(target))
         self._release(_with_copies(chunk))
 
     def _send_entry(self, entry_id: str, held: _Held, *, fifo: bool) -> SendMessageBatchRequestEntryTypeDef:

@@ -59,9 +59,12 @@ class RedriveTargets:
             return (f"sqsjobs.source_queue {letter.source_queue!r} is not a source queue of this DLQ "
                     f"(sources: {names}); left in the DLQ: pass --to QUEUE to send it there on purpose")
         if reason == SkipReason.TARGET_UNREACHABLE:
-            chosen = self._choose(letter)[0] or "?"
-            return f"not sent: {queue_name(chosen)} refused a send earlier in this run ({self.unreachable.get(chosen)})"
+            return self.refusal(self._choose(letter)[0] or "?")
         return None
+
+    def refusal(self, target: str) -> str:
+        """The note for a letter not sent because ``target`` refused an earlier send."""
+        return f"not sent: {queue_name(target)} refused a send earlier in this run ({self.unreachable.get(target)})"
 
     def mark_unreachable(self, target: str, error: str) -> None:
         """Send nothing more to ``target`` in this run."""
