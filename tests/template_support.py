@@ -96,9 +96,11 @@ def sam_template() -> dict[str, Any]:
         "AWSTemplateFormatVersion": "2010-09-09",
         "Transform": "AWS::Serverless-2016-10-31",
         "Parameters": {
-            "MaxAttempts": {"Type": "Number", "Default": 5},
+            "MaxAttempts": {"Type": "Number", "Default": 5, "AllowedValues": list(range(1, 11))},
             "WorkerTimeout": {"Type": "Number", "Default": 60},
         },
+        # maxReceiveCount = MaxAttempts + 1, as template.yaml's ReceivesPerMaxAttempts.
+        "Mappings": {"Receives": {str(n): {"Count": n + 1} for n in range(1, 11)}},
         "Globals": {"Function": {"Runtime": "python3.12", "Timeout": {"Ref": "WorkerTimeout"}}},
         "Resources": {
             "Dlq": {"Type": "AWS::SQS::Queue", "Properties": {"MessageRetentionPeriod": 1209600}},
@@ -108,7 +110,7 @@ def sam_template() -> dict[str, Any]:
                     "VisibilityTimeout": 360,
                     "RedrivePolicy": {
                         "deadLetterTargetArn": get_att("Dlq", "Arn"),
-                        "maxReceiveCount": {"Ref": "MaxAttempts"},
+                        "maxReceiveCount": {"Fn::FindInMap": ["Receives", {"Ref": "MaxAttempts"}, "Count"]},
                     },
                 },
             },
@@ -148,7 +150,7 @@ def cfn_template() -> dict[str, Any]:
                 "Properties": {
                     "VisibilityTimeout": 600,
                     "MessageRetentionPeriod": 86400,
-                    "RedrivePolicy": {"deadLetterTargetArn": get_att("Dlq", "Arn"), "maxReceiveCount": 6},
+                    "RedrivePolicy": {"deadLetterTargetArn": get_att("Dlq", "Arn"), "maxReceiveCount": 7},
                 },
             },
             "Topic": {"Type": "AWS::SNS::Topic"},

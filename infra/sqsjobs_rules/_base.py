@@ -18,12 +18,12 @@ from typing import Any
 from cfnlint.rules import CloudFormationLintRule, RuleMatch
 
 try:
-    from sqsjobs_rules._wiring import Path, Queue, SqsSource, Wiring, same_value
+    from sqsjobs_rules._wiring import Path, Queue, SqsSource, Wiring
 except ImportError:  # pragma: no cover - loaded by path from a checkout, package not installed
     sys.path.append(str(FilePath(__file__).resolve().parent.parent))
-    from sqsjobs_rules._wiring import Path, Queue, SqsSource, Wiring, same_value
+    from sqsjobs_rules._wiring import Path, Queue, SqsSource, Wiring
 
-__all__ = ["Path", "Queue", "SqsSource", "Wiring", "WiringRule", "same_value"]
+__all__ = ["Path", "Queue", "SqsSource", "Wiring", "WiringRule"]
 
 # Where the rules are explained (shipped with the project docs, not a web page).
 PARAMETERS_VARIABLE = "SQSJOBS_CHECK_PARAMETERS"

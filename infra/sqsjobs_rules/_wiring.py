@@ -48,6 +48,13 @@ class Resolver:
         >>> r = Resolver({"Parameters": {"N": {"Type": "Number", "Default": 5}}}, {"N": "7"})
         >>> r.number({"Ref": "N"}), r.number(3), r.number({"Fn::If": ["C", 1, 2]})
         (7, 3, None)
+
+        A ``Ref`` to a Number parameter keys a mapping by its text, as in CloudFormation:
+
+        >>> t = {"Parameters": {"N": {"Type": "Number", "Default": 5}},
+        ...      "Mappings": {"Plus1": {"5": {"Value": 6}}}}
+        >>> Resolver(t).number({"Fn::FindInMap": ["Plus1", {"Ref": "N"}, "Value"]})
+        6
     """
 
     def __init__(self, template: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> None:
@@ -97,7 +104,7 @@ class Resolver:
     def _find_in_map(self, args: Any) -> Any:
         if not isinstance(args, list) or len(args) < 3:
             return None
-        keys = [self.scalar(a) for a in args[:3]]
+        keys = [_map_key(self.scalar(a)) for a in args[:3]]
         if not all(isinstance(k, str) for k in keys):
             return None
         level: Any = self._mappings
@@ -154,6 +161,19 @@ class Function:
     logical_id: str
     timeout: int | None
     environment: Mapping[str, Any]
+    #: where each environment variable is written (the function's own Environment, or Globals)
+    environment_paths: Mapping[str, Path] = field(default_factory=dict)
+
+    def variable_path(self, name: str) -> Path:
+        """Path of environment variable ``name`` (the function's path when it is not set).
+
+        Example:
+            >>> t = {"Globals": {"Function": {"Environment": {"Variables": {"A": "1"}}}},
+            ...      "Resources": {"F": {"Type": "AWS::Serverless::Function", "Properties": {}}}}
+            >>> Wiring(t).functions["F"].variable_path("A")
+            ('Globals', 'Function', 'Environment', 'Variables', 'A')
+        """
+        return self.environment_paths.get(name, ("Resources", self.logical_id))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -214,6 +234,36 @@ class Wiring:
             if queue.dead_letter_id in self.queues:
                 yield queue, self.queues[queue.dead_letter_id]
 
+    def dead_letter_queues_of(self, function_id: str) -> list[Queue]:
+        """The DLQs whose letters concern function ``function_id``.
+
+        Those of the queues it consumes, and of the queues its environment
+        names (``Ref``/``Fn::GetAtt``): a queue that is itself a DLQ, or one
+        that has a DLQ.
+
+        Example:
+            >>> t = {"Resources": {
+            ...     "D": {"Type": "AWS::SQS::Queue"},
+            ...     "Q": {"Type": "AWS::SQS::Queue", "Properties": {"RedrivePolicy": {
+            ...           "deadLetterTargetArn": {"Fn::GetAtt": ["D", "Arn"]}, "maxReceiveCount": 6}}},
+            ...     "F": {"Type": "AWS::Serverless::Function", "Properties": {
+            ...           "Environment": {"Variables": {"QUEUE": {"Ref": "Q"}}}}}}}
+            >>> [q.logical_id for q in Wiring(t).dead_letter_queues_of("F")]
+            ['D']
+        """
+        dead_letter_ids = {dlq.logical_id for _, dlq in self.dead_letter_queues()}
+        named = [s.queue_id for s in self.sources if s.function_id == function_id and s.queue_id]
+        for value in self.functions[function_id].environment.values():
+            named.extend(q for q in (_ref_target(value), _arn_target(value)) if q in self.queues)
+        found: dict[str, Queue] = {}
+        for queue_id in named:
+            queue = self.queues[queue_id]
+            if queue_id in dead_letter_ids:
+                found[queue_id] = queue
+            if queue.dead_letter_id in self.queues:
+                found[queue.dead_letter_id] = self.queues[queue.dead_letter_id]
+        return list(found.values())
+
     def alarms(self) -> Iterator[tuple[str, Mapping[str, Any]]]:
         """``(logical id, properties)`` of every CloudWatch alarm."""
         for logical_id, resource in self.resources.items():
@@ -249,15 +299,21 @@ class Wiring:
     def _function(self, logical_id: str, resource: Mapping[str, Any]) -> Function:
         props = dict(_mapping(resource.get("Properties")))
         env: dict[str, Any] = {}
+        paths: dict[str, Path] = {}
+        variables: Path = ("Environment", "Variables")
         if resource.get("Type") == "AWS::Serverless::Function":
             globals_ = _mapping(_mapping(self.template.get("Globals")).get("Function"))
             env.update(_variables(globals_))
+            paths.update({name: ("Globals", "Function", *variables, name) for name in _variables(globals_)})
             props = {**globals_, **props}
-        env.update(_variables(props))
+        own = _variables(_mapping(resource.get("Properties")))
+        env.update(own)
+        paths.update({name: ("Resources", logical_id, "Properties", *variables, name) for name in own})
         return Function(
             logical_id=logical_id,
             timeout=self.resolve.number(props.get("Timeout", DEFAULT_LAMBDA_TIMEOUT)),
             environment=env,
+            environment_paths=paths,
         )
 
     def _sources(self) -> Iterator[SqsSource]:
@@ -309,6 +365,15 @@ class Wiring:
         return isinstance(resolved, str) and ":sqs:" in resolved
 
 
+def _map_key(value: Any) -> Any:
+    """A mapping key as CloudFormation looks it up: a ``Ref`` to a Number parameter is its text."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return str(int(value)) if float(value).is_integer() else str(value)
+    return value
+
+
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
@@ -334,26 +399,13 @@ def _arn_target(value: Any) -> str | None:
     return None
 
 
-def _function_target(value: Any) -> str | None:
-    """The logical id behind an event source mapping's ``FunctionName``."""
+def _ref_target(value: Any) -> str | None:
+    """The logical id (or parameter) behind ``!Ref X``, else ``None``."""
     if isinstance(value, Mapping) and set(value) == {"Ref"} and isinstance(value["Ref"], str):
         return value["Ref"]
-    return _arn_target(value)
+    return None
 
 
-def same_value(left: Any, right: Any, resolve: Resolver) -> bool | None:
-    """Whether two property values are equal: identical expressions, or equal resolved numbers.
-
-    ``None`` means it cannot be decided statically (e.g. an ``Fn::If``).
-
-    Example:
-        >>> r = Resolver({"Parameters": {"M": {"Type": "Number", "Default": 5}}})
-        >>> same_value({"Ref": "M"}, {"Ref": "M"}, r), same_value({"Ref": "M"}, "4", r)
-        (True, False)
-    """
-    if left == right:
-        return True
-    a, b = resolve.number(left), resolve.number(right)
-    if a is None or b is None:
-        return None
-    return a == b
+def _function_target(value: Any) -> str | None:
+    """The logical id behind an event source mapping's ``FunctionName``."""
+    return _ref_target(value) or _arn_target(value)

@@ -2,11 +2,14 @@
 
 - E9102: a queue that feeds a function has no ``RedrivePolicy`` (no DLQ): a
   message that always fails is retried until retention expires, then lost.
-- E9103: the queue's ``maxReceiveCount`` differs from the ``SQSJOBS_MAX_ATTEMPTS``
-  the function is given: the worker would dead-letter earlier than SQS does, or
-  believe it has attempts left that SQS will never deliver.
-- W9103: ``maxReceiveCount`` below 5: a throttled or briefly failing dependency
-  sends healthy jobs to the DLQ.
+- E9103: the queue's ``maxReceiveCount`` is not the ``SQSJOBS_MAX_ATTEMPTS`` the
+  function is given plus one. The worker runs its attempts and dead-letters a
+  job with a reason; a receive beyond the last attempt (which never reported: a
+  timeout, a crash, out of memory) is dead-lettered by the worker with reason
+  ``lost``. SQS's own redrive at ``maxReceiveCount`` is only the backstop, and a
+  letter it moves carries no reason.
+- W9103: fewer than 5 attempts (``SQSJOBS_MAX_ATTEMPTS``, else ``maxReceiveCount``):
+  a throttled or briefly failing dependency sends healthy jobs to the DLQ.
 - E9105: a DLQ that does not outlive its source (standard queues keep the
   original enqueue time, so a message arrives already aged), or a queue-type
   mismatch (SQS requires a FIFO queue's DLQ to be FIFO, and a standard queue's
@@ -56,12 +59,13 @@ class MissingDeadLetterQueue(_base.WiringRule):
                     f"(no dead-letter queue): a job that keeps failing is retried until MessageRetentionPeriod "
                     f"ends and is then silently lost. Fix: add an AWS::SQS::Queue for its dead letters "
                     f"(MessageRetentionPeriod 1209600) and set {queue.logical_id}.RedrivePolicy to "
-                    f"{{deadLetterTargetArn: !GetAtt <Dlq>.Arn, maxReceiveCount: !Ref MaxAttempts}}.",
+                    f"{{deadLetterTargetArn: !GetAtt <Dlq>.Arn, maxReceiveCount: <the function's "
+                    f"{MAX_ATTEMPTS_VARIABLE} + 1>}} (see E9103).",
                 )
 
 
 class MaxAttemptsMismatch(_base.WiringRule):
-    """E9103: ``maxReceiveCount`` differs from the function's ``SQSJOBS_MAX_ATTEMPTS``.
+    """E9103: ``maxReceiveCount`` is not the function's ``SQSJOBS_MAX_ATTEMPTS`` + 1.
 
     Example:
         >>> MaxAttemptsMismatch().id
@@ -69,10 +73,11 @@ class MaxAttemptsMismatch(_base.WiringRule):
     """
 
     id = "E9103"
-    shortdesc = "maxReceiveCount differs from the function's SQSJOBS_MAX_ATTEMPTS"
+    shortdesc = "maxReceiveCount is not the function's SQSJOBS_MAX_ATTEMPTS + 1"
     description = (
-        "The worker dead-letters with a reason at SQSJOBS_MAX_ATTEMPTS; SQS moves the message at "
-        "maxReceiveCount. Both must be the same number (one template parameter)."
+        "The worker runs SQSJOBS_MAX_ATTEMPTS attempts and dead-letters with a reason, including `lost` for a "
+        "receive after its last attempt; SQS's redrive at maxReceiveCount is the backstop, so maxReceiveCount "
+        "must be SQSJOBS_MAX_ATTEMPTS + 1."
     )
 
     def check(self, wiring: _base.Wiring) -> Iterator[tuple[_base.Path, str]]:
@@ -83,19 +88,30 @@ class MaxAttemptsMismatch(_base.WiringRule):
             if MAX_ATTEMPTS_VARIABLE not in env:
                 continue
             given = env[MAX_ATTEMPTS_VARIABLE]
-            if _base.same_value(queue.max_receive_count, given, wiring.resolve) is False:
-                yield (
-                    (*queue.property_path("RedrivePolicy"), "maxReceiveCount"),
-                    f"{queue.logical_id}'s maxReceiveCount ({wiring.resolve.number(queue.max_receive_count)}) "
-                    f"differs from {MAX_ATTEMPTS_VARIABLE} ({wiring.resolve.number(given)}) given to "
-                    f"{source.function_id}: the worker and SQS would disagree on the last attempt. Fix: feed "
-                    f"both from one parameter (maxReceiveCount: !Ref MaxAttempts and "
-                    f"{MAX_ATTEMPTS_VARIABLE}: !Ref MaxAttempts).",
-                )
+            receives = wiring.resolve.number(queue.max_receive_count)
+            attempts = wiring.resolve.number(given)
+            # One expression for both can only be equal, never one apart.
+            if queue.max_receive_count != given and (receives is None or attempts is None):
+                continue
+            if receives is not None and attempts is not None and receives == attempts + 1:
+                continue
+            yield (
+                (*queue.property_path("RedrivePolicy"), "maxReceiveCount"),
+                f"{queue.logical_id}'s maxReceiveCount ({_shown(receives)}) must be {MAX_ATTEMPTS_VARIABLE} "
+                f"({_shown(attempts)}, given to {source.function_id}) + 1: the worker runs its attempts and "
+                f"dead-letters the receive after the last one with reason `lost` (that attempt never reported: "
+                f"a timeout, a crash, out of memory); SQS's own redrive is only the backstop, and the letters it "
+                f"moves carry no reason. Fix: {MAX_ATTEMPTS_VARIABLE}: !Ref MaxAttempts and maxReceiveCount: "
+                f"!FindInMap [ReceivesPerMaxAttempts, !Ref MaxAttempts, MaxReceiveCount], a mapping with one row "
+                f"per allowed MaxAttempts (CloudFormation cannot add; template.yaml has one).",
+            )
 
 
 class FewReceives(_base.WiringRule):
-    """W9103: ``maxReceiveCount`` below 5.
+    """W9103: fewer than 5 attempts.
+
+    The attempts are the consuming function's ``SQSJOBS_MAX_ATTEMPTS`` when it
+    is given one, else the queue's ``maxReceiveCount``.
 
     Example:
         >>> FewReceives().severity
@@ -103,18 +119,24 @@ class FewReceives(_base.WiringRule):
     """
 
     id = "W9103"
-    shortdesc = "maxReceiveCount below 5"
-    description = "Fewer than 5 receives dead-letters jobs on short outages and throttling."
+    shortdesc = "Fewer than 5 attempts before the DLQ"
+    description = "Fewer than 5 attempts dead-letters jobs on short outages and throttling."
 
     def check(self, wiring: _base.Wiring) -> Iterator[tuple[_base.Path, str]]:
-        for _source, queue in _consumed(wiring):
-            count = wiring.resolve.number(queue.max_receive_count)
-            if count is not None and count < MIN_RECOMMENDED_RECEIVES:
+        for source, queue in _consumed(wiring):
+            env = wiring.functions[source.function_id].environment if source.function_id else {}
+            path = (*queue.property_path("RedrivePolicy"), "maxReceiveCount")
+            if MAX_ATTEMPTS_VARIABLE in env:
+                attempts = wiring.resolve.number(env[MAX_ATTEMPTS_VARIABLE])
+                what = f"{source.function_id} runs {attempts} attempts ({MAX_ATTEMPTS_VARIABLE})"
+            else:
+                attempts = wiring.resolve.number(queue.max_receive_count)
+                what = f"{queue.logical_id}'s maxReceiveCount is {attempts}"
+            if attempts is not None and attempts < MIN_RECOMMENDED_RECEIVES:
                 yield (
-                    (*queue.property_path("RedrivePolicy"), "maxReceiveCount"),
-                    f"{queue.logical_id}'s maxReceiveCount is {count}: a throttled batch or a short outage "
-                    f"of a dependency would send healthy jobs to the DLQ. Fix: use at least "
-                    f"{MIN_RECOMMENDED_RECEIVES}.",
+                    path,
+                    f"{what}: a throttled batch or a short outage of a dependency would send healthy jobs to "
+                    f"the DLQ. Fix: use at least {MIN_RECOMMENDED_RECEIVES}.",
                 )
 
 
@@ -160,3 +182,7 @@ class DeadLetterRetention(_base.WiringRule):
                     f"{dlq.logical_id}.MessageRetentionPeriod to 1209600 (14 days) and keep "
                     f"{source.logical_id}'s shorter.",
                 )
+
+
+def _shown(value: int | None) -> str:
+    return "unknown" if value is None else str(value)

@@ -8,6 +8,7 @@
     ├── InvalidArgumentsError (TypeError) arguments do not fit the job's signature / scalar rule
     ├── InvalidEventError (ValueError)    the Lambda event is not an SQS batch
     ├── EnqueueError                      SQS refused a message (after retries)
+    │   └── ReservedAttributeError (ValueError)  a message names an attribute in the ``sqsjobs.`` namespace
     ├── StoreError                        the idempotency store failed (not a conflict)
     ├── PeriodBusyError                   a scheduled period is held past this invocation: Lambda retries
     ├── TransactionError                  a DynamoDB transaction (writes + outbox enqueues) was not committed
@@ -60,6 +61,15 @@ class InvalidEventError(SqsJobsError, ValueError):
 
 class EnqueueError(SqsJobsError):
     """Raised when SQS did not accept a message, after the producer's retries."""
+
+
+class ReservedAttributeError(EnqueueError, ValueError):
+    """Raised when a message carries an extra attribute in the ``sqsjobs.`` namespace.
+
+    The namespace is the worker's: readers trust ``sqsjobs.*`` attributes to
+    say why a letter is in the DLQ and where it came from, so a producer may
+    not set them (its own two come from the message's ``job`` and ``trace_id``).
+    """
 
 
 class StoreError(SqsJobsError):

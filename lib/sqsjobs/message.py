@@ -1,10 +1,22 @@
-"""A job message ready to send: body, key and the SQS parameters around it."""
+"""A job message ready to send: body, key and the SQS parameters around it.
+
+Message attributes named ``sqsjobs.*`` belong to the framework: the producer
+sets ``sqsjobs.job`` and ``sqsjobs.trace_id`` from the message's fields, the
+worker writes the others when it dead-letters, and ``sqsjobs redrive`` and
+``sqsjobs status`` trust them. A message refuses any extra attribute in that
+namespace (:class:`~sqsjobs.errors.ReservedAttributeError`), so no producer can
+choose where a dead letter is redriven or how often it was.
+"""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
 
+from sqsjobs.errors import ReservedAttributeError
+
+#: the attribute namespace only sqsjobs writes (compared without case: SQS names are case-sensitive, people are not)
+RESERVED_PREFIX = "sqsjobs."
 ATTR_JOB = "sqsjobs.job"
 ATTR_TRACE_ID = "sqsjobs.trace_id"
 #: set by the worker on a message it re-sent instead of letting SQS's redrive move it
@@ -21,6 +33,11 @@ class JobMessage:
         >>> m = JobMessage(job="invoice-email", key="invoice-email:42", body="{}")
         >>> m.dedup_id == JobMessage(job="x", key="invoice-email:42", body="[]").dedup_id
         True
+
+        Extra attributes may be anything outside the ``sqsjobs.`` namespace:
+
+        >>> sorted(JobMessage(job="a", key="a:1", body="{}", extra_attributes={"tenant": "acme"}).attributes())
+        ['sqsjobs.job', 'tenant']
     """
 
     job: str
@@ -30,6 +47,15 @@ class JobMessage:
     group: str | None = None
     trace_id: str | None = None
     extra_attributes: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        reserved = sorted(n for n in self.extra_attributes if n.lower().startswith(RESERVED_PREFIX))
+        if reserved:
+            raise ReservedAttributeError(
+                f"job {self.job!r}: extra attribute(s) {', '.join(reserved)} are in the reserved "
+                f"{RESERVED_PREFIX!r} namespace; the producer sets {ATTR_JOB} and {ATTR_TRACE_ID} itself "
+                "(from job and trace_id), the worker writes the rest: rename yours (e.g. 'app.source')"
+            )
 
     @property
     def dedup_id(self) -> str:

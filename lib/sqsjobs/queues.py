@@ -56,6 +56,30 @@ def queue_name(url_or_name: str) -> str:
     return urlparse(url_or_name).path.rstrip("/").rsplit("/", 1)[-1] or url_or_name
 
 
+def queue_identity(ref: str) -> tuple[str, str] | None:
+    """``(account, name)`` of a queue URL or ARN, the same for both forms; None for anything else.
+
+    A DLQ and its source queues share an account and region, so this is
+    enough to tell whether two references name the same queue, whatever host
+    (AWS or the local cloud) a URL was written with.
+
+    Example:
+        >>> queue_identity("http://127.0.0.1:5000/123456789012/jobs")
+        ('123456789012', 'jobs')
+        >>> queue_identity("arn:aws:sqs:us-east-1:123456789012:jobs")
+        ('123456789012', 'jobs')
+        >>> queue_identity("jobs") is None
+        True
+    """
+    if ref.startswith("arn:"):
+        parts = ref.split(":")
+        return (parts[4], parts[5]) if len(parts) == 6 and parts[2] == "sqs" and parts[5] else None
+    if ref.startswith(("https://", "http://")):
+        path = [p for p in urlparse(ref).path.split("/") if p]
+        return (path[0], path[1]) if len(path) == 2 else None
+    return None
+
+
 def queue_arn(sqs_client: SQSClient, url: str) -> str:
     """The queue's ARN (``GetQueueAttributes``).
 

@@ -34,13 +34,23 @@ import math
 import os
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from sqsjobs.dlq_message import MAX_MESSAGE_ATTRIBUTES, DlqMessage, dedup_id, resend_attributes
 from sqsjobs.errors import RedriveError, SqsJobsError
-from sqsjobs.queues import dead_letter_sources, queue_depth, resolve_queue_url
+from sqsjobs.queues import queue_depth, queue_name, resolve_queue_url
 from sqsjobs.redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
+from sqsjobs.redrive_report import (
+    LetterNote,
+    NoteKind,
+    PlannedMove,
+    RedriveSummary,
+    SkipReason,
+    StopReason,
+)
+from sqsjobs.redrive_targets import RedriveTargets
+from sqsjobs.settings import DEFAULT_RECORD_TTL, ENV_DLQ_URL, ENV_QUEUE_URL, ENV_RECORD_TTL
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -52,6 +62,22 @@ if TYPE_CHECKING:
         SendMessageBatchRequestEntryTypeDef,
     )
 
+__all__ = [
+    "LetterNote",
+    "NoteKind",
+    "PlannedMove",
+    "Redrive",
+    "RedriveOptions",
+    "RedriveSummary",
+    "SkipReason",
+    "StopReason",
+    "handle_redrive_event",
+    "options_from_event",
+    "record_ttl_from",
+    "redrive",
+    "refuse_filters_for_native",
+]
+
 # SQS batch APIs take at most 10 entries.
 BATCH_SIZE: Final = 10
 # A batch's total payload limit. SQS accepts more today (1 MiB), but 256 KiB
@@ -61,29 +87,25 @@ BATCH_BYTES: Final = 256 * 1024
 # the DLQ has been scanned (what is left is hidden by us or by someone else).
 STALE_ROUNDS: Final = 3
 
-# Skip reasons reported in RedriveSummary.skipped.
-SKIP_FILTERED: Final = "filtered"
-SKIP_POISON: Final = "poison"
-SKIP_MALFORMED: Final = "malformed"
-SKIP_NO_SOURCE: Final = "no-source"
-SKIP_TOO_MANY_ATTRIBUTES: Final = "too-many-attributes"
-# Moved by this run, failed again and dead-lettered again while the run went on.
-SKIP_FAILED_AGAIN: Final = "failed-again"
-
-# How many dry-run lines the Lambda returns (the rest are counted).
+# SQS error codes that mean "try later", not "this target is unreachable".
+TRANSIENT_CODES: Final = frozenset({"RequestThrottled", "Throttling", "ThrottlingException", "ServiceUnavailable",
+                                    "InternalError", "InternalFailure", "RequestTimeout"})
+# How many dry-run lines and notes the Lambda returns (the rest are counted).
 LAMBDA_PLANNED_LINES: Final = 100
-
-StopReason = Literal["drained", "scanned", "max", "deadline", "error", "interrupted", "running"]
-
+DAY: Final = 86400.0
 
 
 @dataclass(frozen=True, kw_only=True)
 class RedriveOptions:
     """What to redrive, where to, and how fast.
 
-    ``to`` wins over the message's ``sqsjobs.source_queue`` attribute, which
-    wins over ``default_to`` (the Lambda's ``SQSJOBS_QUEUE_URL``), which wins
-    over the DLQ's only redrive source (``ListDeadLetterSourceQueues``).
+    Targets: ``to`` (the operator's) wins; otherwise a letter goes to one of
+    the DLQ's source queues (``ListDeadLetterSourceQueues``), the one its
+    worker-written ``sqsjobs.source_queue`` names, else the only one, else
+    ``default_to`` (the Lambda's ``SQSJOBS_QUEUE_URL``) when it is one of them
+    (:mod:`sqsjobs.redrive_targets`). ``record_ttl`` is how long idempotency
+    records live (``SQSJOBS_RECORD_TTL_SECONDS``): older letters are counted
+    and noted, because a replay may run a job that completed meanwhile.
 
     Example:
         >>> RedriveOptions(dlq="jobs-dlq", job="invoice-email", max_messages=100).rate is None
@@ -104,6 +126,7 @@ class RedriveOptions:
     visibility_timeout: int = 60
     wait_time_seconds: int = 1
     stop_margin_seconds: float = 10.0
+    record_ttl: float = DEFAULT_RECORD_TTL
 
     def __post_init__(self) -> None:
         if not self.dlq:
@@ -120,69 +143,13 @@ class RedriveOptions:
             raise RedriveError(f"wait_time_seconds must be 0..20, got {self.wait_time_seconds}")
         if not 1 <= self.visibility_timeout <= 43200:
             raise RedriveError(f"visibility_timeout must be 1..43200, got {self.visibility_timeout}")
+        if not self.record_ttl > 0 or math.isinf(self.record_ttl):
+            raise RedriveError(f"record_ttl must be a positive number of seconds, got {self.record_ttl}")
 
     @property
     def has_filters(self) -> bool:
         """True when a filter or a per-message decision needs the client-side engine."""
         return bool(self.job or self.error_type or self.max_messages or self.dry_run)
-
-
-@dataclass(frozen=True, kw_only=True)
-class PlannedMove:
-    """A dry-run line: what would happen to one dead letter.
-
-    Example:
-        >>> PlannedMove(message_id="m1", job="a", reason="exhausted", error_type="TimeoutError",
-        ...             age_seconds=5.0, redrive_count=0, action="move", target="q").action
-        'move'
-    """
-
-    message_id: str
-    job: str
-    reason: str
-    error_type: str
-    age_seconds: float | None
-    redrive_count: int
-    action: str  # "move" or "skip:<reason>"
-    target: str | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class RedriveSummary:
-    """What a redrive did: moved, skipped by reason, failed, and what is left.
-
-    ``left`` is the DLQ's approximate depth (visible + in flight) after the
-    run, or None when it could not be read. ``stopped`` says why the run ended.
-
-    Example:
-        >>> RedriveSummary(dlq_url="u", dry_run=False, moved=3).to_dict()["moved"]
-        3
-    """
-
-    dlq_url: str
-    dry_run: bool
-    moved: int = 0
-    matched: int = 0
-    skipped: Mapping[str, int] = field(default_factory=dict)
-    failed: int = 0
-    delete_failed: int = 0
-    left: int | None = None
-    stopped: StopReason = "running"
-    error: str | None = None
-    planned: tuple[PlannedMove, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        """True when nothing failed and the run was not cut short by an error."""
-        return self.failed == 0 and self.delete_failed == 0 and self.error is None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (the Lambda's return value and ``--json`` output)."""
-        data = asdict(self)
-        data["skipped"] = dict(self.skipped)
-        data["planned"] = [asdict(p) for p in self.planned]
-        data["ok"] = self.ok
-        return data
 
 
 @dataclass
@@ -192,10 +159,12 @@ class _Held:
     message: MessageTypeDef
     letter: DlqMessage
     target: str | None = None
+    #: other DLQ copies of the same original message, deleted once this one is sent
+    copies: list[_Held] = field(default_factory=list)
 
 
 class Redrive:
-    """Receive from a DLQ, filter, send back to the source, delete after the send.
+    """Receive from a DLQ, filter, send back to a source queue, delete after the send.
 
     Messages that do not move (filtered, poison, dry run) stay hidden only
     while the scan runs, then go back to visible with one
@@ -203,6 +172,10 @@ class Redrive:
     hand it straight back to the next receive, and the scan would never reach
     the messages behind it. The visibility timeout bounds the hiding even if
     this process dies.
+
+    Copies of one dead letter (the same worker-written
+    ``sqsjobs.original_message_id``: an acknowledgement lost after the DLQ
+    send) move once; the other copies are deleted after that send succeeded.
 
     Example:
         >>> import boto3  # doctest: +SKIP
@@ -227,20 +200,28 @@ class Redrive:
         self._remaining_time = remaining_time
         self._on_progress = on_progress
         self._dlq_url = ""
-        self._to_url: str | None = None
-        self._redrive_sources: list[str] | None = None
+        self._targets: RedriveTargets | None = None
         self._held: dict[str, _Held] = {}
         self._seen: set[str] = set()
         # Ids SQS gave the messages this run sent: a dead letter that names one
         # (the worker's original_message_id, or the same id when SQS's own
         # redrive policy moved it) failed again during this run.
         self._sent_ids: set[str] = set()
+        # Original message ids of letters this run sent back (in a dry run: would):
+        # another DLQ copy of one of them is a duplicate to delete, not to send.
+        self._replayed: set[str] = set()
+        # Letters decided in the current round, by original id, until their send.
+        self._pending: dict[str, _Held] = {}
         self._skipped: Counter[str] = Counter()
         self._planned: list[PlannedMove] = []
+        self._notes: list[LetterNote] = []
         self._moved = 0
         self._matched = 0
         self._failed = 0
         self._delete_failed = 0
+        self._duplicates = 0
+        self._older = 0
+        self._malformed_attributes = 0
         self._sent_total = 0
         self._started = 0.0
         self._left: int | None = None
@@ -257,26 +238,34 @@ class Redrive:
             skipped=dict(self._skipped),
             failed=self._failed,
             delete_failed=self._delete_failed,
+            duplicates=self._duplicates,
+            older_than_record_ttl=self._older,
+            malformed_attributes=self._malformed_attributes,
+            record_ttl=self.options.record_ttl,
+            target_errors=dict(self._targets.unreachable) if self._targets else {},
             left=self._left,
             stopped=self._stopped,
             error=self._error,
             planned=tuple(self._planned),
+            notes=tuple(self._notes),
         )
 
     def run(self) -> RedriveSummary:
         """Redrive until drained, scanned, ``max_messages``, the deadline, or an AWS error.
 
         AWS errors end the run with ``stopped="error"`` and the message in
-        ``error``; KeyboardInterrupt releases what this run holds and propagates
-        (read :meth:`summary` for the counts).
+        ``error``, except a target that refuses a send: its letters stay in
+        the DLQ (counted as failed, with notes) and the run goes on.
+        KeyboardInterrupt releases what this run holds and propagates (read
+        :meth:`summary` for the counts).
         """
         from botocore.exceptions import BotoCoreError, ClientError
 
         self._started = self._clock()
         try:
             self._dlq_url = resolve_queue_url(self._sqs, self.options.dlq)
-            if self.options.to:
-                self._to_url = resolve_queue_url(self._sqs, self.options.to)
+            to_url = resolve_queue_url(self._sqs, self.options.to) if self.options.to else None
+            self._targets = RedriveTargets(self._sqs, self._dlq_url, to=to_url, default_to=self.options.default_to)
             self._stopped = self._loop()
         except (BotoCoreError, ClientError) as exc:
             self._stopped = "error"
@@ -310,6 +299,7 @@ class Redrive:
             stale = 0 if fresh else stale + 1
             if stale >= STALE_ROUNDS:
                 return "scanned"
+            self._pending = {}
             to_send = [held for held in map(self._decide, fresh) if held is not None]
             finished = self._send_all(to_send)
             self._report()
@@ -364,14 +354,21 @@ class Redrive:
         """Return the held entry when it should be sent now; else record why not."""
         held = self._held[message.get("MessageId", "")]
         letter = held.letter
+        self._note_attributes(letter)
+        if self._is_copy(held):
+            return None
         skip = self._skip_reason(letter)
         target = None
         if skip is None:
-            target = self._target(letter)
-            if target is None:
-                skip = SKIP_NO_SOURCE
-            elif len(resend_attributes(message, letter)) > MAX_MESSAGE_ATTRIBUTES:
-                skip = SKIP_TOO_MANY_ATTRIBUTES
+            assert self._targets is not None  # set by run() before the loop
+            target, skip = self._targets.choose(letter)
+            if skip is not None:
+                detail = self._targets.skip_detail(letter, skip)
+                if detail is not None:
+                    kind = NoteKind.NOT_A_SOURCE if skip is SkipReason.NOT_A_SOURCE else NoteKind.TARGET_UNREACHABLE
+                    self._note(letter, kind, detail)
+            elif len(resend_attributes(message, redrive_count=0)) > MAX_MESSAGE_ATTRIBUTES:
+                skip = SkipReason.TOO_MANY_ATTRIBUTES
         if skip is not None:
             self._skipped[skip] += 1
             if self.options.dry_run:
@@ -379,38 +376,81 @@ class Redrive:
             return None
         self._matched += 1
         held.target = target
+        self._check_age(letter)
+        if letter.original_message_id:
+            self._pending[letter.original_message_id] = held
         if self.options.dry_run:
             self._planned.append(_plan(letter, "move", target))
+            if letter.original_message_id:
+                self._replayed.add(letter.original_message_id)
             return None
         return held
 
-    def _skip_reason(self, letter: DlqMessage) -> str | None:
+    def _is_copy(self, held: _Held) -> bool:
+        """True when ``held`` is another DLQ copy of a letter this run sends (or sent) back."""
+        original = held.letter.original_message_id
+        if not original:
+            return False
+        twin = self._pending.get(original)
+        if original not in self._replayed and twin is None:
+            return False
+        if self.options.dry_run:
+            self._duplicates += 1
+            self._planned.append(_plan(held.letter, "delete:duplicate", None))
+        elif twin is not None:
+            twin.copies.append(held)  # deleted after its twin's send succeeded
+        else:
+            self._delete([held], copies=True)  # its twin was sent back in an earlier round
+        return True
+
+    def _skip_reason(self, letter: DlqMessage) -> SkipReason | None:
         opts = self.options
         if self._sent_ids and {letter.message_id, letter.original_message_id} & self._sent_ids:
             # A live worker can fail and dead-letter a replay within seconds;
             # moving it again in the same run would spin it through the queue
             # until the poison guard stops it.
-            return SKIP_FAILED_AGAIN
+            return SkipReason.FAILED_AGAIN
         if opts.job is not None and letter.job != opts.job:
-            return SKIP_FILTERED
+            return SkipReason.FILTERED
         if opts.error_type is not None and opts.error_type not in (letter.error_type, letter.reason):
-            return SKIP_FILTERED
+            return SkipReason.FILTERED
         if letter.malformed and opts.malformed == "skip":
-            return SKIP_MALFORMED
-        if letter.redrive_count >= opts.max_redrives and not opts.force:
-            return SKIP_POISON
+            return SkipReason.MALFORMED
+        if opts.force:
+            return None
+        if letter.redrive_count is None:
+            return SkipReason.POISON_SUSPECT
+        if letter.redrive_count >= opts.max_redrives:
+            return SkipReason.POISON
         return None
 
-    def _target(self, letter: DlqMessage) -> str | None:
-        if self._to_url:
-            return self._to_url
-        if letter.source_queue:
-            return letter.source_queue
-        if self.options.default_to:
-            return self.options.default_to
-        if self._redrive_sources is None:
-            self._redrive_sources = list(dead_letter_sources(self._sqs, self._dlq_url))
-        return self._redrive_sources[0] if len(self._redrive_sources) == 1 else None
+    # -- notes ------------------------------------------------------------
+
+    def _note(self, letter: DlqMessage, kind: NoteKind, detail: str) -> None:
+        self._notes.append(LetterNote(message_id=letter.message_id, job=letter.job, kind=kind, detail=detail))
+
+    def _note_attributes(self, letter: DlqMessage) -> None:
+        if letter.bad_attributes:
+            self._malformed_attributes += 1
+        for problem in letter.bad_attributes:
+            detail = problem.line()
+            if letter.poison_suspect and problem.name.endswith("redrive_count"):
+                detail += " (poison-suspect: stays unless --force)"
+            self._note(letter, NoteKind.MALFORMED_ATTRIBUTE, detail)
+        if letter.ignored_attributes:
+            self._note(letter, NoteKind.UNTRUSTED_ATTRIBUTE,
+                       f"ignored {', '.join(letter.ignored_attributes)}: the letter has no sqsjobs.reason, "
+                       "so the worker did not write them (SQS's own redrive moved it)")
+
+    def _check_age(self, letter: DlqMessage) -> None:
+        age = letter.delivery_age_seconds
+        if age is None or age <= self.options.record_ttl:
+            return
+        self._older += 1
+        self._note(letter, NoteKind.OLDER_THAN_RECORD_TTL,
+                   f"first delivered {age / DAY:.1f} days ago, longer than idempotency records live "
+                   f"({self.options.record_ttl / DAY:g} days): if the job completed meanwhile, this replay runs "
+                   "it again")
 
     # -- sending ----------------------------------------------------------
 
@@ -422,6 +462,10 @@ class Redrive:
         chunks = [(target, chunk) for target, group in by_target.items()
                   for chunk in _chunks(group, self._chunk_size())]
         for index, (target, chunk) in enumerate(chunks):
+            assert self._targets is not None
+            if target in self._targets.unreachable:
+                self._give_up(target, chunk)
+                continue
             wait = self._pace_wait()
             if self._deadline_near(wait):
                 # Not sent, so not matched after all: they go back with the rest.
@@ -445,22 +489,70 @@ class Redrive:
         return max(0.0, due - self._clock())
 
     def _send_chunk(self, target: str, chunk: Sequence[_Held]) -> None:
+        from botocore.exceptions import ClientError
+
         fifo = target.endswith(".fifo")
-        entries = [_send_entry(str(i), held, fifo=fifo) for i, held in enumerate(chunk)]
+        entries = [self._send_entry(str(i), held, fifo=fifo) for i, held in enumerate(chunk)]
         # Counted before the call: an exception below ends the run, and pacing
         # must not let a retry burst past the rate.
         self._sent_total += len(entries)
-        response = self._sqs.send_message_batch(QueueUrl=target, Entries=entries)
+        try:
+            response = self._sqs.send_message_batch(QueueUrl=target, Entries=entries)
+        except ClientError as exc:
+            if _transient(exc):
+                raise  # SQS itself is throttling or failing: stop, a re-run continues
+            # This target refused (deleted, no permission, KMS): its letters stay, the others still move.
+            assert self._targets is not None
+            self._targets.mark_unreachable(target, f"{type(exc).__name__}: {exc}")
+            self._failed += len(chunk)
+            for held in chunk:
+                self._note(held.letter, NoteKind.TARGET_UNREACHABLE,
+                           f"send to {queue_name(target)} failed: {self._targets.unreachable[target]}")
+            self._release(_with_copies(chunk))
+            return
         sent = [chunk[int(entry["Id"])] for entry in response.get("Successful", [])]
         self._sent_ids.update(entry["MessageId"] for entry in response.get("Successful", []))
+        self._replayed.update(h.letter.original_message_id for h in sent if h.letter.original_message_id)
         failed = response.get("Failed", [])
         self._failed += len(failed)
         if failed:
             # Not deleted, so still in the DLQ; release now so a re-run finds it.
-            self._release([chunk[int(entry["Id"])] for entry in failed])
+            self._release(_with_copies([chunk[int(entry["Id"])] for entry in failed]))
         self._delete(sent)
+        self._delete([copy for held in sent for copy in held.copies], copies=True)
 
-    def _delete(self, sent: Sequence[_Held]) -> None:
+    def _give_up(self, target: str, chunk: Sequence[_Held]) -> None:
+        """Leave ``chunk`` in the DLQ: its target refused an earlier send of this run."""
+        assert self._targets is not None
+        self._matched -= len(chunk)
+        self._skipped[SkipReason.TARGET_UNREACHABLE] += len(chunk)
+        for held in chunk:
+            self._note(held.letter, NoteKind.TARGET_UNREACHABLE, self._targets.refusal(target))
+        self._release(_with_copies(chunk))
+
+    def _send_entry(self, entry_id: str, held: _Held, *, fifo: bool) -> SendMessageBatchRequestEntryTypeDef:
+        message, letter = held.message, held.letter
+        count = self._next_redrive_count(letter)
+        entry: SendMessageBatchRequestEntryTypeDef = {
+            "Id": entry_id,
+            "MessageBody": message.get("Body", ""),
+            "MessageAttributes": resend_attributes(message, redrive_count=count),
+        }
+        if fifo:
+            # The group keeps per-entity ordering; a message from a standard DLQ
+            # has none, and its job name is the closest stand-in.
+            entry["MessageGroupId"] = message.get("Attributes", {}).get("MessageGroupId") or letter.job
+            entry["MessageDeduplicationId"] = dedup_id(message, count)
+        return entry
+
+    def _next_redrive_count(self, letter: DlqMessage) -> int:
+        # An unreadable count moved with --force starts again at the limit: the
+        # guard stops it next time unless forced once more.
+        if letter.redrive_count is None:
+            return self.options.max_redrives
+        return letter.redrive_count + 1
+
+    def _delete(self, sent: Sequence[_Held], *, copies: bool = False) -> None:
         if not sent:
             return
         entries: list[DeleteMessageBatchRequestEntryTypeDef] = [
@@ -471,7 +563,10 @@ class Redrive:
         for entry in response.get("Successful", []):
             held = sent[int(entry["Id"])]
             self._held.pop(held.letter.message_id, None)
-            self._moved += 1
+            if copies:
+                self._duplicates += 1
+            else:
+                self._moved += 1
         # Sent but still in the DLQ: a re-run sends it again, and the guard
         # absorbs that duplicate. Counted so the operator sees it.
         self._delete_failed += len(response.get("Failed", []))
@@ -550,19 +645,26 @@ def _plan(letter: DlqMessage, action: str, target: str | None) -> PlannedMove:
     )
 
 
-def _send_entry(entry_id: str, held: _Held, *, fifo: bool) -> SendMessageBatchRequestEntryTypeDef:
-    message, letter = held.message, held.letter
-    entry: SendMessageBatchRequestEntryTypeDef = {
-        "Id": entry_id,
-        "MessageBody": message.get("Body", ""),
-        "MessageAttributes": resend_attributes(message, letter),
-    }
-    if fifo:
-        # The group keeps per-entity ordering; a message from a standard DLQ
-        # has none, and its job name is the closest stand-in.
-        entry["MessageGroupId"] = message.get("Attributes", {}).get("MessageGroupId") or letter.job
-        entry["MessageDeduplicationId"] = dedup_id(message, letter.redrive_count + 1)
-    return entry
+def _transient(error: Any) -> bool:
+    """True for an SQS error that says "later" (throttling, a server fault), not "never to this queue".
+
+    Example:
+        >>> from botocore.exceptions import ClientError
+        >>> _transient(ClientError({"Error": {"Code": "RequestThrottled"}}, "SendMessageBatch"))
+        True
+        >>> _transient(ClientError({"Error": {"Code": "AWS.SimpleQueueService.NonExistentQueue"},
+        ...                         "ResponseMetadata": {"HTTPStatusCode": 400}}, "SendMessageBatch"))
+        False
+    """
+    response = getattr(error, "response", {}) or {}
+    code = str(response.get("Error", {}).get("Code", ""))
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+    return code.rsplit(".", 1)[-1] in TRANSIENT_CODES or (isinstance(status, int) and status >= 500)
+
+
+def _with_copies(entries: Iterable[_Held]) -> list[_Held]:
+    """``entries`` and the DLQ copies attached to them (released together when a send fails)."""
+    return [item for held in entries for item in (held, *held.copies)]
 
 
 def _entry_bytes(held: _Held) -> int:
@@ -615,15 +717,17 @@ def options_from_event(
     """
     env = os.environ if environ is None else environ
     known = {"dlq", "to", "job", "error", "max", "rate", "dry_run", "force", "max_redrives", "malformed",
-             "native", "status", "cancel", "wait_time_seconds", "visibility_timeout", "stop_margin_seconds"}
+             "native", "status", "cancel", "wait_time_seconds", "visibility_timeout", "stop_margin_seconds",
+             "record_ttl"}
     unknown = sorted(set(event) - known)
     if unknown:
         raise RedriveError(f"unknown redrive option(s) {unknown}; use {sorted(known)}")
     try:
         return RedriveOptions(
-            dlq=str(event.get("dlq") or env.get("SQSJOBS_DLQ_URL", "")),
+            dlq=str(event.get("dlq") or env.get(ENV_DLQ_URL, "")),
             to=event.get("to"),
-            default_to=env.get("SQSJOBS_QUEUE_URL") or None,
+            default_to=env.get(ENV_QUEUE_URL) or None,
+            record_ttl=float(event["record_ttl"]) if event.get("record_ttl") is not None else record_ttl_from(env),
             job=event.get("job"),
             error_type=event.get("error"),
             max_messages=int(event["max"]) if event.get("max") is not None else None,
@@ -638,6 +742,25 @@ def options_from_event(
         )
     except (TypeError, ValueError) as exc:
         raise RedriveError(f"bad redrive option: {exc}") from exc
+
+
+def record_ttl_from(environ: Mapping[str, str]) -> float:
+    """How long idempotency records live: ``SQSJOBS_RECORD_TTL_SECONDS``, else the default (21 days).
+
+    Example:
+        >>> record_ttl_from({"SQSJOBS_RECORD_TTL_SECONDS": "1209600"}), record_ttl_from({})
+        (1209600.0, 1814400.0)
+    """
+    raw = environ.get(ENV_RECORD_TTL)
+    if not raw:
+        return DEFAULT_RECORD_TTL
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or math.isinf(value):
+        raise RedriveError(f"{ENV_RECORD_TTL} must be a positive number of seconds, got {raw!r}")
+    return value
 
 
 def _flag(event: Mapping[str, Any], name: str) -> bool:
@@ -680,8 +803,9 @@ def handle_redrive_event(
         remaining_time=lambda: float(context.get_remaining_time_in_millis()) / 1000.0,
     )
     result = engine.run().to_dict()
-    # Lambda's response is capped at 6 MB: a dry run over a large DLQ returns
-    # the first lines and the count (the CLI's --json has every message).
-    result["planned_total"] = len(result["planned"])
-    result["planned"] = result["planned"][:LAMBDA_PLANNED_LINES]
+    # Lambda's response is capped at 6 MB: a run over a large DLQ returns the
+    # first lines and the counts (the CLI's --json has every message).
+    for lines in ("planned", "notes"):
+        result[f"{lines}_total"] = len(result[lines])
+        result[lines] = result[lines][:LAMBDA_PLANNED_LINES]
     return result

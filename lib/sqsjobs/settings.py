@@ -43,7 +43,8 @@ class Settings:
     table_name: str | None = None
     #: the transactional outbox table (``app.transaction()``), streamed to the relay
     outbox_table: str | None = None
-    #: the queue's ``maxReceiveCount``: the worker dead-letters at this attempt
+    #: attempts the worker runs (runs that started) before it dead-letters; the queue's
+    #: ``maxReceiveCount`` is one more, SQS's redrive being only the backstop
     max_attempts: int = 5
     #: the Lambda function's timeout (seconds), when known: bounds ``time_limit``
     function_timeout: float | None = None
@@ -63,7 +64,7 @@ class Settings:
     def __post_init__(self) -> None:
         if not 1 <= self.max_attempts <= 1000:
             raise ConfigurationError(
-                f"max_attempts must be 1..1000 (SQS maxReceiveCount), got {self.max_attempts}"
+                f"max_attempts must be 1..1000, got {self.max_attempts}"
             )
         if self.backoff_base < 0 or self.backoff_cap < 0 or self.backoff_cap > 43_200:
             raise ConfigurationError(

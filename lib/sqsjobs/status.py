@@ -31,6 +31,7 @@ from sqsjobs.chunked import RunStatus
 from sqsjobs.dlq_message import DlqMessage
 from sqsjobs.errors import StatusError
 from sqsjobs.queues import dead_letter_queue_of, queue_name, resolve_queue_url
+from sqsjobs.settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_TABLE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -47,6 +48,8 @@ DEFAULT_RECENT: Final = 10
 # short enough that a crash mid-peek hides nothing for long.
 PEEK_VISIBILITY_SECONDS: Final = 30
 ERROR_MESSAGE_CHARS: Final = 200
+# Lines about malformed attributes a report carries before it only counts them.
+ATTRIBUTE_NOTES: Final = 20
 
 AgeSource = Literal["cloudwatch", "peek", "empty", "unknown"]
 _T = TypeVar("_T")
@@ -110,7 +113,8 @@ class RecentFailure:
     error_type: str
     error_message: str
     attempts: int | None
-    redrive_count: int
+    #: None when the letter's ``sqsjobs.redrive_count`` is unreadable (poison-suspect)
+    redrive_count: int | None
     age_seconds: float | None
 
 
@@ -142,6 +146,10 @@ class StatusReport:
 
     ``dlq_sampled`` is how many DLQ messages the groups and recent failures
     were computed from; when it is below the DLQ's depth they are a sample.
+    Copies of one dead letter (the same worker-written
+    ``sqsjobs.original_message_id``) count once: ``dlq_duplicates`` says how
+    many extra copies the sample held. ``dlq_malformed_attributes`` counts
+    sampled letters with an unreadable ``sqsjobs.*`` attribute (one note each).
 
     Example:
         >>> StatusReport(queue=None, dlq=None, dlq_groups=(), dlq_sampled=0, alarms=(),
@@ -158,6 +166,8 @@ class StatusReport:
     notes: tuple[str, ...]
     #: chunked runs asked for with ``--run JOB:RUN_ID`` (docs/patterns.md)
     runs: tuple[RunStatus, ...] = ()
+    dlq_duplicates: int = 0
+    dlq_malformed_attributes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``sqsjobs status --json``)."""
@@ -197,8 +207,8 @@ def collect_status(
         >>> report.dlq.depth, [g.job for g in report.dlq_groups]  # doctest: +SKIP
         (2, ['invoice-email'])
     """
-    queue = queue or os.environ.get("SQSJOBS_QUEUE_URL") or None
-    dlq = dlq or os.environ.get("SQSJOBS_DLQ_URL") or None
+    queue = queue or os.environ.get(ENV_QUEUE_URL) or None
+    dlq = dlq or os.environ.get(ENV_DLQ_URL) or None
     if not queue and not dlq:
         raise StatusError("which queue? pass --queue (and --dlq) or set SQSJOBS_QUEUE_URL / SQSJOBS_DLQ_URL")
     notes: list[str] = []
@@ -211,7 +221,13 @@ def collect_status(
         notes.append("the queue has no redrive policy: no DLQ to inspect")
 
     watch = _Watch(cloudwatch_client, notes)
-    letters = _peek(sqs_client, dlq_url, sample=sample, now=clock()) if dlq_url else []
+    copies = _peek(sqs_client, dlq_url, sample=sample, now=clock()) if dlq_url else []
+    letters = _one_per_original(copies)
+    if len(letters) < len(copies):
+        notes.append(f"{len(copies) - len(letters)} DLQ message(s) are extra copies of a dead letter (same "
+                     "sqsjobs.original_message_id: an acknowledgement lost after the DLQ send), shown once; "
+                     "sqsjobs redrive moves one and deletes the others")
+    notes.extend(_attribute_notes(letters))
     queue_status = None
     if queue_url:
         queue_status = _queue_status(sqs_client, watch, queue_url, letters=None, now=clock())
@@ -225,13 +241,13 @@ def collect_status(
         dlq_status = _queue_status(sqs_client, watch, dlq_url, letters=letters, now=clock())
         if dlq_status.oldest_age_source == "peek":
             notes.append(f"oldest age of {dlq_status.name}: estimated from a peek of {len(letters)}")
-        if len(letters) < dlq_status.visible:
-            notes.append(f"DLQ groups are a sample: {len(letters)} of ~{dlq_status.depth} messages")
+        if len(copies) < dlq_status.visible:
+            notes.append(f"DLQ groups are a sample: {len(copies)} of ~{dlq_status.depth} messages")
 
     names = {queue_name(u) for u in (queue_url, dlq_url) if u}
     ns = namespace or os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "sqsjobs"
     alarms = watch.alarms(prefix=alarm_prefix, queue_names=names, namespace=ns)
-    run_statuses = _runs(runs, dynamodb_client, table or os.environ.get("SQSJOBS_TABLE"), notes)
+    run_statuses = _runs(runs, dynamodb_client, table or os.environ.get(ENV_TABLE), notes)
     return StatusReport(
         queue=queue_status,
         dlq=dlq_status,
@@ -241,7 +257,44 @@ def collect_status(
         recent_failures=_recent(letters, recent),
         notes=tuple(notes),
         runs=run_statuses,
+        dlq_duplicates=len(copies) - len(letters),
+        dlq_malformed_attributes=sum(1 for letter in letters if letter.bad_attributes),
     )
+
+
+def _one_per_original(letters: list[DlqMessage]) -> list[DlqMessage]:
+    """One letter per worker-written original message id (the oldest copy); letters without one stay.
+
+    Example:
+        >>> msg = {"MessageId": "m1", "Body": "{}", "MessageAttributes": {
+        ...     "sqsjobs.reason": {"DataType": "String", "StringValue": "permanent"},
+        ...     "sqsjobs.original_message_id": {"DataType": "String", "StringValue": "o1"}}}
+        >>> copy = {**msg, "MessageId": "m2"}
+        >>> [d.message_id for d in _one_per_original([DlqMessage.from_message(m, now=0) for m in (msg, copy)])]
+        ['m1']
+    """
+    kept: dict[str, DlqMessage] = {}
+    alone: list[DlqMessage] = []
+    for letter in letters:
+        original = letter.original_message_id
+        if original is None:
+            alone.append(letter)
+        elif original not in kept or (letter.sent_at or 0.0) < (kept[original].sent_at or 0.0):
+            kept[original] = letter
+    return [*kept.values(), *alone]
+
+
+def _attribute_notes(letters: list[DlqMessage]) -> list[str]:
+    """One note per unreadable ``sqsjobs.*`` attribute, at most ``ATTRIBUTE_NOTES`` (then a count)."""
+    lines = [
+        f"message {letter.message_id} ({letter.job}): malformed attribute {problem.line()}"
+        + (" (redrive treats it as poison-suspect)" if problem.name.endswith("redrive_count") else "")
+        for letter in letters
+        for problem in letter.bad_attributes
+    ]
+    if len(lines) > ATTRIBUTE_NOTES:
+        lines = [*lines[:ATTRIBUTE_NOTES], f"... and {len(lines) - ATTRIBUTE_NOTES} more malformed attribute(s)"]
+    return lines
 
 
 def _runs(runs: Sequence[tuple[str, str]], client: DynamoDBClient | None, table: str | None,

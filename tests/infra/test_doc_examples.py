@@ -1,4 +1,4 @@
-"""The examples in the rules' and `sqsjobs check`'s docstrings are true."""
+"""The examples in the docstrings of the rules, `sqsjobs check` and the operator-side modules are true."""
 
 from __future__ import annotations
 
@@ -15,6 +15,18 @@ MODULES = [
     "sqsjobs_rules.dead_letter",
     "sqsjobs_rules.batch_failures",
     "sqsjobs_rules.alarms",
+    "sqsjobs_rules.record_ttl",
+    # The operator side: the DLQ reader, redrive, status, the local cloud's queues and intrinsics.
+    "sqsjobs.message",
+    "sqsjobs.dlq_message",
+    "sqsjobs.queues",
+    "sqsjobs.redrive",
+    "sqsjobs.redrive_report",
+    "sqsjobs.redrive_targets",
+    "sqsjobs.status",
+    "sqsjobs.cli.render",
+    "sqsjobs.local.model",
+    "sqsjobs.local.intrinsics",
 ]
 
 

@@ -182,6 +182,10 @@ def test_one_parameter_feeds_max_receive_count_and_max_attempts(template: dict[s
     resources = template["Resources"]
     redrive = resources["JobsQueue"]["Properties"]["RedrivePolicy"]
     worker_env = resources["WorkerFunction"]["Properties"]["Environment"]["Variables"]
-    assert redrive["maxReceiveCount"] == worker_env["SQSJOBS_MAX_ATTEMPTS"] == {"Ref": "MaxAttempts"}
+    # maxReceiveCount is MaxAttempts + 1, through the mapping (tests/infra/test_template_delivery.py).
+    assert redrive["maxReceiveCount"] == {
+        "Fn::FindInMap": ["ReceivesPerMaxAttempts", {"Ref": "MaxAttempts"}, "MaxReceiveCount"]
+    }
+    assert worker_env["SQSJOBS_MAX_ATTEMPTS"] == {"Ref": "MaxAttempts"}
     assert worker_env["SQSJOBS_FUNCTION_TIMEOUT"] == resources["WorkerFunction"]["Properties"]["Timeout"]
     assert template["Parameters"]["MaxAttempts"]["Default"] == 5

@@ -49,6 +49,19 @@ def translate(template: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def for_moto(translated: dict[str, Any]) -> dict[str, Any]:
+    """The translated template, with MaxAttempts typed String for moto.
+
+    CloudFormation hands ``Fn::FindInMap`` a Number parameter's text ("5"),
+    which keys the ReceivesPerMaxAttempts mapping; moto turns it into an int
+    first and finds no row. The String type gives moto the text, as AWS does.
+    """
+    document = copy.deepcopy(translated)
+    parameter = document["Parameters"]["MaxAttempts"]
+    parameter.update(Type="String", Default=str(parameter["Default"]))
+    return document
+
+
 @pytest.fixture(scope="module")
 def translated() -> Iterator[dict[str, Any]]:
     # Module-scoped, so before the autouse environment fixture: the translator
@@ -70,7 +83,7 @@ def stack(translated: dict[str, Any]) -> Iterator[dict[str, Any]]:
         cfn = boto3.client("cloudformation", region_name="us-east-1")
         cfn.create_stack(
             StackName=STACK,
-            TemplateBody=json.dumps(translated),
+            TemplateBody=json.dumps(for_moto(translated)),
             Parameters=[{"ParameterKey": "SenderEmail", "ParameterValue": SENDER}],
             Capabilities=["CAPABILITY_IAM"],
         )
@@ -124,7 +137,8 @@ def test_jobs_queue_redrives_to_a_longer_lived_dlq(stack: dict[str, Any]) -> Non
     dlq = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["All"])["Attributes"]
     redrive = json.loads(attrs["RedrivePolicy"])
     assert redrive["deadLetterTargetArn"] == dlq["QueueArn"]
-    assert int(redrive["maxReceiveCount"]) == 5
+    # MaxAttempts (5) + 1, from the ReceivesPerMaxAttempts mapping: the worker dead-letters first, with a reason.
+    assert int(redrive["maxReceiveCount"]) == 6
     assert int(attrs["VisibilityTimeout"]) >= 60 + 1 + 30
     assert int(dlq["MessageRetentionPeriod"]) == 1209600 > int(attrs["MessageRetentionPeriod"])
     assert stack["outputs"]["JobsQueueUrl"] == queue_url
@@ -160,6 +174,7 @@ def test_worker_environment_matches_the_wire_contract(stack: dict[str, Any]) -> 
             "SQSJOBS_DLQ_URL": stack["physical"]["DeadLetterQueue"],
             "SQSJOBS_TABLE": stack["physical"]["IdempotencyTable"],
             "SQSJOBS_MAX_ATTEMPTS": "5",
+            "SQSJOBS_RECORD_TTL_SECONDS": "1814400",
             "SQSJOBS_FUNCTION_TIMEOUT": "60",
             "SQSJOBS_SENDER": SENDER,
             "POWERTOOLS_SERVICE_NAME": "sqsjobs",
@@ -173,6 +188,7 @@ def test_worker_environment_matches_the_wire_contract(stack: dict[str, Any]) -> 
         "SQSJOBS_DLQ_URL": stack["physical"]["DeadLetterQueue"],
         "POWERTOOLS_SERVICE_NAME": "sqsjobs",
         "POWERTOOLS_METRICS_NAMESPACE": "sqsjobs",
+        "SQSJOBS_RECORD_TTL_SECONDS": 1814400,
     }
     assert (redrive["Handler"], redrive["Timeout"]) == ("redrive.handler", 300)
 

@@ -86,7 +86,7 @@ def test_queue_without_redrive_policy_is_an_error_with_the_fix() -> None:
     assert "E9102" in ids(found)
     message = dict(found)["E9102"]
     assert message.startswith("Jobs feeds Worker but has no RedrivePolicy")
-    assert "Fix:" in message and "maxReceiveCount: !Ref MaxAttempts" in message
+    assert "Fix:" in message and "maxReceiveCount: <the function's SQSJOBS_MAX_ATTEMPTS + 1>" in message
 
 
 def test_plain_event_source_mapping_queue_without_dlq_is_an_error() -> None:
@@ -99,16 +99,38 @@ def test_redrive_policy_without_target_is_an_error() -> None:
     assert "E9102" in ids(lint(template))
 
 
-def test_max_receive_count_must_equal_the_functions_max_attempts() -> None:
+def test_max_receive_count_must_be_the_functions_max_attempts_plus_one() -> None:
     literal = mutate(sam_template(), "Resources/Jobs/Properties/RedrivePolicy/maxReceiveCount", 7)
     found = lint(literal)
     assert ids(found) == ["E9103"]
-    assert "(7) differs from SQSJOBS_MAX_ATTEMPTS (5)" in found[0][1]
-    # Plain CloudFormation, literal on both sides: 6 vs "4".
+    message = found[0][1]
+    assert "Jobs's maxReceiveCount (7) must be SQSJOBS_MAX_ATTEMPTS (5, given to Worker) + 1" in message
+    # It says why: the worker dead-letters with `lost`, SQS's redrive is the backstop.
+    assert "reason `lost`" in message and "only the backstop" in message
+    assert "Fix:" in message and "!FindInMap [ReceivesPerMaxAttempts, !Ref MaxAttempts, MaxReceiveCount]" in message
+    # Plain CloudFormation, literal on both sides: 7 is right for "6", wrong for "7".
     env = "Resources/Worker/Properties/Environment/Variables/SQSJOBS_MAX_ATTEMPTS"
-    assert "E9103" in ids(lint(mutate(cfn_template(), env, "4")))
+    assert "E9103" in ids(lint(mutate(cfn_template(), env, "7")))
     # Equal numbers written differently are fine.
     assert lint(mutate(cfn_template(), env, 6)) == []
+
+
+def test_the_old_wiring_one_parameter_for_both_is_now_an_error() -> None:
+    # maxReceiveCount == SQSJOBS_MAX_ATTEMPTS: SQS would move the last attempt without a reason.
+    same = mutate(sam_template(), "Resources/Jobs/Properties/RedrivePolicy/maxReceiveCount", {"Ref": "MaxAttempts"})
+    assert ids(lint(same)) == ["E9103"]
+    # Even when the value is unknown, one expression on both sides cannot be one apart.
+    unknown = mutate(same, "Parameters/MaxAttempts", {"Type": "Number"})
+    assert "E9103" in ids(lint(unknown))
+    assert "must be SQSJOBS_MAX_ATTEMPTS (unknown" in dict(lint(unknown))["E9103"]
+
+
+def test_max_receive_count_from_the_mapping_follows_parameter_overrides() -> None:
+    for attempts in ("5", "7", "10"):
+        assert lint(sam_template(), parameters={"MaxAttempts": attempts}) == []
+    # A row that says MaxAttempts + 2 is caught.
+    off = mutate(sam_template(), "Mappings/Receives/7/Count", 9)
+    assert ids(lint(off, parameters={"MaxAttempts": "7"})) == ["E9103"]
 
 
 def test_max_attempts_from_globals_environment_counts() -> None:
@@ -117,13 +139,16 @@ def test_max_attempts_from_globals_environment_counts() -> None:
     assert "E9103" in ids(lint(template))
 
 
-def test_few_receives_is_a_warning() -> None:
+def test_few_attempts_is_a_warning() -> None:
     found = lint(sam_template(), parameters={"MaxAttempts": "3"})
     assert ids(found) == ["W9103"]
-    assert "maxReceiveCount is 3" in found[0][1]
+    assert "Worker runs 3 attempts (SQSJOBS_MAX_ATTEMPTS)" in found[0][1]
+    # Without SQSJOBS_MAX_ATTEMPTS the queue's maxReceiveCount is the number of attempts.
     cfn = mutate(cfn_template(), "Resources/Jobs/Properties/RedrivePolicy/maxReceiveCount", 2)
-    cfn = mutate(cfn, "Resources/Worker/Properties/Environment/Variables/SQSJOBS_MAX_ATTEMPTS", "2")
-    assert ids(lint(cfn)) == ["W9103"]
+    cfn = mutate(cfn, "Resources/Worker/Properties/Environment", DELETE)
+    found = lint(cfn)
+    assert ids(found) == ["W9103"]
+    assert "Jobs's maxReceiveCount is 2" in found[0][1]
 
 
 # ------------------------------------------------------------------ E9104
@@ -225,3 +250,66 @@ def test_error_location_points_at_the_property() -> None:
     bad = mutate(sam_template(), "Resources/Jobs/Properties/VisibilityTimeout", 60)
     matches = [m for m in cfn_lint(json.dumps(bad, indent=1), rules=_rules("{}")) if m.rule.id == "E9101"]
     assert matches and matches[0].path[:4] == ["Resources", "Jobs", "Properties", "VisibilityTimeout"]
+
+
+# ------------------------------------------------------------------ E9107
+def _with_record_ttl(template: dict[str, object], value: object) -> dict[str, object]:
+    return mutate(template, "Resources/Worker/Properties/Environment/Variables/SQSJOBS_RECORD_TTL_SECONDS", value)
+
+
+def test_record_ttl_shorter_than_the_dlqs_retention_is_an_error_with_the_fix() -> None:
+    found = lint(_with_record_ttl(sam_template(), 604800))  # 7 days, the DLQ keeps 14
+    assert ids(found) == ["E9107"]
+    message = found[0][1]
+    assert "Worker's SQSJOBS_RECORD_TTL_SECONDS (604800 s) is shorter than " in message
+    assert "Dlq's MessageRetentionPeriod (1209600 s)" in message
+    assert "a replay of a job that completed meanwhile runs it again" in message
+    assert "Fix: set SQSJOBS_RECORD_TTL_SECONDS to at least 1209600; 1814400 adds a week to redrive" in message
+
+
+def test_record_ttl_from_a_parameter_names_the_parameter_and_follows_overrides() -> None:
+    template = _with_record_ttl(sam_template(), {"Ref": "RecordTtl"})
+    template["Parameters"]["RecordTtl"] = {"Type": "Number", "Default": 1814400}  # type: ignore[index]
+    assert lint(template) == []
+    found = lint(template, parameters={"RecordTtl": "1209599"})
+    assert ids(found) == ["E9107"]
+    assert "Fix: set parameter RecordTtl (SQSJOBS_RECORD_TTL_SECONDS) to at least 1209600" in found[0][1]
+    # Equal to the retention is enough: the record lives as long as any letter can.
+    assert lint(template, parameters={"RecordTtl": "1209600"}) == []
+
+
+def test_record_ttl_counts_for_a_function_that_only_names_the_dlq() -> None:
+    # A redrive function consumes nothing; its environment names the DLQ.
+    template = mutate(sam_template(), "Resources/Redrive", {
+        "Type": "AWS::Serverless::Function",
+        "Properties": {"CodeUri": "handlers/", "Handler": "redrive.handler", "Environment": {"Variables": {
+            "SQSJOBS_DLQ_URL": {"Ref": "Dlq"}, "SQSJOBS_RECORD_TTL_SECONDS": "86400"}}},
+    })
+    found = lint(template)
+    assert ids(found) == ["E9107"]
+    assert found[0][1].startswith("Redrive's SQSJOBS_RECORD_TTL_SECONDS (86400 s)")
+
+
+def test_record_ttl_in_globals_and_in_plain_cloudformation() -> None:
+    template = sam_template()
+    template["Globals"]["Function"]["Environment"] = {"Variables": {"SQSJOBS_RECORD_TTL_SECONDS": "3600"}}
+    assert ids(lint(template)) == ["E9107"]
+    cfn = mutate(cfn_template(), "Resources/Worker/Properties/Environment/Variables/SQSJOBS_RECORD_TTL_SECONDS",
+                 "3600")
+    assert ids(lint(cfn)) == ["E9107"]
+
+
+def test_record_ttl_rule_knows_the_settings_variable() -> None:
+    from sqsjobs.settings import DEFAULT_RECORD_TTL, ENV_RECORD_TTL
+    from sqsjobs_rules.record_ttl import RECORD_TTL_VARIABLE
+
+    assert RECORD_TTL_VARIABLE == ENV_RECORD_TTL
+    # The default outlives the longest retention SQS allows (14 days), so a function without it is fine.
+    assert DEFAULT_RECORD_TTL >= 1209600
+    assert lint(sam_template()) == []
+
+
+def test_the_shipped_template_rejects_a_short_record_ttl_override() -> None:
+    found = lint(load_template(), parameters={"RecordTtlSeconds": "604800"})
+    assert "E9107" in ids(found)
+    assert "Fix: set parameter RecordTtlSeconds" in dict(found)["E9107"]

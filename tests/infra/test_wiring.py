@@ -6,7 +6,7 @@ import json
 
 from template_support import cfn_template, load_template, mutate, sam_template
 
-from sqsjobs_rules._wiring import Resolver, Wiring, same_value
+from sqsjobs_rules._wiring import Resolver, Wiring
 
 
 def test_sam_event_globals_and_defaults() -> None:
@@ -46,8 +46,12 @@ def test_resolver_overrides_mappings_and_unknowns() -> None:
     assert Resolver(template, {"Size": "large"}).number(find) == 900
     assert Resolver(template).number({"Ref": "Missing"}) is None
     assert Resolver(template).number({"Fn::Sub": "5"}) is None
-    assert same_value({"Ref": "N"}, 5, Resolver(template)) is True
-    assert same_value({"Fn::If": ["C", 1, 2]}, 5, Resolver(template)) is None
+    # A Ref to a Number parameter keys a mapping by its text (override or default, int or string).
+    template["Mappings"]["Plus1"] = {"5": {"Value": 6}, "7": {"Value": 8}}
+    plus1 = {"Fn::FindInMap": ["Plus1", {"Ref": "N"}, "Value"]}
+    assert Resolver(template).number(plus1) == 6
+    assert Resolver(template, {"N": 7}).number(plus1) == 8
+    assert Resolver(template, {"N": "9"}).number(plus1) is None
 
 
 def test_shipped_template_wiring() -> None:

@@ -56,8 +56,11 @@ class FailOnce:
 
 
 def _setup(sqs: Any) -> tuple[str, str]:
+    """A jobs queue whose redrive policy names the DLQ, and dead letters as the worker writes them."""
     dlq = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
-    src = sqs.create_queue(QueueName="jobs")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    policy = json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": 6})
+    src = sqs.create_queue(QueueName="jobs", Attributes={"RedrivePolicy": policy})["QueueUrl"]
     for i, key in enumerate(KEYS):
         job = "other-job" if i % 4 == 3 else "invoice-email"
         sqs.send_message(
@@ -65,6 +68,7 @@ def _setup(sqs: Any) -> tuple[str, str]:
             MessageBody=json.dumps({"v": 1, "job": job, "key": key, "args": {}}),
             MessageAttributes={
                 "sqsjobs.job": {"DataType": "String", "StringValue": job},
+                "sqsjobs.reason": {"DataType": "String", "StringValue": "exhausted"},
                 "sqsjobs.source_queue": {"DataType": "String", "StringValue": src},
             },
         )

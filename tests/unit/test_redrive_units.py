@@ -89,9 +89,14 @@ def test_dedup_id_is_deterministic_fresh_and_valid() -> None:
     assert dedup_id(msg, 1) != "orig"
     assert len(dedup_id(msg, 1)) <= 128
     # Without a FIFO dedup id it falls back to the worker's original message id, then the DLQ message id.
-    a: Any = {"MessageId": "x", "MessageAttributes": {"sqsjobs.original_message_id": string("o")}}
-    b: Any = {"MessageId": "y", "MessageAttributes": {"sqsjobs.original_message_id": string("o")}}
+    worker = {"sqsjobs.reason": string("permanent"), "sqsjobs.original_message_id": string("o")}
+    a: Any = {"MessageId": "x", "MessageAttributes": worker}
+    b: Any = {"MessageId": "y", "MessageAttributes": worker}
     assert dedup_id(a, 1) == dedup_id(b, 1)
+    # Not written by the worker (no reason): a forged original id could make SQS drop the send as a duplicate.
+    forged = {"sqsjobs.original_message_id": string("o")}
+    assert dedup_id({"MessageId": "x", "MessageAttributes": forged}, 1) != dedup_id(  # type: ignore[typeddict-item]
+        {"MessageId": "y", "MessageAttributes": forged}, 1)  # type: ignore[typeddict-item]
 
 
 def test_queue_name_from_url_and_arn() -> None:

@@ -35,14 +35,15 @@ def exit_on_errors(console: Console) -> Iterator[None]:
         2
     """
     from botocore.exceptions import BotoCoreError, ClientError
+    from rich.markup import escape
 
     from sqsjobs.errors import SqsJobsError
 
     try:
         yield
     except SqsJobsError as exc:  # options, an unknown queue, no move task to cancel
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from exc
     except (BotoCoreError, ClientError) as exc:
-        console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}")
+        console.print(f"[red]error:[/red] {type(exc).__name__}: {escape(str(exc))}")
         raise typer.Exit(EXIT_FAILED) from exc

@@ -15,6 +15,7 @@ import typer
 
 from sqsjobs.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, Region
+from sqsjobs.cli.render import format_age, plain
 from sqsjobs.errors import RedriveError
 from sqsjobs.queues import dead_letter_queue_of, make_sqs_client, queue_depth, resolve_queue_url
 from sqsjobs.redrive import (
@@ -24,6 +25,7 @@ from sqsjobs.redrive import (
     refuse_filters_for_native,
 )
 from sqsjobs.redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
+from sqsjobs.settings import DEFAULT_RECORD_TTL, ENV_RECORD_TTL
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -34,25 +36,8 @@ if TYPE_CHECKING:
 
 # A dry run lists each message up to this many, then groups them.
 PLAN_ROWS = 50
-
-
-def format_age(seconds: float | None) -> str:
-    """A short human age.
-
-    Example:
-        >>> format_age(3725.0)
-        '1h02m'
-    """
-    if seconds is None:
-        return "?"
-    s = int(seconds)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+# Lines about single letters (notes) printed before the rest are only counted.
+NOTE_ROWS = 20
 
 
 def register(app: typer.Typer) -> None:
@@ -113,6 +98,14 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--cancel", help="With --native: cancel the running move task.")
         ] = False,
         json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+        record_ttl: Annotated[
+            float | None,
+            typer.Option(
+                "--record-ttl", envvar=ENV_RECORD_TTL, metavar="SECONDS",
+                help="How long the stack keeps idempotency records (its RecordTtlSeconds; default 21 days): "
+                     "older letters are counted and named, a replay may run a completed job again.",
+            ),
+        ] = None,
         wait_time: Annotated[
             int, typer.Option(min=0, max=20, help="Receive long-poll seconds (0 = short polling).")
         ] = 1,
@@ -141,6 +134,7 @@ def register(app: typer.Typer) -> None:
                 max_redrives=max_redrives,
                 malformed=malformed,
                 wait_time_seconds=wait_time,
+                record_ttl=DEFAULT_RECORD_TTL if record_ttl is None else record_ttl,
             )
             if native:
                 _native(console, options, sqs, status=status, cancel=cancel, json_output=json_output)
@@ -249,15 +243,37 @@ def _print_summary(console: Console, summary: RedriveSummary) -> None:
         table.add_row(f"skipped: {reason}", str(count))
     table.add_row("send failed (still in DLQ)", str(summary.failed))
     table.add_row("sent, delete failed (duplicate on re-run)", str(summary.delete_failed))
+    table.add_row("extra DLQ copies " + ("to delete" if summary.dry_run else "deleted"), str(summary.duplicates))
+    table.add_row("older than the record TTL", str(summary.older_than_record_ttl))
+    table.add_row("with malformed sqsjobs.* attributes", str(summary.malformed_attributes))
     table.add_row("left in DLQ (approx.)", "?" if summary.left is None else str(summary.left))
     table.add_row("stopped", summary.stopped)
     console.print(table)
+    _print_notes(console, summary)
     if summary.error:
-        console.print(f"[red]error:[/red] {summary.error}")
+        console.print(f"[red]error:[/red] {plain(summary.error)}")
+    for target, error in summary.target_errors.items():
+        console.print(f"[red]target refused:[/red] {plain(target)}: {plain(error)} (its letters stay in the DLQ)")
     if summary.stopped in ("interrupted", "error", "deadline"):
         console.print("nothing was lost: run the same command again to continue")
-    if summary.skipped.get("poison"):
-        console.print("poison guard: over-redriven messages stay in the DLQ; fix the job, then --force")
+    if summary.skipped.get("poison") or summary.skipped.get("poison-suspect"):
+        console.print("poison guard: over-redriven messages (or unreadable redrive counts) stay in the DLQ; "
+                      "fix the job, then --force")
+    if summary.older_than_record_ttl:
+        days = summary.record_ttl / 86400
+        console.print(
+            f"[yellow]warning:[/yellow] {summary.older_than_record_ttl} letter(s) were first delivered more than "
+            f"{days:g} days ago, longer than idempotency records live: a job that completed meanwhile "
+            f"{'would run' if summary.dry_run else 'may run'} again"
+        )
+
+
+def _print_notes(console: Console, summary: RedriveSummary) -> None:
+    """One line per letter worth a look, up to ``NOTE_ROWS`` (``--json`` has them all)."""
+    for note in summary.notes[:NOTE_ROWS]:
+        console.print(f"[yellow]note:[/yellow] {plain(note.line())}", highlight=False)
+    if len(summary.notes) > NOTE_ROWS:
+        console.print(f"... and {len(summary.notes) - NOTE_ROWS} more notes (--json lists every one)")
 
 
 def _print_plan(console: Console, summary: RedriveSummary) -> None:
@@ -271,19 +287,20 @@ def _print_plan(console: Console, summary: RedriveSummary) -> None:
     if len(summary.planned) > PLAN_ROWS:
         # Thousands of rows help nobody at 3 a.m.: group them, and --json has every message.
         groups = Counter((p.job, p.reason, p.error_type, action(p)) for p in summary.planned)
-        table = Table(title=f"would redrive from {summary.dlq_url} (grouped; --json lists every message)")
+        table = Table(title=f"would redrive from {plain(summary.dlq_url)} (grouped; --json lists every message)")
         for name in ("job", "reason", "error", "action", "count"):
             table.add_column(name, justify="right" if name == "count" else "left")
         for (job, reason, error_type, act), count in groups.most_common():
-            table.add_row(job, reason, error_type, act, str(count))
+            table.add_row(plain(job), plain(reason), plain(error_type), plain(act), str(count))
         console.print(table)
         return
-    table = Table(title=f"would redrive from {summary.dlq_url}")
+    table = Table(title=f"would redrive from {plain(summary.dlq_url)}")
     for name in ("message", "job", "reason", "error", "age", "redrives", "action"):
         table.add_column(name)
     for p in summary.planned:
         table.add_row(
-            p.message_id[:8], p.job, p.reason, p.error_type, format_age(p.age_seconds), str(p.redrive_count), action(p)
+            plain(p.message_id[:8]), plain(p.job), plain(p.reason), plain(p.error_type), format_age(p.age_seconds),
+            "?" if p.redrive_count is None else str(p.redrive_count), plain(action(p)),
         )
     console.print(table)
 

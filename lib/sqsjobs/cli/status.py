@@ -12,7 +12,7 @@ import typer
 
 from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, Region
-from sqsjobs.cli.redrive import format_age
+from sqsjobs.cli.render import format_age, plain
 from sqsjobs.queues import make_cloudwatch_client, make_dynamodb_client, make_sqs_client
 from sqsjobs.status import DEFAULT_RECENT, DEFAULT_SAMPLE, StatusReport, collect_status
 
@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
         for spec in run or []:
             job, sep, run_id = spec.partition(":")
             if not sep or not job or not run_id:
-                console.print(f"[red]error:[/red] --run takes JOB:RUN_ID, got {spec!r}")
+                console.print(f"[red]error:[/red] --run takes JOB:RUN_ID, got {plain(repr(spec))}")
                 raise typer.Exit(EXIT_USAGE)
             runs.append((job, run_id))
         with exit_on_errors(console):
@@ -119,7 +119,8 @@ def print_report(console: Console, report: StatusReport) -> None:
     for name in ("job", "reason", "error type", "count", "oldest"):
         groups.add_column(name, justify="right" if name in ("count", "oldest") else "left")
     for g in report.dlq_groups:
-        groups.add_row(g.job, g.reason, g.error_type, str(g.count), format_age(g.oldest_age_seconds))
+        groups.add_row(plain(g.job), plain(g.reason), plain(g.error_type), str(g.count),
+                       format_age(g.oldest_age_seconds))
     console.print(groups)
 
     alarms = Table(title="alarms")
@@ -127,7 +128,7 @@ def print_report(console: Console, report: StatusReport) -> None:
         alarms.add_column(name)
     for a in report.alarms:
         style = "bold red" if a.firing else ("green" if a.state == "OK" else "yellow")
-        alarms.add_row(a.name, f"[{style}]{a.state}[/{style}]", a.metric, a.reason[:80])
+        alarms.add_row(plain(a.name), f"[{style}]{plain(a.state)}[/{style}]", plain(a.metric), plain(a.reason[:80]))
     console.print(alarms)
 
     recent = Table(title="recent failures (newest first)")
@@ -135,8 +136,9 @@ def print_report(console: Console, report: StatusReport) -> None:
         recent.add_column(name)
     for f in report.recent_failures:
         recent.add_row(
-            format_age(f.age_seconds), f.job, f.reason, f.error_type,
-            "?" if f.attempts is None else str(f.attempts), str(f.redrive_count), f.error_message[:60],
+            format_age(f.age_seconds), plain(f.job), plain(f.reason), plain(f.error_type),
+            "?" if f.attempts is None else str(f.attempts), "?" if f.redrive_count is None else str(f.redrive_count),
+            plain(f.error_message[:60]),
         )
     console.print(recent)
 
@@ -145,16 +147,17 @@ def print_report(console: Console, report: StatusReport) -> None:
         for name in ("job", "run", "status", "pages", "cursor", "started", "finished"):
             runs.add_column(name)
         for r in report.runs:
-            runs.add_row(r.job, r.run_id, r.status, str(r.pages_done), "-" if r.cursor is None else str(r.cursor),
+            cursor = "-" if r.cursor is None else plain(str(r.cursor))
+            runs.add_row(plain(r.job), plain(r.run_id), plain(r.status), str(r.pages_done), cursor,
                          _when(r.started_at), _when(r.finished_at))
         console.print(runs)
     for note in report.notes:
-        console.print(f"[dim]note: {note}[/dim]")
+        console.print(f"[dim]note: {plain(note)}[/dim]")
 
 
 def _queue_row(label: str, q: QueueStatus) -> tuple[str, ...]:
     return (
-        f"{label}: {q.name}", str(q.visible), str(q.in_flight), str(q.delayed),
+        f"{label}: {plain(q.name)}", str(q.visible), str(q.in_flight), str(q.delayed),
         format_age(q.oldest_age_seconds), q.oldest_age_source,
     )
 

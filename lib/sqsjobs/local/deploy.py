@@ -70,9 +70,20 @@ def _parameter_values(template: Template, overrides: dict[str, str]) -> dict[str
             values[name] = spec["Default"]
         else:
             raise TemplateError(f"parameter {name} has no Default; pass it with --parameter {name}=VALUE")
+        _check_allowed(name, values[name], spec)
         if str(spec.get("Type", "")).startswith("List") or spec.get("Type") == "CommaDelimitedList":
             values[name] = str(values[name]).split(",")
     return values
+
+
+def _check_allowed(name: str, value: Any, spec: dict[str, Any]) -> None:
+    """Refuse a value outside the parameter's ``AllowedValues``, as CloudFormation does (compared as text)."""
+    allowed = spec.get("AllowedValues")
+    if not isinstance(allowed, list) or str(value) in {str(v) for v in allowed}:
+        return
+    raise TemplateError(
+        f"parameter {name}={value} is not one of its AllowedValues ({', '.join(str(v) for v in allowed)})"
+    )
 
 
 def _creation_order(resources: dict[str, dict[str, Any]]) -> list[str]:

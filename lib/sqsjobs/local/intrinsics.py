@@ -159,11 +159,20 @@ def _truth(r: Resolver, item: Any) -> bool:
 
 
 def _find_in_map(r: Resolver, argument: Any) -> Any:
-    name, top, second = (r.resolve(a) for a in argument[:3])
+    # Keys are looked up by their text, as CloudFormation does: a Number parameter's
+    # default is an int here (YAML), but "5" in the Mappings.
+    name, top, second = (_text(r.resolve(a)) for a in argument[:3])
     try:
         return r.mappings[name][top][second]
     except KeyError:
         raise TemplateError(f"Fn::FindInMap {name}/{top}/{second} is not in Mappings") from None
+
+
+def _text(value: Any) -> Any:
+    """A scalar as CloudFormation passes it on: numbers become their text (``5`` -> ``"5"``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    return str(int(value)) if float(value).is_integer() else str(value)
 
 
 def _to_json(r: Resolver, argument: Any) -> Any:

@@ -113,7 +113,7 @@ class AlarmSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class QueueInfo:
-    """A created queue: its URL, ARN, name and maxReceiveCount (0 without a DLQ).
+    """A created queue: its URL, ARN, name, maxReceiveCount (0 without a DLQ) and redrive allow policy.
 
     Example:
         >>> QueueInfo(logical_id="Q", url="u", arn="a", name="q").max_receive_count
@@ -126,6 +126,24 @@ class QueueInfo:
     name: str
     dead_letter_arn: str = ""
     max_receive_count: int = 0
+    #: the ``RedriveAllowPolicy`` as a dict (moto keeps none, so the local cloud enforces it at deploy)
+    redrive_allow_policy: dict[str, Any] | None = None
+
+    def admits_dead_letters_from(self, source_arn: str) -> bool:
+        """Whether SQS would let ``source_arn`` name this queue as its DLQ.
+
+        Example:
+            >>> dlq = QueueInfo(logical_id="D", url="u", arn="d", name="d", redrive_allow_policy={
+            ...     "redrivePermission": "byQueue", "sourceQueueArns": ["arn:q"]})
+            >>> dlq.admits_dead_letters_from("arn:q"), dlq.admits_dead_letters_from("arn:other")
+            (True, False)
+        """
+        policy = self.redrive_allow_policy or {"redrivePermission": "allowAll"}
+        permission = str(policy.get("redrivePermission", "allowAll"))
+        if permission == "byQueue":
+            sources = policy.get("sourceQueueArns") or []
+            return isinstance(sources, list) and source_arn in sources
+        return permission != "denyAll"
 
 
 @dataclass(kw_only=True)

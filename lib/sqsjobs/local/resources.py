@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sqsjobs.local.aws import ACCOUNT_ID, Clients
+from sqsjobs.local.errors import TemplateError
 from sqsjobs.local.filters import parse_filters
 from sqsjobs.local.intrinsics import Resolver
 from sqsjobs.local.model import (
@@ -131,6 +132,8 @@ class ResourceCreator:
         if fifo:
             attributes["FifoQueue"] = "true"
         dead_letter_arn, max_receive = "", 0
+        allow_policy: dict[str, Any] | None = None
+        arn = self.arn("sqs", name)
         for key in ("RedrivePolicy", "RedriveAllowPolicy"):
             if key in p:
                 policy = json.loads(p[key]) if isinstance(p[key], str) else dict(p[key])
@@ -138,19 +141,30 @@ class ResourceCreator:
                     dead_letter_arn = str(policy["deadLetterTargetArn"])
                     max_receive = int(policy["maxReceiveCount"])
                     policy["maxReceiveCount"] = max_receive
+                    self._check_redrive_allowed(logical_id, arn, dead_letter_arn)
+                else:
+                    allow_policy = policy
                 attributes[key] = json.dumps(policy)
         tags = {t["Key"]: str(t["Value"]) for t in p.get("Tags", [])}
         sqs = self.clients.get("sqs")
         url = sqs.create_queue(QueueName=name, Attributes=attributes, tags=tags)["QueueUrl"]
-        arn = self.arn("sqs", name)
         self.d.queues[logical_id] = QueueInfo(
             logical_id=logical_id, url=url, arn=arn, name=name,
-            dead_letter_arn=dead_letter_arn, max_receive_count=max_receive,
+            dead_letter_arn=dead_letter_arn, max_receive_count=max_receive, redrive_allow_policy=allow_policy,
         )
         self.r.refs[logical_id] = url
         self.r.attributes.update(
             {(logical_id, "Arn"): arn, (logical_id, "QueueName"): name, (logical_id, "QueueUrl"): url}
         )
+
+    def _check_redrive_allowed(self, logical_id: str, arn: str, dead_letter_arn: str) -> None:
+        """Refuse a redrive policy the DLQ's ``RedriveAllowPolicy`` excludes, as SQS does (moto does not)."""
+        dlq = self.d.queue_by_arn(dead_letter_arn)
+        if dlq is not None and not dlq.admits_dead_letters_from(arn):
+            raise TemplateError(
+                f"{logical_id}: SQS refuses its RedrivePolicy: {dlq.logical_id}'s RedriveAllowPolicy "
+                f"{json.dumps(dlq.redrive_allow_policy)} does not admit {arn}"
+            )
 
     def table(self, logical_id: str, p: dict[str, Any]) -> None:
         name = self.name(logical_id, p.get("TableName"))

@@ -25,6 +25,14 @@ def test_a_type_it_cannot_emulate_is_named_in_a_warning(cloud: LocalCloud, recor
     assert ("warn", "Weird (AWS::ECS::Cluster) cannot be emulated locally and was NOT created") in recorder.events
 
 
+def test_the_redrive_policy_comes_from_a_mapping_keyed_by_a_number_parameter(cloud: LocalCloud) -> None:
+    # maxReceiveCount: !FindInMap [ReceivesPerMaxAttempts, !Ref MaxAttempts, MaxReceiveCount], MaxAttempts 1.
+    attributes = cloud.clients.get("sqs").get_queue_attributes(
+        QueueUrl=cloud.queue_url("JobsQueue"), AttributeNames=["RedrivePolicy"])["Attributes"]
+    assert json.loads(attributes["RedrivePolicy"])["maxReceiveCount"] == 2
+    assert cloud.deployment.queues["JobsQueue"].max_receive_count == 2
+
+
 def test_only_the_reported_failure_stays_and_is_redriven_by_the_queue(cloud: LocalCloud) -> None:
     cloud.send("JobsQueue", "ok")
     cloud.send("JobsQueue", "fail")

@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import time
+from pathlib import Path
 
 import pytest
 from integration.local.local_support import BROKEN, FIXTURE, Recorder
@@ -27,6 +28,22 @@ def test_a_port_in_use_is_a_clear_error() -> None:
 def test_an_unknown_parameter_is_refused_before_anything_starts() -> None:
     with pytest.raises(TemplateError, match="unknown parameter"):
         LocalCloud.start(FIXTURE, parameters={"Nope": "1"}, output=Recorder().output())
+
+
+def test_a_redrive_policy_the_dlqs_allow_policy_excludes_is_refused_like_sqs(tmp_path: Path) -> None:
+    template = FIXTURE.read_text().replace(
+        "      MessageRetentionPeriod: 1209600\n",
+        "      MessageRetentionPeriod: 1209600\n"
+        "      RedriveAllowPolicy:\n"
+        "        redrivePermission: byQueue\n"
+        "        sourceQueueArns: [arn:aws:sqs:us-east-1:123456789012:some-other-queue]\n",
+        1,
+    )
+    assert "some-other-queue" in template
+    (tmp_path / "template.yaml").write_text(template)
+
+    with pytest.raises(TemplateError, match="JobsQueue: SQS refuses its RedrivePolicy: DeadLetterQueue's"):
+        LocalCloud.start(tmp_path / "template.yaml", output=Recorder().output(), stack_name="allow")
 
 
 def test_a_dead_moto_server_is_detected_and_reported() -> None:

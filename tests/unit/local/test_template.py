@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sqsjobs.local.deploy import _creation_order
+from sqsjobs.local.deploy import _creation_order, _parameter_values
 from sqsjobs.local.errors import TemplateError
 from sqsjobs.local.intrinsics import NO_VALUE, Resolver, references
 from sqsjobs.local.schedules import ScheduleError, Timing
@@ -46,6 +46,30 @@ def test_intrinsics_resolve_to_local_values() -> None:
     assert r.ref("AWS::NoValue") is NO_VALUE
     with pytest.raises(TemplateError, match="Fn::Cidr"):
         r.resolve({"Fn::Cidr": ["10.0.0.0/16", 2, 8]})
+
+
+def test_find_in_map_keyed_by_a_number_parameter_like_cloudformation() -> None:
+    # template.yaml's maxReceiveCount: !FindInMap [ReceivesPerMaxAttempts, !Ref MaxAttempts, MaxReceiveCount].
+    # A YAML default is an int and an override a string; CloudFormation looks both up by their text.
+    mappings = {"ReceivesPerMaxAttempts": {"5": {"MaxReceiveCount": 6}, "3": {"MaxReceiveCount": 4}}}
+    find = {"Fn::FindInMap": ["ReceivesPerMaxAttempts", {"Ref": "MaxAttempts"}, "MaxReceiveCount"]}
+
+    assert Resolver(parameters={"MaxAttempts": 5}, mappings=mappings).resolve(find) == 6
+    assert Resolver(parameters={"MaxAttempts": "3"}, mappings=mappings).resolve(find) == 4
+    with pytest.raises(TemplateError, match="ReceivesPerMaxAttempts/7/MaxReceiveCount is not in Mappings"):
+        Resolver(parameters={"MaxAttempts": 7}, mappings=mappings).resolve(find)
+
+
+def test_parameter_values_outside_allowed_values_are_refused_like_cloudformation() -> None:
+    template = Template(
+        path=FIXTURE, resources={}, conditions={}, mappings={}, outputs={}, code_dirs={},
+        parameters={"MaxAttempts": {"Type": "Number", "Default": 5, "AllowedValues": [1, 3, 5]}},
+    )
+
+    assert _parameter_values(template, {})["MaxAttempts"] == 5
+    assert _parameter_values(template, {"MaxAttempts": "3"})["MaxAttempts"] == "3"
+    with pytest.raises(TemplateError, match=r"MaxAttempts=7 is not one of its AllowedValues \(1, 3, 5\)"):
+        _parameter_values(template, {"MaxAttempts": "7"})
 
 
 def test_resources_are_created_after_what_they_refer_to() -> None:
