@@ -4,7 +4,8 @@ Invoke it with ``aws lambda invoke`` or ``sam remote invoke``, e.g. the event
 ``{"job": "invoice-email", "error": "TimeoutError", "max": 500}`` or
 ``{"dry_run": true}``; ``{"native": true}``, ``{"status": true}`` and
 ``{"cancel": true}`` drive SQS's own move task. The DLQ and the default target
-come from ``SQSJOBS_DLQ_URL`` and ``SQSJOBS_QUEUE_URL``. The run stops before
+come from ``SQSJOBS_DLQ_URL`` and ``SQSJOBS_QUEUE_URL``; letters whose key was
+cancelled (``SQSJOBS_TABLE``'s records) stay. The run stops before
 the function's timeout and reports what is left; invoke it again to continue.
 """
 
@@ -13,11 +14,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs.queues import make_sqs_client
+from sqsjobs.queues import make_dynamodb_client, make_sqs_client
 from sqsjobs.redrive import handle_redrive_event
+from sqsjobs.settings import Settings
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+
+    from sqsjobs.lease import LeaseStore
 
 
 @lru_cache(maxsize=1)
@@ -26,6 +30,15 @@ def _sqs() -> SQSClient:
     return make_sqs_client()
 
 
+@lru_cache(maxsize=1)
+def _records() -> LeaseStore | None:
+    # The idempotency table (SQSJOBS_TABLE), so letters whose key was cancelled stay in the DLQ.
+    from sqsjobs.dynamodb_store import DynamoDBStore
+
+    table = Settings.from_env().table_name
+    return DynamoDBStore(make_dynamodb_client(), table) if table else None
+
+
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Redrive as the event asks, within the remaining time; return the summary."""
-    return handle_redrive_event(event or {}, context, sqs_client=_sqs())
+    return handle_redrive_event(event or {}, context, sqs_client=_sqs(), records=_records())

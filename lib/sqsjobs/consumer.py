@@ -40,7 +40,7 @@ from sqsjobs import metrics as m
 from sqsjobs.backoff import MAX_VISIBILITY_SECONDS, BackoffPolicy, RandomSource, visibility_seconds
 from sqsjobs.budget import remaining_seconds
 from sqsjobs.cancellation import running_job
-from sqsjobs.dead_letter import DeadLetter, Reason
+from sqsjobs.dead_letter import DeadLetter, Reason, sqs_attribute
 from sqsjobs.delivery import BatchResult, Delivery, Outcome, State
 from sqsjobs.envelope import Envelope
 from sqsjobs.errors import (
@@ -521,8 +521,9 @@ def resend_entry(d: Delivery, entry_id: str, fifo: bool) -> dict[str, Any]:
     """A fresh copy of ``d`` for its own queue: same body and attributes, one more re-send counted."""
     attributes: dict[str, Any] = {}
     for name, attr in d.message_attributes.items():
-        if isinstance(attr, dict) and isinstance(attr.get("stringValue"), str) and name != ATTR_RESENDS:
-            attributes[name] = {"DataType": attr.get("dataType", "String"), "StringValue": attr["stringValue"]}
+        converted = sqs_attribute(attr)
+        if converted is not None and name != ATTR_RESENDS:
+            attributes[name] = converted
     attributes[ATTR_RESENDS] = {"DataType": "Number", "StringValue": str(resends(d) + 1)}
     entry: dict[str, Any] = {"Id": entry_id, "MessageBody": d.body or "", "MessageAttributes": attributes}
     if fifo:

@@ -115,7 +115,7 @@ class DeadLetter:
                 break
             if name in attrs or (name.startswith(NAMESPACE) and name not in (ATTR_TRACE_ID, ATTR_REDRIVE_COUNT)):
                 continue  # the worker's own names are never taken from the producer
-            converted = _from_event_attribute(self.source_attributes[name])
+            converted = sqs_attribute(self.source_attributes[name])
             if converted is not None and (name != ATTR_REDRIVE_COUNT or _redrive_count(converted) is not None):
                 attrs[name] = converted
         return attrs
@@ -144,8 +144,8 @@ def entry_size(entry: dict[str, Any]) -> int:
     """
     size = len(str(entry.get("MessageBody", "")).encode("utf-8", "surrogatepass"))
     for name, attr in entry.get("MessageAttributes", {}).items():
-        size += len(name.encode()) + len(attr.get("DataType", "").encode())
-        size += len(str(attr.get("StringValue", "")).encode("utf-8", "surrogatepass"))
+        size += len(name.encode("utf-8", "surrogatepass")) + len(str(attr.get("DataType") or "").encode())
+        size += len(str(attr.get("StringValue") or "").encode("utf-8", "surrogatepass"))
     return size
 
 
@@ -155,8 +155,13 @@ def _string(value: str) -> dict[str, str]:
     return {"DataType": "String", "StringValue": _NOT_SQS_TEXT.sub("\ufffd", value) or "-"}
 
 
-def _from_event_attribute(attr: Any) -> dict[str, str] | None:
-    """Lambda's ``{"stringValue", "dataType"}`` shape → SQS's ``{"StringValue", "DataType"}``."""
+def sqs_attribute(attr: Any) -> dict[str, str] | None:
+    """Lambda's ``{"stringValue", "dataType"}`` shape → SQS's ``{"StringValue", "DataType"}`` (None: not sendable).
+
+    Example:
+        >>> sqs_attribute({"stringValue": "acme", "dataType": "String"}), sqs_attribute({"dataType": None})
+        ({'DataType': 'String', 'StringValue': 'acme'}, None)
+    """
     if not isinstance(attr, dict):
         return None
     data_type = attr.get("dataType") or attr.get("DataType")

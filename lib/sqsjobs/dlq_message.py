@@ -135,6 +135,8 @@ class DlqMessage:
     bad_attributes: tuple[AttributeProblem, ...] = ()
     #: ``sqsjobs.*`` reason attributes on a letter the worker did not write: not trusted, not used
     ignored_attributes: tuple[str, ...] = ()
+    #: the job key the body names (None when it names none: the worker derives it from the job's template)
+    key: str | None = None
 
     @property
     def poison_suspect(self) -> bool:
@@ -146,7 +148,7 @@ class DlqMessage:
         """Read the worker's reason attributes, falling back to the body for the job name; never raises."""
         attrs = message.get("MessageAttributes", {})
         reader = _Reader(attrs)
-        body_job = _body_job(message.get("Body", ""))
+        body_job, body_key = _body_job_and_key(message.get("Body", ""))
         reason_text = attribute_value(attrs, ATTR_REASON)
         worker_written = bool(reason_text)
         trusted = reader if worker_written else _Reader({})
@@ -170,6 +172,7 @@ class DlqMessage:
             age_seconds=max(0.0, now - sent_at) if sent_at is not None else None,
             malformed=body_job is None or reason == Reason.MALFORMED,
             original_message_id=trusted.text(ATTR_ORIGINAL_MESSAGE_ID),
+            key=body_key,
             delivery_age_seconds=max(0.0, now - min(starts)) if starts else None,
             worker_written=worker_written,
             bad_attributes=tuple(reader.problems),  # trusted is reader, or reads nothing
@@ -292,11 +295,13 @@ def _bounded(text: str | None, high: int) -> int | None:
     return int(number)
 
 
-def _body_job(body: str) -> str | None:
-    """The job named by an envelope body, or None when the body is not one."""
+def _body_job_and_key(body: str) -> tuple[str | None, str | None]:
+    """The job and key an envelope body names (each None when the body does not name one)."""
     try:
         data = json.loads(body)
-    except ValueError:
-        return None
-    job = data.get("job") if isinstance(data, dict) else None
-    return job if isinstance(job, str) and job else None
+    except (ValueError, RecursionError):
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    job, key = data.get("job"), data.get("key")
+    return (job if isinstance(job, str) and job else None), (key if isinstance(key, str) and key else None)

@@ -62,6 +62,8 @@ if TYPE_CHECKING:
         SendMessageBatchRequestEntryTypeDef,
     )
 
+    from sqsjobs.lease import LeaseStore
+
 __all__ = [
     "LetterNote",
     "NoteKind",
@@ -192,8 +194,11 @@ class Redrive:
         sleep: Callable[[float], None] = time.sleep,
         remaining_time: Callable[[], float] | None = None,
         on_progress: Callable[[RedriveSummary], None] | None = None,
+        records: LeaseStore | None = None,
     ) -> None:
         self.options = options
+        #: the idempotency table's records, to skip letters whose key was cancelled (None: not checked)
+        self._records = records
         self._sqs = sqs_client
         self._clock = clock
         self._sleep = sleep
@@ -416,6 +421,8 @@ class Redrive:
             return SkipReason.FILTERED
         if letter.malformed and opts.malformed == "skip":
             return SkipReason.MALFORMED
+        if self._cancelled(letter):
+            return SkipReason.CANCELLED
         if opts.force:
             return None
         if letter.redrive_count is None:
@@ -423,6 +430,24 @@ class Redrive:
         if letter.redrive_count >= opts.max_redrives:
             return SkipReason.POISON
         return None
+
+    def _cancelled(self, letter: DlqMessage) -> bool:
+        """The letter's key was cancelled: its job record says so (one read per letter with a key)."""
+        if self._records is None or letter.key is None:
+            return False
+        from sqsjobs.errors import StoreError
+        from sqsjobs.guard import JobState
+        from sqsjobs.lease import LeaseState, is_reserved
+
+        if is_reserved(letter.key):
+            return False
+        try:
+            record = self._records.get(letter.key)
+        except StoreError as error:
+            self._note(letter, NoteKind.RECORD_UNREADABLE, f"its key's record could not be read: {error}")
+            return False
+        return (record is not None and record.state is LeaseState.DONE
+                and record.get("outcome") == JobState.CANCELLED.value)
 
     # -- notes ------------------------------------------------------------
 
@@ -617,15 +642,17 @@ def redrive(
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
     remaining_time: Callable[[], float] | None = None,
+    records: LeaseStore | None = None,
 ) -> RedriveSummary:
-    """Run one redrive and return its summary.
+    """Run one redrive and return its summary; with ``records``, letters whose key was cancelled stay.
 
     Example:
         >>> summary = redrive(RedriveOptions(dlq="jobs-dlq"), sqs_client=sqs)  # doctest: +SKIP
         >>> summary.moved, dict(summary.skipped), summary.left  # doctest: +SKIP
         (12, {'poison': 1}, 1)
     """
-    engine = Redrive(options, sqs_client=sqs_client, clock=clock, sleep=sleep, remaining_time=remaining_time)
+    engine = Redrive(options, sqs_client=sqs_client, clock=clock, sleep=sleep, remaining_time=remaining_time,
+                     records=records)
     return engine.run()
 
 
@@ -779,8 +806,11 @@ def handle_redrive_event(
     *,
     sqs_client: SQSClient,
     environ: Mapping[str, str] | None = None,
+    records: LeaseStore | None = None,
 ) -> dict[str, Any]:
     """Run what the event asks (redrive, native start/status/cancel) within the Lambda's time.
+
+    With ``records`` (the idempotency table), letters whose key was cancelled stay in the DLQ.
 
     Example:
         >>> event = {"job": "invoice-email", "max": 100}
@@ -801,6 +831,7 @@ def handle_redrive_event(
         options,
         sqs_client=sqs_client,
         remaining_time=lambda: float(context.get_remaining_time_in_millis()) / 1000.0,
+        records=records,
     )
     result = engine.run().to_dict()
     # Lambda's response is capped at 6 MB: a run over a large DLQ returns the

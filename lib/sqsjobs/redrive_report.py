@@ -47,6 +47,8 @@ class SkipReason(StrEnum):
     TOO_MANY_ATTRIBUTES = "too-many-attributes"
     #: moved by this run, failed and dead-lettered again while the run went on
     FAILED_AGAIN = "failed-again"
+    #: its key was cancelled (``app.cancel``) after it was dead-lettered: a replay would not run anyway
+    CANCELLED = "cancelled"
 
 
 class NoteKind(StrEnum):
@@ -67,6 +69,8 @@ class NoteKind(StrEnum):
     TARGET_UNREACHABLE = "target-unreachable"
     #: first delivered longer ago than the record TTL: a completed job may run again
     OLDER_THAN_RECORD_TTL = "older-than-record-ttl"
+    #: the key's job record could not be read (cancelled letters cannot be told apart)
+    RECORD_UNREADABLE = "record-unreadable"
 
 
 @dataclass(frozen=True, kw_only=True)

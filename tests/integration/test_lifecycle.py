@@ -250,3 +250,23 @@ def test_the_cli_shows_and_cancels_a_job_by_key(make_app: Any, aws: Any, monkeyp
     assert cancelled.exit_code == 0 and "not_found_but_cancelled" in cancelled.output
     reserved = runner.invoke(cli, ["cancel", "lock#x", "--table", "t"])
     assert reserved.exit_code == 2 and "reserved prefix" in reserved.output
+
+
+def test_redrive_skips_and_counts_letters_whose_key_was_cancelled_after_the_dlq(make_app: Any, aws: Any) -> None:
+    from sqsjobs import PermanentError
+    from sqsjobs.redrive import RedriveOptions, redrive
+
+    app = make_app()
+
+    @app.job("refund", key="refund:{n}")
+    def refund(n: int) -> None:
+        raise PermanentError("card expired")
+
+    for n in (1, 2):
+        refund.enqueue(n=n)
+    app.process_batch(receive_event(aws.sqs, aws.queue_url))
+    assert app.cancel("refund:1", reason="refunded by hand") == "cancelled"
+    summary = redrive(RedriveOptions(dlq=aws.dlq_url, wait_time_seconds=0), sqs_client=aws.sqs, records=app.store)
+    assert summary.moved == 1 and summary.skipped == {"cancelled": 1}
+    (left,) = messages_in(aws.sqs, aws.dlq_url)
+    assert json.loads(left["Body"])["args"] == {"n": 1}

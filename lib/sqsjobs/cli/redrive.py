@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from rich.console import Console
 
+    from sqsjobs.lease import LeaseStore
     from sqsjobs.redrive import PlannedMove
     from sqsjobs.redrive_native import MoveTask
 
@@ -109,6 +110,11 @@ def register(app: typer.Typer) -> None:
         wait_time: Annotated[
             int, typer.Option(min=0, max=20, help="Receive long-poll seconds (0 = short polling).")
         ] = 1,
+        table: Annotated[
+            str | None,
+            typer.Option(envvar="SQSJOBS_TABLE",
+                         help="The idempotency table: letters whose key was cancelled stay in the DLQ."),
+        ] = None,
         endpoint_url: EndpointUrl = None,
         region: Region = None,
     ) -> None:
@@ -139,7 +145,13 @@ def register(app: typer.Typer) -> None:
             if native:
                 _native(console, options, sqs, status=status, cancel=cancel, json_output=json_output)
                 return
-            summary = _run(console, options, sqs, json_output=json_output)
+            records = None
+            if table:
+                from sqsjobs.dynamodb_store import DynamoDBStore
+                from sqsjobs.queues import make_dynamodb_client
+
+                records = DynamoDBStore(make_dynamodb_client(endpoint_url=endpoint_url, region=region), table)
+            summary = _run(console, options, sqs, json_output=json_output, records=records)
         if json_output:
             typer.echo(json.dumps(summary.to_dict(), indent=2))
         else:
@@ -159,7 +171,8 @@ def _dlq_of(sqs: SQSClient, queue: str | None) -> str:
     return dlq
 
 
-def _run(console: Console, options: RedriveOptions, sqs: SQSClient, *, json_output: bool) -> RedriveSummary:
+def _run(console: Console, options: RedriveOptions, sqs: SQSClient, *, json_output: bool,
+         records: LeaseStore | None = None) -> RedriveSummary:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     dlq_url = resolve_queue_url(sqs, options.dlq)
@@ -187,7 +200,7 @@ def _run(console: Console, options: RedriveOptions, sqs: SQSClient, *, json_outp
                 counts=f"moved {summary.moved} · skipped {skipped} · failed {summary.failed}",
             )
 
-        engine = Redrive(options, sqs_client=sqs, on_progress=show)
+        engine = Redrive(options, sqs_client=sqs, on_progress=show, records=records)
         try:
             summary = engine.run()
         except KeyboardInterrupt:
