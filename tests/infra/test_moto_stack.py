@@ -186,6 +186,7 @@ def test_worker_environment_matches_the_wire_contract(stack: dict[str, Any]) -> 
     assert redrive["Environment"]["Variables"] == {
         "SQSJOBS_QUEUE_URL": stack["physical"]["JobsQueue"],
         "SQSJOBS_DLQ_URL": stack["physical"]["DeadLetterQueue"],
+        "SQSJOBS_TABLE": stack["physical"]["IdempotencyTable"],  # letters whose key was cancelled stay
         "POWERTOOLS_SERVICE_NAME": "sqsjobs",
         "POWERTOOLS_METRICS_NAMESPACE": "sqsjobs",
         "SQSJOBS_RECORD_TTL_SECONDS": 1814400,
