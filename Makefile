@@ -25,7 +25,9 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest tests
 
-test: lint typecheck unit template-checks
+# Template checks (sam build among them) come before pytest: tests/infra/test_bundle.py inspects
+# the fresh .aws-sam/build they leave.
+test: lint typecheck template-checks unit
 
 demo: $(STAMP)
 	$(BIN)/python -m demo

@@ -8,6 +8,7 @@ is a figure to report, not a failure.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import re
@@ -326,6 +327,81 @@ def cold_start(reps: int) -> dict[str, Stat]:
         for name, (module, path) in targets.items():
             values[name].append(import_time_ms(module, path, {**env, "PYTHONPATH": str(path)}))
     return {name: Stat(tuple(v)) for name, v in values.items()}
+
+
+# ---------------------------------------------------------------- first invocation
+FIRST_CALL = ROOT / "bench" / "cold" / "first_call.py"
+#: the two handlers, as (module, directory) for ``bench/cold/first_call.py``
+COLD_TARGETS = {"sqsjobs": ("worker", ROOT / "handlers"), "powertools": ("pt_worker", ROOT / "bench" / "cold")}
+SENDER = "billing@example.com"
+
+
+@dataclass
+class FirstInvocation:
+    """Per framework: import ms, first-batch ms and their sum, one value per fresh process."""
+
+    import_ms: dict[str, list[float]] = field(default_factory=dict)
+    batch_ms: dict[str, list[float]] = field(default_factory=dict)
+    total_ms: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, name: str, imported: float, batch: float) -> None:
+        self.import_ms.setdefault(name, []).append(imported)
+        self.batch_ms.setdefault(name, []).append(batch)
+        self.total_ms.setdefault(name, []).append(imported + batch)
+
+
+def first_invocation(endpoint: str, reps: int, profile_dir: Path | None = None) -> FirstInvocation:
+    """A Lambda cold start, twice per repetition (sqsjobs, Powertools, alternating, fresh processes each).
+
+    Each run imports its handler module in a new interpreter, then answers its
+    first batch: 10 new ``invoice-email`` jobs received from a queue on the
+    moto server at ``endpoint``, each job sending its e-mail through SES there,
+    behind each framework's DynamoDB idempotency table. The run is checked (no
+    failed record, 10 records written) so a broken run cannot pass for a fast one.
+    """
+    from sqsjobs.settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_TABLE
+
+    sqs, dynamodb, ses = client("sqs", endpoint), client("dynamodb", endpoint), client("ses", endpoint)
+    queue, dlq = create_queues(sqs, "bench-first")
+    tables = {"sqsjobs": "bench-first-sqsjobs", "powertools": "bench-first-powertools"}
+    create_table(dynamodb, tables["sqsjobs"], "pk")
+    create_table(dynamodb, tables["powertools"], "id")
+    ses.verify_email_identity(EmailAddress=SENDER)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AWS_", "SQSJOBS_", "POWERTOOLS_"))}
+    base.update({"AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "bench",
+                 "AWS_SECRET_ACCESS_KEY": "bench", ENV_QUEUE_URL: queue, ENV_DLQ_URL: dlq,
+                 "SQSJOBS_SENDER": SENDER, "POWERTOOLS_SERVICE_NAME": "bench"})
+    out = FirstInvocation()
+    runs = [(name, rep) for rep in range(reps + 1) for name in COLD_TARGETS]
+    for number, (name, rep) in enumerate(runs):
+        evt = _receive(sqs, queue, bodies(10_000 + number * BATCH, BATCH))
+        env = {**base, ENV_TABLE: tables[name]}
+        profile = None if profile_dir is None or rep != reps else profile_dir / f"{name}.prof"
+        imported, batch = _first_call(name, evt, env, profile)
+        _delete(sqs, queue, evt)
+        if rep:  # the first round warms the .pyc and page caches
+            out.add(name, imported, batch)
+    for name, table in tables.items():
+        written = dynamodb.scan(TableName=table, Select="COUNT")["Count"]
+        if written != (reps + 1) * BATCH:
+            raise RuntimeError(f"{name}: {written} idempotency records, expected {(reps + 1) * BATCH}")
+    return out
+
+
+def _first_call(name: str, evt: dict[str, Any], env: dict[str, str], profile: Path | None) -> tuple[float, float]:
+    module, directory = COLD_TARGETS[name]
+    command = [sys.executable, str(FIRST_CALL), module, str(directory)]
+    if profile is not None:
+        command += ["--profile", str(profile)]
+    completed = subprocess.run(command, input=json.dumps(evt), env=env, cwd=directory, capture_output=True,
+                               text=True, check=False)
+    lines = [line for line in completed.stdout.splitlines() if line.startswith('{"import_ms"')]
+    if completed.returncode or not lines:
+        raise RuntimeError(f"{name} first call failed ({completed.returncode}): {completed.stderr[-2000:]}")
+    report = json.loads(lines[-1])
+    if report["response"].get("batchItemFailures"):
+        raise RuntimeError(f"{name} first call failed records: {report['response']} {completed.stderr[-2000:]}")
+    return float(report["import_ms"]), float(report["batch_ms"])
 
 
 # ---------------------------------------------------------------- throughput
