@@ -35,7 +35,8 @@ demo: $(STAMP)
 # ---- figures and proofs (issue 8): bench writes BENCHMARKS.md; chaos and fuzz at full size ----
 .PHONY: bench chaos fuzz
 
-bench: $(STAMP)
+# The bundle figures read sam build's output (.aws-sam/build).
+bench: $(STAMP) sam-build
 	$(BIN)/python -m bench
 
 chaos: $(STAMP)

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 import subprocess
-from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
 import pytest
 from template_support import ROOT, TEMPLATE, load_template
+
+from bench.bundle import NOT_RUNTIME_PACKAGES, NOT_RUNTIME_SUBPACKAGES, not_runtime_entries
+from bench.support import python312
 
 # A first build installs aws-sam-cli in its own environment: minutes, not seconds.
 pytestmark = pytest.mark.timeout(1800)
@@ -28,15 +28,6 @@ BUILD = ROOT / ".aws-sam" / "build"
 #: what may change the bundle: a build older than any of these is rebuilt before it is inspected
 SOURCES = (ROOT / "pyproject.toml", ROOT / "template.yaml", ROOT / "infra" / "bundle" / "Makefile",
            ROOT / "lib" / "sqsjobs", ROOT / "handlers")
-#: packages of the [cli], [check] and [local] extras (and what they pull in), by import name
-NOT_RUNTIME_PACKAGES = ("typer", "click", "rich", "pygments", "shellingham", "markdown_it", "moto", "flask",
-                        "werkzeug", "samtranslator", "cfnlint", "sqsjobs_rules")
-#: the same, as distributions (``<name>-<version>.dist-info``, names normalized with underscores)
-NOT_RUNTIME_DISTRIBUTIONS = ("typer", "click", "rich", "pygments", "shellingham", "markdown_it_py", "moto",
-                             "flask", "werkzeug", "aws_sam_translator", "cfn_lint")
-#: the modules of the extras that the sqsjobs wheel itself carries
-NOT_RUNTIME_SUBPACKAGES = ("sqsjobs/cli", "sqsjobs/local", "sqsjobs/console")
-
 # Run in each function's bundle with `python3.12 -I -S` (no site-packages, no environment, no current
 # directory): import the handler, then every module of the bundled sqsjobs package (the handler imports
 # most of them lazily, on its first event), then build the clients the runtime builds. No AWS call.
@@ -85,24 +76,6 @@ def build() -> Path:
     return BUILD
 
 
-def python312() -> str:
-    """The interpreter of the functions' runtime (python3.12), as the Makefile finds it."""
-    pyenv = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=False) \
-        if shutil.which("pyenv") else None
-    if pyenv is not None and pyenv.returncode == 0:
-        found = sorted(Path(pyenv.stdout.strip(), "versions").glob("3.12.*/bin/python3.12"))
-        if found:
-            return str(found[-1])
-    on_path = shutil.which("python3.12")
-    assert on_path, "python3.12 (the functions' runtime) is needed: pyenv or PATH"
-    return on_path
-
-
-def _entries(bundle: Path) -> Iterator[str]:
-    for path in bundle.rglob("*"):
-        yield path.relative_to(bundle).as_posix()
-
-
 def test_every_function_is_built(build: Path) -> None:
     assert functions(), "no makefile-built function in the template"
     for logical_id, handler in functions().items():
@@ -114,17 +87,11 @@ def test_every_function_is_built(build: Path) -> None:
 @pytest.mark.parametrize("logical_id", sorted(functions()))
 def test_the_bundle_holds_no_package_of_an_extra(build: Path, logical_id: str) -> None:
     bundle = build / logical_id
-    entries = set(_entries(bundle))
-    top = {entry.split("/")[0] for entry in entries}
-    assert sorted(top & set(NOT_RUNTIME_PACKAGES)) == []
-    distributions = {re.sub(r"-[^-]+\.dist-info$", "", name).lower().replace("-", "_")
-                     for name in top if name.endswith(".dist-info")}
-    assert sorted(distributions & set(NOT_RUNTIME_DISTRIBUTIONS)) == []
-    assert [sub for sub in NOT_RUNTIME_SUBPACKAGES if sub in entries] == []
-    assert "bin" not in top  # console scripts of the extras
+    assert not_runtime_entries(bundle) == []
     # What must be there: the runtime, and precompiled bytecode for python3.12 (read-only /var/task).
+    top = {path.name for path in bundle.iterdir()}
     assert {"sqsjobs", "botocore", "aws_lambda_powertools", "pynamodb"} <= top
-    assert any(entry.startswith("sqsjobs/__pycache__/") and entry.endswith(".cpython-312.pyc") for entry in entries)
+    assert list((bundle / "sqsjobs" / "__pycache__").glob("*.cpython-312.pyc"))
 
 
 @pytest.mark.parametrize("logical_id", sorted(functions()))
