@@ -40,10 +40,25 @@ def time_left() -> float | None:
     current = _current.get()
     if current is None:
         return None
-    getter = getattr(current.context, "get_remaining_time_in_millis", None)
+    left = remaining_seconds(current.context)
+    return None if left is None else left - current.margin
+
+
+def remaining_seconds(context: Any) -> float | None:
+    """Seconds left in the Lambda invocation ``context``, or None without one (a test, a script).
+
+    The one reading of ``get_remaining_time_in_millis`` in sqsjobs: the worker's
+    deadline, the scheduler's lease, redrive's stop and ``time_left`` all use it.
+
+    Example:
+        >>> from sqsjobs.testing import FakeContext
+        >>> remaining_seconds(FakeContext(remaining_ms=2_500, clock=lambda: 0.0)), remaining_seconds(None)
+        (2.5, None)
+    """
+    getter = getattr(context, "get_remaining_time_in_millis", None)
     if getter is None:
         return None
-    return float(getter()) / 1000.0 - current.margin
+    return float(getter()) / 1000.0
 
 
 @contextmanager

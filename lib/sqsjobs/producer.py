@@ -28,14 +28,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs.backoff import BackoffPolicy, RandomSource
+from sqsjobs.batching import SQS_MAX_BYTES, SQS_MAX_ENTRIES, batches
 from sqsjobs.errors import ConfigurationError, EnqueueError
 from sqsjobs.message import JobMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-MAX_BATCH_ENTRIES = 10
-MAX_BATCH_BYTES = 256 * 1024
+MAX_BATCH_ENTRIES = SQS_MAX_ENTRIES
+MAX_BATCH_BYTES = SQS_MAX_BYTES
 #: entries a batch call reported as failed (throttling, service errors) wait this long
 SEND_RETRY_BACKOFF = BackoffPolicy(base=0.1, cap=2.0)
 #: SQS requests (botocore's retries included) that may carry one message in ``send_many``
@@ -183,7 +184,7 @@ class Producer:
         while pending:
             attempt += 1
             retry: list[int] = []
-            for chunk in self._chunks(messages, pending):
+            for chunk in batches(pending, max_bytes=MAX_BATCH_BYTES, size_of=lambda i: messages[i].size()):
                 entries = [built[i] for i in chunk]
                 try:
                     response = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)  # type: ignore[arg-type]
@@ -238,21 +239,6 @@ class Producer:
             if message.delay:
                 entry["DelaySeconds"] = message.delay
         return entry
-
-    def _chunks(self, messages: Sequence[JobMessage], indexes: list[int]) -> list[list[int]]:
-        chunks: list[list[int]] = []
-        current: list[int] = []
-        size = 0
-        for i in indexes:
-            entry_size = messages[i].size()
-            if current and (len(current) == MAX_BATCH_ENTRIES or size + entry_size > MAX_BATCH_BYTES):
-                chunks.append(current)
-                current, size = [], 0
-            current.append(i)
-            size += entry_size
-        if current:
-            chunks.append(current)
-        return chunks
 
 
 def _requests_made(outcome: Any, attempts: int) -> int:

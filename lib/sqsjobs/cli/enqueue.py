@@ -16,6 +16,7 @@ import typer
 
 from sqsjobs.cli.exits import EXIT_FAILED
 from sqsjobs.loading import DEFAULT_APP, load_app
+from sqsjobs.settings import ENV_QUEUE_URL
 
 
 def parse_arguments(pairs: list[str]) -> dict[str, Any]:
@@ -81,7 +82,7 @@ def register(app: typer.Typer) -> None:
         # The app reads its settings and builds clients from the environment.
         if aws or endpoint_url or queue_url:
             for name, value in (("AWS_ENDPOINT_URL", endpoint_url), ("AWS_DEFAULT_REGION", region),
-                                ("AWS_PROFILE", profile), ("SQSJOBS_QUEUE_URL", queue_url)):
+                                ("AWS_PROFILE", profile), (ENV_QUEUE_URL, queue_url)):
                 if value:
                     os.environ[name] = value
         else:
