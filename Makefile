@@ -25,7 +25,9 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest tests
 
-test: lint typecheck unit template-checks
+# Template checks (sam build among them) come before pytest: tests/infra/test_bundle.py inspects
+# the fresh .aws-sam/build they leave.
+test: lint typecheck template-checks unit
 
 demo: $(STAMP)
 	$(BIN)/python -m demo
@@ -33,7 +35,8 @@ demo: $(STAMP)
 # ---- figures and proofs (issue 8): bench writes BENCHMARKS.md; chaos and fuzz at full size ----
 .PHONY: bench chaos fuzz
 
-bench: $(STAMP)
+# The bundle figures read sam build's output (.aws-sam/build).
+bench: $(STAMP) sam-build
 	$(BIN)/python -m bench
 
 chaos: $(STAMP)

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import figures
+from bench import bundle, cold_start, figures
 from bench.report import Results, render
 from bench.support import machine, moto_server
 
@@ -45,12 +45,17 @@ def main(argv: list[str] | None = None) -> int:
         results.loop = figures.worker_loop_throughput(endpoint, messages=50 if q else 300, reps=1 if q else 3)
         step("redrive vs raw loop (moto server)")
         results.redrive = figures.redrive_throughput(endpoint, messages=50 if q else 300, reps=1 if q else 3)
-    step("wall time and round trips with the Stubber")
-    results.stubbed_wall, results.stubbed_depth = figures.stubbed_wall(reps=5 if q else 30)
+        step("first invocation: fresh process, import, first batch (moto server)")
+        results.first = cold_start.first_invocation(endpoint, reps=3 if q else 15)
+    step("wall time, CPU, round trips and EMF bytes with the Stubber")
+    results.stubbed = figures.stubbed_wall(reps=5 if q else 30)
     step("CPU per message with the Stubber")
     results.cpu = figures.cpu_per_message(reps=2 if q else 7, batches=10 if q else 50)
-    step("cold start (python -X importtime)")
-    results.cold = figures.cold_start(reps=3 if q else 15)
+    step("import only (python -X importtime)")
+    results.cold = cold_start.import_only(reps=3 if q else 15)
+    step("Lambda bundle: sizes (.aws-sam/build) and bytecode")
+    results.bundles = bundle.bundle_sizes()
+    results.bytecode = bundle.bytecode_saving(reps=2 if q else 7)
     step("local cloud end to end")
     try:
         results.local_sizes = (50, 20) if q else (300, 40)

@@ -42,9 +42,10 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
 def sqsjobs_handler(
-    *, sqs: Any, dynamodb: Any, queue_url: str, dlq_url: str, table: str, job: Job
+    *, sqs: Any, dynamodb: Any, queue_url: str, dlq_url: str, table: str, job: Job,
+    emit: Callable[[str], None] | None = None,
 ) -> tuple[Handler, Any]:
-    """The sqsjobs worker; returns (handler, app)."""
+    """The sqsjobs worker; returns (handler, app). ``emit`` receives its EMF lines (default: dropped)."""
     from aws_lambda_powertools import Logger
 
     from sqsjobs import JobApp
@@ -52,7 +53,7 @@ def sqsjobs_handler(
     app = JobApp(queue_url=queue_url, dlq_url=dlq_url, table_name=table, max_attempts=5, function_timeout=60,
                  sqs_client=sqs, dynamodb_client=dynamodb, random=random.Random(1),
                  # Metrics are still built (their cost counts); only the print is skipped.
-                 emit_metrics=lambda line: None, logger=Logger(service="bench", level="ERROR"))
+                 emit_metrics=emit or (lambda line: None), logger=Logger(service="bench", level="ERROR"))
 
     @app.job(JOB, key="invoice-email:{invoice_id}")
     def send_invoice_email(invoice_id: int) -> None:

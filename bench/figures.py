@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
-import re
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -103,13 +99,13 @@ def scenario_figures(endpoint: str, reps: int) -> ScenarioFigures:
         for name in FRAMEWORKS:
             for scenario, messages in (("success", fresh), ("duplicate", fresh), ("retried", failing)):
                 job.fail = scenario == "retried"
-                evt = _receive(sqs, queue, messages)
+                evt = receive_batch(sqs, queue, messages)
                 log.clear()
                 started = time.perf_counter()
                 _call(handlers[name], evt)
                 wall = time.perf_counter() - started
                 calls = list(log.calls)
-                _delete(sqs, queue, evt)
+                delete_batch(sqs, queue, evt)
                 key = (name, scenario)
                 ddb = [c for c in calls if c.service == "dynamodb"]
                 out.add(out.dynamodb_calls, key, len(ddb) / BATCH)
@@ -131,7 +127,7 @@ def _operations(calls: list[Any]) -> str:
     return ", ".join(f"{n} {op}" for op, n in counts.items())
 
 
-def _receive(sqs: Any, queue: str, messages: list[str]) -> dict[str, Any]:
+def receive_batch(sqs: Any, queue: str, messages: list[str]) -> dict[str, Any]:
     """Send the messages and receive them back as Lambda's poller would hand them over."""
     from sqsjobs.testing import receive_event
 
@@ -143,7 +139,7 @@ def _receive(sqs: Any, queue: str, messages: list[str]) -> dict[str, Any]:
     return evt
 
 
-def _delete(sqs: Any, queue: str, evt: dict[str, Any]) -> None:
+def delete_batch(sqs: Any, queue: str, evt: dict[str, Any]) -> None:
     entries = [{"Id": str(i), "ReceiptHandle": r["receiptHandle"]} for i, r in enumerate(evt["Records"])]
     sqs.delete_message_batch(QueueUrl=queue, Entries=entries)
 
@@ -172,14 +168,16 @@ def producer_calls(endpoint: str, messages: int = 100) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------- CPU with the Stubber
-def _stubbed(name: str, dynamodb: Any, job: Job, *, batches: int) -> Handler:
+def _stubbed(name: str, dynamodb: Any, job: Job, *, batches: int,
+             emit: Callable[[str], None] | None = None) -> Handler:
     """``name``'s handler on a Stubber-answered ``dynamodb``, with responses for ``batches`` successful batches."""
     from botocore.stub import Stubber
 
     if name == "sqsjobs":
         handler = sqsjobs_handler(sqs=client("sqs", None), dynamodb=dynamodb,
                                   queue_url="https://sqs.us-east-1.amazonaws.com/1/q",
-                                  dlq_url="https://sqs.us-east-1.amazonaws.com/1/d", table="t", job=job)[0]
+                                  dlq_url="https://sqs.us-east-1.amazonaws.com/1/d", table="t", job=job,
+                                  emit=emit)[0]
         order = ["update_item"] * (2 * BATCH)  # claims together, then each completion as its job returns
     else:
         handler = powertools_handler(dynamodb=dynamodb, table="t", job=job)
@@ -266,8 +264,20 @@ JOB_NAME = "invoice-email"
 
 
 # ---------------------------------------------------------------- wall time, moto out
-def stubbed_wall(reps: int) -> tuple[dict[str, Stat], dict[str, Stat]]:
-    """Wall ms per successful batch and sequential DynamoDB round trips, AWS answered by the Stubber.
+@dataclass
+class StubbedBatches:
+    """Successful batches of 10, AWS answered by the Stubber after ``LATENCY``: one value per batch."""
+
+    wall_ms: dict[str, Stat]
+    depth: dict[str, Stat]
+    #: CPU time of the same batches (all threads): the part a fraction of a vCPU stretches
+    cpu_ms: dict[str, Stat]
+    #: EMF bytes each framework wrote per job (what CloudWatch Logs ingests for its metrics)
+    emf_bytes_per_job: dict[str, float]
+
+
+def stubbed_wall(reps: int) -> StubbedBatches:
+    """Wall and CPU ms per successful batch, sequential DynamoDB round trips and EMF bytes, AWS answered by the Stubber.
 
     Every call first waits ``LATENCY`` in its own thread (a ``before-call``
     hook registered ahead of the Stubber), so the figure is the framework plus
@@ -275,7 +285,9 @@ def stubbed_wall(reps: int) -> tuple[dict[str, Stat], dict[str, Stat]]:
     """
 
     wall: dict[str, list[float]] = {name: [] for name in FRAMEWORKS}
+    cpu: dict[str, list[float]] = {name: [] for name in FRAMEWORKS}
     depth: dict[str, list[float]] = {name: [] for name in FRAMEWORKS}
+    emf: dict[str, list[str]] = {name: [] for name in FRAMEWORKS}
     events = [event(bodies(b * BATCH, BATCH)) for b in range(reps + 1)]
 
     def wait(**kwargs: Any) -> None:
@@ -286,49 +298,24 @@ def stubbed_wall(reps: int) -> tuple[dict[str, Stat], dict[str, Stat]]:
         log = CallLog()
         log.attach(dynamodb)
         dynamodb.meta.events.register_first("before-call.*.*", wait)
-        handler = _stubbed(name, dynamodb, Job(), batches=len(events))
+        # The Powertools contender, set up as documented for batch + idempotency, writes no metrics.
+        handler = _stubbed(name, dynamodb, Job(), batches=len(events), emit=emf[name].append)
         _call(handler, events[0])
+        emf[name].clear()
         for evt in events[1:]:
             log.clear()
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             handler(evt, _context())
             wall[name].append((time.perf_counter() - started) * 1000)
+            cpu[name].append((time.process_time() - cpu_started) * 1000)
             depth[name].append(sequential_depth(log.calls))
-    return ({n: Stat(tuple(v)) for n, v in wall.items()}, {n: Stat(tuple(v)) for n, v in depth.items()})
-
-
-# ---------------------------------------------------------------- cold start
-_IMPORT_LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|\s+(.*)$")
-
-
-def import_time_ms(module: str, path: Path, env: dict[str, str]) -> float:
-    """Cumulative import time of ``module`` in a fresh interpreter (``python -X importtime``)."""
-    completed = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", f"import {module}"], cwd=path, env=env,
-        capture_output=True, text=True, check=True,
+    return StubbedBatches(
+        wall_ms={n: Stat(tuple(v)) for n, v in wall.items()},
+        depth={n: Stat(tuple(v)) for n, v in depth.items()},
+        cpu_ms={n: Stat(tuple(v)) for n, v in cpu.items()},
+        emf_bytes_per_job={n: sum(len(line.encode()) + 1 for line in lines) / (reps * BATCH)
+                           for n, lines in emf.items()},
     )
-    for line in completed.stderr.splitlines():
-        match = _IMPORT_LINE.match(line)
-        if match and match.group(3).strip() == module:
-            return int(match.group(2)) / 1000
-    raise RuntimeError(f"no import line for {module}: {completed.stderr[-500:]}")
-
-
-def cold_start(reps: int) -> dict[str, Stat]:
-    """handlers/worker.py vs bench/cold/pt_worker.py, each in ``reps`` fresh processes (alternating)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AWS_"))}
-    env.update({"SQSJOBS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/jobs",
-                "SQSJOBS_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/jobs-dlq",
-                "SQSJOBS_TABLE": "idempotency", "AWS_DEFAULT_REGION": "us-east-1",
-                "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"})
-    targets = {"sqsjobs": ("worker", ROOT / "handlers"), "powertools": ("pt_worker", ROOT / "bench" / "cold")}
-    values: dict[str, list[float]] = {name: [] for name in targets}
-    for module, path in targets.values():
-        import_time_ms(module, path, {**env, "PYTHONPATH": str(path)})  # warm the .pyc and page caches
-    for _ in range(reps):
-        for name, (module, path) in targets.items():
-            values[name].append(import_time_ms(module, path, {**env, "PYTHONPATH": str(path)}))
-    return {name: Stat(tuple(v)) for name, v in values.items()}
 
 
 # ---------------------------------------------------------------- throughput

@@ -12,11 +12,14 @@ import json
 import logging
 import os
 import platform
+import shutil
 import statistics
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 REGION = "us-east-1"
@@ -221,3 +224,16 @@ def item_bytes(item: dict[str, Any]) -> int:
         else:
             size += len(json.dumps(raw)) + 3
     return size
+
+
+def python312() -> str:
+    """The interpreter of the functions' runtime (python3.12), found as the Makefile finds it: pyenv, else PATH."""
+    if shutil.which("pyenv"):
+        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=False).stdout.strip()
+        found = sorted(Path(root, "versions").glob("3.12.*/bin/python3.12")) if root else []
+        if found:
+            return str(found[-1])
+    on_path = shutil.which("python3.12")
+    if on_path is None:
+        raise RuntimeError("python3.12 (the functions' runtime) is needed: install it with pyenv or on PATH")
+    return on_path

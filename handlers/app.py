@@ -22,10 +22,11 @@ app = JobApp()
 
 
 @lru_cache(maxsize=1)
-def _ses() -> Any:
-    import boto3
+def ses_client() -> Any:
+    """The SES client, made once from the worker's own botocore session (no second session, no boto3 import)."""
+    from sqsjobs.clients import client
 
-    return boto3.client("ses")
+    return client("ses")
 
 
 def fetch_invoice(invoice_id: int) -> dict[str, Any]:
@@ -39,7 +40,7 @@ def fetch_invoice(invoice_id: int) -> dict[str, Any]:
 def send_invoice_email(invoice_id: int) -> None:
     """Send invoice ``invoice_id`` to its customer, once."""
     invoice = fetch_invoice(invoice_id)
-    _ses().send_email(
+    ses_client().send_email(
         Source=os.environ.get("SQSJOBS_SENDER", "billing@example.com"),
         Destination={"ToAddresses": [invoice["email"]]},
         Message={
@@ -55,10 +56,11 @@ ORDERS_TABLE_ENV = "SQSJOBS_ORDERS_TABLE"
 
 
 @lru_cache(maxsize=1)
-def _dynamodb() -> Any:
-    import boto3
+def orders_client() -> Any:
+    """The DynamoDB client of the orders table, made once from the same session."""
+    from sqsjobs.clients import client
 
-    return boto3.client("dynamodb")
+    return client("dynamodb")
 
 
 def _orders_table() -> str:
@@ -80,11 +82,11 @@ def place_order(order_id: int, total_cents: int) -> str:
 @app.job("process-order", key="process-order:{order_id}")
 def process_order(order_id: int) -> None:
     """Mark order ``order_id`` processed; it exists, because the job was committed with it."""
-    item = _dynamodb().get_item(TableName=_orders_table(), Key={"pk": {"S": f"order#{order_id}"}},
+    item = orders_client().get_item(TableName=_orders_table(), Key={"pk": {"S": f"order#{order_id}"}},
                                 ConsistentRead=True).get("Item")
     if item is None:
         raise PermanentError(f"order {order_id} does not exist")
-    _dynamodb().update_item(TableName=_orders_table(), Key={"pk": {"S": f"order#{order_id}"}},
+    orders_client().update_item(TableName=_orders_table(), Key={"pk": {"S": f"order#{order_id}"}},
                             UpdateExpression="SET #s = :done", ExpressionAttributeNames={"#s": "status"},
                             ExpressionAttributeValues={":done": {"S": "PROCESSED"}})
 
@@ -124,9 +126,9 @@ def reindex_products(run_id: str, cursor: int = 0) -> int | None:
 @app.scheduled("nightly-report", schedule="cron(0 2 * * ? *)", lease_seconds=300)
 def nightly_report(period: str) -> None:
     """Count the orders and store the day's report (``report#<period>``) in the orders table."""
-    pages = _dynamodb().get_paginator("scan").paginate(TableName=_orders_table(), Select="COUNT",
+    pages = orders_client().get_paginator("scan").paginate(TableName=_orders_table(), Select="COUNT",
                                                        FilterExpression="begins_with(pk, :order)",
                                                        ExpressionAttributeValues={":order": {"S": "order#"}})
     orders = sum(page["Count"] for page in pages)
-    _dynamodb().put_item(TableName=_orders_table(), Item={"pk": {"S": f"report#{period}"},
+    orders_client().put_item(TableName=_orders_table(), Item={"pk": {"S": f"report#{period}"},
                                                           "orders": {"N": str(orders)}})

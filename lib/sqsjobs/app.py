@@ -569,7 +569,7 @@ class JobApp:
             from sqsjobs.consumer import JobBatchProcessor
 
             self._processor = JobBatchProcessor(
-                settings=self.settings, jobs=self.jobs, store=self.store, sqs=self.sqs, clock=self.clock,
+                settings=self.settings, jobs=self.jobs, store=self.store, sqs=lambda: self.sqs, clock=self.clock,
                 random=self.random, logger=self.logger, emit=self.emit_metrics,
             )
         return self._processor

@@ -26,20 +26,6 @@ class _Invocation:
 _current: ContextVar[_Invocation | None] = ContextVar("sqsjobs_invocation", default=None)
 
 
-def remaining_seconds(context: Any) -> float | None:
-    """Seconds left in the Lambda invocation ``context``, or None without one.
-
-    Example:
-        >>> from sqsjobs.testing import FakeContext
-        >>> remaining_seconds(FakeContext(remaining_ms=2_500, clock=lambda: 0.0)), remaining_seconds(None)
-        (2.5, None)
-    """
-    getter = getattr(context, "get_remaining_time_in_millis", None)
-    if getter is None:
-        return None
-    return float(getter()) / 1000.0
-
-
 def time_left() -> float | None:
     """Seconds the running job may still use before the worker's deadline margin, or None if unknown.
 
@@ -52,8 +38,27 @@ def time_left() -> float | None:
         25.0
     """
     current = _current.get()
-    remaining = None if current is None else remaining_seconds(current.context)
-    return None if remaining is None or current is None else remaining - current.margin
+    if current is None:
+        return None
+    left = remaining_seconds(current.context)
+    return None if left is None else left - current.margin
+
+
+def remaining_seconds(context: Any) -> float | None:
+    """Seconds left in the Lambda invocation ``context``, or None without one (a test, a script).
+
+    The one reading of ``get_remaining_time_in_millis`` in sqsjobs: the worker's
+    deadline, the scheduler's lease, redrive's stop and ``time_left`` all use it.
+
+    Example:
+        >>> from sqsjobs.testing import FakeContext
+        >>> remaining_seconds(FakeContext(remaining_ms=2_500, clock=lambda: 0.0)), remaining_seconds(None)
+        (2.5, None)
+    """
+    getter = getattr(context, "get_remaining_time_in_millis", None)
+    if getter is None:
+        return None
+    return float(getter()) / 1000.0
 
 
 @contextmanager

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from sqsjobs import guard
 from sqsjobs import metrics as m
 from sqsjobs.backoff import MAX_VISIBILITY_SECONDS, BackoffPolicy, RandomSource, visibility_seconds
+from sqsjobs.batching import batches, send_entries
 from sqsjobs.budget import remaining_seconds
 from sqsjobs.cancellation import running_job
 from sqsjobs.dead_letter import DeadLetter, Reason, sqs_attribute
@@ -56,7 +57,6 @@ from sqsjobs.guard import Claim, ClaimResult, Verdict
 from sqsjobs.job import Classification, OnCrash
 from sqsjobs.lease import Operation, Written, expiry
 from sqsjobs.message import ATTR_RESENDS, MAX_DELAY_SECONDS
-from sqsjobs.sqs_batches import chunked, send_entries
 from sqsjobs.time_limit import TimeLimit, time_limit
 from sqsjobs.tracing import reset_trace_id, set_trace_id
 
@@ -89,7 +89,7 @@ class JobBatchProcessor:
         settings: Settings,
         jobs: dict[str, Job[Any, Any]],
         store: LeaseStore,
-        sqs: SQSClient,
+        sqs: Callable[[], SQSClient],
         clock: Callable[[], float],
         random: RandomSource | None,
         logger: Any,
@@ -98,13 +98,19 @@ class JobBatchProcessor:
         self.settings = settings
         self.jobs = jobs
         self.store = store
-        self.sqs = sqs
+        #: the SQS client, built on first use: a batch of successes never needs one
+        self._sqs = sqs
         self.clock = clock
         self.random = random
         self.log = logger
         self.emit = emit
         self.default_backoff = BackoffPolicy(base=settings.backoff_base, cap=settings.backoff_cap)
         self._queue_urls: dict[str, str] = {}
+
+    @property
+    def sqs(self) -> SQSClient:
+        """The SQS client (dead letters, re-sends, retry delays)."""
+        return self._sqs()
 
     # ------------------------------------------------------------------ the flow
     def run(self, event: Any, context: Any) -> BatchResult:
@@ -414,7 +420,7 @@ class JobBatchProcessor:
         for d in deliveries:
             by_queue.setdefault(self._queue_url(d), []).append(d)
         for url, items in by_queue.items():
-            for chunk in chunked(items):
+            for chunk in batches(items):
                 entries = [{"Id": str(i), "ReceiptHandle": d.receipt_handle,
                             "VisibilityTimeout": visibility_seconds(d.delay)} for i, d in enumerate(chunk)]
                 try:

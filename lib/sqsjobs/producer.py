@@ -4,6 +4,18 @@
 entries and 256 KiB, retries the entries a batch reports as failed (with
 full-jitter backoff; sender faults are not retried), and returns a report
 instead of raising halfway through.
+
+Retries are counted together with botocore's own: botocore already retries
+a throttled or failed request (3 attempts in its standard mode, the one
+``sqsjobs.clients`` configures), and every attempt is an SQS request. The
+producer reads how many attempts each call really made
+(``ResponseMetadata.RetryAttempts``) and starts another round for a message
+only if botocore's worst case still fits in the message's budget:
+
+- ``send``: at most botocore's attempts per call (3 with standard retries);
+- ``send_many``: no message is carried by more than ``max_calls`` requests
+  (default 6: one failed call that botocore retried to the end, and one more
+  such call; or up to four rounds for entries a batch reports as failed).
 """
 
 from __future__ import annotations
@@ -16,16 +28,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs.backoff import BackoffPolicy, RandomSource
-from sqsjobs.errors import EnqueueError
+from sqsjobs.batching import SQS_MAX_BYTES, SQS_MAX_ENTRIES, batches
+from sqsjobs.errors import ConfigurationError, EnqueueError
 from sqsjobs.message import JobMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-MAX_BATCH_ENTRIES = 10
-MAX_BATCH_BYTES = 256 * 1024
+MAX_BATCH_ENTRIES = SQS_MAX_ENTRIES
+MAX_BATCH_BYTES = SQS_MAX_BYTES
 #: entries a batch call reported as failed (throttling, service errors) wait this long
 SEND_RETRY_BACKOFF = BackoffPolicy(base=0.1, cap=2.0)
+#: SQS requests (botocore's retries included) that may carry one message in ``send_many``
+MAX_CALLS_PER_MESSAGE = 6
+#: botocore's attempts per call when the client's config does not say: its standard and adaptive modes
+BOTOCORE_DEFAULT_ATTEMPTS = 3
+#: the same for botocore's legacy mode (``_retry.json``)
+BOTOCORE_LEGACY_ATTEMPTS = 5
 #: what SQS takes as a MessageGroupId: 1..128 ASCII letters, digits and punctuation (no spaces)
 MESSAGE_GROUP_ID = re.compile(r"[!-~]{1,128}")
 
@@ -53,6 +72,7 @@ class EnqueueReport:
 
     message_ids: dict[int, str] = field(default_factory=dict)
     failed: tuple[FailedEntry, ...] = ()
+    #: SQS requests made, botocore's own retries included
     calls: int = 0
 
     @property
@@ -66,13 +86,38 @@ class EnqueueReport:
         return len(self.message_ids)
 
 
-class Producer:
-    """Sends ``JobMessage``s to one queue.
+def botocore_attempts(client: Any) -> int:
+    """How many requests botocore makes for one call of ``client`` at most (its retries included).
 
     Example:
-        >>> producer = Producer(sqs_client, queue_url)  # doctest: +SKIP
-        >>> producer.send(message)  # doctest: +SKIP
-        '5fea7756-0ea4-451a-a703-a558b933e274'
+        >>> from sqsjobs.clients import sqs_client
+        >>> botocore_attempts(sqs_client(region_name="eu-west-1"))
+        3
+    """
+    retries = getattr(getattr(client, "meta", None), "config", None)
+    settings = getattr(retries, "retries", None) or {}
+    total = settings.get("total_max_attempts")
+    if total:
+        return int(total)
+    return BOTOCORE_LEGACY_ATTEMPTS if settings.get("mode") == "legacy" else BOTOCORE_DEFAULT_ATTEMPTS
+
+
+class Producer:
+    """Sends ``JobMessage``s to one queue, within a stated number of SQS requests (see the module).
+
+    Example:
+        >>> from botocore.stub import Stubber
+        >>> from sqsjobs import JobApp
+        >>> from sqsjobs.clients import sqs_client
+        >>> queue = "https://sqs.eu-west-1.amazonaws.com/123456789012/jobs"
+        >>> app = JobApp(queue_url=queue)
+        >>> @app.job("invoice-email", key="invoice-email:{invoice_id}")
+        ... def send_invoice_email(invoice_id: int) -> None: ...
+        >>> sqs = sqs_client(region_name="eu-west-1")
+        >>> with Stubber(sqs) as stub:
+        ...     stub.add_response("send_message", {"MessageId": "m-1"})
+        ...     Producer(sqs, queue).send(send_invoice_email.message(invoice_id=42))
+        'm-1'
     """
 
     def __init__(
@@ -80,7 +125,7 @@ class Producer:
         client: SQSClient,
         queue_url: str,
         *,
-        retries: int = 3,
+        max_calls: int = MAX_CALLS_PER_MESSAGE,
         backoff: BackoffPolicy = SEND_RETRY_BACKOFF,
         random: RandomSource | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -88,13 +133,19 @@ class Producer:
         self.client = client
         self.queue_url = queue_url
         self.fifo = queue_url.endswith(".fifo")
-        self.retries = retries
+        self.attempts = botocore_attempts(client)
+        if max_calls < self.attempts:
+            raise ConfigurationError(
+                f"max_calls={max_calls} is below the {self.attempts} attempts botocore makes for one call of this "
+                "client: one call could already exceed it; raise max_calls or lower the client's retries"
+            )
+        self.max_calls = max_calls
         self.backoff = backoff
         self.random = random
         self.sleep = sleep
 
     def send(self, message: JobMessage) -> str:
-        """Send one message; raises ``EnqueueError`` when SQS refuses it."""
+        """Send one message (at most ``self.attempts`` requests); raises ``EnqueueError`` when SQS refuses it."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
@@ -104,12 +155,17 @@ class Producer:
         return response["MessageId"]
 
     def send_many(self, messages: Sequence[JobMessage]) -> EnqueueReport:
-        """Send in full batches; failed entries are retried, then reported (never raised)."""
+        """Send in full batches; failed entries are retried, then reported (never raised).
+
+        No message is carried by more than ``self.max_calls`` SQS requests, botocore's retries included.
+        """
         from botocore.exceptions import BotoCoreError, ClientError
 
         ids: dict[int, str] = {}
         failed: dict[int, FailedEntry] = {}
         calls = 0
+        #: requests that carried each message so far (botocore's retries included)
+        spent: dict[int, int] = {}
         pending = []
         built: dict[int, dict[str, Any]] = {}
         for i, message in enumerate(messages):
@@ -124,22 +180,31 @@ class Producer:
                 )
                 continue
             pending.append(i)
-        for attempt in range(1, self.retries + 2):
+        attempt = 0
+        while pending:
+            attempt += 1
             retry: list[int] = []
-            for chunk in self._chunks(messages, pending) if pending else []:
-                calls += 1
+            for chunk in batches(pending, max_bytes=MAX_BATCH_BYTES, size_of=lambda i: messages[i].size()):
                 entries = [built[i] for i in chunk]
                 try:
                     response = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)  # type: ignore[arg-type]
                 except (ClientError, BotoCoreError) as error:
-                    # The whole call failed (throttled, network): every entry may be retried.
+                    # The whole call failed (throttled, network) after botocore's own retries:
+                    # every entry may be retried, if its budget allows another such call.
+                    made = _requests_made(error, self.attempts)
+                    calls += made
                     for i in chunk:
+                        spent[i] = spent.get(i, 0) + made
                         failed[i] = FailedEntry(
                             index=i, key=messages[i].key, code=type(error).__name__, message=str(error),
                             sender_fault=False,
                         )
                     retry.extend(chunk)
                     continue
+                made = _requests_made(response, self.attempts)
+                calls += made
+                for i in chunk:
+                    spent[i] = spent.get(i, 0) + made
                 for ok in response.get("Successful", []):
                     index = int(ok["Id"])
                     ids[index] = ok["MessageId"]
@@ -152,10 +217,10 @@ class Producer:
                     )
                     if not bad.get("SenderFault"):
                         retry.append(index)
-            if not retry or attempt > self.retries:
-                break
-            self.sleep(self.backoff.next_delay(attempt, self.random))
-            pending = sorted(retry)
+            # Another round only for messages whose budget still holds botocore's worst case for one call.
+            pending = sorted(i for i in retry if spent[i] + self.attempts <= self.max_calls)
+            if pending:
+                self.sleep(self.backoff.next_delay(attempt, self.random))
         return EnqueueReport(message_ids=ids, failed=tuple(failed[i] for i in sorted(failed)), calls=calls)
 
     def _entry(self, message: JobMessage) -> dict[str, Any]:
@@ -175,20 +240,16 @@ class Producer:
                 entry["DelaySeconds"] = message.delay
         return entry
 
-    def _chunks(self, messages: Sequence[JobMessage], indexes: list[int]) -> list[list[int]]:
-        chunks: list[list[int]] = []
-        current: list[int] = []
-        size = 0
-        for i in indexes:
-            entry_size = messages[i].size()
-            if current and (len(current) == MAX_BATCH_ENTRIES or size + entry_size > MAX_BATCH_BYTES):
-                chunks.append(current)
-                current, size = [], 0
-            current.append(i)
-            size += entry_size
-        if current:
-            chunks.append(current)
-        return chunks
+
+def _requests_made(outcome: Any, attempts: int) -> int:
+    """Requests one call made: 1 plus botocore's retries, as its response or error reports them.
+
+    An error without a response (a connection that kept failing) used all of botocore's attempts.
+    """
+    response = outcome if isinstance(outcome, dict) else getattr(outcome, "response", None)
+    if not isinstance(response, dict):
+        return attempts
+    return 1 + int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0))
 
 
 def _group_id(message: JobMessage) -> str:

@@ -37,6 +37,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from sqsjobs.batching import SQS_MAX_BYTES, SQS_MAX_ENTRIES, batches
+from sqsjobs.budget import remaining_seconds
 from sqsjobs.dlq_message import MAX_MESSAGE_ATTRIBUTES, DlqMessage, dedup_id, resend_attributes
 from sqsjobs.errors import RedriveError, SqsJobsError
 from sqsjobs.queues import queue_depth, queue_name, resolve_queue_url
@@ -53,7 +55,7 @@ from sqsjobs.redrive_targets import RedriveTargets
 from sqsjobs.settings import DEFAULT_RECORD_TTL, ENV_DLQ_URL, ENV_QUEUE_URL, ENV_RECORD_TTL
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import (
@@ -81,10 +83,10 @@ __all__ = [
 ]
 
 # SQS batch APIs take at most 10 entries.
-BATCH_SIZE: Final = 10
+BATCH_SIZE: Final = SQS_MAX_ENTRIES
 # A batch's total payload limit. SQS accepts more today (1 MiB), but 256 KiB
 # is what every region and the local cloud accept, and costs one extra call at most.
-BATCH_BYTES: Final = 256 * 1024
+BATCH_BYTES: Final = SQS_MAX_BYTES
 # Consecutive receives that return only messages already seen in this run:
 # the DLQ has been scanned (what is left is hidden by us or by someone else).
 STALE_ROUNDS: Final = 3
@@ -485,7 +487,8 @@ class Redrive:
         for held in to_send:
             by_target.setdefault(held.target or "", []).append(held)
         chunks = [(target, chunk) for target, group in by_target.items()
-                  for chunk in _chunks(group, self._chunk_size())]
+                  for chunk in batches(group, max_items=self._chunk_size(), max_bytes=BATCH_BYTES,
+                                       size_of=_entry_bytes)]
         for index, (target, chunk) in enumerate(chunks):
             assert self._targets is not None
             if target in self._targets.unreachable:
@@ -599,7 +602,7 @@ class Redrive:
     # -- releasing and reporting -----------------------------------------
 
     def _release(self, entries: Iterable[_Held]) -> None:
-        for chunk in _chunks(list(entries), BATCH_SIZE):
+        for chunk in batches(entries, max_bytes=BATCH_BYTES, size_of=_entry_bytes):
             self._sqs.change_message_visibility_batch(
                 QueueUrl=self._dlq_url,
                 Entries=[
@@ -700,21 +703,6 @@ def _entry_bytes(held: _Held) -> int:
         size += len(name) + len(value.get("DataType", "")) + len(value.get("StringValue", "").encode())
         size += len(value.get("BinaryValue", b""))
     return size + 64  # the redrive count attribute and FIFO ids
-
-
-def _chunks(items: Sequence[_Held], size: int) -> Iterator[list[_Held]]:
-    """Chunks of at most ``size`` entries and ``BATCH_BYTES`` bytes."""
-    chunk: list[_Held] = []
-    total = 0
-    for item in items:
-        nbytes = _entry_bytes(item)
-        if chunk and (len(chunk) >= size or total + nbytes > BATCH_BYTES):
-            yield chunk
-            chunk, total = [], 0
-        chunk.append(item)
-        total += nbytes
-    if chunk:
-        yield chunk
 
 
 # -- the Lambda entry's logic ----------------------------------------------------
@@ -830,7 +818,8 @@ def handle_redrive_event(
     engine = Redrive(
         options,
         sqs_client=sqs_client,
-        remaining_time=lambda: float(context.get_remaining_time_in_millis()) / 1000.0,
+        # Without a Lambda context (a direct call) there is no deadline to stop before.
+        remaining_time=None if remaining_seconds(context) is None else lambda: remaining_seconds(context) or 0.0,
         records=records,
     )
     result = engine.run().to_dict()

@@ -31,7 +31,7 @@ from sqsjobs.chunked import RunStatus
 from sqsjobs.dlq_message import DlqMessage
 from sqsjobs.errors import StatusError
 from sqsjobs.queues import dead_letter_queue_of, queue_name, resolve_queue_url
-from sqsjobs.settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_TABLE
+from sqsjobs.settings import ENV_DLQ_URL, ENV_NAMESPACE, ENV_QUEUE_URL, ENV_TABLE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -210,7 +210,7 @@ def collect_status(
     queue = queue or os.environ.get(ENV_QUEUE_URL) or None
     dlq = dlq or os.environ.get(ENV_DLQ_URL) or None
     if not queue and not dlq:
-        raise StatusError("which queue? pass --queue (and --dlq) or set SQSJOBS_QUEUE_URL / SQSJOBS_DLQ_URL")
+        raise StatusError(f"which queue? pass --queue (and --dlq) or set {ENV_QUEUE_URL} / {ENV_DLQ_URL}")
     notes: list[str] = []
     queue_url = resolve_queue_url(sqs_client, queue) if queue else None
     if dlq:
@@ -245,7 +245,7 @@ def collect_status(
             notes.append(f"DLQ groups are a sample: {len(copies)} of ~{dlq_status.depth} messages")
 
     names = {queue_name(u) for u in (queue_url, dlq_url) if u}
-    ns = namespace or os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "sqsjobs"
+    ns = namespace or os.environ.get(ENV_NAMESPACE) or "sqsjobs"
     alarms = watch.alarms(prefix=alarm_prefix, queue_names=names, namespace=ns)
     run_statuses = _runs(runs, dynamodb_client, table or os.environ.get(ENV_TABLE), notes)
     return StatusReport(

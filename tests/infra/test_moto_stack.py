@@ -27,7 +27,7 @@ KEY = "bundle.zip"
 STACK = "sqsjobs-test"
 SENDER = "billing@example.com"
 # Types moto's CloudFormation skips (with a warning); everything else must be created.
-MOTO_GAPS = {"AWS::CloudWatch::Alarm", "AWS::SQS::QueuePolicy", "AWS::Scheduler::Schedule"}
+MOTO_GAPS = {"AWS::CloudWatch::Alarm", "AWS::SQS::QueuePolicy", "AWS::Scheduler::Schedule", "AWS::Lambda::Alias"}
 
 pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse AWS")
 
@@ -62,6 +62,28 @@ def for_moto(translated: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
+def without_aliases(template: dict[str, Any]) -> dict[str, Any]:
+    """moto's CloudFormation has no AWS::Lambda::Alias: a Ref to an alias becomes a Ref to its function.
+
+    That is what the alias stands for (the worker's `live` alias, from AutoPublishAlias);
+    test_the_jobs_queue_invokes_the_workers_alias checks the translated template still targets it.
+    """
+    functions = {logical_id: resource["Properties"]["FunctionName"]
+                 for logical_id, resource in template["Resources"].items() if resource["Type"] == "AWS::Lambda::Alias"}
+
+    def swap(node: Any) -> Any:
+        if isinstance(node, dict):
+            if set(node) == {"Ref"} and node["Ref"] in functions:
+                return functions[node["Ref"]]
+            return {key: swap(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [swap(value) for value in node]
+        return node
+
+    swapped: dict[str, Any] = swap(template)
+    return swapped
+
+
 @pytest.fixture(scope="module")
 def translated() -> Iterator[dict[str, Any]]:
     # Module-scoped, so before the autouse environment fixture: the translator
@@ -83,7 +105,7 @@ def stack(translated: dict[str, Any]) -> Iterator[dict[str, Any]]:
         cfn = boto3.client("cloudformation", region_name="us-east-1")
         cfn.create_stack(
             StackName=STACK,
-            TemplateBody=json.dumps(for_moto(translated)),
+            TemplateBody=json.dumps(without_aliases(for_moto(translated))),
             Parameters=[{"ParameterKey": "SenderEmail", "ParameterValue": SENDER}],
             Capabilities=["CAPABILITY_IAM"],
         )
@@ -204,3 +226,19 @@ def test_event_source_mapping_reports_batch_item_failures(stack: dict[str, Any])
     assert mapping["EventSourceArn"] == queue_arn
     assert mapping["BatchSize"] == 10
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_the_jobs_queue_invokes_the_workers_alias(translated: dict[str, Any]) -> None:
+    # SnapStart only applies to published versions: the queue's mapping goes through the `live` alias,
+    # and SnapStart itself is switched by the SnapStart parameter (off by default).
+    resources = translated["Resources"]
+    (mapping,) = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"
+                  and r["Properties"]["EventSourceArn"] == {"Fn::GetAtt": ["JobsQueue", "Arn"]}]
+    alias = resources[mapping["FunctionName"]["Ref"]]
+    assert alias["Type"] == "AWS::Lambda::Alias"
+    assert alias["Properties"]["Name"] == "live"
+    assert alias["Properties"]["FunctionName"] == {"Ref": "WorkerFunction"}
+    assert resources["WorkerFunction"]["Properties"]["SnapStart"] == {
+        "Fn::If": ["UseSnapStart", {"ApplyOn": "PublishedVersions"}, {"Ref": "AWS::NoValue"}]}
+    assert translated["Conditions"]["UseSnapStart"] == {"Fn::Equals": [{"Ref": "SnapStart"}, "true"]}
+    assert translated["Parameters"]["SnapStart"]["Default"] == "false"

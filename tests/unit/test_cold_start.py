@@ -30,3 +30,34 @@ def test_importing_the_handler_makes_no_client_and_no_heavy_import() -> None:
     assert report["clients"] == 0
     assert report["heavy"] == []
     assert "invoice-email" in report["jobs"]
+
+
+FIRST_BATCH_SET_UP = """
+import json, sys
+sys.path.insert(0, "handlers")
+import botocore.session
+sessions = []
+original = botocore.session.Session.__init__
+def counting(self, *args, **kwargs):
+    sessions.append(1)
+    original(self, *args, **kwargs)
+botocore.session.Session.__init__ = counting
+import worker
+worker.app.processor, worker.app.sqs, worker.ses_client(), worker.orders_client()
+from sqsjobs.clients import session
+# botocore caches each full listing of its service directories under this key (loaders.instance_cache).
+cached = session().get_component("data_loader")._cache
+print(json.dumps({"sessions": len(sessions), "boto3": "boto3" in sys.modules,
+                  "listed": [key[1] for key in cached if key[0] == "list_available_services"]}))
+"""
+
+
+def test_the_first_batch_set_up_builds_one_botocore_session_and_never_imports_boto3() -> None:
+    # The worker's clients and the reference app's SES and orders clients share one session
+    # (sqsjobs.clients), whose loader never lists every service directory botocore ships.
+    out = subprocess.run([sys.executable, "-c", FIRST_BATCH_SET_UP], cwd=ROOT, capture_output=True, text=True,
+                         check=True, env={"PATH": "", "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "x",
+                                          "AWS_SECRET_ACCESS_KEY": "x", "SQSJOBS_TABLE": "idempotency",
+                                          "SQSJOBS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/jobs"})
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report == {"sessions": 1, "boto3": False, "listed": []}

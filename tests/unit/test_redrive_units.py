@@ -11,6 +11,7 @@ import pytest
 from botocore.stub import Stubber
 
 from sqsjobs import redrive as rd
+from sqsjobs.batching import batches
 from sqsjobs.dlq_message import DlqMessage, dedup_id
 from sqsjobs.errors import MoveTaskError, SqsJobsError
 from sqsjobs.queues import make_sqs_client, queue_name
@@ -141,9 +142,11 @@ def test_chunks_respect_the_batch_byte_limit() -> None:
     big = "x" * 100_000
     letter = DlqMessage.from_message({"Body": big}, now=0)
     held = [rd._Held({"MessageId": str(i), "Body": big}, letter) for i in range(5)]
-    sizes = [len(c) for c in rd._chunks(held, 10)]
-    assert sizes == [2, 2, 1]
-    assert [len(c) for c in rd._chunks(held[:3], 1)] == [1, 1, 1]
+    def chunks(items: list[Any], size: int) -> list[int]:
+        return [len(c) for c in batches(items, max_items=size, max_bytes=rd.BATCH_BYTES, size_of=rd._entry_bytes)]
+
+    assert chunks(held, 10) == [2, 2, 1]
+    assert chunks(held[:3], 1) == [1, 1, 1]
 
 
 # -- the native move task (Stubber) -------------------------------------------------

@@ -3,13 +3,23 @@
 Each command module exposes ``register(app)``; this module only assembles
 them, so a command's imports (cfn-lint, moto, rich tables) are paid only by
 the process that runs the ``sqsjobs`` command, never by a Lambda handler.
+
+The command line is an extra (``pip install 'sqsjobs[cli]'``): this module
+imports typer only inside ``build_app``, so ``main`` can say so in one line
+when it is missing.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+from typing import TYPE_CHECKING
 
-import typer
+from sqsjobs.cli.exits import EXIT_USAGE
+from sqsjobs.extras import Extra, install_hint, missing
+
+if TYPE_CHECKING:
+    import typer
 
 COMMAND_MODULES = ("check", "schema", "enqueue", "status", "redrive", "lifecycle", "local")
 
@@ -21,6 +31,8 @@ def build_app() -> typer.Typer:
         >>> build_app().info.name
         'sqsjobs'
     """
+    import typer
+
     app = typer.Typer(
         name="sqsjobs",
         no_args_is_help=True,
@@ -34,5 +46,9 @@ def build_app() -> typer.Typer:
 
 
 def main() -> None:
-    """Console-script entry point (``sqsjobs``)."""
+    """Console-script entry point (``sqsjobs``); without the [cli] extra, a one-line hint and exit 2."""
+    module = missing(Extra.CLI)
+    if module is not None:
+        print(f"sqsjobs: {install_hint(Extra.CLI, module)}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
     build_app()()

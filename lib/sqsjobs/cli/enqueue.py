@@ -8,17 +8,15 @@ envelope are exactly the producer's. Without ``--aws``, ``--endpoint-url`` or
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
-import sys
 from typing import Annotated, Any
 
 import typer
 
 from sqsjobs.cli.exits import EXIT_FAILED
-
-DEFAULT_APP = "handlers.app:app"
+from sqsjobs.loading import DEFAULT_APP, load_app
+from sqsjobs.settings import ENV_QUEUE_URL
 
 
 def parse_arguments(pairs: list[str]) -> dict[str, Any]:
@@ -38,19 +36,6 @@ def parse_arguments(pairs: list[str]) -> dict[str, Any]:
         except ValueError:
             arguments[key] = raw
     return arguments
-
-
-def load_app(spec: str) -> Any:
-    """Import ``module:attribute`` from the current directory (the project root).
-
-    Example:
-        >>> load_app("handlers.app:app").jobs  # doctest: +SKIP
-        {'invoice-email': <Job invoice-email>, ...}"""
-    module_name, _, attribute = spec.partition(":")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    module = importlib.import_module(module_name)
-    return getattr(module, attribute or "app")
 
 
 def local_target() -> dict[str, str]:
@@ -97,7 +82,7 @@ def register(app: typer.Typer) -> None:
         # The app reads its settings and builds clients from the environment.
         if aws or endpoint_url or queue_url:
             for name, value in (("AWS_ENDPOINT_URL", endpoint_url), ("AWS_DEFAULT_REGION", region),
-                                ("AWS_PROFILE", profile), ("SQSJOBS_QUEUE_URL", queue_url)):
+                                ("AWS_PROFILE", profile), (ENV_QUEUE_URL, queue_url)):
                 if value:
                     os.environ[name] = value
         else:
@@ -108,11 +93,11 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(EXIT_FAILED) from None
         try:
             job_app = load_app(app_spec)
-            message_id = job_app.enqueue(job, **arguments)
-        except (ImportError, AttributeError) as exc:
-            typer.echo(f"error: cannot load the app {app_spec!r}: {exc} (run from the project root or pass --app)",
-                       err=True)
+        except SqsJobsError as exc:
+            typer.echo(f"error: {exc} (run from the project root or pass --app)", err=True)
             raise typer.Exit(EXIT_FAILED) from None
+        try:
+            message_id = job_app.enqueue(job, **arguments)
         except SqsJobsError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_FAILED) from None

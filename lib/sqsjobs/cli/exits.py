@@ -10,8 +10,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-import typer
-
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -25,6 +23,7 @@ def exit_on_errors(console: Console) -> Iterator[None]:
     """Print an sqsjobs or botocore error in one line and exit with its code.
 
     Example:
+        >>> import typer
         >>> from rich.console import Console
         >>> from sqsjobs.errors import StatusError
         >>> try:
@@ -34,6 +33,7 @@ def exit_on_errors(console: Console) -> Iterator[None]:
         ...     done.exit_code
         2
     """
+    import typer  # here, not at the top: ``sqsjobs.cli.main`` reads the codes before typer is known to exist
     from botocore.exceptions import BotoCoreError, ClientError
     from rich.markup import escape
 

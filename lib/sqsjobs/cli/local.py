@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from sqsjobs.cli.exits import EXIT_FAILED
+from sqsjobs.cli.exits import EXIT_FAILED, EXIT_USAGE
+from sqsjobs.extras import Extra, install_hint, missing
 
 if TYPE_CHECKING:
     from sqsjobs.local.cloud import LocalCloud
@@ -73,6 +74,14 @@ def register(app: typer.Typer) -> None:
     """
     local = typer.Typer(no_args_is_help=True, help="Run the template on a local moto server with Lambda emulated.")
     app.add_typer(local, name="local")
+
+    @local.callback()
+    def require_local_extra() -> None:
+        """Every ``local`` command needs the [local] extra: say how to install it, in one line."""
+        module = missing(Extra.LOCAL)
+        if module is not None:
+            typer.echo(f"sqsjobs local: {install_hint(Extra.LOCAL, module)}", err=True)
+            raise typer.Exit(EXIT_USAGE)
 
     @local.command("up")
     def up_command(

@@ -25,7 +25,7 @@ from sqsjobs.redrive import (
     refuse_filters_for_native,
 )
 from sqsjobs.redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
-from sqsjobs.settings import DEFAULT_RECORD_TTL, ENV_RECORD_TTL
+from sqsjobs.settings import DEFAULT_RECORD_TTL, ENV_DLQ_URL, ENV_QUEUE_URL, ENV_RECORD_TTL
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -55,11 +55,11 @@ def register(app: typer.Typer) -> None:
     def redrive_command(
         dlq: Annotated[
             str | None,
-            typer.Option("--dlq", envvar="SQSJOBS_DLQ_URL", help="The DLQ: URL, ARN or name (default: --queue's DLQ)."),
+            typer.Option("--dlq", envvar=ENV_DLQ_URL, help="The DLQ: URL, ARN or name (default: --queue's DLQ)."),
         ] = None,
         queue: Annotated[
             str | None,
-            typer.Option(envvar="SQSJOBS_QUEUE_URL", help="Without --dlq: use this queue's redrive-policy DLQ."),
+            typer.Option(envvar=ENV_QUEUE_URL, help="Without --dlq: use this queue's redrive-policy DLQ."),
         ] = None,
         to: Annotated[
             str | None,

@@ -14,6 +14,7 @@ from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, Region
 from sqsjobs.cli.render import format_age, plain
 from sqsjobs.queues import make_cloudwatch_client, make_dynamodb_client, make_sqs_client
+from sqsjobs.settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_TABLE
 from sqsjobs.status import DEFAULT_RECENT, DEFAULT_SAMPLE, StatusReport, collect_status
 
 if TYPE_CHECKING:
@@ -37,11 +38,11 @@ def register(app: typer.Typer) -> None:
     def status_command(
         queue: Annotated[
             str | None,
-            typer.Option(envvar="SQSJOBS_QUEUE_URL", help="The jobs queue: URL, ARN or name."),
+            typer.Option(envvar=ENV_QUEUE_URL, help="The jobs queue: URL, ARN or name."),
         ] = None,
         dlq: Annotated[
             str | None,
-            typer.Option(envvar="SQSJOBS_DLQ_URL", help="Its DLQ (default: the queue's redrive target)."),
+            typer.Option(envvar=ENV_DLQ_URL, help="Its DLQ (default: the queue's redrive target)."),
         ] = None,
         json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
         sample: Annotated[
@@ -59,7 +60,7 @@ def register(app: typer.Typer) -> None:
             typer.Option("--run", help="A chunked run to show, as JOB:RUN_ID (repeatable)."),
         ] = None,
         table: Annotated[
-            str | None, typer.Option(envvar="SQSJOBS_TABLE", help="The idempotency table (for --run).")
+            str | None, typer.Option(envvar=ENV_TABLE, help="The idempotency table (for --run).")
         ] = None,
     ) -> None:
         """Show queue depth, oldest age, the DLQ by job and reason, alarms and recent failures."""

@@ -19,7 +19,6 @@ Example (``tests/e2e/test_invoice.py``)::
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,12 +64,9 @@ class LocalCloudSession:
     def app(self) -> Any:
         """The project's ``JobApp`` (imported from the template's directory), used to build messages."""
         if self._app is None:
-            root = str(self.cloud.template.path.parent)
-            if root not in sys.path:
-                sys.path.insert(0, root)
-            from sqsjobs.cli.enqueue import load_app
+            from sqsjobs.loading import load_app
 
-            self._app = load_app(self.app_spec)
+            self._app = load_app(self.app_spec, root=self.cloud.template.path.parent)
         return self._app
 
     def enqueue(self, job: str, **arguments: Any) -> str:
@@ -141,6 +137,11 @@ def local_cloud(local_cloud_template: Path, local_cloud_parameters: dict[str, st
             local_cloud.enqueue("invoice-email", invoice_id=42)
             local_cloud.drain()
             assert any(m["subject"] == "Invoice 42" for m in local_cloud.emails())"""
+    from sqsjobs.extras import Extra, install_hint, missing
+
+    module = missing(Extra.LOCAL)
+    if module is not None:
+        raise LocalCloudError(install_hint(Extra.LOCAL, module))
     from sqsjobs.local.cloud import LocalCloud
     from sqsjobs.local.output import Output
 

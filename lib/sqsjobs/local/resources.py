@@ -43,6 +43,9 @@ NO_LOCAL_EFFECT = {
     "AWS::Lambda::EventInvokeConfig": "asynchronous invocation is not emulated",
 }
 
+#: of those, the ones that name a function: a Ref to them is a Ref to it (mappings may target an alias)
+FUNCTION_POINTERS = ("AWS::Lambda::Version", "AWS::Lambda::Alias")
+
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _TABLE_KEYS = (
     "AttributeDefinitions",
@@ -101,6 +104,8 @@ class ResourceCreator:
                 # Others may still Ref them (a role ARN, say): give them a name.
                 self.r.refs[logical_id] = self.name(logical_id, None)
                 self.r.attributes[(logical_id, "Arn")] = self.arn("iam", f"role/{self.name(logical_id, None)}")
+                if kind in FUNCTION_POINTERS:
+                    self._points_at_function(logical_id, self.r.resolve(resource.get("Properties", {})))
             else:
                 self.d.warnings.append(
                     f"{logical_id} ({kind}) cannot be emulated locally and was NOT created"
@@ -296,6 +301,13 @@ class ResourceCreator:
             environment=environment,
             arn=arn,
         )
+
+    def _points_at_function(self, logical_id: str, p: dict[str, Any]) -> None:
+        """A version or alias (``AutoPublishAlias``) stands for its function: the source tree runs either way."""
+        name = str(p.get("FunctionName", ""))
+        self.r.refs[logical_id] = name
+        self.r.attributes[(logical_id, "Arn")] = self.arn("lambda", f"function:{name}")
+        self.r.attributes[(logical_id, "Version")] = "1"
 
     def event_source_mapping(self, logical_id: str, p: dict[str, Any]) -> None:
         self._pending_mappings.append((logical_id, p))

@@ -1,0 +1,130 @@
+"""The Lambda bundle: each function's unzipped size, and what its precompiled bytecode saves a cold start.
+
+Reads ``sam build``'s output (``.aws-sam/build``, which ``make bench`` builds
+first). Lambda's /var/task is read-only, so a function whose bundle has no
+``.pyc`` files compiles every module it imports on every cold start;
+infra/bundle/Makefile ships bytecode compiled for python3.12, and
+``bytecode_saving`` measures what that buys with the runtime's interpreter.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.support import Stat, python312
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / ".aws-sam" / "build"
+#: the largest top-level entries listed per function
+TOP = 6
+#: packages of the [cli], [check] and [local] extras (and what they pull in), by import name
+NOT_RUNTIME_PACKAGES = ("typer", "click", "rich", "pygments", "shellingham", "markdown_it", "moto", "flask",
+                        "werkzeug", "samtranslator", "cfnlint", "sqsjobs_rules")
+#: the same, as distributions (``<name>-<version>.dist-info``, names normalized with underscores)
+NOT_RUNTIME_DISTRIBUTIONS = ("typer", "click", "rich", "pygments", "shellingham", "markdown_it_py", "moto",
+                             "flask", "werkzeug", "aws_sam_translator", "cfn_lint")
+#: the modules of the extras that the sqsjobs wheel itself carries
+NOT_RUNTIME_SUBPACKAGES = ("sqsjobs/cli", "sqsjobs/local", "sqsjobs/console")
+
+
+def not_runtime_entries(bundle: Path) -> list[str]:
+    """What in ``bundle`` belongs to an extra, not to the Lambda runtime (empty for a lean bundle).
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as scratch:
+        ...     for name in ("sqsjobs/local", "rich-13.9.0.dist-info", "botocore"):
+        ...         (Path(scratch) / name).mkdir(parents=True)
+        ...     not_runtime_entries(Path(scratch))
+        ['rich-13.9.0.dist-info', 'sqsjobs/local']
+    """
+    top = {path.name for path in bundle.iterdir()}
+    found = [name for name in top if name in NOT_RUNTIME_PACKAGES]
+    found += [name for name in top if name.endswith(".dist-info")
+              and re.sub(r"-[^-]+\.dist-info$", "", name).lower().replace("-", "_") in NOT_RUNTIME_DISTRIBUTIONS]
+    found += [sub for sub in NOT_RUNTIME_SUBPACKAGES if (bundle / sub).exists()]
+    if "bin" in top:  # console scripts pip writes for the extras' commands
+        found.append("bin")
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class BundleSize:
+    """One function's bundle: bytes as Lambda counts them (unzipped, 250 MB limit) and as uploaded."""
+
+    function: str
+    unzipped: int
+    zipped: int
+    files: int
+    #: the largest top-level packages, (name, unzipped bytes)
+    largest: tuple[tuple[str, int], ...]
+    #: what belongs to an extra (must be empty)
+    not_runtime: tuple[str, ...]
+
+
+def bundle_sizes(build: Path = BUILD) -> list[BundleSize]:
+    """Every function directory under ``build`` (one per makefile-built function)."""
+    sizes = []
+    for function in sorted(p for p in build.iterdir() if p.is_dir()):
+        by_top: Counter[str] = Counter()
+        files = 0
+        archive = io.BytesIO()
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as packed:
+            for path in sorted(function.rglob("*")):
+                if path.is_file():
+                    relative = path.relative_to(function)
+                    by_top[relative.parts[0]] += path.stat().st_size
+                    files += 1
+                    packed.write(path, relative.as_posix())
+        sizes.append(BundleSize(function=function.name, unzipped=sum(by_top.values()), zipped=len(archive.getvalue()),
+                                files=files, largest=tuple(by_top.most_common(TOP)),
+                                not_runtime=tuple(not_runtime_entries(function))))
+    return sizes
+
+
+# Imports the handler, then builds what its first batch builds before any AWS call (clients, store,
+# processor, the reference app's SES client): the part of a cold start that is Python's own work.
+_SET_UP = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+started = time.perf_counter()
+import worker
+worker.app.processor
+worker.ses_client()
+print((time.perf_counter() - started) * 1000)
+"""
+
+
+def bytecode_saving(reps: int, build: Path = BUILD) -> dict[str, Stat]:
+    """ms to import the worker and build its first batch's set-up from its bundle, with and without ``.pyc``.
+
+    python3.12 (Lambda's runtime) with ``-B`` (writes no bytecode, as on a
+    read-only /var/task), ``-I -S`` (the bundle and the standard library only),
+    fresh processes, alternating; no AWS call is made.
+    """
+    interpreter = python312()
+    env = {"PATH": os.environ.get("PATH", ""), "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "bench",
+           "AWS_SECRET_ACCESS_KEY": "bench", "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+           "AWS_EC2_METADATA_DISABLED": "true", "SQSJOBS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/jobs",
+           "SQSJOBS_TABLE": "idempotency"}
+    values: dict[str, list[float]] = {"with .pyc": [], "source only": []}
+    with tempfile.TemporaryDirectory() as scratch:
+        source_only = Path(scratch) / "WorkerFunction"
+        shutil.copytree(build / "WorkerFunction", source_only, ignore=shutil.ignore_patterns("__pycache__"))
+        bundles = {"with .pyc": build / "WorkerFunction", "source only": source_only}
+        for rep in range(reps + 1):
+            for name, bundle in bundles.items():
+                done = subprocess.run([interpreter, "-B", "-I", "-S", "-c", _SET_UP, str(bundle)], env=env,
+                                      capture_output=True, text=True, check=True, timeout=300)
+                if rep:  # the first round warms the page cache
+                    values[name].append(float(done.stdout.strip().splitlines()[-1]))
+    return {name: Stat(tuple(v)) for name, v in values.items()}

@@ -1,0 +1,163 @@
+"""Cold start, two ways: the first invocation (import + first batch, the figure a Lambda user pays) and import alone.
+
+Both run each handler in fresh processes, sqsjobs and Powertools alternating,
+after one warm-up round (so the page cache and .pyc files are warm for both).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.contenders import bodies
+from bench.figures import BATCH, ROOT, delete_batch, receive_batch
+from bench.support import Stat, client, create_queues, create_table
+
+# ---------------------------------------------------------------- import only
+_IMPORT_LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\| (.*)$")
+
+
+def import_time_ms(module: str, path: Path, env: dict[str, str]) -> float:
+    """Cumulative import time of ``module`` in a fresh interpreter (``python -X importtime``)."""
+    completed = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"], cwd=path, env=env,
+        capture_output=True, text=True, check=True,
+    )
+    for line in completed.stderr.splitlines():
+        match = _IMPORT_LINE.match(line)
+        if match and match.group(3).strip() == module:
+            return int(match.group(2)) / 1000
+    raise RuntimeError(f"no import line for {module}: {completed.stderr[-500:]}")
+
+
+def import_only(reps: int) -> dict[str, Stat]:
+    """handlers/worker.py vs bench/cold/pt_worker.py, each in ``reps`` fresh processes (alternating)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AWS_"))}
+    env.update({"SQSJOBS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/jobs",
+                "SQSJOBS_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/jobs-dlq",
+                "SQSJOBS_TABLE": "idempotency", "AWS_DEFAULT_REGION": "us-east-1",
+                "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"})
+    targets = {"sqsjobs": ("worker", ROOT / "handlers"), "powertools": ("pt_worker", ROOT / "bench" / "cold")}
+    values: dict[str, list[float]] = {name: [] for name in targets}
+    for module, path in targets.values():
+        import_time_ms(module, path, {**env, "PYTHONPATH": str(path)})  # warm the .pyc and page caches
+    for _ in range(reps):
+        for name, (module, path) in targets.items():
+            values[name].append(import_time_ms(module, path, {**env, "PYTHONPATH": str(path)}))
+    return {name: Stat(tuple(v)) for name, v in values.items()}
+
+
+# ---------------------------------------------------------------- first invocation
+FIRST_CALL = ROOT / "bench" / "cold" / "first_call.py"
+#: the two handlers, as (module, directory) for ``bench/cold/first_call.py``
+COLD_TARGETS = {"sqsjobs": ("worker", ROOT / "handlers"), "powertools": ("pt_worker", ROOT / "bench" / "cold")}
+SENDER = "billing@example.com"
+
+
+@dataclass
+class FirstInvocation:
+    """Per framework, one value per fresh process: import and first-batch ms, wall and CPU, and the sums."""
+
+    import_ms: dict[str, list[float]] = field(default_factory=dict)
+    batch_ms: dict[str, list[float]] = field(default_factory=dict)
+    total_ms: dict[str, list[float]] = field(default_factory=dict)
+    cpu_ms: dict[str, list[float]] = field(default_factory=dict)
+    #: one more run each under ``-X importtime``: import ms of the timed part by top-level package
+    imports: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+
+    def add(self, name: str, run: dict[str, float]) -> None:
+        self.import_ms.setdefault(name, []).append(run["import_ms"])
+        self.batch_ms.setdefault(name, []).append(run["batch_ms"])
+        self.total_ms.setdefault(name, []).append(run["import_ms"] + run["batch_ms"])
+        self.cpu_ms.setdefault(name, []).append(run["cpu_import_ms"] + run["cpu_batch_ms"])
+
+
+def first_invocation(endpoint: str, reps: int, profile_dir: Path | None = None) -> FirstInvocation:
+    """A Lambda cold start, twice per repetition (sqsjobs, Powertools, alternating, fresh processes each).
+
+    Each run imports its handler module in a new interpreter, then answers its
+    first batch: 10 new ``invoice-email`` jobs received from a queue on the
+    moto server at ``endpoint``, each job sending its e-mail through SES there,
+    behind each framework's DynamoDB idempotency table. The run is checked (no
+    failed record, 10 records written) so a broken run cannot pass for a fast one.
+    """
+    from sqsjobs.settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_TABLE
+
+    sqs, dynamodb, ses = client("sqs", endpoint), client("dynamodb", endpoint), client("ses", endpoint)
+    queue, dlq = create_queues(sqs, "bench-first")
+    tables = {"sqsjobs": "bench-first-sqsjobs", "powertools": "bench-first-powertools"}
+    create_table(dynamodb, tables["sqsjobs"], "pk")
+    create_table(dynamodb, tables["powertools"], "id")
+    ses.verify_email_identity(EmailAddress=SENDER)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AWS_", "SQSJOBS_", "POWERTOOLS_"))}
+    base.update({"AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "bench",
+                 "AWS_SECRET_ACCESS_KEY": "bench", ENV_QUEUE_URL: queue, ENV_DLQ_URL: dlq,
+                 "SQSJOBS_SENDER": SENDER, "POWERTOOLS_SERVICE_NAME": "bench"})
+    out = FirstInvocation()
+    runs = [(name, rep) for rep in range(reps + 1) for name in COLD_TARGETS]
+    for number, (name, rep) in enumerate(runs):
+        evt = receive_batch(sqs, queue, bodies(10_000 + number * BATCH, BATCH))
+        env = {**base, ENV_TABLE: tables[name]}
+        profile = None if profile_dir is None or rep != reps else profile_dir / f"{name}.prof"
+        run = _first_call(name, evt, env, profile)
+        delete_batch(sqs, queue, evt)
+        if rep:  # the first round warms the .pyc and page caches
+            out.add(name, run)
+    for number, name in enumerate(COLD_TARGETS):
+        evt = receive_batch(sqs, queue, bodies(90_000 + number * BATCH, BATCH))
+        out.imports[name] = _costliest_imports(name, evt, {**base, ENV_TABLE: tables[name]})
+        delete_batch(sqs, queue, evt)
+    for name, table in tables.items():
+        written = dynamodb.scan(TableName=table, Select="COUNT")["Count"]
+        if written != (reps + 2) * BATCH:
+            raise RuntimeError(f"{name}: {written} idempotency records, expected {(reps + 2) * BATCH}")
+    return out
+
+
+#: packages listed per framework (at least 3 ms each)
+LISTED_PACKAGES = 10
+
+
+def _costliest_imports(name: str, evt: dict[str, Any], env: dict[str, str]) -> list[tuple[str, float]]:
+    """Import time of one first invocation by top-level package (``-X importtime`` self times summed), costliest first.
+
+    Self times add up without counting a module twice, so the list says where
+    the import part of a cold start goes: botocore, Powertools, pynamodb, the
+    standard library modules they pull in (``asyncio``, ``email``...), sqsjobs.
+    """
+    module, directory = COLD_TARGETS[name]
+    completed = subprocess.run([sys.executable, "-X", "importtime", str(FIRST_CALL), module, str(directory)],
+                               input=json.dumps(evt), env=env, cwd=directory, capture_output=True, text=True,
+                               check=True)
+    report = json.loads([line for line in completed.stdout.splitlines() if line.startswith('{"import_ms"')][-1])
+    before = set(report["loaded_before"])
+    by_package: dict[str, float] = {}
+    for line in completed.stderr.splitlines():
+        match = _IMPORT_LINE.match(line)
+        if match and match.group(3).strip() not in before:
+            package = match.group(3).strip().split(".")[0]
+            by_package[package] = by_package.get(package, 0.0) + int(match.group(1)) / 1000
+    ranked = sorted(by_package.items(), key=lambda item: -item[1])
+    return [item for item in ranked[:LISTED_PACKAGES] if item[1] >= 3]
+
+
+def _first_call(name: str, evt: dict[str, Any], env: dict[str, str], profile: Path | None) -> dict[str, float]:
+    module, directory = COLD_TARGETS[name]
+    command = [sys.executable, str(FIRST_CALL), module, str(directory)]
+    if profile is not None:
+        command += ["--profile", str(profile)]
+    completed = subprocess.run(command, input=json.dumps(evt), env=env, cwd=directory, capture_output=True,
+                               text=True, check=False)
+    lines = [line for line in completed.stdout.splitlines() if line.startswith('{"import_ms"')]
+    if completed.returncode or not lines:
+        raise RuntimeError(f"{name} first call failed ({completed.returncode}): {completed.stderr[-2000:]}")
+    report = json.loads(lines[-1])
+    if report["response"].get("batchItemFailures"):
+        raise RuntimeError(f"{name} first call failed records: {report['response']} {completed.stderr[-2000:]}")
+    return {key: float(value) for key, value in report.items() if key.endswith("_ms")}
