@@ -45,6 +45,9 @@ def main(argv: list[str]) -> None:
     if kind == "moto":
         from moto.server import main as moto_main
 
+        from sqsjobs.local.moto_cloudwatch import install
+
+        install()  # GetMetricData with percentiles and metric math
         moto_main(rest)
     elif kind == "worker":
         from sqsjobs.local.runtime import serve
