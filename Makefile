@@ -93,6 +93,7 @@ sam-build: $(SAM_STAMP) $(SAM_APP_DIR)/metadata.json
 	$(SAM_ENV) $(SAM_VENV)/bin/sam build --template template.yaml
 	test -f .aws-sam/build/WorkerFunction/worker.py -a -f .aws-sam/build/WorkerFunction/sqsjobs/__init__.py
 	test -f .aws-sam/build/RedriveFunction/redrive.py -a -f .aws-sam/build/RedriveFunction/sqsjobs/__init__.py
+	test ! -e .aws-sam/build/WorkerFunction/sqsjobs/console
 
 # No update check against the registry, no guideline download from a platform.
 checkov: $(CHECKOV_STAMP)

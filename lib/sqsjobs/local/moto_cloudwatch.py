@@ -26,11 +26,12 @@ def install() -> None:
     """Replace moto's ``CloudWatchBackend.get_metric_data`` in this process (only the moto child calls it)."""
     from moto.cloudwatch.models import CloudWatchBackend
 
-    CloudWatchBackend.get_metric_data = _get_metric_data  # type: ignore[method-assign]
+    CloudWatchBackend.get_metric_data = get_metric_data  # type: ignore[method-assign]
 
 
-def _get_metric_data(self: Any, queries: list[dict[str, Any]], start_time: datetime, end_time: datetime,
-                     scan_by: str = "TimestampDescending") -> list[dict[str, Any]]:
+def get_metric_data(self: Any, queries: list[dict[str, Any]], start_time: datetime, end_time: datetime,
+                    scan_by: str = "TimestampDescending") -> list[dict[str, Any]]:
+    """``CloudWatchBackend.get_metric_data`` computed by :func:`sqsjobs.local.metric_query.metric_data`."""
     from moto.cloudwatch.exceptions import ValidationError
     from moto.cloudwatch.models import MetricDatum
 
