@@ -41,7 +41,8 @@ HEADERS: Final = {
                                "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
-    "referrer-policy": "no-referrer",
+    # same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on a form POST
+    "referrer-policy": "same-origin",
     "cache-control": "no-store",
 }
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
 from starlette.testclient import TestClient
 
 from sqsjobs.console.app import create_app

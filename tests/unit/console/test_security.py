@@ -93,7 +93,8 @@ def test_with_a_token_every_request_carries_it(stack: Stack) -> None:
     first = client.get(f"/dlq?job=a&token={TOKEN}", follow_redirects=False)
     assert first.status_code == 303 and first.headers["location"] == "/dlq?job=a"
     assert f"{COOKIE}={TOKEN}" in first.headers["set-cookie"]
-    assert "httponly" in first.headers["set-cookie"].lower() and "samesite=strict" in first.headers["set-cookie"].lower()
+    cookie = first.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie
     page = client.get("/dlq?job=a")  # the cookie now
     assert page.status_code == 200 and TOKEN not in page.text
 
