@@ -22,13 +22,22 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict lib/sqsjobs
 
-unit: $(STAMP)
+unit: $(STAMP) browser
 	$(BIN)/pytest tests
+
+# The console's browser tests drive Debian's Chromium through Playwright (never a
+# browser build of Playwright's own): install the package when it is missing.
+CHROMIUM := /usr/bin/chromium
+.PHONY: browser
+browser:
+	@test -x $(CHROMIUM) || { (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+		|| echo "make: could not install chromium; the console's browser tests will be skipped" >&2; }
 
 test: lint typecheck unit template-checks
 
+# KEEP=1 leaves the local cloud and the operator console running after the demo (Ctrl-C stops them).
 demo: $(STAMP)
-	$(BIN)/python -m demo
+	$(BIN)/python -m demo $(if $(filter 1,$(KEEP)),--keep)
 
 # ---- figures and proofs (issue 8): bench writes BENCHMARKS.md; chaos and fuzz at full size ----
 .PHONY: bench chaos fuzz
