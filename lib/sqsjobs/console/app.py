@@ -150,6 +150,20 @@ async def form_or_refusal(console: Console, request: Request) -> dict[str, str] 
     return checked
 
 
+async def redrive_form(console: Console, request: Request) -> redrive_actions.RedriveRequest | Response:
+    """The redrive form of a POST, or the response that refuses it (403 without CSRF, 400 when bad)."""
+    form = await form_or_refusal(console, request)
+    if isinstance(form, Response):
+        return form
+    try:
+        wanted = redrive_actions.RedriveRequest.from_form(form)
+    except SqsJobsError as exc:
+        return await dlq_page(console, request, form_error=str(exc), status_code=400)
+    if console.sources.dlq_url is None:
+        return await dlq_page(console, request, status_code=400)
+    return wanted
+
+
 # -- pages ----------------------------------------------------------------------------------------------
 
 
@@ -183,32 +197,21 @@ async def dlq_page(console: Console, request: Request, *, preview: Any = None, f
 
 async def redrive_preview(console: Console, request: Request) -> Response:
     """POST: the dry run of a redrive with the page's filters."""
-    form = await form_or_refusal(console, request)
-    if isinstance(form, Response):
-        return form
-    try:
-        wanted = redrive_actions.RedriveRequest.from_form(form)
-    except SqsJobsError as exc:
-        return await dlq_page(console, request, form_error=str(exc), status_code=400)
-    if console.sources.dlq_url is None:
-        return await dlq_page(console, request, status_code=400)
-    summary, error = await console.read(redrive_actions.preview, console.sources, console.sources.dlq_url, wanted)
+    wanted = await redrive_form(console, request)
+    if isinstance(wanted, Response):
+        return wanted
+    summary, error = await console.read(redrive_actions.preview, console.sources, str(console.sources.dlq_url),
+                                        wanted)
     return await dlq_page(console, request, preview=summary, form_error=error, job=wanted.job,
                           error_filter=wanted.error)
 
 
 async def redrive_confirm(console: Console, request: Request) -> Response:
     """POST: the redrive itself, then a redirect to its result (a reload never redrives twice)."""
-    form = await form_or_refusal(console, request)
-    if isinstance(form, Response):
-        return form
-    try:
-        wanted = redrive_actions.RedriveRequest.from_form(form)
-    except SqsJobsError as exc:
-        return await dlq_page(console, request, form_error=str(exc), status_code=400)
-    if console.sources.dlq_url is None:
-        return await dlq_page(console, request, status_code=400)
-    summary, error = await console.read(redrive_actions.redrive_now, console.sources, console.sources.dlq_url,
+    wanted = await redrive_form(console, request)
+    if isinstance(wanted, Response):
+        return wanted
+    summary, error = await console.read(redrive_actions.redrive_now, console.sources, str(console.sources.dlq_url),
                                         wanted)
     if summary is None:
         return await dlq_page(console, request, form_error=error, job=wanted.job, error_filter=wanted.error,
