@@ -18,14 +18,17 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from sqsjobs.console.charts import Chart, line_chart
-from sqsjobs.console.job_metrics import Window, pick_service, throughput
+from sqsjobs.console.job_metrics import Throughput, Window, pick_service, throughput
 from sqsjobs.console.thresholds import QueueLimit, queue_limits
 from sqsjobs.queues import resolve_queue_url
 from sqsjobs.status import QueueStatus, StatusReport, collect_status, read_queue_status
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from sqsjobs.console.config import ConsoleConfig
@@ -79,7 +82,9 @@ def read_overview(sources: Sources, config: ConsoleConfig, *, hours: int) -> Ove
                                 queue=sources.queue_url, dlq=sources.dlq_url, sample=config.sample,
                                 alarm_prefix=config.alarm_prefix, namespace=config.namespace, clock=sources.clock)
     notes = list(report.notes)
-    limits = queue_limits(sources.cloudwatch, [a.name for a in report.alarms]) if report.alarms else ()
+    names = [a.name for a in report.alarms]
+    no_limits: tuple[QueueLimit, ...] = ()
+    limits = _best_effort("the alarms' limits", lambda: queue_limits(sources.cloudwatch, names), no_limits, notes)
     rows = [QueueRow(role=role, status=status, limits=tuple(x for x in limits if x.queue == status.name))
             for role, status in (("jobs", report.queue), ("dead letters", report.dlq)) if status is not None]
     known = {row.status.name for row in rows}
@@ -89,10 +94,13 @@ def read_overview(sources: Sources, config: ConsoleConfig, *, hours: int) -> Ove
         rows.append(QueueRow(role="watched by an alarm", status=status,
                              limits=tuple(x for x in limits if x.queue == name)))
     window = Window.last(hours=hours, now=sources.clock())
-    service = pick_service(sources.cloudwatch, config, notes)
+    service = _best_effort("the job metrics", lambda: pick_service(sources.cloudwatch, config, notes), None, notes)
     per_minute = rate = None
+    series: Throughput | None = None
     if service is not None:
-        series = throughput(sources.cloudwatch, config.namespace, service, window)
+        series = _best_effort("the job metrics",
+                              lambda: throughput(sources.cloudwatch, config.namespace, service, window), None, notes)
+    if series is not None:
         per_minute = line_chart("jobs per minute", series.per_minute, start=window.start, end=window.end,
                                 period=window.period)
         rate = line_chart("failure rate", series.failure_rate, start=window.start, end=window.end,
@@ -100,3 +108,14 @@ def read_overview(sources: Sources, config: ConsoleConfig, *, hours: int) -> Ove
     return Overview(report=report, queues=tuple(rows), throughput=per_minute, failure_rate=rate, service=service,
                     window=window, notes=tuple(notes))
 
+
+
+def _best_effort(what: str, read: Callable[[], T], default: T, notes: list[str]) -> T:
+    """CloudWatch reads beyond the queues: without those rights the overview still shows the queues."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return read()
+    except (BotoCoreError, ClientError) as exc:
+        notes.append(f"could not read {what} from CloudWatch: {exc}")
+        return default

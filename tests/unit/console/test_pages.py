@@ -212,3 +212,35 @@ def test_every_page_is_served_with_its_layout(stack: Stack, path: str) -> None:
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
     assert 'aria-current="page"' in response.text
+
+
+class DeniedCloudWatch:
+    """A CloudWatch client whose every call is refused, as for an operator without CloudWatch rights."""
+
+    def __getattr__(self, name: str) -> Any:
+        from botocore.exceptions import ClientError
+
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "not authorized"}}, name)
+
+        return refuse
+
+
+def test_without_cloudwatch_rights_the_overview_still_shows_the_queues(stack: Stack) -> None:
+    from dataclasses import replace
+
+    from starlette.testclient import TestClient
+
+    from sqsjobs.console.app import create_app
+    from sqsjobs.console.config import ConsoleConfig
+
+    stack.dead_letter("a", "permanent")
+    sources = replace(stack.sources(), cloudwatch=DeniedCloudWatch())
+    client = TestClient(create_app(ConsoleConfig(queue="jobs"), sources), base_url="http://127.0.0.1:8765")
+
+    html = client.get("/").text
+
+    assert '<span class="value" data-test="dlq-count">1</span>' in html
+    assert 'data-queue="jobs"' in html
+    assert "could not read the oldest-age metric from CloudWatch" in html
+    assert "could not read the job metrics from CloudWatch" in html
