@@ -67,6 +67,28 @@ def serve(cloud: LocalCloudSession, **options: Any) -> Iterator[ConsoleServer]:
         server.stop()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _leave_the_dlq_as_found(local_cloud: LocalCloudSession) -> Iterator[None]:
+    """The session's DLQ is shared: letters these tests leave (bodies that are not even JSON) go at the end."""
+    before = {m["MessageId"] for m in local_cloud.dead_letters()}
+    yield
+    local_cloud.drain()
+    sqs, dlq = local_cloud.clients.get("sqs"), local_cloud.deployment.queue_by_arn(
+        local_cloud.deployment.queues[local_cloud.app_queue()].dead_letter_arn).url
+    kept = []
+    while messages := sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, VisibilityTimeout=120,
+                                          WaitTimeSeconds=0).get("Messages", []):
+        for message in messages:
+            if message["MessageId"] in before:
+                kept.append(message["ReceiptHandle"])  # held until the scan ends, then shown again
+            else:
+                sqs.delete_message(QueueUrl=dlq, ReceiptHandle=message["ReceiptHandle"])
+    for start in range(0, len(kept), 10):
+        sqs.change_message_visibility_batch(QueueUrl=dlq, Entries=[
+            {"Id": str(i), "ReceiptHandle": handle, "VisibilityTimeout": 0}
+            for i, handle in enumerate(kept[start : start + 10])])
+
+
 @pytest.fixture(scope="module")
 def console(local_cloud: LocalCloudSession) -> Iterator[ConsoleServer]:
     yield from serve(local_cloud)

@@ -88,4 +88,7 @@ def register(app: typer.Typer) -> None:
                 mode = " (read-only)" if read_only else ""
                 console.print(f"sqsjobs console{mode} on [bold]{url}[/bold]  (Ctrl-C to stop)", highlight=False)
 
-            serve(config, sources, announce=announce)
+            try:
+                serve(config, sources, announce=announce)
+            except KeyboardInterrupt:  # Ctrl-C is how a console is stopped: a normal end
+                console.print("sqsjobs console stopped")

@@ -31,7 +31,7 @@ _STARTED_WITHIN_S: Final = 30.0
 
 
 def bind(config: ConsoleConfig) -> socket.socket:
-    """A listening-ready socket on ``config.host:config.port``; :class:`ConsoleError` when the port is taken.
+    """A listening socket on ``config.host:config.port``; :class:`ConsoleError` when the port is taken.
 
     Example:
         >>> sock = bind(ConsoleConfig(queue="jobs", port=0))
@@ -50,6 +50,8 @@ def bind(config: ConsoleConfig) -> socket.socket:
             raise ConsoleError(f"port {config.port} on {config.host} is in use: pass another --port "
                                "(or --port 0 for any free one)") from None
         raise ConsoleError(f"cannot listen on {config.host}:{config.port}: {exc.strerror}") from None
+    # Listening now: a browser opened on the announced URL waits in the backlog until uvicorn accepts.
+    sock.listen(128)
     return sock
 
 
