@@ -22,15 +22,24 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict lib/sqsjobs
 
-unit: $(STAMP)
+unit: $(STAMP) browser
 	$(BIN)/pytest tests
+
+# The console's browser tests drive Debian's Chromium through Playwright (never a
+# browser build of Playwright's own): install the package when it is missing.
+CHROMIUM := /usr/bin/chromium
+.PHONY: browser
+browser:
+	@test -x $(CHROMIUM) || { (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+		|| echo "make: could not install chromium; the console's browser tests will be skipped" >&2; }
 
 # Template checks (sam build among them) come before pytest: tests/infra/test_bundle.py inspects
 # the fresh .aws-sam/build they leave.
 test: lint typecheck template-checks unit
 
+# KEEP=1 leaves the local cloud and the operator console running after the demo (Ctrl-C stops them).
 demo: $(STAMP)
-	$(BIN)/python -m demo
+	$(BIN)/python -m demo $(if $(filter 1,$(KEEP)),--keep)
 
 # ---- figures and proofs (issue 8): bench writes BENCHMARKS.md; chaos and fuzz at full size ----
 .PHONY: bench chaos fuzz
@@ -96,6 +105,7 @@ sam-build: $(SAM_STAMP) $(SAM_APP_DIR)/metadata.json
 	$(SAM_ENV) $(SAM_VENV)/bin/sam build --template template.yaml
 	test -f .aws-sam/build/WorkerFunction/worker.py -a -f .aws-sam/build/WorkerFunction/sqsjobs/__init__.py
 	test -f .aws-sam/build/RedriveFunction/redrive.py -a -f .aws-sam/build/RedriveFunction/sqsjobs/__init__.py
+	test ! -e .aws-sam/build/WorkerFunction/sqsjobs/console
 
 # No update check against the registry, no guideline download from a platform.
 checkov: $(CHECKOV_STAMP)

@@ -1,4 +1,7 @@
-"""Run the demo: ``python -m demo`` (``make demo``). Exits 0 when the outcome is as expected."""
+"""Run the demo: ``python -m demo`` (``make demo``). Exits 0 when the outcome is as expected.
+
+``--keep`` (``make demo KEEP=1``) leaves the local cloud and the operator console running until Ctrl-C.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from rich.console import Console
 from rich.live import Live
 
 from demo import patterns, report
+from demo.console import hold_open, start_console
 from demo.view import render
 from demo.workload import Workload, messages
 
@@ -38,8 +42,9 @@ DEADLINE_S = 100.0
 class Demo:
     """One demo run against a fresh local cloud."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, *, keep: bool = False) -> None:
         self.console = console
+        self.keep = keep
         self.workload = Workload.default()
         self.events: deque[tuple[str, str]] = deque(maxlen=50)
         self.sent = 0
@@ -66,6 +71,8 @@ class Demo:
         with LocalCloud.start(ROOT / "template.yaml", parameters=PARAMETERS, output=output,
                               stack_name="sqsjobs-demo") as cloud:
             self.console.print(f"moto server on {cloud.endpoint}; function logs in {self.log_path}")
+            operator_console = start_console(cloud)
+            self.console.print(f"operator console on [bold]{operator_console.url}[/bold]", highlight=False)
             app = self._app()
             worker = cloud.function_env("WorkerFunction")
             namespace = worker["POWERTOOLS_METRICS_NAMESPACE"]
@@ -93,18 +100,21 @@ class Demo:
             patterns.check(cloud, self.patterns)
             outcome = report.gather(cloud, namespace=namespace, service=service,
                                     wall_s=time.monotonic() - self.started)
-        log_file.close()
-        report.show(self.console, outcome, self.workload)
-        for line in self.patterns.lines():
-            self.console.print(line)
-        problems = outcome.problems(self.workload) + self.patterns.problems()
-        for problem in problems:
-            self.console.print(f"[bold red]unexpected:[/] {problem}")
-        if not problems:
-            self.console.print("[bold green]demo OK[/]: every invoice e-mailed once, duplicates skipped, "
-                               "outage failures retried, poison dead-lettered with reasons, DLQ paged; "
-                               "orders went through the outbox, the reindex ran in pages, the schedule ran once, "
-                               "and a redrive brought back the jobs whose orders committed late.")
+            log_file.close()
+            report.show(self.console, outcome, self.workload)
+            for line in self.patterns.lines():
+                self.console.print(line)
+            problems = outcome.problems(self.workload) + self.patterns.problems()
+            for problem in problems:
+                self.console.print(f"[bold red]unexpected:[/] {problem}")
+            if not problems:
+                self.console.print("[bold green]demo OK[/]: every invoice e-mailed once, duplicates skipped, "
+                                   "outage failures retried, poison dead-lettered with reasons, DLQ paged; "
+                                   "orders went through the outbox, the reindex ran in pages, the schedule ran "
+                                   "once, and a redrive brought back the jobs whose orders committed late.")
+            if self.keep:
+                hold_open(self.console, cloud, operator_console)
+            operator_console.stop()
         return 1 if problems else 0
 
     def _app(self) -> Any:
@@ -168,7 +178,7 @@ def main() -> int:
         # Piped (CI logs, `make demo | tee`): rich would assume 80 columns and wrap the tables.
         console = Console(highlight=False, width=120)
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    return Demo(console).run()
+    return Demo(console, keep="--keep" in sys.argv[1:]).run()
 
 
 if __name__ == "__main__":

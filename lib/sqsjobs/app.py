@@ -390,7 +390,7 @@ class JobApp:
         """
         from sqsjobs import guard
 
-        return guard.status(self.store, _checked_key(key))
+        return guard.status(self.store, key)
 
     def cancel(self, key: str, reason: str | None = None) -> str:
         """Cancel the job of ``key``: a later delivery of it is acknowledged without running.
@@ -413,7 +413,7 @@ class JobApp:
         from sqsjobs.errors import StoreError
         from sqsjobs.lease import LeaseState, expiry
 
-        key = _checked_key(key)
+        key = guard.checked_key(key)
         if reason is not None and not isinstance(reason, str):
             raise ConfigurationError(f"cancel: reason must be text, got {reason!r}")
         now = self.clock()
@@ -573,28 +573,6 @@ class JobApp:
                 random=self.random, logger=self.logger, emit=self.emit_metrics,
             )
         return self._processor
-
-
-def _checked_key(key: Any) -> str:
-    """A key an operator may look up or cancel: non-empty text, within DynamoDB's limit, not reserved."""
-    from sqsjobs.envelope import MAX_KEY_BYTES
-    from sqsjobs.errors import InvalidArgumentsError
-    from sqsjobs.lease import RESERVED_PREFIXES, is_reserved
-
-    if not isinstance(key, str) or not key:
-        raise InvalidArgumentsError(f"a job key must be non-empty text, got {key!r}")
-    try:
-        size = len(key.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidArgumentsError(f"the key {key[:80]!r} is not valid Unicode (a lone surrogate)") from None
-    if size > MAX_KEY_BYTES:
-        raise InvalidArgumentsError(f"the key is {size} bytes; keys are at most {MAX_KEY_BYTES} bytes")
-    if is_reserved(key):
-        raise InvalidArgumentsError(
-            f"the key {key[:80]!r} starts with a reserved prefix ({', '.join(RESERVED_PREFIXES)}): it is one of "
-            "sqsjobs' own records (a scheduler lock, a chunked run...), not a job"
-        )
-    return key
 
 
 def _exception_classes(job: str, label: str, kinds: Any) -> tuple[type[Exception], ...]:

@@ -16,6 +16,7 @@
     ├── RedriveError                      redrive options are missing or impossible
     │   └── MoveTaskError                 no SQS message move task to cancel
     ├── StatusError                       status cannot tell which queues to look at
+    ├── ConsoleError                      the operator console cannot start as asked (host, token, extra)
     ├── CheckUnavailable                  cfn-lint or the bundled lint rules are not installed
     ├── LocalCloudError                   the local cloud cannot start, run or be reached
     │                                     (its subclasses live in ``sqsjobs.local.errors``)
@@ -156,6 +157,10 @@ class MoveTaskError(RedriveError):
 
 class StatusError(SqsJobsError):
     """Raised when status cannot tell which queues to look at."""
+
+
+class ConsoleError(SqsJobsError):
+    """Raised when ``sqsjobs console`` cannot start as asked: a public host without a token, a missing extra."""
 
 
 class CheckUnavailable(SqsJobsError):

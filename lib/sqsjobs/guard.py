@@ -244,8 +244,41 @@ class JobStatus:
 
 def status(store: LeaseStore, key: str) -> JobStatus | None:
     """The status of ``key``'s job, or None when no delivery (or cancel) ever wrote its record."""
-    item = store.get(key)
+    item = store.get(checked_key(key))
     return None if item is None else JobStatus.of(item)
+
+
+def checked_key(key: Any) -> str:
+    """A key an operator may look up or cancel: non-empty text, within DynamoDB's limit, not reserved.
+
+    Example:
+        >>> from sqsjobs.errors import InvalidArgumentsError
+        >>> checked_key("invoice-email:42")
+        'invoice-email:42'
+        >>> try:
+        ...     checked_key("lock#nightly-report:2026-01-02")
+        ... except InvalidArgumentsError as error:
+        ...     print(str(error)[:63])
+        the key 'lock#nightly-report:2026-01-02' starts with a reserved
+    """
+    from sqsjobs.envelope import MAX_KEY_BYTES
+    from sqsjobs.errors import InvalidArgumentsError
+    from sqsjobs.lease import RESERVED_PREFIXES, is_reserved
+
+    if not isinstance(key, str) or not key:
+        raise InvalidArgumentsError(f"a job key must be non-empty text, got {key!r}")
+    try:
+        size = len(key.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidArgumentsError(f"the key {key[:80]!r} is not valid Unicode (a lone surrogate)") from None
+    if size > MAX_KEY_BYTES:
+        raise InvalidArgumentsError(f"the key is {size} bytes; keys are at most {MAX_KEY_BYTES} bytes")
+    if is_reserved(key):
+        raise InvalidArgumentsError(
+            f"the key {key[:80]!r} starts with a reserved prefix ({', '.join(RESERVED_PREFIXES)}): it is one of "
+            "sqsjobs' own records (a scheduler lock, a chunked run...), not a job"
+        )
+    return key
 
 
 def _float(value: Any) -> float | None:

@@ -417,9 +417,7 @@ class Redrive:
             # moving it again in the same run would spin it through the queue
             # until the poison guard stops it.
             return SkipReason.FAILED_AGAIN
-        if opts.job is not None and letter.job != opts.job:
-            return SkipReason.FILTERED
-        if opts.error_type is not None and opts.error_type not in (letter.error_type, letter.reason):
+        if not letter_matches(letter, job=opts.job, error_type=opts.error_type):
             return SkipReason.FILTERED
         if letter.malformed and opts.malformed == "skip":
             return SkipReason.MALFORMED
@@ -636,6 +634,21 @@ class Redrive:
     def _report(self) -> None:
         if self._on_progress is not None:
             self._on_progress(self.summary())
+
+
+def letter_matches(letter: DlqMessage, *, job: str | None, error_type: str | None) -> bool:
+    """True when ``letter`` passes the ``--job`` and ``--error`` filters (error: its error type or its reason).
+
+    Example:
+        >>> msg = {"MessageId": "m", "Body": '{"job": "a"}', "MessageAttributes": {
+        ...     "sqsjobs.reason": {"DataType": "String", "StringValue": "exhausted"}}}
+        >>> letter = DlqMessage.from_message(msg, now=0.0)
+        >>> letter_matches(letter, job="a", error_type="exhausted"), letter_matches(letter, job="b", error_type=None)
+        (True, False)
+    """
+    if job is not None and letter.job != job:
+        return False
+    return error_type is None or error_type in (letter.error_type, letter.reason)
 
 
 def redrive(

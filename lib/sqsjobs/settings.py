@@ -23,6 +23,8 @@ ENV_FUNCTION_TIMEOUT = "SQSJOBS_FUNCTION_TIMEOUT"
 ENV_RECORD_TTL = "SQSJOBS_RECORD_TTL_SECONDS"
 ENV_SERVICE = "POWERTOOLS_SERVICE_NAME"
 ENV_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+#: the operator console's access token (``sqsjobs console --token``); never a default
+ENV_CONSOLE_TOKEN = "SQSJOBS_CONSOLE_TOKEN"
 
 #: 21 days: the DLQ's longest retention (14 days) plus a week to redrive it
 DEFAULT_RECORD_TTL = 21 * 24 * 3600.0

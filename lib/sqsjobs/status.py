@@ -415,6 +415,18 @@ def _cloudwatch_oldest_age(cloudwatch_client: CloudWatchClient, name: str, *, no
 
 def _peek(sqs_client: SQSClient, dlq_url: str, *, sample: int, now: float) -> list[DlqMessage]:
     """Receive up to ``sample`` DLQ messages, then make every one visible again."""
+    return [DlqMessage.from_message(m, now=now) for m in peek_dead_letters(sqs_client, dlq_url, sample=sample)]
+
+
+def peek_dead_letters(sqs_client: SQSClient, dlq_url: str, *, sample: int = DEFAULT_SAMPLE) -> list[MessageTypeDef]:
+    """Receive up to ``sample`` DLQ messages (bodies included), then make every one visible again.
+
+    The operator console shows a sample of each group with its body.
+
+    Example:
+        >>> [m["MessageId"] for m in peek_dead_letters(sqs, dlq_url, sample=2)]  # doctest: +SKIP
+        ['9f1c...', '03ab...']
+    """
     received: dict[str, MessageTypeDef] = {}
     try:
         while len(received) < sample:
@@ -433,7 +445,7 @@ def _peek(sqs_client: SQSClient, dlq_url: str, *, sample: int, now: float) -> li
                 break
     finally:
         _make_visible(sqs_client, dlq_url, received.values())
-    return [DlqMessage.from_message(m, now=now) for m in received.values()]
+    return list(received.values())
 
 
 def _make_visible(sqs_client: SQSClient, url: str, messages: Iterable[MessageTypeDef]) -> None:
@@ -446,6 +458,29 @@ def _make_visible(sqs_client: SQSClient, url: str, messages: Iterable[MessageTyp
                 for i, h in enumerate(handles[start : start + 10])
             ],
         )
+
+
+def read_queue_status(sqs_client: SQSClient, url: str, *, cloudwatch_client: CloudWatchClient | None = None,
+                      letters: Sequence[DlqMessage] = (), clock: Callable[[], float] = time.time) -> QueueStatus:
+    """One queue's depth and oldest age, as ``collect_status`` reads it (``letters``: a peek of it, if any).
+
+    Example:
+        >>> read_queue_status(sqs, dlq_url, cloudwatch_client=cw).visible  # doctest: +SKIP
+        3
+    """
+    return _queue_status(sqs_client, _Watch(cloudwatch_client, []), url, letters=list(letters), now=clock())
+
+
+def group_dead_letters(letters: Iterable[DlqMessage]) -> tuple[DeadLetterGroup, ...]:
+    """Dead letters grouped by job, reason and error type, largest group first.
+
+    Example:
+        >>> msg = {"MessageId": "m", "Body": '{"job": "a"}', "MessageAttributes": {
+        ...     "sqsjobs.reason": {"DataType": "String", "StringValue": "exhausted"}}}
+        >>> [(g.job, g.reason, g.count) for g in group_dead_letters([DlqMessage.from_message(msg, now=0.0)] * 2)]
+        [('a', 'exhausted', 2)]
+    """
+    return _group(list(letters))
 
 
 def _group(letters: list[DlqMessage]) -> tuple[DeadLetterGroup, ...]:

@@ -21,7 +21,7 @@ from sqsjobs.extras import Extra, install_hint, missing
 if TYPE_CHECKING:
     import typer
 
-COMMAND_MODULES = ("check", "schema", "enqueue", "status", "redrive", "lifecycle", "local")
+COMMAND_MODULES = ("check", "schema", "enqueue", "status", "redrive", "lifecycle", "console", "local")
 
 
 def build_app() -> typer.Typer:

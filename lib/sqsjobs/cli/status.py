@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
-from sqsjobs.cli.options import EndpointUrl, Region
+from sqsjobs.cli.options import Dlq, EndpointUrl, Queue, Region, Table
 from sqsjobs.cli.render import format_age, plain
 from sqsjobs.queues import make_cloudwatch_client, make_dynamodb_client, make_sqs_client
-from sqsjobs.settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_TABLE
 from sqsjobs.status import DEFAULT_RECENT, DEFAULT_SAMPLE, StatusReport, collect_status
 
 if TYPE_CHECKING:
@@ -36,14 +35,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("status")
     def status_command(
-        queue: Annotated[
-            str | None,
-            typer.Option(envvar=ENV_QUEUE_URL, help="The jobs queue: URL, ARN or name."),
-        ] = None,
-        dlq: Annotated[
-            str | None,
-            typer.Option(envvar=ENV_DLQ_URL, help="Its DLQ (default: the queue's redrive target)."),
-        ] = None,
+        queue: Queue = None,
+        dlq: Dlq = None,
         json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
         sample: Annotated[
             int, typer.Option(min=1, max=1000, help="Peek at most this many DLQ messages.")
@@ -59,9 +52,7 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option("--run", help="A chunked run to show, as JOB:RUN_ID (repeatable)."),
         ] = None,
-        table: Annotated[
-            str | None, typer.Option(envvar=ENV_TABLE, help="The idempotency table (for --run).")
-        ] = None,
+        table: Table = None,
     ) -> None:
         """Show queue depth, oldest age, the DLQ by job and reason, alarms and recent failures."""
         from rich.console import Console

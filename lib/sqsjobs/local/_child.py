@@ -46,7 +46,9 @@ def main(argv: list[str]) -> None:
         import argparse
 
         from sqsjobs.local import serial_moto
+        from sqsjobs.local.moto_cloudwatch import install
 
+        install()  # GetMetricData with percentiles and metric math
         parser = argparse.ArgumentParser(prog="moto")
         parser.add_argument("-H", "--host", default="127.0.0.1")
         parser.add_argument("-p", "--port", type=int, required=True)

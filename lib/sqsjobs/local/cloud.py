@@ -414,11 +414,11 @@ class LocalCloud:
 
     def state(self) -> dict[str, Any]:
         """What ``local up`` records for other processes (see :mod:`sqsjobs.local.control`)."""
-        app_env: dict[str, str] = {}
-        for spec in self.deployment.functions.values():
-            if "SQSJOBS_QUEUE_URL" in spec.environment:
-                app_env = dict(spec.environment)
-                break
+        # The app's environment: of the functions that name the jobs queue, the one that knows the most
+        # (the worker also names the table, which the console's job lookup needs).
+        candidates = [dict(spec.environment) for spec in self.deployment.functions.values()
+                      if "SQSJOBS_QUEUE_URL" in spec.environment]
+        app_env = max(candidates, key=lambda env: sum(name.startswith("SQSJOBS_") for name in env), default={})
         return {
             "pid": os.getpid(),
             "endpoint": self.endpoint,

@@ -12,7 +12,10 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sqsjobs.local.metric_query import MetricResult
 
 Dimensions = frozenset[tuple[str, str]]
 
@@ -119,6 +122,28 @@ class MetricStore:
         """A copy of every series: ``(namespace, name, dimensions) -> [(timestamp, value)]``."""
         with self._lock:
             return {key: list(points) for key, points in self._points.items()}
+
+    def get_metric_data(self, queries: list[dict[str, Any]], *, start: float, end: float,
+                        descending: bool = True) -> list[MetricResult]:
+        """CloudWatch's ``GetMetricData`` over this store (percentiles and metric math included).
+
+        The local cloud's moto server answers the same call the same way
+        (:mod:`sqsjobs.local.moto_cloudwatch`).
+
+        Example:
+            >>> store, now = MetricStore(), time.time()
+            >>> store.add([Datapoint(namespace="n", name="m", dimensions=frozenset(), timestamp=now, value=v)
+            ...            for v in (1.0, 5.0)])
+            >>> query = {"Id": "top", "MetricStat": {"Metric": {"Namespace": "n", "MetricName": "m"},
+            ...                                       "Period": 3600, "Stat": "Maximum"}}
+            >>> [r.values for r in store.get_metric_data([query], start=now - 60, end=now + 60)]
+            [(5.0,)]
+        """
+        from sqsjobs.local.metric_query import metric_data
+
+        series = self.series()
+        return metric_data(lambda ns, name, dims: series.get((ns, name, dims), ()), queries,
+                           start=start, end=end, descending=descending)
 
     def total(self, namespace: str, name: str) -> float:
         """Sum of every value of ``name`` across its dimension sets without a ``Job`` split (for reports)."""

@@ -1,0 +1,94 @@
+"""`sqsjobs console`: the operator's web page on the data `sqsjobs status` and `sqsjobs redrive` read.
+
+Thin over :mod:`sqsjobs.console`, which comes with the extra
+``sqsjobs[console]``; without it the command says how to install it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from sqsjobs.cli.exits import exit_on_errors
+from sqsjobs.cli.options import Dlq, EndpointUrl, Queue, Region, Table
+from sqsjobs.metrics import DEFAULT_NAMESPACE
+from sqsjobs.settings import ENV_CONSOLE_TOKEN, ENV_NAMESPACE, ENV_SERVICE
+from sqsjobs.status import DEFAULT_SAMPLE
+
+DEFAULT_PORT = 8765
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sqsjobs console`` to ``app``.
+
+    Example:
+        >>> app = typer.Typer()
+        >>> register(app)
+        >>> [c.name for c in app.registered_commands]
+        ['console']
+    """
+
+    @app.command("console")
+    def console_command(
+        queue: Queue = None,
+        dlq: Dlq = None,
+        table: Table = None,
+        endpoint_url: EndpointUrl = None,
+        region: Region = None,
+        port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")] = DEFAULT_PORT,
+        host: Annotated[
+            str, typer.Option(help="Address to listen on; anything but loopback needs --token.")
+        ] = "127.0.0.1",
+        read_only: Annotated[
+            bool, typer.Option("--read-only", help="Show everything, change nothing (no buttons; POST is 403).")
+        ] = False,
+        token: Annotated[
+            str | None,
+            typer.Option(envvar=ENV_CONSOLE_TOKEN, show_envvar=False,
+                         help="Access token every request must carry (required off loopback)."),
+        ] = None,
+        refresh: Annotated[float, typer.Option(min=1, max=3600, help="Seconds between page refreshes.")] = 5.0,
+        namespace: Annotated[
+            str, typer.Option(envvar=ENV_NAMESPACE, help="Namespace of the worker's metrics.")
+        ] = DEFAULT_NAMESPACE,
+        service: Annotated[
+            str | None, typer.Option(envvar=ENV_SERVICE, help="Service dimension (default: the only one found).")
+        ] = None,
+        sample: Annotated[
+            int, typer.Option(min=1, max=1000, help="Peek at most this many DLQ messages per look.")
+        ] = DEFAULT_SAMPLE,
+        alarm_prefix: Annotated[
+            str | None,
+            typer.Option(help="Alarms named with this prefix (default: alarms on these queues/metrics)."),
+        ] = None,
+    ) -> None:
+        """Serve the operator console: queues, alarms, DLQ with redrive, jobs, lookup, runs and leases."""
+        from rich.console import Console
+
+        from sqsjobs.errors import ConsoleError
+
+        console = Console()
+        with exit_on_errors(console):
+            try:
+                from sqsjobs.console.config import ConsoleConfig
+                from sqsjobs.console.server import serve
+                from sqsjobs.console.sources import Sources
+            except ImportError as missing:
+                raise ConsoleError(f"the console needs its extra ({missing.name} is missing): "
+                                   "pip install 'sqsjobs[console]'") from None
+            config = ConsoleConfig(
+                queue=queue, dlq=dlq, table=table, endpoint_url=endpoint_url, region=region, namespace=namespace,
+                service=service, host=host, port=port, read_only=read_only, token=token, refresh_seconds=refresh,
+                sample=sample, alarm_prefix=alarm_prefix,
+            )
+            sources = Sources.connect(config)
+
+            def announce(url: str) -> None:
+                mode = " (read-only)" if read_only else ""
+                console.print(f"sqsjobs console{mode} on [bold]{url}[/bold]  (Ctrl-C to stop)", highlight=False)
+
+            try:
+                serve(config, sources, announce=announce)
+            except KeyboardInterrupt:  # Ctrl-C is how a console is stopped: a normal end
+                console.print("sqsjobs console stopped")

@@ -1,0 +1,121 @@
+"""The overview page's data: every queue against its alarm limits, alarms, throughput and failure rate.
+
+The queues and alarms come from :func:`sqsjobs.status.collect_status` (the
+same report as ``sqsjobs status``); queues that the same alarms watch (for
+example the outbox relay's failure queue) join as rows of their own. The
+charts read the worker's EMF metrics with ``GetMetricData``
+(:mod:`sqsjobs.console.job_metrics`).
+
+Example:
+    >>> from sqsjobs.console.thresholds import AGE_METRIC
+    >>> status = QueueStatus(name="jobs", url="u", visible=1, in_flight=0, delayed=0, oldest_age_seconds=150.0,
+    ...                      oldest_age_source="cloudwatch")
+    >>> limit = QueueLimit(alarm="age", queue="jobs", metric=AGE_METRIC, comparison=">", threshold=300.0,
+    ...                    state="OK")
+    >>> QueueRow(role="jobs", status=status, limits=(limit,)).age_fraction
+    0.5
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from sqsjobs.console.charts import Chart, line_chart
+from sqsjobs.console.job_metrics import Throughput, Window, pick_service, throughput
+from sqsjobs.console.thresholds import QueueLimit, queue_limits
+from sqsjobs.queues import resolve_queue_url
+from sqsjobs.status import QueueStatus, StatusReport, collect_status, read_queue_status
+
+T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from sqsjobs.console.config import ConsoleConfig
+    from sqsjobs.console.sources import Sources
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueueRow:
+    """One queue, what it is for, and the alarm limits on it."""
+
+    role: str
+    status: QueueStatus
+    limits: tuple[QueueLimit, ...]
+
+    @property
+    def age_limit(self) -> QueueLimit | None:
+        """The alarm limit on the oldest message's age, if an alarm watches it."""
+        return next((limit for limit in self.limits if limit.is_age), None)
+
+    @property
+    def age_fraction(self) -> float | None:
+        """The oldest age as a fraction of its alarm limit (1.0 and above: the alarm fires)."""
+        limit, age = self.age_limit, self.status.oldest_age_seconds
+        if limit is None or age is None or limit.threshold <= 0:
+            return None
+        return age / limit.threshold
+
+    @property
+    def other_limits(self) -> tuple[QueueLimit, ...]:
+        """Limits on depth and other queue metrics."""
+        return tuple(limit for limit in self.limits if not limit.is_age)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Overview:
+    """Everything the overview shows."""
+
+    report: StatusReport
+    queues: tuple[QueueRow, ...]
+    throughput: Chart | None
+    failure_rate: Chart | None
+    service: str | None
+    window: Window
+    notes: tuple[str, ...]
+
+
+def read_overview(sources: Sources, config: ConsoleConfig, *, hours: int) -> Overview:
+    """Read queues, alarms and the charts' metrics."""
+    with sources.dlq_lock:
+        report = collect_status(sqs_client=sources.sqs, cloudwatch_client=sources.cloudwatch,
+                                queue=sources.queue_url, dlq=sources.dlq_url, sample=config.sample,
+                                alarm_prefix=config.alarm_prefix, namespace=config.namespace, clock=sources.clock)
+    notes = list(report.notes)
+    names = [a.name for a in report.alarms]
+    no_limits: tuple[QueueLimit, ...] = ()
+    limits = _best_effort("the alarms' limits", lambda: queue_limits(sources.cloudwatch, names), no_limits, notes)
+    rows = [QueueRow(role=role, status=status, limits=tuple(x for x in limits if x.queue == status.name))
+            for role, status in (("jobs", report.queue), ("dead letters", report.dlq)) if status is not None]
+    known = {row.status.name for row in rows}
+    for name in sorted({limit.queue for limit in limits} - known):
+        url = resolve_queue_url(sources.sqs, name)
+        status = read_queue_status(sources.sqs, url, cloudwatch_client=sources.cloudwatch, clock=sources.clock)
+        rows.append(QueueRow(role="watched by an alarm", status=status,
+                             limits=tuple(x for x in limits if x.queue == name)))
+    window = Window.last(hours=hours, now=sources.clock())
+    service = _best_effort("the job metrics", lambda: pick_service(sources.cloudwatch, config, notes), None, notes)
+    per_minute = rate = None
+    series: Throughput | None = None
+    if service is not None:
+        series = _best_effort("the job metrics",
+                              lambda: throughput(sources.cloudwatch, config.namespace, service, window), None, notes)
+    if series is not None:
+        per_minute = line_chart("jobs per minute", series.per_minute, start=window.start, end=window.end,
+                                period=window.period)
+        rate = line_chart("failure rate", series.failure_rate, start=window.start, end=window.end,
+                          period=window.period, unit="%")
+    return Overview(report=report, queues=tuple(rows), throughput=per_minute, failure_rate=rate, service=service,
+                    window=window, notes=tuple(notes))
+
+
+
+def _best_effort(what: str, read: Callable[[], T], default: T, notes: list[str]) -> T:
+    """CloudWatch reads beyond the queues: without those rights the overview still shows the queues."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return read()
+    except (BotoCoreError, ClientError) as exc:
+        notes.append(f"could not read {what} from CloudWatch: {exc}")
+        return default

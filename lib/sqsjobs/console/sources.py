@@ -1,0 +1,68 @@
+"""Where the console reads from: AWS clients, the resolved queues and table, a clock.
+
+Resolved once at start, so a misspelt queue is a one-line error before the
+port opens, not a broken page.
+
+Example:
+    >>> sources = Sources.connect(ConsoleConfig(queue="jobs"))  # doctest: +SKIP
+    >>> sources.queue_url  # doctest: +SKIP
+    'https://sqs.eu-west-1.amazonaws.com/123456789012/jobs'
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sqsjobs.queues import (
+    dead_letter_queue_of,
+    make_cloudwatch_client,
+    make_dynamodb_client,
+    make_sqs_client,
+    resolve_queue_url,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+
+    from sqsjobs.console.config import ConsoleConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sources:
+    """The injected clients and what the options resolved to."""
+
+    sqs: SQSClient
+    cloudwatch: CloudWatchClient
+    dynamodb: DynamoDBClient
+    queue_url: str | None
+    dlq_url: str | None
+    table: str | None
+    clock: Callable[[], float] = time.time
+    #: held while this console peeks at or redrives the DLQ: a peek hides letters for a moment,
+    #: and a redrive that received nothing because of it would stop early
+    dlq_lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
+
+    @classmethod
+    def connect(cls, config: ConsoleConfig, *, clock: Callable[[], float] = time.time) -> Sources:
+        """Build clients for AWS or the local cloud and resolve the queues (QueueNotFoundError if one is not there)."""
+        sqs = make_sqs_client(endpoint_url=config.endpoint_url, region=config.region)
+        queue_url = resolve_queue_url(sqs, config.queue) if config.queue else None
+        if config.dlq:
+            dlq_url: str | None = resolve_queue_url(sqs, config.dlq)
+        else:
+            dlq_url = dead_letter_queue_of(sqs, queue_url) if queue_url else None
+        return cls(
+            sqs=sqs,
+            cloudwatch=make_cloudwatch_client(endpoint_url=config.endpoint_url, region=config.region),
+            dynamodb=make_dynamodb_client(endpoint_url=config.endpoint_url, region=config.region),
+            queue_url=queue_url,
+            dlq_url=dlq_url,
+            table=config.table,
+            clock=clock,
+        )

@@ -1,0 +1,264 @@
+"""The console's pages on in-process moto: what each shows, escaped, and what the forms do."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+import pytest
+from unit.console.conftest import TABLE, Stack, csrf_of
+
+from sqsjobs.chunked import RunStore
+from sqsjobs.dynamodb_store import DynamoDBStore
+from sqsjobs.guard import Claim, cancel_marker, retrying, succeeded
+from sqsjobs.locks import PeriodLocks, lock_key
+
+XSS_BODY = '<script>window.__xss=1</script>"><img src=x onerror="window.__xss=2">'
+XSS_JOB = '"><svg onload=alert(1)>'
+
+
+def text_of(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+def test_the_overview_shows_each_queues_counts_and_the_age_its_alarm_fires_at(stack: Stack) -> None:
+    for n in range(3):
+        stack.sqs.send_message(QueueUrl=stack.queue_url, MessageBody=f"waiting {n}")
+    stack.sqs.receive_message(QueueUrl=stack.queue_url, MaxNumberOfMessages=1, VisibilityTimeout=300)
+    stack.sqs.send_message(QueueUrl=stack.queue_url, MessageBody="later", DelaySeconds=600)
+    stack.dead_letter("invoice-email", "permanent", "PermanentError")
+    stack.cloudwatch.set_alarm_state(AlarmName="jobs-dlq-not-empty", StateValue="ALARM", StateReason="1 > 0")
+
+    html = stack.client().get("/").text
+
+    jobs_row = html[html.index('data-queue="jobs"'):html.index("</tr>", html.index('data-queue="jobs"'))]
+    assert re.findall(r'data-test="(visible|in-flight|delayed)">(\d+)<', jobs_row) == [
+        ("visible", "2"), ("in-flight", "1"), ("delayed", "1")]
+    assert '<span class="value" data-test="dlq-count">1</span>' in html
+    assert "5m00s (jobs-oldest-age)" in text_of(html)  # Threshold 5 x 60 s in the alarm's metric math
+    assert 'data-alarm="jobs-dlq-not-empty"' in html
+    assert '<span class="value" data-test="alarms-firing">1</span>' in html
+
+
+def test_the_dlq_page_groups_by_job_and_reason_and_filters_as_redrive_does(stack: Stack) -> None:
+    stack.dead_letter("invoice-email", "permanent", "PermanentError", "invoice 7 does not exist")
+    stack.dead_letter("invoice-email", "permanent", "PermanentError", "invoice 8 does not exist")
+    stack.dead_letter("process-order", "exhausted", "TimeoutError", "timed out")
+    client = stack.client()
+
+    everything = client.get("/dlq").text
+    groups = re.findall(r'data-job="([^"]+)" data-reason="([^"]+)"', everything)
+    by_job = client.get("/dlq?job=process-order").text
+    by_error = client.get("/dlq?error=PermanentError").text
+
+    assert groups == [("invoice-email", "permanent"), ("process-order", "exhausted")]
+    assert re.findall(r'data-test="group-count">(\d+)<', everything) == ["2", "1"]
+    assert "invoice 8 does not exist" in everything
+    assert re.findall(r'data-job="([^"]+)"', by_job) == ["process-order"]
+    assert re.findall(r'data-job="([^"]+)"', by_error) == ["invoice-email"]
+
+
+def test_message_content_is_escaped_in_text_and_in_attributes(stack: Stack) -> None:
+    stack.dead_letter("?", "malformed", "MalformedMessageError", XSS_BODY, body=XSS_BODY)
+    stack.dead_letter(XSS_JOB, "permanent", "PermanentError", XSS_BODY)
+
+    pages = [stack.client().get(path).text for path in ("/", "/dlq", f"/dlq?job={XSS_JOB}")]
+
+    for html in pages:
+        assert "<script>window" not in html and "<img src=x" not in html and "<svg onload" not in html
+    assert "&lt;script&gt;window.__xss=1&lt;/script&gt;&#34;&gt;&lt;img src=x" in pages[1]
+    assert 'data-job="&#34;&gt;&lt;svg onload=alert(1)&gt;"' in pages[1]
+
+
+def test_a_redrive_previews_then_moves_exactly_what_the_preview_counted(stack: Stack) -> None:
+    for _ in range(2):
+        stack.dead_letter("process-order", "permanent", "PermanentError")
+    stack.dead_letter("invoice-email", "permanent", "PermanentError")
+    client = stack.client()
+    csrf = csrf_of(client.get("/dlq?job=process-order").text)
+
+    preview = client.post("/dlq/preview", data={"csrf": csrf, "job": "process-order", "error": ""})
+    stack.dead_letter("process-order", "permanent", "PermanentError")  # arrives after the preview
+    done = client.post("/dlq/redrive", data={"csrf": csrf, "job": "process-order", "error": "", "max": "2"},
+                       follow_redirects=False)
+    result = client.get(done.headers["location"])
+
+    assert preview.status_code == 200
+    assert 'data-test="would-move">2<' in preview.text
+    assert '<input type="hidden" name="max" value="2">' in preview.text
+    assert done.status_code == 303 and done.headers["location"].startswith("/dlq?job=process-order&redrive=")
+    assert 'data-test="moved">2<' in result.text
+    moved = stack.sqs.receive_message(QueueUrl=stack.queue_url, MaxNumberOfMessages=10,
+                                      MessageAttributeNames=["All"]).get("Messages", [])
+    assert [m["MessageAttributes"]["sqsjobs.redrive_count"]["StringValue"] for m in moved] == ["1", "1"]
+    left = stack.sqs.get_queue_attributes(QueueUrl=stack.dlq_url, AttributeNames=["ApproximateNumberOfMessages"])
+    assert left["Attributes"]["ApproximateNumberOfMessages"] == "2"  # invoice-email and the late process-order
+
+
+def test_a_bad_redrive_form_is_a_one_line_error(stack: Stack) -> None:
+    client = stack.client()
+    stack.dead_letter("a", "permanent")
+    csrf = csrf_of(client.get("/dlq").text)
+
+    response = client.post("/dlq/preview", data={"csrf": csrf, "job": "a", "max": "lots"})
+
+    assert response.status_code == 400
+    assert "max must be a whole number of letters, got &#39;lots&#39;" in response.text
+
+
+def test_the_lookup_shows_the_jobs_status(stack: Stack) -> None:
+    store = DynamoDBStore(stack.dynamodb, TABLE)
+    claim = Claim(key="invoice-email:42", job="invoice-email", owner="o", now=1767225600.0,
+                  lease_until=1767225660.0, expires_at=1769000000.0, fingerprint="f" * 32, fp_version=1,
+                  message_id="m-1", enqueued_at=1767225599.0)
+    store.write(claim.operation())
+    store.write(retrying("invoice-email:42", "o", now=1767225601.0, expires_at=1769000000.0,
+                         error=TimeoutError("slow <b>")))
+    store.write(claim.operation())
+    store.write(succeeded("invoice-email:42", "o", now=1767225602.0, expires_at=1769000000.0,
+                          result=json.dumps({"sent": True})))
+    client = stack.client()
+
+    found = client.get("/lookup?key=invoice-email:42").text
+    missing = client.get("/lookup?key=invoice-email:43").text
+    reserved = client.get("/lookup?key=lock%23nightly-report:2026-08-05").text
+
+    assert '<span class="state state-succeeded">succeeded</span>' in found
+    assert "<dt>attempts</dt><dd>2</dd>" in found
+    assert '&#34;sent&#34;: true' in found
+    assert "2026-01-01 00:00:00 UTC" in found
+    assert 'data-test="not-found"' in missing
+    assert "reserved prefix" in reserved
+
+
+def test_the_lookup_escapes_a_last_error(stack: Stack) -> None:
+    store = DynamoDBStore(stack.dynamodb, TABLE)
+    claim = Claim(key="a:1", job="a", owner="o", now=1.0, lease_until=61.0, expires_at=9e9, fingerprint="f",
+                  fp_version=1, message_id="m")
+    store.write(claim.operation())
+    store.write(retrying("a:1", "o", now=2.0, expires_at=9e9, error=TimeoutError("slow <b>")))
+
+    assert "TimeoutError: slow &lt;b&gt;" in stack.client().get("/lookup?key=a:1").text
+
+
+def test_runs_and_leases_are_found_and_a_run_is_looked_up_exactly(stack: Stack) -> None:
+    store = DynamoDBStore(stack.dynamodb, TABLE)
+    RunStore(store, ttl=3600).begin("reindex-products", "r-1", cursor="0", now=time.time())
+    PeriodLocks(store).acquire(lock_key("nightly-report:2026-08-05"), owner="owner-token", now=time.time(),
+                               lease_until=time.time() + 300, expires_at=time.time() + 3600, job="nightly-report")
+    store.write(cancel_marker("invoice-email:1", now=time.time(), expires_at=time.time() + 3600, reason=None))
+    client = stack.client()
+
+    page = client.get("/runs").text
+    exact = client.get("/runs?run=reindex-products:r-1").text
+    bad = client.get("/runs?run=no-run-id").text
+
+    assert 'data-run="r-1"' in page and "RUNNING" in page
+    assert 'data-lease="lock#nightly-report:2026-08-05"' in page and "HELD" in page
+    assert "Found by a scan of 3 records." in text_of(page)
+    assert "reindex-products <code>r-1</code>" in exact
+    assert "a run is JOB:RUN_ID, got &#39;no-run-id&#39;" in bad
+
+
+def test_pages_without_the_table_say_how_to_name_it(stack: Stack) -> None:
+    sources = stack.sources()
+    from dataclasses import replace
+
+    from starlette.testclient import TestClient
+
+    from sqsjobs.console.app import create_app
+    from sqsjobs.console.config import ConsoleConfig
+
+    client = TestClient(create_app(ConsoleConfig(queue="jobs"), replace(sources, table=None)),
+                        base_url="http://127.0.0.1:8765")
+
+    assert "pass --table or set SQSJOBS_TABLE" in client.get("/lookup?key=x").text
+    assert "pass --table or set SQSJOBS_TABLE" in client.get("/runs").text
+
+
+def test_an_aws_error_is_one_line_on_the_page(stack: Stack) -> None:
+    stack.dynamodb.delete_table(TableName=TABLE)
+
+    response = stack.client().get("/lookup?key=x")
+
+    assert response.status_code == 200
+    assert re.search(r'class="error" role="alert">ResourceNotFoundException: [^<]+</p>', response.text)
+
+
+def test_the_jobs_page_reads_counts_and_percentiles_through_get_metric_data(stack: Stack,
+                                                                            local_metric_data: None) -> None:
+    now = time.time()
+    dims = [{"Name": "Job", "Value": "invoice-email"}, {"Name": "service", "Value": "demo"}]
+    data: list[dict[str, Any]] = [{"MetricName": "JobDuration", "Dimensions": dims, "Timestamp": now - 30,
+                                   "Value": float(v), "Unit": "Milliseconds"} for v in range(1, 21)]
+    data += [{"MetricName": name, "Dimensions": dims, "Timestamp": now - 30, "Value": value, "Unit": "Count"}
+             for name, value in (("JobSucceeded", 17.0), ("JobFailed", 3.0), ("JobRetried", 2.0),
+                                 ("JobDeadLettered", 1.0))]
+    data += [{"MetricName": "JobSucceeded", "Dimensions": [{"Name": "service", "Value": "demo"}],
+              "Timestamp": now - 30, "Value": 17.0, "Unit": "Count"}]
+    stack.cloudwatch.put_metric_data(Namespace="sqsjobs", MetricData=data)
+
+    html = stack.client().get("/jobs").text
+    row = html[html.index('data-job="invoice-email"'):]
+
+    assert re.findall(r'data-test="(\w[\w-]*)">(?:<a [^>]+>)?([\d,]+(?: ms)?)<', row)[:6] == [
+        ("succeeded", "17"), ("failed", "3"), ("retried", "2"), ("dead-lettered", "1"), ("p50", "10 ms"),
+        ("p95", "19 ms")]
+    assert "15.0 %" in row
+
+
+def test_the_overview_charts_runs_per_minute(stack: Stack, local_metric_data: None) -> None:
+    now = time.time()
+    service = [{"Name": "service", "Value": "demo"}]
+    stack.cloudwatch.put_metric_data(Namespace="sqsjobs", MetricData=[
+        {"MetricName": "JobSucceeded", "Dimensions": service, "Timestamp": now, "Value": 30.0, "Unit": "Count"},
+        {"MetricName": "JobFailed", "Dimensions": service, "Timestamp": now, "Value": 10.0, "Unit": "Count"}])
+
+    html = stack.client().get("/").text
+
+    assert "jobs per minute <strong>40</strong>" in html
+    assert "failure rate <strong>25 %</strong>" in html
+    assert html.count('<polyline class="line"') == 2
+
+
+@pytest.mark.parametrize("path", ["/", "/dlq", "/jobs", "/lookup", "/runs"])
+def test_every_page_is_served_with_its_layout(stack: Stack, path: str) -> None:
+    response = stack.client().get(path)
+
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    assert 'aria-current="page"' in response.text
+
+
+class DeniedCloudWatch:
+    """A CloudWatch client whose every call is refused, as for an operator without CloudWatch rights."""
+
+    def __getattr__(self, name: str) -> Any:
+        from botocore.exceptions import ClientError
+
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "not authorized"}}, name)
+
+        return refuse
+
+
+def test_without_cloudwatch_rights_the_overview_still_shows_the_queues(stack: Stack) -> None:
+    from dataclasses import replace
+
+    from starlette.testclient import TestClient
+
+    from sqsjobs.console.app import create_app
+    from sqsjobs.console.config import ConsoleConfig
+
+    stack.dead_letter("a", "permanent")
+    sources = replace(stack.sources(), cloudwatch=DeniedCloudWatch())
+    client = TestClient(create_app(ConsoleConfig(queue="jobs"), sources), base_url="http://127.0.0.1:8765")
+
+    html = client.get("/").text
+
+    assert '<span class="value" data-test="dlq-count">1</span>' in html
+    assert 'data-queue="jobs"' in html
+    assert "could not read the oldest-age metric from CloudWatch" in html
+    assert "could not read the job metrics from CloudWatch" in html
