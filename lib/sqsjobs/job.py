@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from sqsjobs.arguments import Signature
 from sqsjobs.backoff import BackoffPolicy
-from sqsjobs.envelope import MAX_KEY_BYTES, Envelope
+from sqsjobs.envelope import Envelope
 from sqsjobs.errors import (
     ConfigurationError,
     InvalidArgumentsError,
@@ -166,9 +166,10 @@ class Job(Generic[P, R]):
             job=self.name, key=key, args=bound, job_version=self.options.version, enqueued_at=self.app.clock()
         )
         group = group or (self._format(self.options.group, bound) if self.options.group else None)
+        from sqsjobs.sizes import check_message
         from sqsjobs.tracing import current_trace_id
 
-        return JobMessage(
+        message = JobMessage(
             job=self.name,
             key=key,
             body=envelope.encode(),
@@ -176,6 +177,8 @@ class Job(Generic[P, R]):
             group=group,
             trace_id=trace_id or current_trace_id(),
         )
+        check_message(message, bound)
+        return message
 
     def enqueue(
         self, *, delay: float = 0, group: str | None = None, trace_id: str | None = None, **args: Any
@@ -197,8 +200,9 @@ class Job(Generic[P, R]):
             key = f"{self.name}:{dumps(dict(args), sort_keys=True, separators=(',', ':'))}"
         else:
             key = self._format(self.options.key, args)
-        if len(key.encode("utf-8")) > MAX_KEY_BYTES:
-            raise InvalidArgumentsError(f"job {self.name!r}: idempotency key is longer than {MAX_KEY_BYTES} bytes")
+        from sqsjobs.sizes import check_key
+
+        check_key(self.name, key, template=self.options.key, args=args)
         return key
 
     def _format(self, template: str, args: Mapping[str, Any]) -> str:

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from sqsjobs.cli.exits import EXIT_FAILED
+from sqsjobs.cli.options import parse_pairs
 
 DEFAULT_APP = "handlers.app:app"
 
@@ -29,10 +30,9 @@ def parse_arguments(pairs: list[str]) -> dict[str, Any]:
         {'invoice_id': 42, 'note': 'hello', 'urgent': True, 'code': '007'}
     """
     arguments: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key.isidentifier():
-            raise typer.BadParameter(f"{pair!r} is not key=value with a Python name as key", param_hint="ARGS")
+    for key, raw in parse_pairs(pairs, hint="ARGS").items():
+        if not key.isidentifier():
+            raise typer.BadParameter(f"{key}={raw} is not key=value with a Python name as key", param_hint="ARGS")
         try:
             arguments[key] = json.loads(raw)
         except ValueError:
