@@ -22,7 +22,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict lib/sqsjobs
 
-unit: $(STAMP)
+# tests/scaffold runs `sam validate --lint` and `sam build` on the projects `sqsjobs init` writes:
+# the SAM CLI's own environment is built first.
+unit: $(STAMP) $(SAM_STAMP) $(SAM_APP_DIR)/metadata.json
 	$(BIN)/pytest tests
 
 test: lint typecheck unit template-checks

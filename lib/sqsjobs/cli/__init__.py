@@ -11,7 +11,7 @@ import importlib
 
 import typer
 
-COMMAND_MODULES = ("check", "schema", "enqueue", "status", "redrive", "local")
+COMMAND_MODULES = ("check", "schema", "jobs", "enqueue", "status", "redrive", "local", "init")
 
 
 def build_app() -> typer.Typer:

@@ -354,12 +354,10 @@ class LocalCloud:
         raise LocalCloudError("no function has SQSJOBS_QUEUE_URL set to a queue of this template")
 
     def send_job(self, message: Any, queue: str | None = None) -> str:
-        """Send a prepared ``JobMessage`` (from ``app.message(...)``) to the app's queue."""
-        response = self.clients.get("sqs").send_message(
-            QueueUrl=self.queue_url(queue or self.app_queue()), MessageBody=message.body,
-            MessageAttributes=message.attributes(), DelaySeconds=int(message.delay),
-        )
-        return str(response["MessageId"])
+        """Send a prepared ``JobMessage`` (from ``app.message(...)``) to the app's queue, as its producer would."""
+        from sqsjobs.producer import Producer
+
+        return Producer(self.clients.get("sqs"), self.queue_url(queue or self.app_queue())).send(message)
 
     def queue_depth(self, queue: str) -> int:
         """Messages on queue ``queue`` (logical id): visible + in flight + delayed."""
