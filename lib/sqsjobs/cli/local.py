@@ -75,7 +75,7 @@ def _validated(console: Console, template: Path, parameters: dict[str, str]) -> 
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``sqsjobs local up|down|fire|env`` to ``app``.
+    """Add ``sqsjobs local up|down|reload|fire|env`` to ``app``.
 
     Example:
         >>> app = typer.Typer()
@@ -83,7 +83,7 @@ def register(app: typer.Typer) -> None:
         >>> [g.name for g in app.registered_groups]
         ['local']
         >>> sorted(c.name for c in app.registered_groups[0].typer_instance.registered_commands)
-        ['down', 'env', 'fire', 'up']
+        ['down', 'env', 'fire', 'reload', 'up']
     """
     local = typer.Typer(no_args_is_help=True, help="Run the template on a local moto server with Lambda emulated.")
     app.add_typer(local, name="local")
@@ -179,6 +179,29 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_FAILED) from None
         typer.echo(f"stopped the local cloud (pid {pid})", err=True)
+
+    @local.command("reload")
+    def reload_command() -> None:
+        """Restart the running cloud's function workers on the current code now, and wait until they are up.
+
+        What `local up --reload` does by itself a second after an edit, for a script that must not race it.
+        """
+        from sqsjobs.local.control import call, read_state
+        from sqsjobs.local.errors import LocalCloudError
+
+        try:
+            answer = call(read_state(), "reload", {})
+        except LocalCloudError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(EXIT_FAILED) from None
+        if "error" in answer:
+            typer.echo(f"error: {answer['error']}", err=True)
+            raise typer.Exit(EXIT_FAILED)
+        broken = answer.get("broken") or []
+        typer.echo(f"reloaded {answer['functions'] - len(broken)} of {answer['functions']} function(s)", err=True)
+        if broken:
+            typer.echo(f"error: cannot import the handler of {', '.join(broken)} (see `local up`'s output)", err=True)
+            raise typer.Exit(EXIT_FAILED)
 
     @local.command("fire")
     def fire_command(

@@ -168,7 +168,7 @@ class LocalCloud:
             self._reloader.start()
         if state_path is not None:
             self._control = ControlServer({"fire": self._control_fire, "drain": self._control_drain,
-                                           "stop": self._control_stop})
+                                           "stop": self._control_stop, "reload": self._control_reload})
             self._control.start()
             self._state_path = state_path
             write_state(state_path, self.state())
@@ -505,6 +505,10 @@ class LocalCloud:
     def _control_drain(self, payload: dict[str, Any]) -> dict[str, Any]:
         self.drain(float(payload.get("timeout", 120)))
         return {"drained": True}
+
+    def _control_reload(self, payload: dict[str, Any]) -> dict[str, Any]:
+        broken = self.reload()
+        return {"functions": len(self.pools), "broken": broken}
 
     def _control_stop(self, payload: dict[str, Any]) -> dict[str, Any]:
         # The process that runs the cloud stops it (its main thread waits on this event).
