@@ -137,6 +137,7 @@ class PlannedMove:
         'move'
     """
 
+    #: the id the worker logged (the letter's ``sqsjobs.original_message_id``, else the DLQ's own id)
     message_id: str
     job: str
     reason: str
@@ -539,7 +540,7 @@ def redrive(
 
 def _plan(letter: DlqMessage, action: str, target: str | None) -> PlannedMove:
     return PlannedMove(
-        message_id=letter.message_id,
+        message_id=letter.original_message_id or letter.message_id,
         job=letter.job,
         reason=letter.reason,
         error_type=letter.error_type,

@@ -182,7 +182,8 @@ def register(app: typer.Typer) -> None:
         profile: Annotated[str | None, typer.Option(envvar=ENV_AWS_PROFILE, help="AWS profile.")] = None,
     ) -> None:
         """Enqueue JOB with ARGS through the app's producer (print the message id), or a whole file with --from."""
-        from sqsjobs.errors import SqsJobsError
+        from sqsjobs.clients import sqs_client
+        from sqsjobs.errors import ConfigurationError, SqsJobsError
         from sqsjobs.local.errors import LocalCloudError
 
         if from_file is None and job is None:
@@ -205,10 +206,18 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(EXIT_FAILED) from None
         try:
             job_app = load_job_app(app_spec)
-            if from_file is None:
-                typer.echo(job_app.enqueue(str(job), **arguments))
-                return
-            report = job_app.enqueue_many(messages_from_file(job_app, from_file, job))
+            messages = messages_from_file(job_app, from_file, job) if from_file is not None else None
+            # The queue and a client as this command was told (flags, environment, the local cloud), even
+            # when the app module was imported before they were set.
+            target = os.environ.get(ENV_QUEUE_URL) or job_app.settings.queue_url
+            if not target:
+                raise ConfigurationError(f"no jobs queue: pass --queue-url or set {ENV_QUEUE_URL} (with --aws), "
+                                         "or start `sqsjobs local up`")
+            with job_app.use(sqs_client=sqs_client(), settings={"queue_url": target}):
+                if messages is None:
+                    typer.echo(job_app.enqueue(str(job), **arguments))
+                    return
+                report = job_app.enqueue_many(messages)
         except SqsJobsError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_FAILED) from None

@@ -298,11 +298,11 @@ def _print_plan(console: Console, summary: RedriveSummary) -> None:
         console.print(table)
         return
     table = Table(title=f"would redrive from {summary.dlq_url}")
-    for name in ("message", "job", "reason", "error", "age", "redrives", "action"):
-        table.add_column(name)
+    for name in ("message id (as logged)", "job", "reason", "error", "age", "redrives", "action"):
+        table.add_column(name, overflow="fold")
     for p in summary.planned:
         table.add_row(
-            p.message_id[:8], p.job, p.reason, p.error_type, format_age(p.age_seconds), str(p.redrive_count), action(p)
+            p.message_id, p.job, p.reason, p.error_type, format_age(p.age_seconds), str(p.redrive_count), action(p)
         )
     console.print(table)
 

@@ -131,12 +131,12 @@ def print_report(console: Console, report: StatusReport) -> None:
     console.print(alarms)
 
     recent = Table(title="recent failures (newest first)")
-    for name in ("age", "job", "reason", "error", "attempts", "redrives", "message"):
-        recent.add_column(name)
+    for name in ("age", "job", "reason", "error", "attempts", "redrives", "message id (as logged)", "message"):
+        recent.add_column(name, overflow="fold")
     for f in report.recent_failures:
         recent.add_row(
             format_age(f.age_seconds), f.job, f.reason, f.error_type,
-            "?" if f.attempts is None else str(f.attempts), str(f.redrive_count), f.error_message[:60],
+            "?" if f.attempts is None else str(f.attempts), str(f.redrive_count), f.message_id, f.error_message[:60],
         )
     console.print(recent)
 

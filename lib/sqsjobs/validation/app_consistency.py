@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sqsjobs.settings import ENV_AWS_DEFAULT_REGION
-from sqsjobs.validation.layout import code_location, handler_module, serverless_functions
+from sqsjobs.validation.layout import code_location, handler_module, module_exists, serverless_functions
 from sqsjobs.validation.problems import Problem, Severity
 
 #: seconds an import of user code may take before it is reported as stuck
@@ -56,12 +56,12 @@ def check_app_consistency(document: Mapping[str, Any], base: Path, resolve: Any)
     routes = collect_routes(document, resolve)
     problems: list[Problem] = []
     described: dict[tuple[Path, str, tuple[tuple[str, str], ...]], dict[str, Any]] = {}
-    # per app: its CodeUri, its @app.scheduled jobs, and the jobs the template fires
-    scheduled: dict[tuple[Path, tuple[str, ...]], tuple[str, dict[str, str], set[str]]] = {}
+    # per app: its CodeUri and its @app.scheduled jobs (with their expressions)
+    scheduled: dict[tuple[Path, tuple[str, ...]], tuple[str, dict[str, str]]] = {}
     for logical_id, properties, _ in serverless_functions(document):
         code_dir, module = code_location(properties, base), handler_module(properties)
-        if code_dir is None or module is None or not code_dir.is_dir():
-            continue  # layout problems are reported by check_layout
+        if code_dir is None or module is None or not module_exists(code_dir, module):
+            continue  # a missing CodeUri or handler module is check_layout's to report
         environment = tuple(sorted(_environment(properties, resolve).items()))
         cache_key = (code_dir, module, environment)
         if cache_key not in described:
@@ -76,13 +76,12 @@ def check_app_consistency(document: Mapping[str, Any], base: Path, resolve: Any)
                 fix=f"make `python -c 'import {module}'` work in {uri} (its dependencies installed)"))
             continue
         for app in answer.get("apps", []):
-            function_routes = routes.get(logical_id, Routes())
-            problems += compare(logical_id, uri, function_routes, app)
+            problems += compare(logical_id, uri, routes.get(logical_id, Routes()), app)
             # Two handler modules of one CodeUri (worker.py, scheduler.py) share the app: key it by its jobs.
-            app_key = (code_dir, tuple(sorted(app.get("jobs", []))))
-            unfired = scheduled.setdefault(app_key, (uri, dict(app.get("schedules", {})), set()))
-            unfired[2].update(route.job for route in function_routes.schedules)
-    for uri, schedules, fired in scheduled.values():
+            scheduled.setdefault((code_dir, tuple(sorted(app.get("jobs", [])))),
+                                 (uri, dict(app.get("schedules", {}))))
+    fired = {route.job for function_routes in routes.values() for route in function_routes.schedules}
+    for uri, schedules in scheduled.values():
         for job, expression in schedules.items():
             if job not in fired:
                 problems.append(Problem(

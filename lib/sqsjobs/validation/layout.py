@@ -64,7 +64,7 @@ def check_layout(document: Mapping[str, Any], base: Path) -> list[Problem]:
                                         "the template"))
             continue
         module = handler_module(properties)
-        if code_dir is not None and module is not None and not _module_exists(code_dir, module):
+        if code_dir is not None and module is not None and not module_exists(code_dir, module):
             problems.append(Problem(
                 where=logical_id, message=f"Handler {properties.get('Handler')} names module {module}, which is "
                                           f"not in CodeUri {uri} ({code_dir})",
@@ -90,7 +90,8 @@ def _check_makefile(logical_id: str, context: Any, base: Path) -> list[Problem]:
     return []
 
 
-def _module_exists(code_dir: Path, module: str) -> bool:
+def module_exists(code_dir: Path, module: str) -> bool:
+    """Whether ``module`` (dotted) is a file or package under ``code_dir``."""
     relative = Path(*module.split("."))
     return (code_dir / relative.with_suffix(".py")).is_file() or (code_dir / relative / "__init__.py").is_file()
 
