@@ -1,0 +1,43 @@
+"""The examples in the docstrings of the modules issue 14 added or changed run as written (doctest)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "sqsjobs.app",
+    "sqsjobs.clients",
+    "sqsjobs.cli.enqueue",
+    "sqsjobs.cli.init",
+    "sqsjobs.cli.jobs",
+    "sqsjobs.cli.local",
+    "sqsjobs.cli.options",
+    "sqsjobs.job",
+    "sqsjobs.local.control",
+    "sqsjobs.local.output",
+    "sqsjobs.local.reload",
+    "sqsjobs.outcome_log",
+    "sqsjobs.progress",
+    "sqsjobs.scaffold",
+    "sqsjobs.sizes",
+    "sqsjobs.testing",
+    "sqsjobs.testing.events",
+    "sqsjobs.testing.fake_sqs",
+    "sqsjobs.testing.tester",
+    "sqsjobs.validation",
+    "sqsjobs.validation.app_consistency",
+    "sqsjobs.validation.inspect_app",
+    "sqsjobs.validation.layout",
+    "sqsjobs.validation.parameters",
+    "sqsjobs.validation.problems",
+    "sqsjobs.validation.wiring",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
