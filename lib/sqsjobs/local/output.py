@@ -54,13 +54,8 @@ def readable(line: str) -> str:
         >>> readable("plain text")
         'plain text'
     """
-    if not line.startswith("{"):
-        return line
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return line
-    if not isinstance(record, dict) or "level" not in record or "message" not in record:
+    record = _record(line)
+    if record is None or "level" not in record or "message" not in record:
         return line
     fields = " ".join(f"{k}={v}" for k, v in record.items() if k not in _QUIET_FIELDS)
     return f"{record['level']} {record['message']} {fields}".rstrip()

@@ -30,7 +30,9 @@ import itertools
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCOUNT = "123456789012"
@@ -207,10 +209,7 @@ class FakeSQS:
     def send_message(self, **params: Any) -> dict[str, Any]:
         """``SendMessage``."""
         self._call("SendMessage", params)
-        try:
-            message = self._accept(params["QueueUrl"], params)
-        except _EntryError as error:
-            raise _client_error("SendMessage", error.code, str(error)) from None
+        message = _single("SendMessage", lambda: self._accept(params["QueueUrl"], params))
         return {"MessageId": message.message_id, "MD5OfMessageBody": _md5(message.body)}
 
     def send_message_batch(self, **params: Any) -> dict[str, Any]:
@@ -238,10 +237,7 @@ class FakeSQS:
     def delete_message(self, **params: Any) -> dict[str, Any]:
         """``DeleteMessage``."""
         self._call("DeleteMessage", params)
-        try:
-            self._delete(params["QueueUrl"], params["ReceiptHandle"])
-        except _EntryError as error:
-            raise _client_error("DeleteMessage", error.code, str(error)) from None
+        _single("DeleteMessage", lambda: self._delete(params["QueueUrl"], params["ReceiptHandle"]))
         return {}
 
     def delete_message_batch(self, **params: Any) -> dict[str, Any]:
@@ -253,10 +249,8 @@ class FakeSQS:
     def change_message_visibility(self, **params: Any) -> dict[str, Any]:
         """``ChangeMessageVisibility``."""
         self._call("ChangeMessageVisibility", params)
-        try:
-            self._change_visibility(params["QueueUrl"], params["ReceiptHandle"], params["VisibilityTimeout"])
-        except _EntryError as error:
-            raise _client_error("ChangeMessageVisibility", error.code, str(error)) from None
+        _single("ChangeMessageVisibility", lambda: self._change_visibility(
+            params["QueueUrl"], params["ReceiptHandle"], params["VisibilityTimeout"]))
         return {}
 
     def change_message_visibility_batch(self, **params: Any) -> dict[str, Any]:
@@ -379,6 +373,14 @@ class _EntryError(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+def _single(operation: str, action: Callable[[], _T]) -> _T:
+    """A one-message call: an entry's error is the whole call's ``ClientError``, as SQS answers it."""
+    try:
+        return action()
+    except _EntryError as error:
+        raise _client_error(operation, error.code, str(error)) from None
 
 
 def _client_error(operation: str, code: str, message: str) -> Exception:
