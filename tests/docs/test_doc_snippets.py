@@ -65,6 +65,7 @@ def test_the_python_snippets_of_the_page_run(page: Path, monkeypatch: pytest.Mon
                 pytest.fail(f"{block.where} failed: {type(error).__name__}: {error}\n{block.code}")
 
 
+@pytest.mark.timeout(SHELL_TIMEOUT + 60)
 @pytest.mark.parametrize("page", _cases(SHELL))
 def test_the_shell_snippets_of_the_page_run(page: Path, tmp_path: Path) -> None:
     blocks = [s for s in snippets(page) if s.runnable and s.language in SHELL]

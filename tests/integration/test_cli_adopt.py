@@ -161,3 +161,29 @@ def test_native_redrive_against_an_endpoint_without_move_tasks_is_one_line() -> 
     output = flat(result.output)
     assert "does not support SQS message move tasks" in output and "without --native" in output
     assert "<html" not in result.output.lower()
+
+
+def test_the_worker_status_and_redrive_name_a_failure_by_the_same_message_id(make_app: Any, aws: Any) -> None:
+    from sqsjobs import Outcome, PermanentError
+    from sqsjobs.redrive import Redrive, RedriveOptions
+    from sqsjobs.status import collect_status
+    from sqsjobs.testing import FakeContext, receive_event
+
+    app = make_app()
+
+    @app.job("poison", key="poison:{n}")
+    def poison(n: int) -> None:
+        raise PermanentError("gone")
+
+    sent_id = poison.enqueue(n=1)
+    result = app.process_batch(receive_event(aws.sqs, aws.queue_url), FakeContext())
+    (delivery,) = result.deliveries
+    assert delivery.outcome is Outcome.DEAD_LETTERED and delivery.message_id == sent_id  # what the logs say
+
+    report = collect_status(sqs_client=aws.sqs, queue=aws.queue_url, dlq=aws.dlq_url)
+    (failure,) = report.recent_failures
+    plan = Redrive(RedriveOptions(dlq=aws.dlq_url, dry_run=True, wait_time_seconds=0), sqs_client=aws.sqs).run()
+    (planned,) = plan.planned
+    (letter,) = messages_in(aws.sqs, aws.dlq_url)
+    assert letter["MessageId"] != sent_id  # the DLQ's own id is another
+    assert failure.message_id == planned.message_id == sent_id

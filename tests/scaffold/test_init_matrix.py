@@ -31,6 +31,7 @@ def test_there_are_sixteen_distinct_combinations() -> None:
     assert len({option_id(o) for o in COMBINATIONS}) == 16
 
 
+@pytest.mark.timeout(900)
 def test_cfn_lint_with_the_sqsjobs_rules_passes_every_template(projects: dict[str, Path]) -> None:
     templates = [str(p / "template.yaml") for p in projects.values()]
     done = subprocess.run([sys.executable, "-c", _CFN_LINT, "--append-rules", str(rules_directory()),
@@ -47,6 +48,7 @@ def test_ruff_finds_nothing_in_the_generated_python(projects: dict[str, Path]) -
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("options", COMBINATIONS, ids=option_id)
 def test_the_project_validates_translates_and_passes_its_unit_test(
     options: ProjectOptions, projects: dict[str, Path]

@@ -72,6 +72,7 @@ def local_up() -> Iterator[list[LocalUp]]:
         process.stop()
 
 
+@pytest.mark.timeout(1200)  # a pip wheel, a sam build and two local clouds, on a loaded machine
 def test_standard_project_builds_outside_the_repo_and_runs_on_the_local_cloud(
     tmp_path: Path, local_up: list[LocalUp]
 ) -> None:
@@ -122,6 +123,7 @@ def test_standard_project_builds_outside_the_repo_and_runs_on_the_local_cloud(
     assert not state.exists()
 
 
+@pytest.mark.timeout(900)
 def test_fifo_project_with_every_extra(tmp_path: Path, local_up: list[LocalUp]) -> None:
     project = generate(tmp_path, ProjectOptions(name="orders", fifo=True, extras=ALL_EXTRAS))
     state = tmp_path / "state.json"
@@ -141,6 +143,7 @@ def test_fifo_project_with_every_extra(tmp_path: Path, local_up: list[LocalUp]) 
     assert cli(project, state, "local", "down").returncode == 0
 
 
+@pytest.mark.timeout(900)
 def test_standard_project_with_every_extra(tmp_path: Path) -> None:
     project = generate(tmp_path, ProjectOptions(name="catalog", extras=ALL_EXTRAS))
     validated = sam("validate", "--lint", "--template", "template.yaml", cwd=project)
