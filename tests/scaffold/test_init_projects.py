@@ -132,9 +132,14 @@ def test_fifo_project_with_every_extra(tmp_path: Path, local_up: list[LocalUp]) 
     tested = run_pytest(project)
     assert tested.returncode == 0 and "2 passed" in tested.stdout, tested.stdout + tested.stderr
 
-    up = LocalUp(project, state)
+    # A value that breaks a lint rule: `local up` says what `sqsjobs check -p` says, then runs the loop anyway.
+    up = LocalUp(project, state, "-p", "QueueVisibilityTimeoutSeconds=10")
     local_up.append(up)
-    up.wait_for("ready")
+    log = up.wait_for("ready")
+    assert "error template.yaml: E9101 JobsQueue.VisibilityTimeout: JobsQueue feeds WorkerFunction" in log
+    assert "starting anyway" in log
+    refused = cli(project, state, "check", "template.yaml", "-p", "QueueVisibilityTimeoutSeconds=10")
+    assert refused.returncode != 0 and "E9101" in refused.stdout
     fired = cli(project, state, "local", "fire", "daily-summary")
     assert fired.returncode == 0, fired.stderr
     assert json.loads(fired.stdout)["payload"]["fired"] is True

@@ -61,16 +61,24 @@ def summary(cloud: LocalCloud) -> list[str]:
 
 
 def _validated(console: Console, template: Path, parameters: dict[str, str]) -> bool:
-    """The validation ``sqsjobs check`` runs, plus the lint rules with these values; False when it found errors."""
+    """The validation ``sqsjobs check`` runs, plus the lint rules with these values; False when it cannot start.
+
+    What would stop the stack from deploying or the app from running (parameters, files, queues, the
+    app against the template) stops ``local up``; a lint rule broken by these values is shown as
+    ``check`` shows it, and the local cloud runs anyway (short timeouts for a quick local loop).
+    """
     from sqsjobs.validation import validate
 
     problems = validate(template, parameters, require_values=True, lint_rules=True)
     for problem in problems:
         style = "bold red" if problem.is_error else "yellow"
         console.print(f"[{style}]{problem.severity.value}[/] {escape(problem.line(str(template)))}")
-    if any(p.is_error for p in problems):
+    if any(p.is_error and not p.rule for p in problems):
         console.print(f"not starting: fix the error(s) above (`sqsjobs check {template}` shows them too)")
         return False
+    if any(p.is_error for p in problems):
+        console.print("starting anyway: the local cloud runs with these values, but `sqsjobs check` fails on the "
+                      "rule(s) above, so a deploy with them would not be safe")
     return True
 
 
