@@ -3,6 +3,10 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The SAM CLI's own environment (it pins its own boto3); its settings live in $(SAM_APP_DIR).
+SAM_VENV := .venv-sam
+SAM_STAMP := $(SAM_VENV)/.installed
+SAM_APP_DIR := $(SAM_VENV)/app-dir
 
 .PHONY: test lint typecheck unit demo clean
 
@@ -22,7 +26,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict lib/sqsjobs
 
-unit: $(STAMP) browser
+# tests/scaffold runs `sam validate --lint` and `sam build` on the projects `sqsjobs init` writes:
+# the SAM CLI's own environment is built first.
+unit: $(STAMP) browser $(SAM_STAMP) $(SAM_APP_DIR)/metadata.json
 	$(BIN)/pytest tests
 
 # The console's browser tests drive Debian's Chromium through Playwright (never a
@@ -59,8 +65,6 @@ clean:
 
 # ---- template checks: cfn-lint + sqsjobs rules, sam validate/build, checkov ----
 # aws-sam-cli and checkov each pin their own boto3, so each gets its own venv.
-SAM_VENV := .venv-sam
-SAM_STAMP := $(SAM_VENV)/.installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 # sam build needs python3.12 (the functions' runtime): pyenv's, else one on PATH.
@@ -69,7 +73,6 @@ PY312_BIN := $(or $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/version
 # from searching for real ones (and the instance metadata endpoint); no telemetry.
 # sam's own settings live in $(SAM_APP_DIR), not ~/.aws-sam: its weekly "newer
 # version?" request is marked done (until 2100), so sam never calls out.
-SAM_APP_DIR := $(SAM_VENV)/app-dir
 SAM_ENV := SAM_CLI_TELEMETRY=0 __SAM_CLI_APP_DIR="$(CURDIR)/$(SAM_APP_DIR)" AWS_DEFAULT_REGION=us-east-1 \
 	AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_EC2_METADATA_DISABLED=true \
 	PATH="$(PY312_BIN):$$PATH"

@@ -53,20 +53,10 @@ def run(command: list[str], env: dict[str, str], cwd: Path | None = None) -> str
     return done.stdout
 
 
-def cli_env(env: dict[str, str], workdir: Path) -> dict[str, str]:
-    """``env`` with an ``aws`` first on PATH that adds ``--endpoint-url``.
-
-    AWS CLI v1 replaces any configured SQS endpoint (AWS_ENDPOINT_URL included) with
-    its own unless ``--endpoint-url`` is given, and the documented command rightly has
-    none: so the shim adds it and runs the command exactly as written.
-    """
-    real = shutil.which("aws")
-    if real is None:
+def require_aws_cli() -> None:
+    """The AWS CLI examples need ``aws`` (v1 or v2); they pass ``AWS_ENDPOINT_URL`` on as ``--endpoint-url``."""
+    if shutil.which("aws") is None:
         raise SystemExit("the aws CLI is needed for the AWS CLI examples")
-    shim = workdir / "aws"
-    shim.write_text(f'#!/bin/sh\nexec "{real}" --endpoint-url "$AWS_ENDPOINT_URL" "$@"\n')
-    shim.chmod(0o755)
-    return {**env, "PATH": f"{workdir}{os.pathsep}{env.get('PATH', '')}"}
 
 
 def node_modules(given: str | None, env: dict[str, str], workdir: Path) -> Path:
@@ -125,9 +115,9 @@ def main() -> None:
         endpoint = f"http://{host}:{port}"
         env = {**os.environ, **CREDENTIALS, "AWS_ENDPOINT_URL": endpoint}
         env.pop("AWS_PROFILE", None)
-        (scratch / "bin").mkdir()
         (scratch / "node").mkdir()
-        shell_env = cli_env(env, scratch / "bin")
+        require_aws_cli()
+        shell_env = env
         os.environ.update(CREDENTIALS)
         sqs = boto3.client("sqs", endpoint_url=endpoint, region_name=REGION)
         dynamodb = boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION)

@@ -8,9 +8,10 @@ unless they were injected.
 from __future__ import annotations
 
 import random as _random
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from sqsjobs.backoff import BackoffPolicy, RandomSource
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from sqsjobs.outbox import Transaction
     from sqsjobs.producer import EnqueueReport, Producer
     from sqsjobs.scheduling import Scheduler, ScheduleSpec
+    from sqsjobs.testing.tester import JobTester
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -54,6 +56,9 @@ CELERY_NAMES = {
     "countdown": "delay= on enqueue (it is an enqueue option, not a job option)",
     "eta": "delay= on enqueue (at most 900 s)",
 }
+#: what a job name may be: it travels in message bodies, attributes, log lines, metric dimensions and keys
+JOB_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
+MAX_JOB_NAME = 80
 #: the options ``JobApp.job`` takes, for error messages
 JOB_OPTIONS = ("key", "group", "max_attempts", "backoff_base", "backoff_cap", "jitter", "retry_on", "permanent_on",
                "time_limit", "version", "chunked", "store_result", "expires_in", "on_crash")
@@ -243,8 +248,12 @@ class JobApp:
                  retry_on: tuple[type[BaseException], ...], permanent_on: tuple[type[BaseException], ...],
                  key: str | None, group: str | None, store_result: bool, expires_in: float | None,
                  on_crash: OnCrash | str, chunked: bool) -> JobOptions:
-        if not name or not isinstance(name, str) or len(name) > 128:
-            raise ConfigurationError(f"a job name must be a non-empty string of at most 128 characters, got {name!r}")
+        if not isinstance(name, str) or not JOB_NAME.fullmatch(name) or len(name) > MAX_JOB_NAME:
+            raise ConfigurationError(
+                f"job name {name!r} is not allowed: use lowercase letters, digits, '.', '_' and '-', starting "
+                f"with a letter or digit ([a-z0-9][a-z0-9._-]*), at most {MAX_JOB_NAME} characters, "
+                "e.g. 'invoice-email'"
+            )
         if max_attempts is not None and (type(max_attempts) is not int or max_attempts < 1):
             raise ConfigurationError(f"job {name!r}: max_attempts must be a positive integer, got {max_attempts!r}")
         if max_attempts is not None and max_attempts > self.settings.max_attempts:
@@ -324,8 +333,12 @@ class JobApp:
         """Enqueue job ``name`` with keyword arguments; returns the SQS message id.
 
         Example:
-            >>> app.enqueue("invoice-email", invoice_id=42)  # doctest: +SKIP
-            'b3c1...'
+            >>> app = JobApp()
+            >>> @app.job("invoice-email", key="invoice-email:{invoice_id}")
+            ... def send_invoice_email(invoice_id: int) -> None: ...
+            >>> with app.testing():
+            ...     app.enqueue("invoice-email", invoice_id=42)
+            'fake-000001'
         """
         return self.send(self.message(name, **kwargs))
 
@@ -333,15 +346,25 @@ class JobApp:
         """Send a prepared message (``Job.message``) to the jobs queue."""
         return self.producer.send(message)
 
-    def enqueue_many(self, messages: Iterable[JobMessage]) -> EnqueueReport:
+    def enqueue_many(self, messages: Iterable[JobMessage], *, progress: bool | None = None) -> EnqueueReport:
         """Send many messages in full ``SendMessageBatch`` calls; failures are reported, not raised.
 
+        ``progress`` shows a progress bar on standard error; by default only when it is a terminal.
+
         Example:
-            >>> report = app.enqueue_many(send_invoice_email.message(invoice_id=i) for i in range(25))  # doctest: +SKIP
-            >>> report.sent, report.calls  # doctest: +SKIP
+            >>> app = JobApp()
+            >>> @app.job("invoice-email", key="invoice-email:{invoice_id}")
+            ... def send_invoice_email(invoice_id: int) -> None: ...
+            >>> with app.testing():
+            ...     report = app.enqueue_many(send_invoice_email.message(invoice_id=i) for i in range(25))
+            ...     report.sent, report.calls
             (25, 3)
         """
-        return self.producer.send_many(list(messages))
+        from sqsjobs.progress import progress_bar
+
+        batch = list(messages)
+        with progress_bar(len(batch), "enqueueing", show=progress) as advance:
+            return self.producer.send_many(batch, on_progress=advance)
 
     # ------------------------------------------------------------ consuming
     def handle_batch(self, event: Any, context: Any = None) -> dict[str, list[dict[str, str]]]:
@@ -356,10 +379,12 @@ class JobApp:
     def process_batch(self, event: Any, context: Any = None) -> BatchResult:
         """Like ``handle_batch`` but returns what happened to each record."""
         from sqsjobs.budget import invocation
+        from sqsjobs.outcome_log import log_outcomes
 
         # Jobs read their time budget (sqsjobs.budget.time_left) from this context.
         with invocation(context, margin=self.settings.deadline_margin):
             result: BatchResult = self.processor.run(event, context)
+        log_outcomes(self.logger, result)
         return result
 
     # ------------------------------------------------------------ patterns
@@ -510,6 +535,25 @@ class JobApp:
             # Jobs declared inside the block stay declared: the registry is not a collaborator.
             self.jobs, self.schedules = jobs, schedules
 
+    def testing(self, **options: Any) -> AbstractContextManager[JobTester]:
+        """Run this app's jobs in-process for a test: an in-memory store, a recording fake SQS, a manual clock.
+
+        Everything is put back afterwards. ``options`` are those of ``sqsjobs.testing.use``.
+
+        Example:
+            >>> app = JobApp()
+            >>> @app.job("greet", key="greet:{user_id}")
+            ... def greet(user_id: int) -> None: ...
+            >>> with app.testing() as t:
+            ...     greet.enqueue(user_id=7)
+            ...     [b.outcome.value for r in t.drain() for b in r.deliveries], t.enqueued()[0].key
+            'fake-000001'
+            (['succeeded'], 'greet:7')
+        """
+        from sqsjobs.testing.tester import use
+
+        return use(self, **options)
+
     def _forget_built(self) -> None:
         """Drop what was built from the collaborators, so it is built again from the current ones."""
         self._producer = None
@@ -549,8 +593,9 @@ class JobApp:
         if self._producer is None:
             from sqsjobs.producer import Producer
 
-            self._producer = Producer(self.sqs, self.settings.require("queue_url"), random=self.random,
-                                      sleep=self.sleep)
+            # The queue first: an unconfigured app says so, before a client would ask for a region.
+            queue_url = self.settings.require("queue_url")
+            self._producer = Producer(self.sqs, queue_url, random=self.random, sleep=self.sleep)
         return self._producer
 
     @property

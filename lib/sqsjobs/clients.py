@@ -25,12 +25,16 @@ checked by the tests, and validation is the largest single CPU cost of a call
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from botocore.exceptions import DataNotFoundError
 from botocore.loaders import Loader
+
+from sqsjobs.errors import ConfigurationError
+from sqsjobs.settings import ENV_AWS_DEFAULT_REGION, ENV_AWS_PROFILE, ENV_AWS_REGION
 
 if TYPE_CHECKING:
     from botocore.config import _RetryDict
@@ -42,6 +46,10 @@ if TYPE_CHECKING:
 POOL_CONNECTIONS = 10
 #: botocore's standard retry mode (3 attempts, throttling and transient errors, with backoff)
 RETRIES: _RetryDict = {"mode": "standard"}
+
+#: what to do when no region is configured (one line, no botocore traceback)
+NO_REGION = (f"no AWS region is set: export {ENV_AWS_REGION} (or {ENV_AWS_DEFAULT_REGION}), give the profile a "
+             "region, or pass --region")
 
 _lock = threading.Lock()
 _session: Session | None = None
@@ -65,6 +73,36 @@ def session() -> Session:
         return _session
 
 
+def resolve_region(explicit: str | None = None, environ: Mapping[str, str] | None = None,
+                   profile: str | None = None) -> str:
+    """The region every client of sqsjobs uses: the argument, ``AWS_REGION``, ``AWS_DEFAULT_REGION``, the profile's.
+
+    botocore alone reads only ``AWS_DEFAULT_REGION``; Lambda sets both. A missing region is a
+    ``ConfigurationError`` naming the variables, never botocore's ``NoRegionError`` traceback.
+
+    Example:
+        >>> resolve_region(environ={"AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "us-east-1"})
+        'eu-west-1'
+        >>> resolve_region("ap-south-1", environ={})
+        'ap-south-1'
+    """
+    env = os.environ if environ is None else environ
+    region = explicit or env.get(ENV_AWS_REGION) or env.get(ENV_AWS_DEFAULT_REGION)
+    if region:
+        return region
+    from botocore.exceptions import BotoCoreError
+    from botocore.session import Session
+
+    try:
+        named = profile or env.get(ENV_AWS_PROFILE) or None
+        region = (Session(profile=named) if named else session()).get_config_variable("region")
+    except BotoCoreError as error:  # e.g. the profile named in AWS_PROFILE does not exist
+        raise ConfigurationError(f"{error}; {NO_REGION}") from None
+    if not region:
+        raise ConfigurationError(NO_REGION)
+    return str(region)
+
+
 def client(service_name: str, **kwargs: Any) -> Any:
     """A client of ``service_name`` from the shared session; ``kwargs`` as for ``boto3.client``.
 
@@ -81,6 +119,7 @@ def client(service_name: str, **kwargs: Any) -> Any:
     if kwargs.get("config") is not None:
         config = config.merge(kwargs.pop("config"))
     kwargs.pop("config", None)
+    kwargs["region_name"] = resolve_region(kwargs.get("region_name"))
     return session().create_client(service_name, config=config, **kwargs)
 
 

@@ -6,6 +6,7 @@
     ├── ConfigurationError (ValueError)   a setting or job option is missing or impossible
     ├── UnknownJobError (LookupError)     no job is registered under that name
     ├── InvalidArgumentsError (TypeError) arguments do not fit the job's signature / scalar rule
+    │   └── MessageTooLargeError          the message would be over SQS's size limit
     ├── InvalidEventError (ValueError)    the Lambda event is not an SQS batch
     ├── EnqueueError                      SQS refused a message (after retries)
     │   └── ReservedAttributeError (ValueError)  a message names an attribute in the ``sqsjobs.`` namespace
@@ -54,6 +55,10 @@ class UnknownJobError(SqsJobsError, LookupError):
 
 class InvalidArgumentsError(SqsJobsError, TypeError):
     """Raised when job arguments are missing, extra, mistyped or not IDs/scalars."""
+
+
+class MessageTooLargeError(InvalidArgumentsError):
+    """Raised when a job message would be over SQS's size limit; it names the largest arguments."""
 
 
 class InvalidEventError(SqsJobsError, ValueError):

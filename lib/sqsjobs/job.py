@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from sqsjobs.arguments import Signature
 from sqsjobs.backoff import BackoffPolicy
-from sqsjobs.envelope import MAX_KEY_BYTES, Envelope
+from sqsjobs.envelope import Envelope
 from sqsjobs.errors import (
     ConfigurationError,
     InvalidArgumentsError,
@@ -195,9 +195,10 @@ class Job(Generic[P, R]):
             expires_in=expires_in,
         )
         group = group or (self._format(self.options.group, bound) if self.options.group else None)
+        from sqsjobs.sizes import check_message
         from sqsjobs.tracing import current_trace_id
 
-        return JobMessage(
+        message = JobMessage(
             job=self.name,
             key=key,
             body=envelope.encode(),
@@ -205,6 +206,8 @@ class Job(Generic[P, R]):
             group=group,
             trace_id=trace_id or current_trace_id(),
         )
+        check_message(message, bound)
+        return message
 
     def enqueue(
         self, *, delay: float = 0, group: str | None = None, trace_id: str | None = None,
@@ -248,18 +251,9 @@ class Job(Generic[P, R]):
                     f"{values.get(empty[0])!r}: an empty key field would make different jobs share one key"
                 )
             key = self._format(self.options.key, args)
-        try:
-            size = len(key.encode("utf-8"))
-        except UnicodeEncodeError:
-            raise InvalidArgumentsError(
-                f"job {self.name!r}: the idempotency key {key[:80]!r} is not valid Unicode (a lone surrogate); "
-                "DynamoDB keys are UTF-8"
-            ) from None
-        if size > MAX_KEY_BYTES:
-            raise InvalidArgumentsError(
-                f"job {self.name!r}: the idempotency key is {size} bytes, over DynamoDB's {MAX_KEY_BYTES}-byte limit "
-                f"(key template {self.options.key!r}); name fewer or shorter arguments in the template"
-            )
+        from sqsjobs.sizes import check_key
+
+        check_key(self.name, key, template=self.options.key, args=args)
         if is_reserved(key):
             raise InvalidArgumentsError(
                 f"job {self.name!r}: the key {key[:80]!r} starts with a reserved prefix "

@@ -15,9 +15,12 @@ from pathlib import Path
 
 from sqsjobs.app import JobApp
 from sqsjobs.errors import ConfigurationError
+from sqsjobs.settings import ENV_APP
 
 #: where the reference app lives (the template's CodeUri is handlers/)
 DEFAULT_APP = "handlers.app:app"
+#: what to do about an app that cannot be found
+HINT = f"(run from the project root, or pass --app module:attribute / set {ENV_APP})"
 
 
 def load_app(spec: str = DEFAULT_APP, *, root: str | Path | None = None) -> JobApp:
@@ -30,21 +33,22 @@ def load_app(spec: str = DEFAULT_APP, *, root: str | Path | None = None) -> JobA
         >>> load_app("sqsjobs.testing:FakeContext")
         Traceback (most recent call last):
         ...
-        sqsjobs.errors.ConfigurationError: 'sqsjobs.testing:FakeContext' is a type, not a JobApp
+        sqsjobs.errors.ConfigurationError: 'sqsjobs.testing:FakeContext' is a type, not a JobApp (run from the \
+project root, or pass --app module:attribute / set SQSJOBS_APP)
     """
     module_name, _, attribute = spec.partition(":")
     if not module_name or not all(part.isidentifier() for part in module_name.split(".")):
-        raise ConfigurationError(f"{spec!r} is not module:attribute (e.g. {DEFAULT_APP})")
+        raise ConfigurationError(f"{spec!r} is not module:attribute (e.g. {DEFAULT_APP}) {HINT}")
     directory = str(root if root is not None else os.getcwd())
     if directory not in sys.path:
         sys.path.insert(0, directory)
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ConfigurationError(f"cannot import {module_name!r} for the app {spec!r}: {error}") from error
+        raise ConfigurationError(f"cannot import {module_name!r} for the app {spec!r}: {error} {HINT}") from error
     found = getattr(module, attribute or "app", None)
     if found is None:
-        raise ConfigurationError(f"{module_name!r} has no attribute {attribute or 'app'!r} (the app {spec!r})")
+        raise ConfigurationError(f"{module_name!r} has no attribute {attribute or 'app'!r} (the app {spec!r}) {HINT}")
     if not isinstance(found, JobApp):
-        raise ConfigurationError(f"{spec!r} is a {type(found).__name__}, not a JobApp")
+        raise ConfigurationError(f"{spec!r} is a {type(found).__name__}, not a JobApp {HINT}")
     return found

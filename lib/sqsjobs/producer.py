@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs.backoff import BackoffPolicy, RandomSource
 from sqsjobs.batching import SQS_MAX_BYTES, SQS_MAX_ENTRIES, batches
-from sqsjobs.errors import ConfigurationError, EnqueueError
+from sqsjobs.errors import ConfigurationError, EnqueueError, MessageTooLargeError
 from sqsjobs.message import JobMessage
+from sqsjobs.sizes import check_message
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -148,16 +149,19 @@ class Producer:
         """Send one message (at most ``self.attempts`` requests); raises ``EnqueueError`` when SQS refuses it."""
         from botocore.exceptions import BotoCoreError, ClientError
 
+        check_message(message)
         try:
             response = self.client.send_message(QueueUrl=self.queue_url, **self._entry(message))
         except (ClientError, BotoCoreError) as error:
             raise EnqueueError(f"SQS refused job {message.job!r} (key {message.key!r}): {error}") from error
         return response["MessageId"]
 
-    def send_many(self, messages: Sequence[JobMessage]) -> EnqueueReport:
+    def send_many(self, messages: Sequence[JobMessage],
+                  on_progress: Callable[[int], None] | None = None) -> EnqueueReport:
         """Send in full batches; failed entries are retried, then reported (never raised).
 
         No message is carried by more than ``self.max_calls`` SQS requests, botocore's retries included.
+        ``on_progress(n)`` is told after each call how many more messages SQS accepted.
         """
         from botocore.exceptions import BotoCoreError, ClientError
 
@@ -171,10 +175,9 @@ class Producer:
         for i, message in enumerate(messages):
             # Refuse what SQS would refuse before sending anything, per entry.
             try:
-                if message.size() > MAX_BATCH_BYTES:
-                    raise EnqueueError(f"{message.size()} bytes, over SQS's {MAX_BATCH_BYTES}-byte limit")
+                check_message(message)
                 built[i] = {"Id": str(i), **self._entry(message)}
-            except EnqueueError as error:
+            except (EnqueueError, MessageTooLargeError) as error:
                 failed[i] = FailedEntry(
                     index=i, key=message.key, code="Invalid", message=str(error), sender_fault=True
                 )
@@ -209,6 +212,8 @@ class Producer:
                     index = int(ok["Id"])
                     ids[index] = ok["MessageId"]
                     failed.pop(index, None)
+                if on_progress is not None:
+                    on_progress(len(response.get("Successful", [])))
                 for bad in response.get("Failed", []):
                     index = int(bad["Id"])
                     failed[index] = FailedEntry(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from sqsjobs.errors import QueueNotFoundError
+from sqsjobs.settings import ENV_AWS_ENDPOINT_URL
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -174,22 +175,27 @@ def make_dynamodb_client(*, endpoint_url: str | None = None, region: str | None 
 
 
 def _client_kwargs(endpoint_url: str | None, region: str | None) -> dict[str, Any]:
+    """Endpoint, region and (for the local cloud) credentials, read the same way by every command."""
     import boto3
 
-    endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
+    from sqsjobs.clients import resolve_region
+    from sqsjobs.errors import ConfigurationError
+
+    endpoint = endpoint_url or os.environ.get(ENV_AWS_ENDPOINT_URL) or None
     kwargs: dict[str, Any] = {}
     if endpoint:
         kwargs["endpoint_url"] = endpoint
-    if region:
-        kwargs["region_name"] = region
     if endpoint and _is_loopback(endpoint):
-        session = boto3.session.Session()
-        # The local cloud accepts any signature: a laptop with no AWS profile
+        # The local cloud accepts any signature and any region: a laptop with no AWS profile
         # should still run the runbook's commands as written.
-        if session.get_credentials() is None:
+        if boto3.session.Session().get_credentials() is None:
             kwargs.update(aws_access_key_id="testing", aws_secret_access_key="testing")
-        if region is None and session.region_name is None:
+        try:
+            kwargs["region_name"] = resolve_region(region)
+        except ConfigurationError:
             kwargs["region_name"] = "us-east-1"
+        return kwargs
+    kwargs["region_name"] = resolve_region(region)
     return kwargs
 
 

@@ -677,7 +677,7 @@ def redrive(
 
 def _plan(letter: DlqMessage, action: str, target: str | None) -> PlannedMove:
     return PlannedMove(
-        message_id=letter.message_id,
+        message_id=letter.original_message_id or letter.message_id,
         job=letter.job,
         reason=letter.reason,
         error_type=letter.error_type,

@@ -7,10 +7,12 @@ filter, dry-run or count redrives (no poison guard), so ``sqsjobs redrive
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs.errors import MoveTaskError
+from sqsjobs.errors import MoveTaskError, RedriveError
 from sqsjobs.queues import queue_arn, resolve_queue_url
 
 if TYPE_CHECKING:
@@ -60,7 +62,8 @@ def start_native_redrive(
         kwargs["DestinationArn"] = queue_arn(sqs_client, resolve_queue_url(sqs_client, to))
     if rate is not None:
         kwargs["MaxNumberOfMessagesPerSecond"] = max(1, int(rate))
-    return sqs_client.start_message_move_task(**kwargs)["TaskHandle"]
+    with _move_tasks_supported(sqs_client):
+        return sqs_client.start_message_move_task(**kwargs)["TaskHandle"]
 
 
 def native_redrive_status(dlq: str, *, sqs_client: SQSClient) -> tuple[MoveTask, ...]:
@@ -71,7 +74,8 @@ def native_redrive_status(dlq: str, *, sqs_client: SQSClient) -> tuple[MoveTask,
         ['RUNNING']
     """
     source_arn = queue_arn(sqs_client, resolve_queue_url(sqs_client, dlq))
-    results = sqs_client.list_message_move_tasks(SourceArn=source_arn, MaxResults=10).get("Results", [])
+    with _move_tasks_supported(sqs_client):
+        results = sqs_client.list_message_move_tasks(SourceArn=source_arn, MaxResults=10).get("Results", [])
     return tuple(
         MoveTask(
             handle=r.get("TaskHandle"),
@@ -101,5 +105,24 @@ def cancel_native_redrive(dlq: str, *, sqs_client: SQSClient) -> int:
     running = [t for t in tasks if t.status == "RUNNING" and t.handle]
     if not running:
         raise MoveTaskError(f"no running message move task on {dlq}; see `sqsjobs redrive --native --status`")
-    response = sqs_client.cancel_message_move_task(TaskHandle=running[0].handle or "")
+    with _move_tasks_supported(sqs_client):
+        response = sqs_client.cancel_message_move_task(TaskHandle=running[0].handle or "")
     return response.get("ApproximateNumberOfMessagesMoved", 0)
+
+
+@contextmanager
+def _move_tasks_supported(sqs_client: SQSClient) -> Iterator[None]:
+    """Turn an endpoint without move tasks (the local cloud's moto answers with an HTML 500 page) into one line."""
+    from botocore.exceptions import ClientError
+
+    try:
+        yield
+    except ClientError as error:
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        message = str(error.response.get("Error", {}).get("Message", ""))
+        if code.isdigit() or message.lstrip().lower().startswith(("<!doctype", "<html")):
+            raise RedriveError(
+                f"{sqs_client.meta.endpoint_url} does not support SQS message move tasks (HTTP {code or '?'}; the "
+                "local cloud's moto has none): use `sqsjobs redrive` without --native there"
+            ) from None
+        raise

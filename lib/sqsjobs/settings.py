@@ -25,6 +25,16 @@ ENV_SERVICE = "POWERTOOLS_SERVICE_NAME"
 ENV_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 #: the operator console's access token (``sqsjobs console --token``); never a default
 ENV_CONSOLE_TOKEN = "SQSJOBS_CONSOLE_TOKEN"
+#: Powertools' log level (``sqsjobs local up`` sets DEBUG in its workers to see every job's outcome)
+ENV_LOG_LEVEL = "POWERTOOLS_LOG_LEVEL"
+#: AWS's own variables, read the same way by the runtime and every CLI command (Lambda sets both regions;
+#: botocore itself reads only AWS_DEFAULT_REGION)
+ENV_AWS_REGION = "AWS_REGION"
+ENV_AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"
+ENV_AWS_ENDPOINT_URL = "AWS_ENDPOINT_URL"
+ENV_AWS_PROFILE = "AWS_PROFILE"
+#: the JobApp the CLI commands load (``module:attribute``)
+ENV_APP = "SQSJOBS_APP"
 
 #: 21 days: the DLQ's longest retention (14 days) plus a week to redrive it
 DEFAULT_RECORD_TTL = 21 * 24 * 3600.0

@@ -107,6 +107,8 @@ class RecentFailure:
         'a'
     """
 
+    #: the id the worker logged (the letter's ``sqsjobs.original_message_id``; the DLQ's own id for a letter
+    #: SQS's redrive moved without one): the same id in logs, status and redrive
     message_id: str
     job: str
     reason: str
@@ -506,7 +508,7 @@ def _recent(letters: list[DlqMessage], limit: int) -> tuple[RecentFailure, ...]:
     newest = sorted(letters, key=lambda m: -(m.sent_at or 0.0))[:limit]
     return tuple(
         RecentFailure(
-            message_id=m.message_id,
+            message_id=m.original_message_id or m.message_id,
             job=m.job,
             reason=m.reason,
             error_type=m.error_type,

@@ -1,4 +1,4 @@
-"""The examples in the docstrings of the rules, `sqsjobs check` and the operator-side modules are true."""
+"""The examples in the docstrings of the rules, `sqsjobs check` and the operator-side and adoption modules are true."""
 
 from __future__ import annotations
 
@@ -9,6 +9,32 @@ import pytest
 
 MODULES = [
     "sqsjobs.cli.check",
+    "sqsjobs.app",
+    "sqsjobs.clients",
+    "sqsjobs.cli.enqueue",
+    "sqsjobs.cli.init",
+    "sqsjobs.cli.jobs",
+    "sqsjobs.cli.local",
+    "sqsjobs.cli.options",
+    "sqsjobs.job",
+    "sqsjobs.local.control",
+    "sqsjobs.local.output",
+    "sqsjobs.local.reload",
+    "sqsjobs.outcome_log",
+    "sqsjobs.progress",
+    "sqsjobs.scaffold",
+    "sqsjobs.sizes",
+    "sqsjobs.testing",
+    "sqsjobs.testing.events",
+    "sqsjobs.testing.fake_sqs",
+    "sqsjobs.testing.tester",
+    "sqsjobs.validation",
+    "sqsjobs.validation.app_consistency",
+    "sqsjobs.validation.inspect_app",
+    "sqsjobs.validation.layout",
+    "sqsjobs.validation.parameters",
+    "sqsjobs.validation.problems",
+    "sqsjobs.validation.wiring",
     "sqsjobs_rules._wiring",
     "sqsjobs_rules._base",
     "sqsjobs_rules.visibility",

@@ -16,7 +16,8 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from sqsjobs import ConfigurationError, EnqueueError, JobApp
-from sqsjobs.message import ATTR_JOB, ATTR_TRACE_ID
+from sqsjobs.errors import MessageTooLargeError
+from sqsjobs.message import ATTR_JOB, ATTR_TRACE_ID, JobMessage
 from sqsjobs.producer import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, SEND_RETRY_BACKOFF, Producer
 from sqsjobs.tracing import reset_trace_id, set_trace_id
 
@@ -130,16 +131,32 @@ def test_enqueue_many_splits_by_total_size(make_app: Any, aws: Any) -> None:
     assert len(keys_in(aws.sqs, aws.queue_url)) == 14
 
 
-def test_an_oversized_message_is_reported_and_the_rest_are_sent(make_app: Any, aws: Any) -> None:
+def test_an_oversized_message_is_refused_the_same_way_by_every_path(make_app: Any, aws: Any) -> None:
     app = make_app()
     task = declare_task(app)
-    messages = [task.message(n=0), task.message(n=1, blob="x" * (MAX_BATCH_BYTES + 1)), task.message(n=2)]
+    blob = "x" * (MAX_BATCH_BYTES + 1)
+    refusals = []
+    for attempt in (lambda: task.message(n=1, blob=blob), lambda: task.enqueue(n=1, blob=blob),
+                    lambda: app.enqueue("task", n=1, blob=blob),
+                    lambda: app.enqueue_many([task.message(n=0), task.message(n=1, blob=blob)])):
+        with pytest.raises(MessageTooLargeError) as refused:
+            attempt()
+        refusals.append(str(refused.value))
+    assert len(set(refusals)) == 1  # one message, wherever it came from
+    assert "over SQS's 262,144-byte limit; its largest arguments: blob (262,147 bytes), n (1 byte)" in refusals[0]
+    assert keys_in(aws.sqs, aws.queue_url) == []  # nothing was sent, not even the small one
 
-    report = app.enqueue_many(messages)  # does not raise
+
+def test_an_oversized_hand_built_message_is_reported_and_the_rest_are_sent(make_app: Any, aws: Any) -> None:
+    app = make_app()
+    task = declare_task(app)
+    good = task.message(n=1)
+    big = JobMessage(job="task", key="task:1", body=good.body.replace('"n":1', '"n":1,"blob":"' + "x" * 300_000 + '"'))
+    report = app.enqueue_many([task.message(n=0), big, task.message(n=2)])  # does not raise
     assert not report.ok and sorted(report.message_ids) == [0, 2]
     (failed,) = report.failed
     assert (failed.index, failed.key, failed.code, failed.sender_fault) == (1, "task:1", "Invalid", True)
-    assert "limit" in failed.message
+    assert "its largest arguments: blob (300,002 bytes)" in failed.message
     assert keys_in(aws.sqs, aws.queue_url) == ["task:0", "task:2"]
 
 

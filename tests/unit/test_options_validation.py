@@ -202,8 +202,10 @@ def test_other_declaration_errors() -> None:
         declare(app)
     with pytest.raises(ConfigurationError, match="version must be a positive integer"):
         declare(make(), version=0)
-    with pytest.raises(ConfigurationError, match="non-empty string of at most 128"):
-        make().job("x" * 129)
+    make().job("x" * 80)
+    for name in ("x" * 81, "", "Invoice", "send email", "send\nemail", "-lead", ".hidden", "héllo", "a/b"):
+        with pytest.raises(ConfigurationError, match=r"is not allowed: .*at most 80 characters"):
+            make().job(name)
 
     with pytest.raises(ConfigurationError, match="clash with enqueue options"):
         @make().job("clash")

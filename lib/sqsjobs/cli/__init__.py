@@ -21,7 +21,7 @@ from sqsjobs.extras import Extra, install_hint, missing
 if TYPE_CHECKING:
     import typer
 
-COMMAND_MODULES = ("check", "schema", "enqueue", "status", "redrive", "lifecycle", "console", "local")
+COMMAND_MODULES = ("check", "schema", "jobs", "enqueue", "status", "redrive", "lifecycle", "console", "local", "init")
 
 
 def build_app() -> typer.Typer:

@@ -18,14 +18,20 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from sqsjobs.cli.options import parse_pairs
 from sqsjobs.errors import CheckUnavailable
+
+if TYPE_CHECKING:
+    from sqsjobs.validation import Problem
 
 RULES_PACKAGE = "sqsjobs_rules"
 PARAMETERS_VARIABLE = "SQSJOBS_CHECK_PARAMETERS"
+#: the exit code when cfn-lint passed but the validation found an error (cfn-lint's own code for errors)
+VALIDATION_FAILED = 2
 # cfn-lint's public entry point, the one its console script calls.
 _CFN_LINT = "import sys; from cfnlint.runner import main; sys.argv[0] = 'cfn-lint'; sys.exit(main())"
 
@@ -47,19 +53,13 @@ def rules_directory() -> Path:
 
 
 def parse_parameters(pairs: list[str]) -> dict[str, str]:
-    """Turn ``["Name=Value", ...]`` into a dict, rejecting malformed pairs.
+    """Turn ``["Name=Value", ...]`` into a dict, rejecting malformed and repeated pairs.
 
     Example:
         >>> parse_parameters(["WorkerTimeoutSeconds=300", "ServiceName=billing"])
         {'WorkerTimeoutSeconds': '300', 'ServiceName': 'billing'}
     """
-    values: dict[str, str] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise typer.BadParameter(f"{pair!r} is not Name=Value", param_hint="--parameter")
-        values[name] = value
-    return values
+    return parse_pairs(pairs, hint="--parameter")
 
 
 def lint_command(
@@ -118,6 +118,21 @@ def run_check(
     return subprocess.run(command, env=env, check=False).returncode
 
 
+def validate_template(template: Path, parameters: dict[str, str]) -> list[Problem]:
+    """Run the validation ``local up`` runs too (parameters, files, queues, the app) and print one line each.
+
+    The lint rules are left to cfn-lint, which gets the same parameter values.
+    """
+    if importlib.util.find_spec("samtranslator") is None:
+        raise CheckUnavailable("aws-sam-translator is not installed: pip install 'sqsjobs[check]'")
+    from sqsjobs.validation import validate
+
+    problems = validate(template, parameters, lint_rules=False)
+    for problem in problems:
+        typer.echo(f"{problem.severity.value}: {problem.line(str(template))}")
+    return problems
+
+
 def register(app: typer.Typer) -> None:
     """Add ``sqsjobs check`` to ``app``.
 
@@ -154,10 +169,12 @@ def register(app: typer.Typer) -> None:
         """Lint TEMPLATE with cfn-lint and the sqsjobs rules (visibility, DLQ, batch failures, alarms)."""
         if not template.is_file():
             raise typer.BadParameter(f"{template} is not a file", param_hint="TEMPLATE")
+        parameters = parse_parameters(parameter or [])
         try:
+            problems = validate_template(template, parameters)
             code = run_check(
                 template,
-                parameters=parse_parameters(parameter or []),
+                parameters=parameters,
                 margin=margin,
                 strict=strict,
                 output_format=output_format,
@@ -166,6 +183,9 @@ def register(app: typer.Typer) -> None:
         except CheckUnavailable as exc:
             typer.echo(f"sqsjobs check: {exc}", err=True)
             raise typer.Exit(1) from exc
+        failed = any(p.is_error for p in problems) or (strict and bool(problems))
+        if code == 0 and failed:
+            code = VALIDATION_FAILED
         if code == 0:
             typer.echo(f"{template}: no errors from cfn-lint and the sqsjobs rules", err=True)
         raise typer.Exit(code)

@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from sqsjobs.cli.exits import EXIT_FAILED
+from sqsjobs.cli.options import Region, parse_pairs
 from sqsjobs.loading import DEFAULT_APP, load_app
-from sqsjobs.settings import ENV_QUEUE_URL
+from sqsjobs.settings import ENV_APP, ENV_AWS_ENDPOINT_URL, ENV_AWS_PROFILE, ENV_AWS_REGION, ENV_QUEUE_URL
+
+if TYPE_CHECKING:
+    from sqsjobs.app import JobApp
+    from sqsjobs.message import JobMessage
 
 
 def parse_arguments(pairs: list[str]) -> dict[str, Any]:
@@ -27,10 +33,9 @@ def parse_arguments(pairs: list[str]) -> dict[str, Any]:
         {'invoice_id': 42, 'note': 'hello', 'urgent': True, 'code': '007'}
     """
     arguments: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key.isidentifier():
-            raise typer.BadParameter(f"{pair!r} is not key=value with a Python name as key", param_hint="ARGS")
+    for key, raw in parse_pairs(pairs, hint="ARGS").items():
+        if not key.isidentifier():
+            raise typer.BadParameter(f"{key}={raw} is not key=value with a Python name as key", param_hint="ARGS")
         try:
             arguments[key] = json.loads(raw)
         except ValueError:
@@ -51,6 +56,64 @@ def local_target() -> dict[str, str]:
     return {**local_environment(state["endpoint"], state["region"]), **state.get("app_env", {})}
 
 
+def messages_from_file(app: JobApp, path: Path, job: str | None) -> list[JobMessage]:
+    """Every line of a JSON Lines file as a checked message; the first bad line is a ``ConfigurationError``.
+
+    With ``job`` each line is that job's arguments (``{"invoice_id": 42}``); without, each line names
+    its job: ``{"job": "invoice-email", "args": {"invoice_id": 42}}``, optionally with ``delay``,
+    ``group`` and ``trace_id``. Blank lines are skipped. Nothing is sent unless every line is good.
+
+    Example:
+        >>> import tempfile
+        >>> from sqsjobs import JobApp
+        >>> app = JobApp()
+        >>> @app.job("greet", key="greet:{user_id}")
+        ... def greet(user_id: int) -> None: ...
+        >>> path = Path(tempfile.mkdtemp()) / "greet.jsonl"
+        >>> _ = path.write_text('{"user_id": 1}\\n\\n{"user_id": 2}\\n')
+        >>> [m.key for m in messages_from_file(app, path, "greet")]
+        ['greet:1', 'greet:2']
+        >>> _ = path.write_text('{"job": "greet", "args": {"user_id": "one"}}\\n')
+        >>> messages_from_file(app, path, None)
+        Traceback (most recent call last):
+        ...
+        sqsjobs.errors.ConfigurationError: greet.jsonl:1: job 'greet': argument 'user_id' must be int, got str 'one'
+    """
+    from sqsjobs.errors import ConfigurationError, SqsJobsError
+
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigurationError(f"cannot read {path}: {error}") from None
+    messages: list[JobMessage] = []
+    for number, line in enumerate(lines, start=1):
+        where = f"{path.name}:{number}"
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError as error:
+            raise ConfigurationError(f"{where}: not JSON: {error}") from None
+        if not isinstance(entry, dict):
+            raise ConfigurationError(f"{where}: each line must be a JSON object, got {type(entry).__name__}")
+        name: Any
+        if job is not None:
+            name, arguments, options = job, entry, {}
+        else:
+            name, arguments = entry.get("job"), entry.get("args", {})
+            options = {k: entry[k] for k in ("delay", "group", "trace_id") if k in entry}
+            unknown = sorted(set(entry) - {"job", "args", "delay", "group", "trace_id"})
+            if not isinstance(name, str) or not isinstance(arguments, dict) or unknown:
+                raise ConfigurationError(
+                    f"{where}: expected {{\"job\": NAME, \"args\": {{...}}}} (and optionally delay, group, "
+                    f"trace_id){'; unknown: ' + ', '.join(unknown) if unknown else ''}")
+        try:
+            messages.append(app.get_job(name).message(**options, **arguments))
+        except SqsJobsError as error:
+            raise ConfigurationError(f"{where}: {error}") from None
+    return messages
+
+
 def register(app: typer.Typer) -> None:
     """Add ``sqsjobs enqueue`` to ``app``.
 
@@ -63,26 +126,37 @@ def register(app: typer.Typer) -> None:
 
     @app.command("enqueue")
     def enqueue_command(
-        job: Annotated[str, typer.Argument(help="The job's registered name, e.g. invoice-email.")],
+        job: Annotated[str | None, typer.Argument(help="The job's registered name, e.g. invoice-email.")] = None,
         args: Annotated[list[str] | None, typer.Argument(help="Arguments as key=value (JSON values allowed).")] = None,
+        from_file: Annotated[
+            Path | None,
+            typer.Option("--from", help="Enqueue every line of this JSON Lines file: {\"job\": ..., \"args\": {...}} "
+                                        "per line, or JOB's arguments per line when JOB is given."),
+        ] = None,
         app_spec: Annotated[
-            str, typer.Option("--app", envvar="SQSJOBS_APP", help="The JobApp as module:attribute.")
+            str, typer.Option("--app", envvar=ENV_APP, help="The JobApp as module:attribute.")
         ] = DEFAULT_APP,
         queue_url: Annotated[str | None, typer.Option(help="The jobs queue (default: the app's).")] = None,
         aws: Annotated[bool, typer.Option("--aws", help="Use AWS (profile, region and env as usual).")] = False,
         endpoint_url: Annotated[str | None, typer.Option(help="AWS endpoint to send to.")] = None,
-        region: Annotated[str | None, typer.Option(help="AWS region.")] = None,
-        profile: Annotated[str | None, typer.Option(help="AWS profile.")] = None,
+        region: Region = None,
+        profile: Annotated[str | None, typer.Option(envvar=ENV_AWS_PROFILE, help="AWS profile.")] = None,
     ) -> None:
-        """Enqueue JOB with ARGS through the app's producer; print the message id."""
-        from sqsjobs.errors import SqsJobsError
+        """Enqueue JOB with ARGS through the app's producer (print the message id), or a whole file with --from."""
+        from sqsjobs.clients import sqs_client
+        from sqsjobs.errors import ConfigurationError, SqsJobsError
         from sqsjobs.local.errors import LocalCloudError
 
+        if from_file is None and job is None:
+            raise typer.BadParameter("name the job (sqsjobs enqueue JOB key=value ...) or pass --from FILE.jsonl",
+                                     param_hint="JOB")
+        if from_file is not None and args:
+            raise typer.BadParameter("with --from the arguments come from the file, not key=value", param_hint="ARGS")
         arguments = parse_arguments(args or [])
         # The app reads its settings and builds clients from the environment.
         if aws or endpoint_url or queue_url:
-            for name, value in (("AWS_ENDPOINT_URL", endpoint_url), ("AWS_DEFAULT_REGION", region),
-                                ("AWS_PROFILE", profile), (ENV_QUEUE_URL, queue_url)):
+            for name, value in ((ENV_AWS_ENDPOINT_URL, endpoint_url), (ENV_AWS_REGION, region),
+                                (ENV_AWS_PROFILE, profile), (ENV_QUEUE_URL, queue_url)):
                 if value:
                     os.environ[name] = value
         else:
@@ -93,12 +167,23 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(EXIT_FAILED) from None
         try:
             job_app = load_app(app_spec)
-        except SqsJobsError as exc:
-            typer.echo(f"error: {exc} (run from the project root or pass --app)", err=True)
-            raise typer.Exit(EXIT_FAILED) from None
-        try:
-            message_id = job_app.enqueue(job, **arguments)
+            messages = messages_from_file(job_app, from_file, job) if from_file is not None else None
+            # The queue and a client as this command was told (flags, environment, the local cloud), even
+            # when the app module was imported before they were set.
+            target = os.environ.get(ENV_QUEUE_URL) or job_app.settings.queue_url
+            if not target:
+                raise ConfigurationError(f"no jobs queue: pass --queue-url or set {ENV_QUEUE_URL} (with --aws), "
+                                         "or start `sqsjobs local up`")
+            with job_app.use(sqs_client=sqs_client(), settings={"queue_url": target}):
+                if messages is None:
+                    typer.echo(job_app.enqueue(str(job), **arguments))
+                    return
+                report = job_app.enqueue_many(messages)
         except SqsJobsError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_FAILED) from None
-        typer.echo(message_id)
+        typer.echo(f"sent {report.sent} message(s) in {report.calls} SendMessageBatch call(s)", err=True)
+        for failure in report.failed:
+            typer.echo(f"not sent: line of key {failure.key!r}: {failure.code}: {failure.message}", err=True)
+        if not report.ok:
+            raise typer.Exit(EXIT_FAILED)

@@ -13,29 +13,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from sqsjobs.cli.exits import EXIT_FAILED, EXIT_USAGE
+from sqsjobs.cli.options import parse_pairs
 from sqsjobs.extras import Extra, install_hint, missing
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from sqsjobs.local.cloud import LocalCloud
 
 
 
 def parse_parameters(pairs: list[str]) -> dict[str, str]:
-    """``["K=V", ...]`` → ``{"K": "V"}``, with a usage error for anything else.
+    """``["K=V", ...]`` → ``{"K": "V"}``, with a usage error for anything else (a K given twice too).
 
     Example:
         >>> parse_parameters(["SenderEmail=me@example.com", "MaxAttempts=3"])
         {'SenderEmail': 'me@example.com', 'MaxAttempts': '3'}
     """
-    result = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise typer.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--parameter")
-        result[name] = value
-    return result
+    return parse_pairs(pairs, hint="--parameter")
 
 
 def summary(cloud: LocalCloud) -> list[str]:
@@ -63,14 +61,38 @@ def summary(cloud: LocalCloud) -> list[str]:
     return lines
 
 
+def _validated(console: Console, template: Path, parameters: dict[str, str]) -> bool:
+    """The validation ``sqsjobs check`` runs, plus the lint rules with these values; False when it cannot start.
+
+    What would stop the stack from deploying or the app from running (parameters, files, queues, the
+    app against the template) stops ``local up``; a lint rule broken by these values is shown as
+    ``check`` shows it, and the local cloud runs anyway (short timeouts for a quick local loop).
+    """
+    from sqsjobs.validation import validate
+
+    problems = validate(template, parameters, require_values=True, lint_rules=True)
+    for problem in problems:
+        style = "bold red" if problem.is_error else "yellow"
+        console.print(f"[{style}]{problem.severity.value}[/] {escape(problem.line(str(template)))}")
+    if any(p.is_error and not p.rule for p in problems):
+        console.print(f"not starting: fix the error(s) above (`sqsjobs check {template}` shows them too)")
+        return False
+    if any(p.is_error for p in problems):
+        console.print("starting anyway: the local cloud runs with these values, but `sqsjobs check` fails on the "
+                      "rule(s) above, so a deploy with them would not be safe")
+    return True
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``sqsjobs local up|fire|env`` to ``app``.
+    """Add ``sqsjobs local up|down|reload|fire|env`` to ``app``.
 
     Example:
         >>> app = typer.Typer()
         >>> register(app)
         >>> [g.name for g in app.registered_groups]
         ['local']
+        >>> sorted(c.name for c in app.registered_groups[0].typer_instance.registered_commands)
+        ['down', 'env', 'fire', 'reload', 'up']
     """
     local = typer.Typer(no_args_is_help=True, help="Run the template on a local moto server with Lambda emulated.")
     app.add_typer(local, name="local")
@@ -96,14 +118,28 @@ def register(app: typer.Typer) -> None:
         ] = None,
         stack_name: Annotated[str, typer.Option(help="Prefix of the local resource names.")] = "sqsjobs-local",
         show_metrics: Annotated[bool, typer.Option(help="Also print the EMF metric lines.")] = False,
+        reload: Annotated[
+            bool, typer.Option("--reload", help="Restart the function workers when a file under a CodeUri changes "
+                                                "(queues, tables and the DLQ keep their messages).")
+        ] = False,
+        verbose: Annotated[
+            int, typer.Option("--verbose", "-v", count=True, help="Also the functions' DEBUG log lines.")
+        ] = 0,
+        quiet: Annotated[
+            bool, typer.Option("--quiet", "-q", help="No job outcomes or function logs, only errors and alarms.")
+        ] = False,
     ) -> None:
-        """Start a moto server, deploy TEMPLATE on it and run its functions until Ctrl-C."""
+        """Start a moto server, deploy TEMPLATE on it and run its functions until Ctrl-C (or `sqsjobs local down`).
+
+        Each job's outcome is one line: done, duplicate, retry in Ns, dead-lettered (reason), with the job,
+        its key and its SQS message id (the id status and redrive show).
+        """
         from rich.console import Console
 
         from sqsjobs.local.cloud import LocalCloud
         from sqsjobs.local.control import default_state_path
         from sqsjobs.local.errors import LocalCloudError
-        from sqsjobs.local.output import Output
+        from sqsjobs.local.output import OUTCOMES, QUIET, Output, terminal_log
         from sqsjobs.local.samconfig import parameter_overrides
 
         console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -112,13 +148,17 @@ def register(app: typer.Typer) -> None:
         except LocalCloudError as exc:
             console.print(f"[bold red]error[/] {exc}")
             raise typer.Exit(EXIT_FAILED) from None
+        if not _validated(console, template, parameters):
+            raise typer.Exit(EXIT_FAILED)
+        verbosity = QUIET if quiet else OUTCOMES + verbose
         stop = threading.Event()
         # SIGTERM (e.g. from a supervisor) ends as cleanly as Ctrl-C.
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
             cloud = LocalCloud.start(
                 template, port=port, parameters=parameters, stack_name=stack_name,
-                output=Output(show_emf=show_metrics), state_path=default_state_path(),
+                output=Output(log=terminal_log(verbosity), show_emf=show_metrics), state_path=default_state_path(),
+                log_level=None if quiet else "DEBUG", reload=reload,
             )
         except LocalCloudError as exc:
             console.print(f"[bold red]error[/] {exc}")
@@ -126,9 +166,12 @@ def register(app: typer.Typer) -> None:
         try:
             for line in summary(cloud):
                 console.print(line, markup=False)
-            console.print("[green]ready[/]: enqueue with `sqsjobs enqueue JOB key=value`; Ctrl-C stops everything")
+            if reload:
+                console.print(f"reload        watching {', '.join(str(d) for d in cloud.code_dirs())}", markup=False)
+            console.print("[green]ready[/]: enqueue with `sqsjobs enqueue JOB key=value`; Ctrl-C (or `sqsjobs local "
+                          "down`) stops everything")
             while not stop.wait(0.5):
-                if cloud.failure is not None:
+                if cloud.failure is not None or cloud.stop_requested.is_set():
                     break
         except KeyboardInterrupt:
             pass
@@ -137,6 +180,44 @@ def register(app: typer.Typer) -> None:
             cloud.stop()
             console.print(f"stopped; port {cloud.server.port} is free")
         if cloud.failure is not None:
+            raise typer.Exit(EXIT_FAILED)
+
+    @local.command("down")
+    def down_command(
+        timeout: Annotated[float, typer.Option(min=1, help="Seconds to wait for it to stop.")] = 60.0,
+    ) -> None:
+        """Stop the running `sqsjobs local up` (its workers, pollers and moto server) and wait until it is gone."""
+        from sqsjobs.local.control import stop_running
+        from sqsjobs.local.errors import LocalCloudError
+
+        try:
+            pid = stop_running(timeout=timeout)
+        except LocalCloudError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(EXIT_FAILED) from None
+        typer.echo(f"stopped the local cloud (pid {pid})", err=True)
+
+    @local.command("reload")
+    def reload_command() -> None:
+        """Restart the running cloud's function workers on the current code now, and wait until they are up.
+
+        What `local up --reload` does by itself a second after an edit, for a script that must not race it.
+        """
+        from sqsjobs.local.control import call, read_state
+        from sqsjobs.local.errors import LocalCloudError
+
+        try:
+            answer = call(read_state(), "reload", {})
+        except LocalCloudError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(EXIT_FAILED) from None
+        if "error" in answer:
+            typer.echo(f"error: {answer['error']}", err=True)
+            raise typer.Exit(EXIT_FAILED)
+        broken = answer.get("broken") or []
+        typer.echo(f"reloaded {answer['functions'] - len(broken)} of {answer['functions']} function(s)", err=True)
+        if broken:
+            typer.echo(f"error: cannot import the handler of {', '.join(broken)} (see `local up`'s output)", err=True)
             raise typer.Exit(EXIT_FAILED)
 
     @local.command("fire")
@@ -167,7 +248,11 @@ def register(app: typer.Typer) -> None:
 
     @local.command("env")
     def env_command() -> None:
-        """Print `export` lines that point AWS clients (and the app) at the running local cloud."""
+        """Print `export` lines that point AWS clients (and the app) at the running local cloud.
+
+        Every variable the template gives the worker is there (queue, DLQ, tables...), so the app's own
+        code, `sqsjobs status` and the AWS CLI work in a shell after `eval "$(sqsjobs local env)"`.
+        """
         from sqsjobs.local.aws import local_environment
         from sqsjobs.local.control import read_state
         from sqsjobs.local.errors import LocalCloudError
@@ -177,6 +262,8 @@ def register(app: typer.Typer) -> None:
         except LocalCloudError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_FAILED) from None
+        import shlex
+
         values = {**local_environment(state["endpoint"], state["region"]), **state.get("app_env", {})}
         for key, value in values.items():
-            typer.echo(f"export {key}={value}")
+            typer.echo(f"export {key}={shlex.quote(str(value))}")

@@ -10,14 +10,21 @@ from typing import Annotated
 
 import typer
 
-from sqsjobs.settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_TABLE
+from sqsjobs.settings import (
+    ENV_AWS_DEFAULT_REGION,
+    ENV_AWS_ENDPOINT_URL,
+    ENV_AWS_REGION,
+    ENV_DLQ_URL,
+    ENV_QUEUE_URL,
+    ENV_TABLE,
+)
 
 #: ``--endpoint-url`` (or ``AWS_ENDPOINT_URL``): AWS, or the local cloud's moto server
 EndpointUrl = Annotated[
-    str | None, typer.Option(envvar="AWS_ENDPOINT_URL", help="AWS endpoint, e.g. the local cloud's.")
+    str | None, typer.Option(envvar=ENV_AWS_ENDPOINT_URL, help="AWS endpoint, e.g. the local cloud's.")
 ]
 #: ``--region`` (or ``AWS_REGION`` / ``AWS_DEFAULT_REGION``)
-Region = Annotated[str | None, typer.Option(envvar=["AWS_REGION", "AWS_DEFAULT_REGION"], help="AWS region.")]
+Region = Annotated[str | None, typer.Option(envvar=[ENV_AWS_REGION, ENV_AWS_DEFAULT_REGION], help="AWS region.")]
 #: ``--queue`` (or ``SQSJOBS_QUEUE_URL``): the jobs queue
 Queue = Annotated[str | None, typer.Option(envvar=ENV_QUEUE_URL, help="The jobs queue: URL, ARN or name.")]
 #: ``--dlq`` (or ``SQSJOBS_DLQ_URL``): its dead-letter queue
@@ -26,3 +33,27 @@ Dlq = Annotated[
 ]
 #: ``--table`` (or ``SQSJOBS_TABLE``): the idempotency table
 Table = Annotated[str | None, typer.Option(envvar=ENV_TABLE, help="The idempotency table (job records, runs).")]
+
+
+def parse_pairs(pairs: list[str], *, hint: str) -> dict[str, str]:
+    """``["NAME=VALUE", ...]`` as a dict; a malformed pair or a name given twice is a usage error.
+
+    Example:
+        >>> parse_pairs(["MaxAttempts=3", "ServiceName=billing"], hint="--parameter")
+        {'MaxAttempts': '3', 'ServiceName': 'billing'}
+        >>> try:
+        ...     parse_pairs(["MaxAttempts=3", "MaxAttempts=4"], hint="--parameter")
+        ... except typer.BadParameter as error:
+        ...     print(error.message)
+        MaxAttempts is given twice (MaxAttempts=3, MaxAttempts=4): keep one
+    """
+    values: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise typer.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint=hint)
+        if name in values:
+            raise typer.BadParameter(f"{name} is given twice ({name}={values[name]}, {pair}): keep one",
+                                     param_hint=hint)
+        values[name] = value
+    return values

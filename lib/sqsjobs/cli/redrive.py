@@ -17,7 +17,13 @@ from sqsjobs.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, Region
 from sqsjobs.cli.render import format_age, plain
 from sqsjobs.errors import RedriveError
-from sqsjobs.queues import dead_letter_queue_of, make_sqs_client, queue_depth, resolve_queue_url
+from sqsjobs.queues import (
+    dead_letter_queue_of,
+    dead_letter_sources,
+    make_sqs_client,
+    queue_depth,
+    resolve_queue_url,
+)
 from sqsjobs.redrive import (
     Redrive,
     RedriveOptions,
@@ -123,13 +129,14 @@ def register(app: typer.Typer) -> None:
 
         console = Console(stderr=json_output)
         malformed: Literal["move", "skip"] = "skip" if skip_malformed else "move"
-        sqs = make_sqs_client(endpoint_url=endpoint_url, region=region)
-        # Errors before the run started (finding the DLQ, its depth) or in a native task call: nothing moved.
+        # Errors before the run started (no region, finding the DLQ, its depth) or in a native task call:
+        # nothing moved.
         with exit_on_errors(console):
             if (status or cancel) and not native:
                 raise RedriveError("--status and --cancel go with --native")
+            sqs = make_sqs_client(endpoint_url=endpoint_url, region=region)
             options = RedriveOptions(
-                dlq=dlq or _dlq_of(sqs, queue),
+                dlq=_checked_dlq(sqs, dlq) if dlq else _dlq_of(sqs, queue),
                 to=to,
                 job=job,
                 error_type=error,
@@ -160,6 +167,18 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_INTERRUPTED)
         if not summary.ok:
             raise typer.Exit(EXIT_FAILED)
+
+
+def _checked_dlq(sqs: SQSClient, dlq: str) -> str:
+    """``dlq``, unless it is a queue that has a DLQ of its own and is nobody's DLQ (the jobs queue, by mistake)."""
+    url = resolve_queue_url(sqs, dlq)
+    own_dlq = dead_letter_queue_of(sqs, url)
+    if own_dlq is not None and next(iter(dead_letter_sources(sqs, url)), None) is None:
+        raise RedriveError(
+            f"{dlq} is not a dead-letter queue: no queue sends its failures there, and it sends its own to "
+            f"{own_dlq}; pass --dlq {own_dlq} (or --queue {dlq})"
+        )
+    return dlq
 
 
 def _dlq_of(sqs: SQSClient, queue: str | None) -> str:
@@ -308,11 +327,11 @@ def _print_plan(console: Console, summary: RedriveSummary) -> None:
         console.print(table)
         return
     table = Table(title=f"would redrive from {plain(summary.dlq_url)}")
-    for name in ("message", "job", "reason", "error", "age", "redrives", "action"):
-        table.add_column(name)
+    for name in ("message id (as logged)", "job", "reason", "error", "age", "redrives", "action"):
+        table.add_column(name, overflow="fold")
     for p in summary.planned:
         table.add_row(
-            plain(p.message_id[:8]), plain(p.job), plain(p.reason), plain(p.error_type), format_age(p.age_seconds),
+            plain(p.message_id), plain(p.job), plain(p.reason), plain(p.error_type), format_age(p.age_seconds),
             "?" if p.redrive_count is None else str(p.redrive_count), plain(action(p)),
         )
     console.print(table)

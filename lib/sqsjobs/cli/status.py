@@ -124,13 +124,13 @@ def print_report(console: Console, report: StatusReport) -> None:
     console.print(alarms)
 
     recent = Table(title="recent failures (newest first)")
-    for name in ("age", "job", "reason", "error", "attempts", "redrives", "message"):
-        recent.add_column(name)
+    for name in ("age", "job", "reason", "error", "attempts", "redrives", "message id (as logged)", "message"):
+        recent.add_column(name, overflow="fold")
     for f in report.recent_failures:
         recent.add_row(
             format_age(f.age_seconds), plain(f.job), plain(f.reason), plain(f.error_type),
             "?" if f.attempts is None else str(f.attempts), "?" if f.redrive_count is None else str(f.redrive_count),
-            plain(f.error_message[:60]),
+            plain(f.message_id), plain(f.error_message[:60]),
         )
     console.print(recent)
 

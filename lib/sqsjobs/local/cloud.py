@@ -16,13 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqsjobs.local.alarms import AlarmTransition
 from sqsjobs.local.aws import Clients, local_environment
 from sqsjobs.local.control import ControlServer, remove_state, write_state
 from sqsjobs.local.deploy import deploy
-from sqsjobs.local.errors import LocalCloudError, ServerDiedError
+from sqsjobs.local.errors import LocalCloudError, ServerDiedError, TemplateError
 from sqsjobs.local.invoker import FunctionPool, InvocationResult
 from sqsjobs.local.metric_store import parse_emf
 from sqsjobs.local.model import Deployment, Schedule
@@ -34,6 +34,10 @@ from sqsjobs.local.sqs_poller import SqsPoller
 from sqsjobs.local.stream_poller import StreamPoller
 from sqsjobs.local.telemetry import QUEUE_DEPTH_ATTRIBUTES, Telemetry
 from sqsjobs.local.template import Template
+from sqsjobs.settings import ENV_LOG_LEVEL, ENV_QUEUE_URL
+
+if TYPE_CHECKING:
+    from sqsjobs.local.reload import ReloadLoop
 
 _TICK_S = 1.0
 
@@ -69,6 +73,11 @@ class LocalCloud:
         self._control: ControlServer | None = None
         self._state_path: Path | None = None
         self._stopped = False
+        self._reloader: ReloadLoop | None = None
+        #: how many times the function workers were restarted for new code
+        self.reloads = 0
+        #: set when another process asked this cloud to stop (``sqsjobs local down``)
+        self.stop_requested = threading.Event()
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -83,13 +92,19 @@ class LocalCloud:
         output: Output | None = None,
         state_path: Path | None = None,
         extra_paths: tuple[Path, ...] = (),
+        log_level: str | None = None,
+        reload: bool = False,
     ) -> LocalCloud:
         """Start a server, deploy ``template`` on it and run its functions' event sources.
 
         ``state_path`` (used by ``local up``) records the cloud for
         ``sqsjobs enqueue`` and ``sqsjobs local fire`` in other processes.
+        ``log_level`` sets the functions' Powertools log level (``"DEBUG"`` makes the
+        worker log each job's outcome); ``reload`` restarts the function workers
+        whenever a file under a ``CodeUri`` changes.
         """
         parsed = Template.load(template)
+        _check_parameters(parsed, dict(parameters or {}))
         server = MotoServer.start(port)
         try:
             clients = Clients(server.endpoint)
@@ -99,33 +114,28 @@ class LocalCloud:
             server.stop()
             raise
         try:
-            cloud._run(extra_paths=extra_paths, state_path=state_path)
+            cloud._run(extra_paths=extra_paths, state_path=state_path, log_level=log_level, reload=reload)
         except BaseException:
             cloud.stop()
             raise
         return cloud
 
-    def _run(self, *, extra_paths: tuple[Path, ...], state_path: Path | None) -> None:
+    def _run(self, *, extra_paths: tuple[Path, ...], state_path: Path | None, log_level: str | None,
+             reload: bool) -> None:
         d = self.deployment
         for warning in d.warnings:
             self._event("warn", warning)
         if d.without_local_effect:
             self._event("info", "no local effect: " + ", ".join(sorted(d.without_local_effect)))
         base_env = {**os.environ, **local_environment(self.server.endpoint, self.clients.region)}
+        if log_level is not None:
+            base_env[ENV_LOG_LEVEL] = log_level  # a function's own Environment still wins
         for logical_id, spec in d.functions.items():
             self.pools[logical_id] = FunctionPool(
                 spec, base_env=base_env, log=self._log, extra_paths=extra_paths, observe=self.telemetry.invoked
             )
         # Import every handler now: a broken import shows before any message is taken.
-        with ThreadPoolExecutor(max_workers=max(1, len(self.pools))) as executor:
-            failures = dict(zip(self.pools, executor.map(lambda p: p.warm(), self.pools.values()), strict=True))
-        for logical_id, failure in failures.items():
-            if failure is not None:
-                self._event(
-                    "error",
-                    f"{logical_id}: cannot import handler {self.pools[logical_id].spec.handler}; its event sources "
-                    f"are paused and their messages stay unprocessed until it imports\n{failure.traceback}",
-                )
+        self._warm_all()
         for mapping in d.sqs_mappings:
             if mapping.enabled:
                 poller = SqsPoller(
@@ -151,11 +161,53 @@ class LocalCloud:
             stream_poller.start()
         self._scheduler.start()
         self._monitor.start()
+        if reload:
+            from sqsjobs.local.reload import CodeWatcher, ReloadLoop
+
+            self._reloader = ReloadLoop(CodeWatcher(self.code_dirs()), self._reload_after)
+            self._reloader.start()
         if state_path is not None:
-            self._control = ControlServer({"fire": self._control_fire, "drain": self._control_drain})
+            self._control = ControlServer({"fire": self._control_fire, "drain": self._control_drain,
+                                           "stop": self._control_stop, "reload": self._control_reload})
             self._control.start()
             self._state_path = state_path
             write_state(state_path, self.state())
+
+    def _warm_all(self) -> list[str]:
+        """Start one worker per function (importing its handler); report and return those that fail to import."""
+        with ThreadPoolExecutor(max_workers=max(1, len(self.pools))) as executor:
+            failures = dict(zip(self.pools, executor.map(lambda p: p.warm(), self.pools.values()), strict=True))
+        for logical_id, failure in failures.items():
+            if failure is not None:
+                self._event(
+                    "error",
+                    f"{logical_id}: cannot import handler {self.pools[logical_id].spec.handler}; its event sources "
+                    f"are paused and their messages stay unprocessed until it imports\n{failure.traceback}",
+                )
+        return [logical_id for logical_id, failure in failures.items() if failure is not None]
+
+    def code_dirs(self) -> list[Path]:
+        """Every function's ``CodeUri`` directory (what ``--reload`` watches)."""
+        return sorted({spec.code_dir for spec in self.deployment.functions.values()})
+
+    def reload(self, changed: list[Path] | None = None) -> list[str]:
+        """Restart every function's workers so they import the code again; queues, tables and the DLQ stay.
+
+        Invocations running now finish on the code they started with. Returns the functions whose
+        handler no longer imports (their event sources pause until it does).
+        """
+        for pool in self.pools.values():
+            pool.restart()
+        shown = ", ".join(str(p.name) for p in (changed or [])[:3]) + (" ..." if changed and len(changed) > 3 else "")
+        broken = self._warm_all()
+        self.reloads += 1
+        self._event("info", f"reloaded {len(self.pools) - len(broken)} of {len(self.pools)} function(s)"
+                            + (f" after a change to {shown}" if shown else ""))
+        return broken
+
+    def _reload_after(self, changed: list[Path]) -> None:
+        if not self._stopped:
+            self.reload(changed)
 
     def stop(self) -> None:
         """Stop runners, kill workers, stop the server, free ports, remove the state file."""
@@ -163,6 +215,8 @@ class LocalCloud:
             return
         self._stopped = True
         self._stop.set()
+        if self._reloader is not None:
+            self._reloader.stop()
         if self._control is not None:
             self._control.stop()
         if self._state_path is not None:
@@ -300,12 +354,10 @@ class LocalCloud:
         raise LocalCloudError("no function has SQSJOBS_QUEUE_URL set to a queue of this template")
 
     def send_job(self, message: Any, queue: str | None = None) -> str:
-        """Send a prepared ``JobMessage`` (from ``app.message(...)``) to the app's queue."""
-        response = self.clients.get("sqs").send_message(
-            QueueUrl=self.queue_url(queue or self.app_queue()), MessageBody=message.body,
-            MessageAttributes=message.attributes(), DelaySeconds=int(message.delay),
-        )
-        return str(response["MessageId"])
+        """Send a prepared ``JobMessage`` (from ``app.message(...)``) to the app's queue, as its producer would."""
+        from sqsjobs.producer import Producer
+
+        return Producer(self.clients.get("sqs"), self.queue_url(queue or self.app_queue())).send(message)
 
     def queue_depth(self, queue: str) -> int:
         """Messages on queue ``queue`` (logical id): visible + in flight + delayed."""
@@ -414,11 +466,6 @@ class LocalCloud:
 
     def state(self) -> dict[str, Any]:
         """What ``local up`` records for other processes (see :mod:`sqsjobs.local.control`)."""
-        # The app's environment: of the functions that name the jobs queue, the one that knows the most
-        # (the worker also names the table, which the console's job lookup needs).
-        candidates = [dict(spec.environment) for spec in self.deployment.functions.values()
-                      if "SQSJOBS_QUEUE_URL" in spec.environment]
-        app_env = max(candidates, key=lambda env: sum(name.startswith("SQSJOBS_") for name in env), default={})
         return {
             "pid": os.getpid(),
             "endpoint": self.endpoint,
@@ -428,8 +475,23 @@ class LocalCloud:
             "queues": {k: q.url for k, q in self.deployment.queues.items()},
             "tables": dict(self.deployment.tables),
             "schedules": [s.name for s in self.deployment.schedules],
-            "app_env": app_env,
+            "app_env": self.app_environment(),
         }
+
+    def app_environment(self) -> dict[str, str]:
+        """Every variable the template gives its functions, for a shell or a script acting as the app.
+
+        The worker's (a function an SQS queue feeds) win; the other functions add what it lacks
+        (the DLQ for redrive, the scheduler's tables...). Lambda's own variables are not included.
+        """
+        fed = {mapping.function for mapping in self.deployment.sqs_mappings}
+        functions = sorted(self.deployment.functions.values(),
+                           key=lambda spec: (spec.logical_id not in fed, ENV_QUEUE_URL not in spec.environment))
+        merged: dict[str, str] = {}
+        for spec in functions:
+            for name, value in spec.environment.items():
+                merged.setdefault(name, value)
+        return merged
 
     def _control_fire(self, payload: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -443,6 +505,24 @@ class LocalCloud:
     def _control_drain(self, payload: dict[str, Any]) -> dict[str, Any]:
         self.drain(float(payload.get("timeout", 120)))
         return {"drained": True}
+
+    def _control_reload(self, payload: dict[str, Any]) -> dict[str, Any]:
+        broken = self.reload()
+        return {"functions": len(self.pools), "broken": broken}
+
+    def _control_stop(self, payload: dict[str, Any]) -> dict[str, Any]:
+        # The process that runs the cloud stops it (its main thread waits on this event).
+        self.stop_requested.set()
+        return {"stopping": True, "pid": os.getpid()}
+
+
+def _check_parameters(template: Template, parameters: dict[str, str]) -> None:
+    """The parameter check ``sqsjobs check`` and ``local up`` share: one line per problem, no traceback."""
+    from sqsjobs.validation.parameters import check_parameters
+
+    problems = [p for p in check_parameters(template.parameters, parameters, require_values=True) if p.is_error]
+    if problems:
+        raise TemplateError("; ".join(p.line(template.path.name) for p in problems))
 
 
 @contextmanager

@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from sqsjobs.local.errors import NotRunningError
+from sqsjobs.local.errors import LocalCloudError, NotRunningError
 
 STATE_ENV = "SQSJOBS_LOCAL_STATE"
 
@@ -169,3 +169,43 @@ class ControlServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+def stop_running(path: Path | None = None, *, timeout: float = 60.0) -> int:
+    """Ask the running local cloud to stop (its control endpoint, else SIGTERM) and wait until it has; its pid.
+
+    Example:
+        >>> stop_running(Path("/nonexistent/state.json"))
+        Traceback (most recent call last):
+        ...
+        sqsjobs.local.errors.NotRunningError: no local cloud is running (no /nonexistent/state.json); start one \
+with `sqsjobs local up`
+    """
+    import signal
+    import time
+
+    state = read_state(path)
+    pid = int(state["pid"])
+    try:
+        call(state, "stop", {}, timeout=10)
+    except NotRunningError:  # the control endpoint does not answer: the signal does the same
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return pid
+        time.sleep(0.2)
+    raise LocalCloudError(f"the local cloud (pid {pid}) did not stop within {timeout:.0f} s; kill it: kill {pid}")
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (an exited child its parent has not reaped yet counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    with contextlib.suppress(OSError, IndexError):
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+    return True

@@ -63,8 +63,10 @@ LogSink = Callable[[str, str], None]
 class _Worker:
     """One worker child process and its three pipes."""
 
-    def __init__(self, spec: FunctionSpec, base_env: dict[str, str], log: LogSink) -> None:
+    def __init__(self, spec: FunctionSpec, base_env: dict[str, str], log: LogSink, generation: int = 0) -> None:
         self.spec = spec
+        #: the pool's code generation this worker imported (``FunctionPool.restart`` moves it on)
+        self.generation = generation
         read_fd, write_fd = os.pipe()
         env = {**base_env, **_lambda_env(spec), **spec.environment, RESULT_FD_ENV: str(write_fd)}
         self.process = spawn(
@@ -214,6 +216,7 @@ class FunctionPool:
         self.invocations = 0
         self.cold_starts = 0
         self._crashes_pending = 0
+        self._generation = 0
 
     def _acquire(self) -> _Worker | InvocationResult:
         with self._lock:
@@ -224,7 +227,7 @@ class FunctionPool:
                 self._all.discard(worker)
             if self._closed:
                 return InvocationResult(request_id="", ok=False, error_type="Shutdown", crashed=True)
-            worker = _Worker(self.spec, self._env, self._log)
+            worker = _Worker(self.spec, self._env, self._log, self._generation)
             self._all.add(worker)
             self.cold_starts += 1
         message = worker.read_message(time.monotonic() + _INIT_TIMEOUT_S)
@@ -262,7 +265,7 @@ class FunctionPool:
 
     def _release(self, worker: _Worker) -> None:
         with self._lock:
-            if self._closed or not worker.alive():
+            if self._closed or not worker.alive() or worker.generation != self._generation:
                 self._all.discard(worker)
                 stop = True
             else:
@@ -320,6 +323,19 @@ class FunctionPool:
             error_type=str(message.get("error_type", "")), error_message=str(message.get("error_message", "")),
             traceback=str(message.get("traceback", "")), duration_ms=elapsed_ms,
         )
+
+    def restart(self) -> None:
+        """Load the code again: idle workers stop now, busy ones when their invocation ends (as a Lambda deploy).
+
+        The next invocation starts a cold worker that imports the handler afresh.
+        """
+        with self._lock:
+            self._generation += 1
+            idle, self._idle = self._idle, []
+            for worker in idle:
+                self._all.discard(worker)
+        for worker in idle:
+            worker.stop()
 
     def crash_next(self, count: int = 1) -> None:
         """Make the next ``count`` invocations die after taking their event, before the handler runs."""

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from sqsjobs.outcome_log import OUTCOME_MESSAGE
+
 EventSink = Callable[[str, str], None]
 """(level, text): level is one of info, warn, error, page, alarm-warn, ok."""
 
@@ -52,21 +54,86 @@ def readable(line: str) -> str:
         >>> readable("plain text")
         'plain text'
     """
-    if not line.startswith("{"):
-        return line
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return line
-    if not isinstance(record, dict) or "level" not in record or "message" not in record:
+    record = _record(line)
+    if record is None or "level" not in record or "message" not in record:
         return line
     fields = " ".join(f"{k}={v}" for k, v in record.items() if k not in _QUIET_FIELDS)
     return f"{record['level']} {record['message']} {fields}".rstrip()
 
 
-def _plain_log(function: str, line: str) -> None:
-    sys.stdout.write(f"[{function}] {readable(line)}\n")
-    sys.stdout.flush()
+#: how an outcome reads in ``local up`` (the worker's ``Outcome`` values)
+OUTCOME_LABELS = {"succeeded": "done", "duplicate": "duplicate", "retry": "retry", "dead_lettered": "dead-lettered",
+                  "unstarted": "returned", "group_blocked": "waiting"}
+#: what ``-q`` / nothing / ``-v`` show: errors only; outcomes and INFO+; everything (DEBUG too)
+QUIET, OUTCOMES, DEBUG = -1, 0, 1
+_LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
+
+
+def outcome_line(record: dict[str, object]) -> str:
+    """One line per job outcome: what happened, the job, its key and SQS message id, and why.
+
+    Example:
+        >>> outcome_line({"outcome": "retry", "job": "invoice-email", "key": "invoice-email:42",
+        ...               "message_id": "5d1f", "attempt": 2, "delay": 12.5, "error": "TimeoutError: slow"})
+        'retry in 12.5s   invoice-email key=invoice-email:42 message=5d1f attempt=2 TimeoutError: slow'
+    """
+    outcome = str(record.get("outcome"))
+    label = OUTCOME_LABELS.get(outcome, outcome)
+    if outcome == "retry" and record.get("delay") is not None:
+        label = f"retry in {record['delay']}s"
+    elif outcome == "dead_lettered" and record.get("reason"):
+        label = f"dead-lettered ({record['reason']})"
+    text = (f"{label:<16} {record.get('job')} key={record.get('key')} message={record.get('message_id')} "
+            f"attempt={record.get('attempt')}")
+    if outcome != "succeeded" and outcome != "duplicate" and record.get("error"):
+        text += f" {record['error']}"
+    return text
+
+
+def render(line: str, verbosity: int = OUTCOMES) -> str | None:
+    """What ``local up`` prints for one line a function wrote at ``verbosity`` (None: nothing).
+
+    Example:
+        >>> render('{"level": "DEBUG", "message": "job outcome", "outcome": "succeeded", "job": "a", '
+        ...        '"key": "a:1", "message_id": "m-1", "attempt": 1}')
+        'done             a key=a:1 message=m-1 attempt=1'
+        >>> render('{"level": "DEBUG", "message": "cache warm"}') is None, render("printed", QUIET) is None
+        (True, True)
+    """
+    record = _record(line)
+    if record is not None and record.get("message") == OUTCOME_MESSAGE and "outcome" in record:
+        return outcome_line(record) if verbosity >= OUTCOMES else None
+    level = _LEVELS.get(str(record.get("level", "")).upper(), 20) if record is not None else 20
+    if verbosity <= QUIET:
+        return readable(line) if level >= _LEVELS["ERROR"] else None
+    if level < _LEVELS["INFO"] and verbosity < DEBUG:
+        return None
+    return readable(line)
+
+
+def terminal_log(verbosity: int = OUTCOMES) -> LogSink:
+    """A log sink printing ``[Function] line`` to standard output, filtered by ``verbosity``."""
+
+    def log(function: str, line: str) -> None:
+        shown = render(line, verbosity)
+        if shown is not None:
+            sys.stdout.write(f"[{function}] {shown}\n")
+            sys.stdout.flush()
+
+    return log
+
+
+def _record(line: str) -> dict[str, object] | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+_plain_log = terminal_log(OUTCOMES)
 
 
 @dataclass(frozen=True)

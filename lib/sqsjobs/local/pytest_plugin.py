@@ -5,7 +5,9 @@ installed gets the fixtures. Importing this module is cheap: moto and
 samtranslator load only when a test asks for ``local_cloud``.
 
 Fixtures:
-    ``local_cloud``            the running :class:`LocalCloudSession` (session scope)
+    ``local_cloud``            the running :class:`LocalCloudSession` (session scope): the cloud's helpers plus
+                               ``enqueue``, ``outcomes``, ``dead_letters`` and ``use_app`` for the project's app
+                               (ini ``sqsjobs_app``, as the ``jobs`` fixture)
     ``local_cloud_template``   the template path (override in a conftest)
     ``local_cloud_parameters`` template parameter overrides (override in a conftest)
 
@@ -19,13 +21,17 @@ Example (``tests/e2e/test_invoice.py``)::
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sqsjobs.local.errors import LocalCloudError
+
+DEFAULT_APP = "handlers.app:app"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -51,7 +57,7 @@ class LocalCloudSession:
         >>> session.enqueue("invoice-email", invoice_id=42)  # doctest: +SKIP
     """
 
-    def __init__(self, cloud: Any, *, app: str = "handlers.app:app") -> None:
+    def __init__(self, cloud: Any, *, app: str = DEFAULT_APP) -> None:
         self.cloud = cloud
         self.app_spec = app
         self.logs: list[tuple[str, str]] = []
@@ -73,6 +79,45 @@ class LocalCloudSession:
         """Enqueue ``job`` exactly as the app's producer would, onto the local queue."""
         return str(self.cloud.send_job(self.app.message(job, **arguments)))
 
+    @contextmanager
+    def use_app(self) -> Iterator[Any]:
+        """The project's app pointed at this cloud for a block: its own code (transactions, chunked runs,
+        ``run_status``) then reads and writes the local queues and tables, as the deployed functions do.
+
+        Example::
+
+            with local_cloud.use_app() as app:
+                run_id = reindex.start()
+        """
+        from dataclasses import asdict
+
+        from sqsjobs.settings import Settings
+
+        settings = Settings.from_env(self.cloud.app_environment())
+        with self.app.use(sqs_client=self.cloud.clients.get("sqs"), dynamodb_client=self.cloud.clients.get("dynamodb"),
+                          settings=asdict(settings)) as app:
+            yield app
+
+    def outcomes(self) -> list[dict[str, Any]]:
+        """What the functions did with each job so far: ``{"job", "key", "outcome", "message_id", "attempt", ...}``.
+
+        Read from the workers' ``job outcome`` log lines, oldest first (``outcome`` is ``succeeded``,
+        ``duplicate``, ``retry``, ``dead_lettered``...).
+        """
+        from sqsjobs.outcome_log import OUTCOME_MESSAGE
+
+        found = []
+        for _, line in list(self.logs):
+            if OUTCOME_MESSAGE not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("message") == OUTCOME_MESSAGE:
+                found.append(record)
+        return found
+
     def dead_letters(self) -> list[dict[str, Any]]:
         """Every message on the DLQ of the app's queue (peeked: they stay there)."""
         queue = self.cloud.deployment.queues[self.cloud.app_queue()]
@@ -80,6 +125,14 @@ class LocalCloudSession:
         if dlq is None:
             raise LocalCloudError(f"{queue.logical_id} has no DLQ in this template")
         return list(self.cloud.peek_all(dlq.logical_id))
+
+
+def _app_spec(config: pytest.Config) -> str:
+    """The app the fixtures load: ``--sqsjobs-app`` or ini ``sqsjobs_app`` (``sqsjobs.pytest_plugin`` declares them)."""
+    try:
+        return str(config.getoption("--sqsjobs-app") or config.getini("sqsjobs_app"))
+    except (ValueError, KeyError):  # the other plugin is not loaded (-p no:sqsjobs-testing)
+        return DEFAULT_APP
 
 
 _SESSIONS: list[LocalCloudSession] = []
@@ -128,7 +181,8 @@ def local_cloud_parameters() -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def local_cloud(local_cloud_template: Path, local_cloud_parameters: dict[str, str]) -> Iterator[LocalCloudSession]:
+def local_cloud(local_cloud_template: Path, local_cloud_parameters: dict[str, str],
+                pytestconfig: pytest.Config) -> Iterator[LocalCloudSession]:
     """A local cloud with the template deployed, shared by the session and stopped at its end.
 
     Example::
@@ -149,8 +203,10 @@ def local_cloud(local_cloud_template: Path, local_cloud_parameters: dict[str, st
     events: list[tuple[str, str]] = []
     output = Output(event=lambda level, text: events.append((level, text)),
                     log=lambda function, line: session_logs.append((function, line)))
-    cloud = LocalCloud.start(local_cloud_template, parameters=local_cloud_parameters, output=output)
-    session = LocalCloudSession(cloud)
+    # DEBUG: the worker logs every job's outcome, which outcomes() reads.
+    cloud = LocalCloud.start(local_cloud_template, parameters=local_cloud_parameters, output=output,
+                             log_level="DEBUG")
+    session = LocalCloudSession(cloud, app=str(_app_spec(pytestconfig)))
     session.logs = session_logs
     _SESSIONS.append(session)
     try:

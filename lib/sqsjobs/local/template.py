@@ -42,19 +42,13 @@ class Template:
     @classmethod
     def load(cls, path: str | Path) -> Template:
         """Parse, remember code locations, and translate ``path``."""
+        from sqsjobs.validation import load_document
+
         template_path = Path(path).resolve()
         try:
-            text = template_path.read_text()
-        except OSError as exc:
-            raise TemplateError(f"cannot read template {path}: {exc}") from exc
-        from samtranslator.yaml_helper import yaml_parse
-
-        try:
-            document = yaml_parse(text)
-        except Exception as exc:
-            raise TemplateError(f"{path} is not valid YAML: {exc}") from exc
-        if not isinstance(document, dict) or not isinstance(document.get("Resources"), dict):
-            raise TemplateError(f"{path} has no Resources section")
+            document = load_document(template_path)
+        except ValueError as exc:
+            raise TemplateError(f"template {path}: {exc}") from None
         code_dirs = _swap_code_uris(document, template_path.parent)
         translated = _translate(document) if _is_sam(document) else document
         return cls(

@@ -26,8 +26,11 @@ def test_a_port_in_use_is_a_clear_error() -> None:
 
 
 def test_an_unknown_parameter_is_refused_before_anything_starts() -> None:
-    with pytest.raises(TemplateError, match="unknown parameter"):
+    with pytest.raises(TemplateError, match=r"parameter Nope: the template declares no such parameter; fix: "
+                                            r"remove Nope=\.\.\. \(the template's parameters: MaxAttempts\)"):
         LocalCloud.start(FIXTURE, parameters={"Nope": "1"}, output=Recorder().output())
+    with pytest.raises(TemplateError, match="parameter MaxAttempts: 'two' is not a number"):
+        LocalCloud.start(FIXTURE, parameters={"MaxAttempts": "two"}, output=Recorder().output())
 
 
 def test_a_redrive_policy_the_dlqs_allow_policy_excludes_is_refused_like_sqs(tmp_path: Path) -> None:

@@ -1,19 +1,13 @@
-"""Test helpers shipped with sqsjobs: SQS events and a Lambda context.
+"""Lambda-shaped SQS events and contexts, and reading real (moto) queues as Lambda's poller would.
 
-Use them in your own tests of jobs (Chalice ships the same idea):
-
-    >>> from sqsjobs.testing import FakeContext, sqs_event
     >>> event = sqs_event([{"v": 1, "job": "invoice-email", "key": "invoice-email:42", "args": {"invoice_id": 42}}])
     >>> len(event["Records"])
     1
-    >>> FakeContext(remaining_ms=30_000).get_remaining_time_in_millis()
+    >>> FakeContext(remaining_ms=30_000, clock=lambda: 0.0).get_remaining_time_in_millis()
     30000
 
 This module must not import moto or pytest at import time: it is part of the
-installed package. The pytest side — a session-scoped ``local_cloud`` fixture
-(the local cloud with the template deployed, ``drain()``, sent e-mails, DLQ
-contents, alarm states) — is ``sqsjobs.local.pytest_plugin``, which pytest
-loads by itself through the package's ``pytest11`` entry point.
+installed package.
 """
 
 from __future__ import annotations
@@ -67,13 +61,15 @@ def sqs_record(
     event_source_arn: str = DEFAULT_ARN,
     receipt_handle: str | None = None,
     first_receive_ms: int | None = None,
+    sent_ms: int | None = None,
 ) -> dict[str, Any]:
     """One record as Lambda's SQS poller delivers it; ``body`` may be a dict (JSON-encoded) or raw text."""
     message_id = message_id or str(uuid.uuid4())
+    now_ms = int(time.time() * 1000)
     attrs = {
         "ApproximateReceiveCount": str(attempt),
-        "SentTimestamp": str(int(time.time() * 1000)),
-        "ApproximateFirstReceiveTimestamp": str(first_receive_ms or int(time.time() * 1000)),
+        "SentTimestamp": str(sent_ms or now_ms),
+        "ApproximateFirstReceiveTimestamp": str(first_receive_ms or now_ms),
     }
     if group_id is not None:
         attrs["MessageGroupId"] = group_id
@@ -111,7 +107,7 @@ def receive_event(client: SQSClient, queue_url: str, *, max_messages: int = 10, 
         AttributeNames=["All"], MessageAttributeNames=["All"], **kwargs,
     )
     arn = queue_arn(client, queue_url)
-    return {"Records": [_record_from_message(message, arn) for message in response.get("Messages", [])]}
+    return {"Records": [record_from_message(message, arn) for message in response.get("Messages", [])]}
 
 
 def queue_arn(client: SQSClient, queue_url: str) -> str:
@@ -120,7 +116,8 @@ def queue_arn(client: SQSClient, queue_url: str) -> str:
     return attrs["QueueArn"]
 
 
-def _record_from_message(message: Any, arn: str) -> dict[str, Any]:
+def record_from_message(message: Any, arn: str) -> dict[str, Any]:
+    """A received SQS message (boto3's shape) as the record Lambda's poller puts in the event."""
     attributes = {k: str(v) for k, v in message.get("Attributes", {}).items()}
     message_attributes: dict[str, Any] = {}
     for name, attr in message.get("MessageAttributes", {}).items():

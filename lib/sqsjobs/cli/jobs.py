@@ -1,0 +1,104 @@
+"""`sqsjobs jobs`: the jobs an app registers, with their options (a table, or ``--json``).
+
+The app is loaded as ``sqsjobs enqueue`` loads it (``--app``, default
+``handlers.app:app``); nothing is sent and no AWS client is made.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from sqsjobs.cli.exits import EXIT_USAGE
+from sqsjobs.loading import DEFAULT_APP, load_app
+from sqsjobs.settings import ENV_APP
+
+if TYPE_CHECKING:
+    from sqsjobs.app import JobApp
+
+
+def describe_jobs(app: JobApp) -> list[dict[str, Any]]:
+    """One dict per job, sorted by name: what ``@app.job`` / ``@app.scheduled`` declared, defaults filled in.
+
+    Example:
+        >>> from sqsjobs import JobApp
+        >>> app = JobApp(max_attempts=5)
+        >>> @app.job("sync-account", key="sync:{account_id}", max_attempts=3, retry_on=(TimeoutError,))
+        ... def sync_account(account_id: int) -> None: ...
+        >>> row = describe_jobs(app)[0]
+        >>> row["name"], row["key"], row["max_attempts"], row["retry_on"], row["parameters"]
+        ('sync-account', 'sync:{account_id}', 3, ['TimeoutError'], ['account_id'])
+    """
+    rows = []
+    for name in sorted(app.jobs):
+        job = app.jobs[name]
+        options = job.options
+        schedule = app.schedules.get(name)
+        rows.append({
+            "name": name,
+            "function": f"{job.fn.__module__}.{job.fn.__qualname__}",
+            "parameters": list(job.signature.names),
+            "key": options.key or f"{name}:<hash of the arguments>",
+            "group": options.group,
+            "max_attempts": options.max_attempts or app.settings.max_attempts,
+            "backoff_base": options.backoff.base,
+            "backoff_cap": options.backoff.cap,
+            "jitter": options.backoff.jitter,
+            "retry_on": [kind.__name__ for kind in options.retry_on],
+            "permanent_on": [kind.__name__ for kind in options.permanent_on],
+            "time_limit": options.time_limit,
+            "version": options.version,
+            "chunked": type(job).__name__ == "ChunkedJob",
+            "schedule": schedule.expression if schedule else None,
+        })
+    return rows
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sqsjobs jobs`` to ``app``.
+
+    Example:
+        >>> app = typer.Typer()
+        >>> register(app)
+        >>> [c.name for c in app.registered_commands]
+        ['jobs']
+    """
+
+    @app.command("jobs")
+    def jobs_command(
+        app_spec: Annotated[
+            str, typer.Option("--app", envvar=ENV_APP, help="The JobApp as module:attribute.")
+        ] = DEFAULT_APP,
+        json_output: Annotated[bool, typer.Option("--json", help="Print the jobs as JSON.")] = False,
+    ) -> None:
+        """List the app's registered jobs with their options (key, attempts, backoff, time limit, schedule...)."""
+        from sqsjobs.errors import SqsJobsError
+
+        try:
+            rows = describe_jobs(load_app(app_spec))
+        except SqsJobsError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(EXIT_USAGE) from None
+        if json_output:
+            typer.echo(json.dumps(rows, indent=2))
+            return
+        _print_table(rows, app_spec)
+
+
+def _print_table(rows: list[dict[str, Any]], app_spec: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"jobs of {app_spec} ({len(rows)})")
+    for column in ("job", "key", "attempts", "backoff", "retry on", "permanent on", "time limit", "version",
+                   "kind"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        kind = "chunked" if row["chunked"] else (f"scheduled {row['schedule']}" if row["schedule"] else "job")
+        backoff = f"{row['backoff_base']:g}..{row['backoff_cap']:g} s" + ("" if row["jitter"] else " (no jitter)")
+        table.add_row(row["name"], row["key"], str(row["max_attempts"]), backoff, ", ".join(row["retry_on"]),
+                      ", ".join(row["permanent_on"]) or "-",
+                      "-" if row["time_limit"] is None else f"{row['time_limit']:g} s", str(row["version"]), kind)
+    Console(soft_wrap=False).print(table)

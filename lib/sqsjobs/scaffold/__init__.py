@@ -1,0 +1,197 @@
+"""``sqsjobs init``: a new project with one example job, ready for ``check``, ``pytest``, ``local up``, ``sam build``.
+
+The project's files are templates shipped in ``sqsjobs/scaffold/project``
+(``*.tmpl``). A template line ``#@ if NAME`` / ``#@ if not NAME`` ...
+``#@ end`` keeps its lines only for the chosen options (``fifo``, ``outbox``,
+``chunked``, ``scheduled``); ``{{name}}``, ``{{version}}`` and friends are filled in.
+
+Example:
+    >>> files = render(ProjectOptions(name="billing", extras=frozenset({Extra.SCHEDULED})))
+    >>> sorted(files)[:4]
+    ['.gitignore', 'README.md', 'handlers/app.py', 'handlers/requirements.txt']
+    >>> "handlers/scheduler.py" in files, "handlers/outbox_relay.py" in files
+    (True, False)
+    >>> "daily-summary" in files["template.yaml"], "FifoQueue" in files["template.yaml"]
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+
+from sqsjobs.errors import ConfigurationError
+
+#: a name that is a CloudFormation stack name, a service name and a Python project name at once
+PROJECT_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
+_DIRECTIVE = re.compile(r"^\s*#@ (if|if not|end)\b\s*(\w*)\s*$")
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+
+
+class Extra(StrEnum):
+    """What ``--with`` adds to the minimal app."""
+
+    OUTBOX = "outbox"  #: a transactional outbox table and its relay function
+    CHUNKED = "chunked"  #: a page-by-page job with a run record
+    SCHEDULED = "scheduled"  #: a scheduled job, its scheduler function and an EventBridge schedule
+
+
+#: files only some options need
+OPTIONAL_FILES = {"handlers/outbox_relay.py": Extra.OUTBOX, "handlers/scheduler.py": Extra.SCHEDULED}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProjectOptions:
+    """What ``sqsjobs init`` was asked for."""
+
+    name: str
+    fifo: bool = False
+    extras: frozenset[Extra] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        if not PROJECT_NAME.fullmatch(self.name):
+            raise ConfigurationError(
+                f"project name {self.name!r} is not allowed: use a lowercase letter, then lowercase letters, digits "
+                "or '-', at most 63 characters (it names the stack, the service and the Python project); "
+                "pass --name"
+            )
+
+    @property
+    def flags(self) -> dict[str, bool]:
+        """The names ``#@ if`` tests."""
+        return {"fifo": self.fifo, **{extra.value: extra in self.extras for extra in Extra}}
+
+
+def parse_extras(text: str | None) -> frozenset[Extra]:
+    """``"outbox,scheduled"`` as extras; an unknown one is a ``ConfigurationError`` naming the known.
+
+    Example:
+        >>> sorted(parse_extras("scheduled, outbox"))
+        [<Extra.OUTBOX: 'outbox'>, <Extra.SCHEDULED: 'scheduled'>]
+    """
+    names = [part.strip() for part in (text or "").split(",") if part.strip()]
+    known = {extra.value: extra for extra in Extra}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ConfigurationError(f"--with {', '.join(unknown)}: not an option; choose from {', '.join(known)}")
+    return frozenset(known[name] for name in names)
+
+
+def default_name(directory: Path) -> str:
+    """A project name from a directory name: ``My_Jobs`` -> ``my-jobs``.
+
+    Example:
+        >>> default_name(Path("/tmp/My_Jobs v2"))
+        'my-jobs-v2'
+    """
+    name = re.sub(r"[^a-z0-9-]+", "-", directory.resolve().name.lower()).strip("-")
+    if not name or not name[0].isalpha():
+        name = f"jobs-{name}".strip("-")
+    return name[:63]
+
+
+def render(options: ProjectOptions) -> dict[str, str]:
+    """Every file of the project, by path relative to its directory."""
+    from sqsjobs import __version__
+
+    values = {
+        "name": options.name,
+        "version": __version__,
+        "init_options": _init_options(options),
+        "extras_summary": _extras_summary(options),
+    }
+    files: dict[str, str] = {}
+    root = resources.files("sqsjobs").joinpath("scaffold/project")
+    for relative, text in _templates(root, ""):
+        target = relative.removesuffix(".tmpl")
+        target = ".gitignore" if target == "gitignore" else target
+        needed = OPTIONAL_FILES.get(target)
+        if needed is not None and needed not in options.extras:
+            continue
+        files[target] = fill(text, options.flags, values)
+    return files
+
+
+def write(directory: Path, options: ProjectOptions) -> list[Path]:
+    """Write the project into ``directory`` (made if needed; it must be empty); return the files written."""
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise ConfigurationError(f"{directory} exists and is not an empty directory; pick a new one "
+                                 "(nothing was written)")
+    files = render(options)
+    written = []
+    for relative, text in sorted(files.items()):
+        path = directory / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def fill(text: str, flags: dict[str, bool], values: dict[str, str]) -> str:
+    """Apply ``#@ if`` blocks (nestable) and ``{{placeholders}}``.
+
+    Example:
+        >>> fill("a\\n#@ if fifo\\nb {{name}}\\n#@ end\\n#@ if not fifo\\nc\\n#@ end\\n", {"fifo": True}, {"name": "x"})
+        'a\\nb x\\n'
+    """
+    kept: list[str] = []
+    stack: list[bool] = []
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        directive = _DIRECTIVE.match(line)
+        if directive is None:
+            if all(stack):
+                kept.append(_fill_line(line, values, number))
+            continue
+        kind, flag = directive.groups()
+        if kind == "end":
+            if not stack:
+                raise ValueError(f"line {number}: '#@ end' without '#@ if'")
+            stack.pop()
+            continue
+        if flag not in flags:
+            raise ValueError(f"line {number}: unknown flag {flag!r}; known: {', '.join(flags)}")
+        stack.append(flags[flag] if kind == "if" else not flags[flag])
+    if stack:
+        raise ValueError("an '#@ if' has no '#@ end'")
+    return "".join(kept)
+
+
+def _fill_line(line: str, values: dict[str, str], number: int) -> str:
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise ValueError(f"line {number}: unknown placeholder {{{{{name}}}}}")
+        return values[name]
+
+    return _PLACEHOLDER.sub(value, line)
+
+
+def _templates(folder: resources.abc.Traversable, prefix: str) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for entry in folder.iterdir():
+        if entry.is_dir():
+            found += _templates(entry, f"{prefix}{entry.name}/")
+        elif entry.name.endswith(".tmpl"):
+            found.append((f"{prefix}{entry.name}", entry.read_text(encoding="utf-8")))
+    return found
+
+
+def _init_options(options: ProjectOptions) -> str:
+    parts = [f" --name {options.name}"]
+    if options.fifo:
+        parts.append(" --fifo")
+    if options.extras:
+        parts.append(" --with " + ",".join(sorted(options.extras)))
+    return "".join(parts)
+
+
+def _extras_summary(options: ProjectOptions) -> str:
+    notes = {Extra.OUTBOX: "`sign_up` enqueues through the outbox (`handlers/outbox_relay.py` relays it)",
+             Extra.CHUNKED: "`reindex` is a chunked job", Extra.SCHEDULED: "`daily-summary` runs daily "
+             "(`handlers/scheduler.py`)"}
+    shown = [notes[extra] for extra in Extra if extra in options.extras]
+    fifo = ["a FIFO queue: a user's jobs run in order"] if options.fifo else []
+    return "; " + "; ".join(fifo + shown) if fifo or shown else ""

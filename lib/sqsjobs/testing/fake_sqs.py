@@ -1,0 +1,393 @@
+"""``FakeSQS``: an in-memory SQS that records every call, for testing an app's jobs without AWS.
+
+It answers the calls sqsjobs' runtime makes (``send_message``,
+``send_message_batch``, ``change_message_visibility[_batch]``, and the
+poller's ``receive_message`` / ``delete_message[_batch]``), plus
+``get_queue_attributes``/``get_queue_url``, and has the ``meta`` a botocore
+client has (``meta.endpoint_url``, ``meta.region_name``). Queues exist as soon
+as a URL is used. Time is the injected ``clock``: a visibility timeout or a
+delay ends when the clock says so, so tests never sleep. Anything else raises
+``AttributeError`` naming moto as the tool for it.
+
+Example:
+    >>> sqs = FakeSQS(clock=lambda: 100.0)
+    >>> url = sqs.queue_url("jobs")
+    >>> message_id = sqs.send_message(QueueUrl=url, MessageBody='{"v": 1}')["MessageId"]
+    >>> [m.body for m in sqs.messages(url)], [c.operation for c in sqs.calls]
+    (['{"v": 1}'], ['SendMessage'])
+    >>> sqs.refuse("SendMessage", code="ThrottlingException")
+    >>> sqs.send_message(QueueUrl=url, MessageBody="{}")
+    Traceback (most recent call last):
+    ...
+    botocore.exceptions.ClientError: An error occurred (ThrottlingException) when calling the SendMessage operation: \
+refused by FakeSQS.refuse
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+
+DEFAULT_REGION = "us-east-1"
+DEFAULT_ACCOUNT = "123456789012"
+#: SQS's limits that sqsjobs relies on
+MAX_BATCH_ENTRIES = 10
+MAX_DELAY_SECONDS = 900
+MAX_VISIBILITY_SECONDS = 43_200
+DEFAULT_VISIBILITY_SECONDS = 30
+
+
+@dataclass(frozen=True, kw_only=True)
+class SqsCall:
+    """One API call the fake answered (or refused), with its parameters as passed."""
+
+    operation: str
+    params: dict[str, Any]
+
+
+@dataclass(kw_only=True)
+class QueuedMessage:
+    """A message on a fake queue: what was sent, and where it is in its life."""
+
+    message_id: str
+    queue_url: str
+    body: str
+    attributes: dict[str, dict[str, str]]
+    sent_at: float
+    group_id: str | None = None
+    dedup_id: str | None = None
+    visible_at: float = 0.0
+    receive_count: int = 0
+    first_received_at: float | None = None
+    receipt_handle: str | None = None
+
+    def attribute(self, name: str) -> str | None:
+        """The string value of message attribute ``name``, if present."""
+        value = self.attributes.get(name, {})
+        return value.get("StringValue")
+
+    def to_wire(self) -> dict[str, Any]:
+        """The message as ``ReceiveMessage`` returns it (``Body``, ``Attributes``, ``MessageAttributes``)."""
+        attributes = {
+            "ApproximateReceiveCount": str(self.receive_count),
+            "SentTimestamp": str(int(self.sent_at * 1000)),
+            "ApproximateFirstReceiveTimestamp": str(int((self.first_received_at or self.sent_at) * 1000)),
+        }
+        if self.group_id is not None:
+            attributes["MessageGroupId"] = self.group_id
+        wire: dict[str, Any] = {"MessageId": self.message_id, "ReceiptHandle": self.receipt_handle or "",
+                                "MD5OfBody": _md5(self.body), "Body": self.body, "Attributes": attributes}
+        if self.attributes:
+            wire["MessageAttributes"] = {name: dict(value) for name, value in self.attributes.items()}
+        return wire
+
+
+@dataclass
+class _Meta:
+    endpoint_url: str
+    region_name: str
+    service_model_name: str = "sqs"
+
+
+@dataclass
+class _Refusal:
+    code: str
+    times: int
+    sender_fault: bool
+
+
+@dataclass(kw_only=True)
+class _Queue:
+    url: str
+    arn: str
+    messages: list[QueuedMessage] = field(default_factory=list)
+    visibility_timeout: int = DEFAULT_VISIBILITY_SECONDS
+
+
+class FakeSQS:
+    """An in-memory SQS: queues, visibility, delays and a log of calls (``calls``, ``sent``)."""
+
+    def __init__(self, *, region: str = DEFAULT_REGION, account: str = DEFAULT_ACCOUNT,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.meta = _Meta(endpoint_url=f"https://sqs.{region}.amazonaws.com", region_name=region)
+        self.account = account
+        self.clock = clock
+        #: every call, in order
+        self.calls: list[SqsCall] = []
+        #: every message ever accepted, in order (deleting one does not remove it from here)
+        self.sent: list[QueuedMessage] = []
+        self._queues: dict[str, _Queue] = {}
+        self._refusals: dict[str, _Refusal] = {}
+        self._ids = itertools.count(1)
+
+    # ------------------------------------------------------------ helpers for tests
+    def queue_url(self, name: str) -> str:
+        """The URL of queue ``name`` in this fake's region and account (the queue is created)."""
+        url = f"{self.meta.endpoint_url}/{self.account}/{name}"
+        self._queue(url)
+        return url
+
+    def messages(self, queue_url: str) -> list[QueuedMessage]:
+        """The messages on a queue now (visible, in flight or delayed), oldest first."""
+        return list(self._queue(queue_url).messages)
+
+    def sent_to(self, queue_url: str) -> list[QueuedMessage]:
+        """Every message ever accepted by one queue, oldest first."""
+        return [m for m in self.sent if m.queue_url == queue_url]
+
+    def refuse(self, operation: str, *, code: str = "ServiceUnavailable", times: int = 1,
+               sender_fault: bool = False) -> None:
+        """Make the next ``times`` calls of ``operation`` (``"SendMessageBatch"``...) fail with ``code``.
+
+        For a batch call the whole call fails (``ClientError``), as when SQS throttles it.
+        """
+        self._refusals[operation] = _Refusal(code=code, times=times, sender_fault=sender_fault)
+
+    def receive(self, queue_url: str, max_messages: int = 10,
+                only: Collection[str] | None = None) -> list[QueuedMessage]:
+        """Take up to ``max_messages`` visible messages (``only`` these ids, when given), as a poller would.
+
+        They are in flight afterwards, for the queue's visibility timeout (30 s).
+        """
+        queue = self._queue(queue_url)
+        now = self.clock()
+        taken: list[QueuedMessage] = []
+        blocked_groups: set[str] = set()
+        for message in queue.messages:
+            if len(taken) >= max_messages:
+                break
+            visible = message.visible_at <= now
+            if message.group_id is not None:
+                # FIFO: nothing of a group is delivered after an earlier message of it that is not visible.
+                if message.group_id in blocked_groups:
+                    continue
+                if not visible:
+                    blocked_groups.add(message.group_id)
+            if not visible or (only is not None and message.message_id not in only):
+                continue
+            message.receive_count += 1
+            message.first_received_at = message.first_received_at or now
+            message.receipt_handle = f"{message.message_id}#{message.receive_count}"
+            message.visible_at = now + queue.visibility_timeout
+            taken.append(message)
+        return taken
+
+    def put(self, queue_url: str, body: str, *, attributes: Mapping[str, Mapping[str, str]] | None = None,
+            group_id: str | None = None, dedup_id: str | None = None, delay: int = 0) -> QueuedMessage:
+        """Place a message on a queue as if something outside the code under test sent it (no call recorded)."""
+        params: dict[str, Any] = {"MessageBody": body, "MessageAttributes": dict(attributes or {}),
+                                  "DelaySeconds": delay}
+        if group_id is not None:
+            params["MessageGroupId"] = group_id
+        if dedup_id is not None:
+            params["MessageDeduplicationId"] = dedup_id
+        try:
+            return self._accept(queue_url, params, record=False)
+        except _EntryError as error:
+            raise ValueError(f"SQS would refuse this message: {error}") from None
+
+    def remove(self, message: QueuedMessage) -> None:
+        """Take a message off its queue (what Lambda's poller does with a record the batch did not report failed)."""
+        self._queue(message.queue_url).messages.remove(message)
+
+    def next_visible_at(self, queue_url: str) -> float | None:
+        """When the next message on the queue becomes visible (None: the queue is empty)."""
+        times = [m.visible_at for m in self._queue(queue_url).messages]
+        return min(times) if times else None
+
+    def arn(self, queue_url: str) -> str:
+        """The queue's ARN."""
+        return self._queue(queue_url).arn
+
+    # ------------------------------------------------------------ the API
+    def send_message(self, **params: Any) -> dict[str, Any]:
+        """``SendMessage``."""
+        self._call("SendMessage", params)
+        message = _single("SendMessage", lambda: self._accept(params["QueueUrl"], params))
+        return {"MessageId": message.message_id, "MD5OfMessageBody": _md5(message.body)}
+
+    def send_message_batch(self, **params: Any) -> dict[str, Any]:
+        """``SendMessageBatch``: each entry is checked on its own, as SQS does."""
+        self._call("SendMessageBatch", params)
+        entries: Sequence[Mapping[str, Any]] = params["Entries"]
+        self._check_batch("SendMessageBatch", entries)
+        successful, failed = [], []
+        for entry in entries:
+            try:
+                message = self._accept(params["QueueUrl"], entry)
+            except _EntryError as error:
+                failed.append({"Id": entry["Id"], "Code": error.code, "Message": str(error), "SenderFault": True})
+                continue
+            successful.append({"Id": entry["Id"], "MessageId": message.message_id,
+                               "MD5OfMessageBody": _md5(message.body)})
+        return {"Successful": successful, "Failed": failed}
+
+    def receive_message(self, **params: Any) -> dict[str, Any]:
+        """``ReceiveMessage`` (no long polling: the clock is the test's)."""
+        self._call("ReceiveMessage", params)
+        taken = self.receive(params["QueueUrl"], int(params.get("MaxNumberOfMessages", 1)))
+        return {"Messages": [m.to_wire() for m in taken]} if taken else {}
+
+    def delete_message(self, **params: Any) -> dict[str, Any]:
+        """``DeleteMessage``."""
+        self._call("DeleteMessage", params)
+        _single("DeleteMessage", lambda: self._delete(params["QueueUrl"], params["ReceiptHandle"]))
+        return {}
+
+    def delete_message_batch(self, **params: Any) -> dict[str, Any]:
+        """``DeleteMessageBatch``."""
+        self._call("DeleteMessageBatch", params)
+        self._check_batch("DeleteMessageBatch", params["Entries"])
+        return self._per_entry(params, lambda entry: self._delete(params["QueueUrl"], entry["ReceiptHandle"]))
+
+    def change_message_visibility(self, **params: Any) -> dict[str, Any]:
+        """``ChangeMessageVisibility``."""
+        self._call("ChangeMessageVisibility", params)
+        _single("ChangeMessageVisibility", lambda: self._change_visibility(
+            params["QueueUrl"], params["ReceiptHandle"], params["VisibilityTimeout"]))
+        return {}
+
+    def change_message_visibility_batch(self, **params: Any) -> dict[str, Any]:
+        """``ChangeMessageVisibilityBatch``."""
+        self._call("ChangeMessageVisibilityBatch", params)
+        self._check_batch("ChangeMessageVisibilityBatch", params["Entries"])
+        return self._per_entry(params, lambda entry: self._change_visibility(
+            params["QueueUrl"], entry["ReceiptHandle"], entry["VisibilityTimeout"]))
+
+    def get_queue_attributes(self, **params: Any) -> dict[str, Any]:
+        """``GetQueueAttributes``: the ARN, the visibility timeout and the depth counters."""
+        self._call("GetQueueAttributes", params)
+        queue = self._queue(params["QueueUrl"])
+        now = self.clock()
+        in_flight = sum(1 for m in queue.messages if m.visible_at > now and m.receive_count)
+        delayed = sum(1 for m in queue.messages if m.visible_at > now and not m.receive_count)
+        return {"Attributes": {
+            "QueueArn": queue.arn,
+            "VisibilityTimeout": str(queue.visibility_timeout),
+            "ApproximateNumberOfMessages": str(len(queue.messages) - in_flight - delayed),
+            "ApproximateNumberOfMessagesNotVisible": str(in_flight),
+            "ApproximateNumberOfMessagesDelayed": str(delayed),
+        }}
+
+    def get_queue_url(self, **params: Any) -> dict[str, Any]:
+        """``GetQueueUrl``."""
+        self._call("GetQueueUrl", params)
+        return {"QueueUrl": self.queue_url(params["QueueName"])}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(
+            f"FakeSQS has no {name}(): it answers what sqsjobs' worker and producer call; "
+            "for other SQS operations use moto (moto.mock_aws) and pass its client instead"
+        )
+
+    # ------------------------------------------------------------ internals
+    def _call(self, operation: str, params: dict[str, Any]) -> None:
+        self.calls.append(SqsCall(operation=operation, params=dict(params)))
+        refusal = self._refusals.get(operation)
+        if refusal is not None and refusal.times > 0:
+            refusal.times -= 1
+            raise _client_error(operation, refusal.code, "refused by FakeSQS.refuse")
+
+    def _queue(self, url: str) -> _Queue:
+        queue = self._queues.get(url)
+        if queue is None:
+            name = url.rstrip("/").rsplit("/", 1)[-1]
+            queue = _Queue(url=url, arn=f"arn:aws:sqs:{self.meta.region_name}:{self.account}:{name}")
+            self._queues[url] = queue
+        return queue
+
+    def _accept(self, url: str, params: Mapping[str, Any], *, record: bool = True) -> QueuedMessage:
+        body = params.get("MessageBody")
+        if not isinstance(body, str) or not body:
+            raise _EntryError("MissingParameter", "the message body must be a non-empty string")
+        attributes = dict(params.get("MessageAttributes") or {})
+        size = len(body.encode("utf-8", "surrogatepass")) + sum(
+            len(name) + len(a.get("DataType", "")) + len(str(a.get("StringValue", "")).encode()) for name, a in
+            attributes.items())
+        if size > 256 * 1024:
+            raise _EntryError("InvalidParameterValue", f"the message is {size} bytes, over 262144")
+        delay = int(params.get("DelaySeconds", 0))
+        fifo = url.endswith(".fifo")
+        if not 0 <= delay <= MAX_DELAY_SECONDS or (fifo and delay):
+            raise _EntryError("InvalidParameterValue", f"DelaySeconds {delay} is not allowed here")
+        if fifo and not params.get("MessageGroupId"):
+            raise _EntryError("MissingParameter", "a FIFO queue needs MessageGroupId")
+        queue = self._queue(url)
+        dedup = params.get("MessageDeduplicationId")
+        if fifo and dedup and any(m.dedup_id == dedup for m in self.sent_to(url)):
+            previous = next(m for m in self.sent_to(url) if m.dedup_id == dedup)
+            return previous  # deduplicated: SQS answers with the first message's id
+        now = self.clock()
+        message = QueuedMessage(
+            message_id=f"fake-{next(self._ids):06d}", queue_url=url, body=body, attributes=attributes,
+            sent_at=now, group_id=params.get("MessageGroupId"), dedup_id=dedup, visible_at=now + delay,
+        )
+        queue.messages.append(message)
+        if record:
+            self.sent.append(message)
+        return message
+
+    def _find(self, url: str, receipt_handle: str) -> QueuedMessage:
+        for message in self._queue(url).messages:
+            if message.receipt_handle == receipt_handle:
+                return message
+        raise _EntryError("ReceiptHandleIsInvalid", f"no message in flight has receipt handle {receipt_handle!r}")
+
+    def _delete(self, url: str, receipt_handle: str) -> None:
+        self._queue(url).messages.remove(self._find(url, receipt_handle))
+
+    def _change_visibility(self, url: str, receipt_handle: str, seconds: int) -> None:
+        if not 0 <= int(seconds) <= MAX_VISIBILITY_SECONDS:
+            raise _EntryError("InvalidParameterValue", f"VisibilityTimeout {seconds} is outside 0..43200")
+        self._find(url, receipt_handle).visible_at = self.clock() + int(seconds)
+
+    def _check_batch(self, operation: str, entries: Sequence[Mapping[str, Any]]) -> None:
+        ids = [entry.get("Id") for entry in entries]
+        if not entries:
+            raise _client_error(operation, "EmptyBatchRequest", "a batch needs at least one entry")
+        if len(entries) > MAX_BATCH_ENTRIES:
+            raise _client_error(operation, "TooManyEntriesInBatchRequest", f"{len(entries)} entries, at most 10")
+        if len(set(ids)) != len(ids):
+            raise _client_error(operation, "BatchEntryIdsNotDistinct", "two entries share an Id")
+
+    def _per_entry(self, params: Mapping[str, Any], action: Callable[[Mapping[str, Any]], None]) -> dict[str, Any]:
+        successful, failed = [], []
+        for entry in params["Entries"]:
+            try:
+                action(entry)
+            except _EntryError as error:
+                failed.append({"Id": entry["Id"], "Code": error.code, "Message": str(error), "SenderFault": True})
+            else:
+                successful.append({"Id": entry["Id"]})
+        return {"Successful": successful, "Failed": failed}
+
+class _EntryError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _single(operation: str, action: Callable[[], _T]) -> _T:
+    """A one-message call: an entry's error is the whole call's ``ClientError``, as SQS answers it."""
+    try:
+        return action()
+    except _EntryError as error:
+        raise _client_error(operation, error.code, str(error)) from None
+
+
+def _client_error(operation: str, code: str, message: str) -> Exception:
+    from botocore.exceptions import ClientError
+
+    return ClientError({"Error": {"Code": code, "Message": message}}, operation)
+
+
+def _md5(body: str) -> str:
+    return hashlib.md5(body.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()

@@ -1,0 +1,261 @@
+"""Test an app's own jobs in-process: ``with app.testing() as t:`` (or ``sqsjobs.testing.use(app)``).
+
+Inside the block the app's idempotency store is an ``InMemoryStore``, its SQS
+client a recording ``FakeSQS``, its clock a ``ManualClock`` and its metrics a
+list; ``JobApp.use`` swaps them in and puts the app back exactly as it was
+afterwards, so the app a test imports (``handlers.app:app``) is the one it
+drives, and nothing leaks into the next test.
+
+``t.run(...)`` delivers messages as one batch, the way Lambda's SQS poller
+does; ``t.drain()`` plays the poller over the jobs queue until it is empty,
+moving the clock to each retry instead of sleeping. ``t.outcomes``,
+``t.enqueued()``, ``t.dead_letters()`` and ``t.calls`` show what happened.
+
+Example:
+    >>> from sqsjobs import JobApp, Outcome
+    >>> app = JobApp()
+    >>> sent = []
+    >>> @app.job("greet", key="greet:{user_id}")
+    ... def greet(user_id: int) -> None:
+    ...     sent.append(user_id)
+    >>> with app.testing() as t:
+    ...     result = t.run(greet.message(user_id=7), greet.message(user_id=7))
+    ...     [o.outcome.value for o in t.outcomes], sent
+    (['succeeded', 'duplicate'], [7])
+    >>> app.settings.queue_url is None  # restored
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import random as _random
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqsjobs.message import ATTR_TRACE_ID
+from sqsjobs.testing.events import FakeContext, record_from_message
+from sqsjobs.testing.fake_sqs import FakeSQS, QueuedMessage, SqsCall
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from sqsjobs.app import JobApp
+    from sqsjobs.delivery import BatchResult, Outcome
+    from sqsjobs.dlq_message import DlqMessage
+    from sqsjobs.lease import LeaseStore
+    from sqsjobs.message import JobMessage
+
+#: 2026-01-01T00:00:00Z: where a ManualClock starts
+EPOCH = 1_767_225_600.0
+DEFAULT_QUEUE = "sqsjobs-test-jobs"
+DEFAULT_DLQ = "sqsjobs-test-dlq"
+
+
+class ManualClock:
+    """Epoch seconds that move only when a test (or a retry delay) moves them.
+
+    Example:
+        >>> clock = ManualClock()
+        >>> clock.advance(30); clock() - EPOCH
+        30.0
+    """
+
+    def __init__(self, now: float = EPOCH) -> None:
+        self.now = float(now)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock forward by ``seconds``."""
+        self.now += float(seconds)
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobOutcome:
+    """What the worker did with one delivered message."""
+
+    job: str
+    key: str
+    outcome: Outcome
+    message_id: str
+    attempt: int
+    error: BaseException | None
+    result: Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class SentJob:
+    """A job message the code under test sent to the jobs queue."""
+
+    job: str | None
+    key: str | None
+    args: dict[str, Any]
+    message_id: str
+    delay: float
+    group: str | None
+    trace_id: str | None
+
+
+class JobTester:
+    """The handle ``app.testing()`` yields: run batches, drain the queue, read what happened."""
+
+    def __init__(self, app: JobApp, *, sqs: FakeSQS, store: LeaseStore, clock: ManualClock,
+                 metrics: list[str]) -> None:
+        self.app = app
+        self.sqs = sqs
+        self.store = store
+        self.clock = clock
+        #: the EMF metric documents the worker wrote (JSON text), in order
+        self.metrics = metrics
+        #: every batch run, in order
+        self.results: list[BatchResult] = []
+
+    @property
+    def queue_url(self) -> str:
+        """The jobs queue (the app's ``queue_url``, or a fake one when the app has none)."""
+        return self.app.settings.require("queue_url")
+
+    @property
+    def dlq_url(self) -> str:
+        """The DLQ the worker dead-letters to."""
+        return self.app.settings.require("dlq_url")
+
+    @property
+    def calls(self) -> list[SqsCall]:
+        """Every SQS call the app made (the poller's own receives and deletes are not among them)."""
+        return self.sqs.calls
+
+    @property
+    def outcomes(self) -> list[JobOutcome]:
+        """What became of every delivered message, batch after batch."""
+        return [
+            JobOutcome(job=d.job_name, key=d.key, outcome=d.outcome, message_id=d.message_id, attempt=d.attempt,
+                       error=d.error, result=d.result)
+            for result in self.results for d in result.deliveries if d.outcome is not None
+        ]
+
+    def count(self, outcome: Outcome, job: str | None = None) -> int:
+        """How many deliveries ended with ``outcome`` (of ``job``, when given)."""
+        return sum(1 for o in self.outcomes if o.outcome is outcome and (job is None or o.job == job))
+
+    def run(self, *messages: JobMessage | Mapping[str, Any] | str, attempt: int = 1,
+            remaining_ms: int = 60_000) -> BatchResult:
+        """Deliver ``messages`` to the worker as one batch; return what it did.
+
+        Each is a ``JobMessage`` (``job.message(...)``), an envelope dict or a raw body
+        (to test a malformed one). ``attempt`` is their receive count (5: the fifth delivery).
+        """
+        if not messages:
+            raise ValueError("run() needs at least one message (an empty batch is not an SQS event)")
+        if attempt < 1:
+            raise ValueError(f"attempt counts deliveries from 1, got {attempt}")
+        placed = [self._place(message) for message in messages]
+        for message in placed:
+            message.receive_count = attempt - 1
+        taken = self.sqs.receive(self.queue_url, len(placed), only={m.message_id for m in placed})
+        return self._deliver(taken, remaining_ms)
+
+    def drain(self, *, max_batches: int = 100, batch_size: int = 10, remaining_ms: int = 60_000) -> list[BatchResult]:
+        """Run the jobs queue's messages (what the code under test enqueued) until it is empty.
+
+        Retries come back when their delay has passed on the clock, which jumps ahead
+        instead of sleeping. Raises ``AssertionError`` if ``max_batches`` do not empty it.
+        """
+        results: list[BatchResult] = []
+        for _ in range(max_batches):
+            taken = self.sqs.receive(self.queue_url, batch_size)
+            if not taken:
+                next_at = self.sqs.next_visible_at(self.queue_url)
+                if next_at is None:
+                    return results
+                self.clock.advance(max(0.0, next_at - self.clock()))
+                taken = self.sqs.receive(self.queue_url, batch_size)
+            if taken:
+                results.append(self._deliver(taken, remaining_ms))
+        left = len(self.sqs.messages(self.queue_url))
+        if left:
+            raise AssertionError(f"the jobs queue still holds {left} message(s) after {max_batches} batches")
+        return results
+
+    def enqueued(self, job: str | None = None) -> list[SentJob]:
+        """The job messages the code under test sent to the jobs queue (of ``job``, when given), oldest first."""
+        sent = [_sent_job(m) for m in self.sqs.sent_to(self.queue_url)]
+        return [s for s in sent if job is None or s.job == job]
+
+    def dead_letters(self) -> list[DlqMessage]:
+        """The letters on the DLQ, read as ``sqsjobs status`` reads them (reason, error, original message id)."""
+        from sqsjobs.dlq_message import DlqMessage
+
+        return [DlqMessage.from_message(m.to_wire(), now=self.clock())  # type: ignore[arg-type]
+                for m in self.sqs.messages(self.dlq_url)]
+
+    def _place(self, message: JobMessage | Mapping[str, Any] | str) -> QueuedMessage:
+        if isinstance(message, str):
+            return self.sqs.put(self.queue_url, message)
+        if isinstance(message, Mapping):
+            return self.sqs.put(self.queue_url, json.dumps(message))
+        fifo = self.queue_url.endswith(".fifo")
+        return self.sqs.put(self.queue_url, message.body, attributes=message.attributes(),
+                            group_id=(message.group or message.key[:128]) if fifo else None,
+                            dedup_id=message.dedup_id if fifo else None)
+
+    def _deliver(self, taken: list[QueuedMessage], remaining_ms: int) -> BatchResult:
+        arn = self.sqs.arn(self.queue_url)
+        event = {"Records": [record_from_message(m.to_wire(), arn) for m in taken]}
+        result = self.app.process_batch(event, FakeContext(remaining_ms=remaining_ms, clock=self.clock))
+        failed = set(result.failures)
+        for message in taken:
+            if message.message_id not in failed:
+                self.sqs.remove(message)  # Lambda's poller deletes what the batch did not report failed
+        self.results.append(result)
+        return result
+
+
+@contextmanager
+def use(
+    app: JobApp,
+    *,
+    sqs: FakeSQS | None = None,
+    store: LeaseStore | None = None,
+    clock: ManualClock | None = None,
+    random: _random.Random | None = None,
+    dynamodb_client: DynamoDBClient | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> Iterator[JobTester]:
+    """Drive ``app`` with an in-memory store, a recording fake SQS and a manual clock; restore it afterwards.
+
+    ``settings`` override the app's (``{"max_attempts": 3}``); a queue URL and a DLQ URL are
+    made up when the app has none. ``dynamodb_client`` (e.g. moto's) is for jobs that use
+    DynamoDB themselves: chunked and scheduled jobs, transactions.
+    """
+    from sqsjobs.lease import InMemoryStore
+
+    clock = clock or ManualClock()
+    sqs = sqs or FakeSQS(clock=clock)
+    store = store if store is not None else InMemoryStore()
+    metrics: list[str] = []
+    overrides: dict[str, Any] = {
+        "queue_url": app.settings.queue_url or sqs.queue_url(DEFAULT_QUEUE),
+        "dlq_url": app.settings.dlq_url or sqs.queue_url(DEFAULT_DLQ),
+        **(settings or {}),
+    }
+    with app.use(store=store, sqs_client=sqs, dynamodb_client=dynamodb_client, clock=clock,  # type: ignore[arg-type]
+                 random=random or _random.Random(0), sleep=clock.advance, emit_metrics=metrics.append,
+                 settings=overrides):
+        yield JobTester(app, sqs=sqs, store=store, clock=clock, metrics=metrics)
+
+
+def _sent_job(message: QueuedMessage) -> SentJob:
+    try:
+        body = json.loads(message.body)
+    except ValueError:
+        body = {}
+    body = body if isinstance(body, dict) else {}
+    args = body.get("args")
+    return SentJob(job=body.get("job"), key=body.get("key"), args=args if isinstance(args, dict) else {},
+                   message_id=message.message_id, delay=max(0.0, message.visible_at - message.sent_at),
+                   group=message.group_id, trace_id=message.attribute(ATTR_TRACE_ID))

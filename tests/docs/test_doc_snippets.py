@@ -1,0 +1,148 @@
+"""Every fenced Python and shell snippet of README.md and docs/ runs as written (tests/doc_snippets.py has the rules).
+
+One test per page and kind: the page's Python blocks in order in one namespace under moto, or its shell
+blocks in order in one bash session (a background block starts `sqsjobs local up`, as a second terminal
+would). A block that fails fails its page's test, naming the block. Pages added later are covered by the
+glob; a block that cannot run carries a skip marker with its reason, and the last test lists them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from unittest.mock import MagicMock
+
+import boto3
+import pytest
+from aws_support import create_queues, create_table
+from doc_snippets import PYTHON, ROOT, SHELL, Snippet, pages, snippets
+from moto import mock_aws
+
+SHELL_TIMEOUT = 900
+#: what a shell page's scratch directory holds: what the docs' commands read
+WORKDIR_CONTENT = ("template.yaml", "samconfig.toml", "handlers", "infra", "docs", ".cfnlintrc")
+
+
+def _cases(kinds: frozenset[str]) -> list[Any]:
+    cases = []
+    for page in pages():
+        if any(s.runnable and s.language in kinds for s in snippets(page)):
+            cases.append(pytest.param(page, id=str(page.relative_to(ROOT))))
+    return cases
+
+
+@pytest.mark.parametrize("page", _cases(PYTHON))
+def test_the_python_snippets_of_the_page_run(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks = [s for s in snippets(page) if s.runnable and s.language in PYTHON]
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        queue_url, dlq_url = create_queues(sqs, "docs-jobs", max_attempts=5)
+        create_table(dynamodb, "docs-idempotency")
+        dynamodb.create_table(TableName="docs-outbox", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                              AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                              BillingMode="PAY_PER_REQUEST",
+                              StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"})
+        # What the template gives the worker.
+        for name, value in (("SQSJOBS_QUEUE_URL", queue_url), ("SQSJOBS_DLQ_URL", dlq_url),
+                            ("SQSJOBS_TABLE", "docs-idempotency"), ("SQSJOBS_OUTBOX_TABLE", "docs-outbox")):
+            monkeypatch.setenv(name, value)
+        namespace: dict[str, Any] = {"__name__": "__snippet__"}
+        for block in blocks:
+            for table in block.names("tables"):
+                create_table(dynamodb, table)
+            for name, value in block.environment().items():
+                monkeypatch.setenv(name, value)
+            for name in block.names("stand-ins"):
+                namespace.setdefault(name, MagicMock(name=name))
+            try:
+                exec(compile(block.code, block.where, "exec"), namespace)  # the page's own example
+            except Exception as error:
+                pytest.fail(f"{block.where} failed: {type(error).__name__}: {error}\n{block.code}")
+
+
+@pytest.mark.timeout(SHELL_TIMEOUT + 60)
+@pytest.mark.parametrize("page", _cases(SHELL))
+def test_the_shell_snippets_of_the_page_run(page: Path, tmp_path: Path) -> None:
+    blocks = [s for s in snippets(page) if s.runnable and s.language in SHELL]
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in WORKDIR_CONTENT:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, work / name, ignore=shutil.ignore_patterns("__pycache__", "node_modules"))
+        elif source.exists():
+            shutil.copy2(source, work / name)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    script = tmp_path / "page.sh"
+    script.write_text(page_script(blocks, logs))
+    done = subprocess.run(["bash", str(script)], cwd=work, env=shell_environment(tmp_path),
+                          capture_output=True, text=True, timeout=SHELL_TIMEOUT, check=False)
+    if done.returncode != 0:
+        output = done.stdout + done.stderr
+        failed = output.rsplit("### snippet ", 1)[-1] if "### snippet " in output else output
+        pytest.fail(f"exit {done.returncode} in snippet {failed[-6000:]}")
+
+
+def test_every_block_runs_or_says_why_not() -> None:
+    """Each page parses (markers well formed), and what is skipped is listed with its reason."""
+    skipped = []
+    runnable = 0
+    for page in pages():
+        for block in snippets(page):
+            if block.language not in PYTHON | SHELL:
+                continue
+            if block.runnable:
+                runnable += 1
+            else:
+                skipped.append(f"{block.where}: {block.directives['skip']}")
+            assert "background" not in block.directives or block.language in SHELL, (
+                f"{block.where}: only shell blocks run in the background")
+    assert runnable >= 30, runnable
+    print("\n".join(["skipped snippets:", *skipped]))  # shown with -s or -rA
+
+
+def shell_environment(tmp_path: Path) -> dict[str, str]:
+    """A clean environment: this checkout's venv first on PATH, fake credentials, a private local-cloud state."""
+    keep = {k: v for k, v in os.environ.items()
+            if not k.startswith(("SQSJOBS_", "AWS_", "PYTEST_", "VIRTUAL_ENV", "POWERTOOLS_"))}
+    return {**keep, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            "SQSJOBS_LOCAL_STATE": str(tmp_path / "local-cloud.json"), "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials")}
+
+
+def page_script(blocks: list[Snippet], logs: Path) -> str:
+    """One bash script for a page's shell blocks: each announced, background ones waited for, the cloud stopped."""
+    lines = [
+        "set -eo pipefail",
+        "__background=()",
+        "__stop() { if [ ${#__background[@]} -gt 0 ]; then sqsjobs local down --timeout 60 >/dev/null 2>&1 "
+        "|| kill ${__background[@]} 2>/dev/null || true; wait ${__background[@]} 2>/dev/null || true; fi; }",
+        "trap __stop EXIT",
+        "__wait_for_cloud() {  # $1: the background block's log",
+        "  for _ in $(seq 1 600); do",
+        "    if sqsjobs local env >/dev/null 2>&1; then return 0; fi",
+        "    if ! kill -0 \"${__background[-1]}\" 2>/dev/null; then echo 'the background block ended:'; cat \"$1\";"
+        " return 1; fi",
+        "    sleep 0.3",
+        "  done",
+        "  echo 'no local cloud after 180 s:'; cat \"$1\"; return 1",
+        "}",
+    ]
+    for number, block in enumerate(blocks):
+        lines.append(f"echo '### snippet {block.where}'")
+        code = block.shell_commands()
+        if "background" in block.directives:
+            log = logs / f"background-{number}.log"
+            lines += [f"( {code.strip()}\n) > '{log}' 2>&1 &", "__background+=($!)", f"__wait_for_cloud '{log}'"]
+        else:
+            lines.append(code)
+    lines.append("echo '### snippet (page done)'")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,157 @@
+"""`sqsjobs init`, the expensive checks on three projects that together cover every option.
+
+- standard, no extras: `sqsjobs check` (the command), `sam validate --lint`, `sam build` outside this
+  repository (handlers/requirements.txt installs sqsjobs from a wheel, as from an index), its pytest
+  including the e2e test, and `sqsjobs local up --reload` driven from a shell's point of view: enqueue,
+  an outcome line, `local env`, an edit that reloads the workers, `local down`;
+- FIFO with outbox, chunked and scheduled: `sam validate --lint`, its pytest with the e2e test (each
+  extra exercised on the local cloud), `sqsjobs local up` and `sqsjobs local fire daily-summary`;
+- standard with outbox, chunked and scheduled: `sam validate --lint` and its pytest with the e2e test.
+
+Every combination gets the cheap checks in test_init_matrix.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from scaffold_support import ROOT, generate, run_pytest
+from tool_support import sam
+
+from sqsjobs.scaffold import Extra, ProjectOptions
+
+ALL_EXTRAS = frozenset(Extra)
+SQSJOBS = Path(sys.executable).parent / "sqsjobs"
+
+
+def cli(project: Path, state: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SQSJOBS_LOCAL_STATE": str(state)}
+    return subprocess.run([str(SQSJOBS), *args], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+class LocalUp:
+    """`sqsjobs local up` in the background, as in a second terminal; its output read line by line."""
+
+    def __init__(self, project: Path, state: Path, *args: str) -> None:
+        self.output = project / "local-up.log"
+        env = {**os.environ, "SQSJOBS_LOCAL_STATE": str(state), "PYTHONUNBUFFERED": "1"}
+        with self.output.open("w") as sink:
+            self.process = subprocess.Popen([str(SQSJOBS), "local", "up", *args], cwd=project, env=env,
+                                            stdout=sink, stderr=subprocess.STDOUT)
+
+    def wait_for(self, text: str, timeout: float = 180) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            log = self.output.read_text()
+            if text in log:
+                return log
+            if self.process.poll() is not None:
+                raise AssertionError(f"local up exited ({self.process.returncode}) before {text!r}:\n{log}")
+            time.sleep(0.3)
+        raise AssertionError(f"no {text!r} within {timeout} s:\n{self.output.read_text()}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+        self.process.wait(timeout=60)
+
+
+@pytest.fixture
+def local_up() -> Iterator[list[LocalUp]]:
+    started: list[LocalUp] = []
+    yield started
+    for process in started:
+        process.stop()
+
+
+@pytest.mark.timeout(1200)  # a pip wheel, a sam build and two local clouds, on a loaded machine
+def test_standard_project_builds_outside_the_repo_and_runs_on_the_local_cloud(
+    tmp_path: Path, local_up: list[LocalUp]
+) -> None:
+    project = generate(tmp_path, ProjectOptions(name="billing"))
+    state = tmp_path / "state.json"
+
+    checked = cli(project, state, "check", "template.yaml")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    validated = sam("validate", "--lint", "--template", "template.yaml", cwd=project)
+    assert validated.returncode == 0 and "is a valid SAM Template" in validated.stdout + validated.stderr, (
+        validated.stdout + validated.stderr)
+
+    # The bundle: sam's own pip builder installs handlers/requirements.txt (sqsjobs==<version>) from a wheel
+    # of this checkout, found the way an index would be searched; nothing of this repository is referenced.
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels),
+                    str(ROOT)], check=True, capture_output=True, timeout=600)
+    links = " ".join(filter(None, [os.environ.get("PIP_FIND_LINKS"), str(wheels)]))
+    built = sam("build", "--template", "template.yaml", cwd=project, PIP_FIND_LINKS=links)
+    assert built.returncode == 0, built.stdout + built.stderr
+    bundle = project / ".aws-sam" / "build" / "WorkerFunction"
+    assert (bundle / "worker.py").is_file() and (bundle / "app.py").is_file()
+    assert (bundle / "sqsjobs" / "__init__.py").is_file() and (bundle / "aws_lambda_powertools").is_dir()
+
+    tested = run_pytest(project)
+    assert tested.returncode == 0 and "2 passed" in tested.stdout, tested.stdout + tested.stderr
+
+    up = LocalUp(project, state, "--reload")
+    local_up.append(up)
+    up.wait_for("ready")
+    message_id = cli(project, state, "enqueue", "welcome", "user_id=7").stdout.strip()
+    log = up.wait_for(f"message={message_id}")
+    assert f"done             welcome key=welcome:7 message={message_id} attempt=1" in log
+    exports = cli(project, state, "local", "env").stdout
+    assert "export SQSJOBS_TABLE=" in exports and "export SQSJOBS_DLQ_URL=" in exports
+
+    app = project / "handlers" / "app.py"
+    app.write_text(app.read_text().replace('app.logger.info("welcomed"', 'app.logger.info("welcomed again"'))
+    up.wait_for("reloaded 1 of 1 function(s) after a change to app.py")
+    second = cli(project, state, "enqueue", "welcome", "user_id=8").stdout.strip()
+    log = up.wait_for(f"message={second}")
+    assert "welcomed again" in log  # the new code ran; the queue and its tables were kept
+    assert "duplicate" not in log.split("reloaded")[-1]
+
+    down = cli(project, state, "local", "down")
+    assert down.returncode == 0, down.stderr
+    assert up.process.wait(timeout=60) == 0
+    assert not state.exists()
+
+
+@pytest.mark.timeout(900)
+def test_fifo_project_with_every_extra(tmp_path: Path, local_up: list[LocalUp]) -> None:
+    project = generate(tmp_path, ProjectOptions(name="orders", fifo=True, extras=ALL_EXTRAS))
+    state = tmp_path / "state.json"
+    validated = sam("validate", "--lint", "--template", "template.yaml", cwd=project)
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    tested = run_pytest(project)
+    assert tested.returncode == 0 and "2 passed" in tested.stdout, tested.stdout + tested.stderr
+
+    # A value that breaks a lint rule: `local up` says what `sqsjobs check -p` says, then runs the loop anyway.
+    up = LocalUp(project, state, "-p", "QueueVisibilityTimeoutSeconds=10")
+    local_up.append(up)
+    log = up.wait_for("ready")
+    assert "error template.yaml: E9101 JobsQueue.VisibilityTimeout: JobsQueue feeds WorkerFunction" in log
+    assert "starting anyway" in log
+    refused = cli(project, state, "check", "template.yaml", "-p", "QueueVisibilityTimeoutSeconds=10")
+    assert refused.returncode != 0 and "E9101" in refused.stdout
+    fired = cli(project, state, "local", "fire", "daily-summary")
+    assert fired.returncode == 0, fired.stderr
+    assert json.loads(fired.stdout)["payload"]["fired"] is True
+    message_id = cli(project, state, "enqueue", "welcome", "user_id=3").stdout.strip()
+    assert "done             welcome key=welcome:3" in up.wait_for(f"message={message_id}")
+    assert cli(project, state, "local", "down").returncode == 0
+
+
+@pytest.mark.timeout(900)
+def test_standard_project_with_every_extra(tmp_path: Path) -> None:
+    project = generate(tmp_path, ProjectOptions(name="catalog", extras=ALL_EXTRAS))
+    validated = sam("validate", "--lint", "--template", "template.yaml", cwd=project)
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    tested = run_pytest(project)
+    assert tested.returncode == 0 and "2 passed" in tested.stdout, tested.stdout + tested.stderr
