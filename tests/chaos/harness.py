@@ -568,6 +568,9 @@ class ChaosRun:
             return
         if "idempotency store unavailable" in message:
             self.ledger.store_unavailable_retries += 1
+        if d.duration_ms is None:
+            # A later copy of a key in the batch: it did not run, and comes back with its first copy's delay.
+            return
         policy = BackoffPolicy(base=self.config.backoff_base, cap=self.config.backoff_cap)
         bound = policy.bound(d.attempt)
         self.ledger.retry_delays_checked += 1
