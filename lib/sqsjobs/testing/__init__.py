@@ -5,7 +5,8 @@ jobs in-process behind an in-memory idempotency store, a recording fake SQS
 and a manual clock, and restores the app afterwards (``tester``). The rest are
 building blocks: ``FakeSQS`` (``fake_sqs``), Lambda-shaped SQS events and a
 Lambda context, and reading a real (moto) queue as Lambda's poller would
-(``events``).
+(``events``); ``given_attempts`` writes the record of a job that already
+failed (``records``).
 
     >>> from sqsjobs import JobApp, Outcome
     >>> app = JobApp()
@@ -34,6 +35,7 @@ from sqsjobs.testing.events import (
     sqs_record,
 )
 from sqsjobs.testing.fake_sqs import FakeSQS, QueuedMessage, SqsCall
+from sqsjobs.testing.records import given_attempts
 from sqsjobs.testing.tester import JobOutcome, JobTester, ManualClock, SentJob, use
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "SentJob",
     "SqsCall",
     "drain_queue",
+    "given_attempts",
     "messages_in",
     "queue_arn",
     "receive_event",
