@@ -33,7 +33,8 @@ NOT_RUNTIME_PACKAGES = ("typer", "click", "rich", "pygments", "shellingham", "ma
 NOT_RUNTIME_DISTRIBUTIONS = ("typer", "click", "rich", "pygments", "shellingham", "markdown_it_py", "moto",
                              "flask", "werkzeug", "aws_sam_translator", "cfn_lint")
 #: the modules of the extras that the sqsjobs wheel itself carries
-NOT_RUNTIME_SUBPACKAGES = ("sqsjobs/cli", "sqsjobs/local", "sqsjobs/console")
+NOT_RUNTIME_SUBPACKAGES = ("sqsjobs/cli", "sqsjobs/local", "sqsjobs/console", "sqsjobs/scaffold", "sqsjobs/validation",
+                           "sqsjobs/testing", "sqsjobs/pytest_plugin.py")
 
 
 def not_runtime_entries(bundle: Path) -> list[str]:
