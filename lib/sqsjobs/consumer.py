@@ -24,12 +24,9 @@ This module must never raise out of a batch for a record's sake.
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.batch.base import BasePartialBatchProcessor, EventType
@@ -45,10 +42,10 @@ from sqsjobs.errors import (
     InvalidEventError,
     MalformedMessageError,
     RetryableError,
-    TimeLimitExceeded,
     UnknownJobError,
 )
 from sqsjobs.guard import ClaimRequest, ClaimState, Finish, IdempotencyStore
+from sqsjobs.time_limit import run_with_time_limit
 from sqsjobs.tracing import reset_trace_id, set_trace_id
 
 if TYPE_CHECKING:
@@ -217,21 +214,9 @@ class JobBatchProcessor(BasePartialBatchProcessor):
         # The job's own log lines through app.logger carry the same fields.
         self.log.append_keys(**fields)
         started = time.perf_counter()
-        limit = TimeLimit()
         try:
-            with time_limit(job.options.time_limit, job.name) as limit:
-                d.result = job.fn(**d.args)
-            if limit.expired:
-                # The job caught TimeLimitExceeded and returned anyway: it still ran past its limit.
-                raise TimeLimitExceeded(f"job {job.name!r} ran past its time_limit of {job.options.time_limit} s")
-        except Exception as raised:
-            error = raised
-            if limit.expired and not isinstance(error, TimeLimitExceeded):
-                # Whatever the job turned the limit into (cleanup failing, a re-wrap), it ran out of time:
-                # a retryable failure, not a permanent one by way of its classification.
-                error = TimeLimitExceeded(f"job {job.name!r} ran past its time_limit of {job.options.time_limit} s "
-                                          f"(then raised {type(raised).__name__}: {raised})")
-                error.__cause__ = raised
+            d.result = run_with_time_limit(job.fn, d.args, job.options.time_limit, job.name)
+        except Exception as error:
             d.duration_ms = (time.perf_counter() - started) * 1000
             d.error = error
             if job.options.classify(error) == "permanent":
@@ -471,70 +456,6 @@ def queue_url_from_arn(arn: str, configured_url: str | None, endpoint_url: str) 
     if configured_url and configured_url.rstrip("/").endswith(f"/{account}/{name}"):
         return configured_url
     return f"{endpoint_url.rstrip('/')}/{account}/{name}"
-
-
-#: after the first ``TimeLimitExceeded``, raise it again this often until the job gives up
-TIME_LIMIT_REPEAT = 1.0
-
-
-class TimeLimit:
-    """What ``time_limit`` yields: whether the limit fired while the block ran.
-
-    Example:
-        >>> TimeLimit().expired
-        False
-    """
-
-    expired: bool = False
-    #: set while the timer is being disarmed: a late alarm must not interrupt the cleanup
-    leaving: bool = False
-
-
-@contextmanager
-def time_limit(seconds: float | None, job: str) -> Iterator[TimeLimit]:
-    """Raise ``TimeLimitExceeded`` in the running job after ``seconds`` (main thread only).
-
-    SIGALRM is the only way to interrupt arbitrary Python code in-process, and
-    Lambda runs handlers in the main thread; elsewhere the limit is not enforced.
-    A job that catches the exception and carries on gets it again every
-    ``TIME_LIMIT_REPEAT`` seconds, and ``expired`` tells the caller it fired.
-
-    Example:
-        >>> with time_limit(None, "j") as limit:
-        ...     pass
-        >>> limit.expired
-        False
-    """
-    limit = TimeLimit()
-    if not seconds or threading.current_thread() is not threading.main_thread():
-        yield limit
-        return
-
-    def expired(signum: int, frame: Any) -> None:
-        if limit.leaving:
-            return
-        limit.expired = True
-        raise TimeLimitExceeded(f"job {job!r} ran past its time_limit of {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    # Someone else's timer (a test runner's timeout, say) is put back, less the time we took.
-    outer_delay, outer_interval = signal.setitimer(signal.ITIMER_REAL, seconds, TIME_LIMIT_REPEAT)
-    started = time.monotonic()
-    try:
-        yield limit
-    finally:
-        # Nested so that an alarm landing before ``leaving`` is set cannot skip the disarm:
-        # a timer left running would raise in whatever code runs next, every second.
-        try:
-            limit.leaving = True
-        finally:
-            try:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-            finally:
-                signal.signal(signal.SIGALRM, previous)
-                if outer_delay:
-                    left = max(outer_delay - (time.monotonic() - started), 0.001)
-                    signal.setitimer(signal.ITIMER_REAL, left, outer_interval)
 
 
 def _loggable(text: str) -> str:
