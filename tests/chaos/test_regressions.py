@@ -60,7 +60,7 @@ def test_a_later_copy_of_a_key_retries_on_its_own_attempt_count() -> None:
     body = app.get_job("flaky").message(n=1).body
     for _ in range(50):
         result = app.process_batch({"Records": [sqs_record(body, attempt=3), sqs_record(body, attempt=1)]},
-                                   FakeContext())
+                                   FakeContext(clock=lambda: 0.0))
         first, copy = result.deliveries
         assert first.outcome is copy.outcome is Outcome.RETRY
         assert 0 <= copy.delay <= 2.0, copy.delay
@@ -75,7 +75,7 @@ def test_a_later_copy_on_its_last_attempt_is_dead_lettered_with_its_reason() -> 
     app, sqs = _copies_app()
     body = app.get_job("flaky").message(n=2).body
     last = sqs_record(body, attempt=4)
-    result = app.process_batch({"Records": [sqs_record(body, attempt=1), last]}, FakeContext())
+    result = app.process_batch({"Records": [sqs_record(body, attempt=1), last]}, FakeContext(clock=lambda: 0.0))
     first, copy = result.deliveries
     assert first.outcome is Outcome.RETRY
     assert copy.outcome is Outcome.DEAD_LETTERED

@@ -7,6 +7,12 @@ margin), so a lost invocation's messages return only after its lease ended.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
 E2E_PARAMETERS = {
     "SenderEmail": "billing@example.com",
     "WorkerTimeoutSeconds": "8",
@@ -14,3 +20,15 @@ E2E_PARAMETERS = {
     "MaximumBatchingWindowSeconds": "0",
     "MaxAttempts": "3",
 }
+
+
+def wait_for(probe: Callable[[], T | None], what: str, *, ceiling: float = 180.0) -> T:
+    """Poll ``probe`` until it returns something; ``ceiling`` seconds only bound a hang (never decide a pass)."""
+    give_up = time.monotonic() + ceiling
+    while True:
+        found = probe()
+        if found is not None:
+            return found
+        if time.monotonic() > give_up:
+            raise AssertionError(f"still waiting for {what} after {ceiling:.0f} s")
+        time.sleep(0.2)

@@ -324,16 +324,15 @@ class LocalCloud:
         ).get("Messages", [])
         return messages
 
-    def peek_all(self, queue: str, *, rounds: int = 20) -> list[dict[str, Any]]:
-        """Every message on ``queue`` (peeked until no new one shows up; they stay on the queue)."""
-        seen: dict[str, dict[str, Any]] = {}
-        for _ in range(rounds):
-            batch = self.peek(queue)
-            new = [m for m in batch if m["MessageId"] not in seen]
-            seen.update({m["MessageId"]: m for m in new})
-            if not new:
-                break
-        return list(seen.values())
+    def peek_all(self, queue: str) -> list[dict[str, Any]]:
+        """Every message on ``queue``; they stay on the queue (each is received once more).
+
+        ``peek`` alone cannot do it: a receive with a zero visibility timeout
+        hands back the same first ten every time.
+        """
+        from sqsjobs.testing import messages_in
+
+        return list(messages_in(self.clients.get("sqs"), self.queue_url(queue)))
 
     def drain(self, timeout: float = 120.0, *, settle_checks: int = 3) -> None:
         """Block until every mapped queue and stream is empty and no invocation runs.
