@@ -19,25 +19,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e.e2e_support import E2E_PARAMETERS
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 SQSJOBS = str(Path(sys.executable).with_name("sqsjobs"))
-PARAMETERS = {
-    "SenderEmail": "billing@example.com",
-    "WorkerTimeoutSeconds": "8",
-    "QueueVisibilityTimeoutSeconds": "15",
-    "MaximumBatchingWindowSeconds": "0",
-    "MaxAttempts": "3",
-}
 
 
 @pytest.fixture(scope="module")
 def cloud() -> Iterator[Any]:
     from sqsjobs.local.cloud import LocalCloud
 
-    with LocalCloud.start(ROOT / "template.yaml", parameters=PARAMETERS, stack_name="sqsjobs-runbook") as c:
+    with LocalCloud.start(ROOT / "template.yaml", parameters=E2E_PARAMETERS, stack_name="sqsjobs-runbook") as c:
         yield c
 
 
