@@ -42,6 +42,16 @@ def shell_env(cloud: Any) -> dict[str, str]:
     return {**base, **cloud.env(), **cloud.state()["app_env"], "COLUMNS": "200"}
 
 
+@pytest.fixture
+def empty_dlq(cloud: Any) -> None:
+    """Each test counts its own dead letters: whatever another test left (in any order) goes first."""
+    sqs = cloud.clients.get("sqs")
+    dlq = cloud.queue_url("DeadLetterQueue")
+    while messages := sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10).get("Messages", []):
+        for m in messages:
+            sqs.delete_message(QueueUrl=dlq, ReceiptHandle=m["ReceiptHandle"])
+
+
 def sqsjobs(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([SQSJOBS, *args], env=env, capture_output=True, text=True, timeout=120, check=False)
 
@@ -52,6 +62,7 @@ def enqueue(cloud: Any, invoice_id: int) -> None:
     cloud.send("JobsQueue", body, {"sqsjobs.job": "invoice-email"})
 
 
+@pytest.mark.usefixtures("empty_dlq")
 def test_status_then_dry_run_then_redrive_as_the_runbook_says(cloud: Any, shell_env: dict[str, str]) -> None:
     for invoice_id in (-501, -502):  # invoices that do not exist: PermanentError, dead-lettered
         enqueue(cloud, invoice_id)
@@ -93,17 +104,12 @@ def test_status_then_dry_run_then_redrive_as_the_runbook_says(cloud: Any, shell_
     assert json.loads(by_name.stdout)["queue"]["name"] == "sqsjobs-runbook-JobsQueue"
 
 
+@pytest.mark.usefixtures("empty_dlq")
 def test_the_deployed_redrive_function_moves_through_the_guard(cloud: Any, shell_env: dict[str, str]) -> None:
     from sqsjobs.queues import queue_depth
 
     sqs = cloud.clients.get("sqs")
     dlq = cloud.queue_url("DeadLetterQueue")
-    for _ in range(30):  # whatever the previous test left
-        messages = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10).get("Messages", [])
-        if not messages:
-            break
-        for m in messages:
-            sqs.delete_message(QueueUrl=dlq, ReceiptHandle=m["ReceiptHandle"])
     enqueue(cloud, -601)
     cloud.drain()
     assert queue_depth(sqs, dlq) == 1

@@ -371,14 +371,15 @@ class LocalCloud:
         pending += [f"{s.mapping.logical_id}: stream records" for s in self.stream_pollers if not s.idle]
         return pending
 
-    def fire(self, name: str) -> InvocationResult:
-        """Run schedule ``name`` now and return the result.
+    def fire(self, name: str, *, at: datetime | None = None) -> InvocationResult:
+        """Run schedule ``name`` now, as its tick at ``at`` (default: this minute), and return the result.
 
         ``name`` is the schedule's Name or logical id, its function's logical id or
-        name, or the ``job`` its Input names (sqsjobs' scheduled jobs).
+        name, or the ``job`` its Input names (sqsjobs' scheduled jobs). A fixed
+        ``at`` names one period whatever the clock says (for tests).
         """
         schedule = self.find_schedule(name)
-        return self.pools[schedule.function].invoke(scheduled_event(schedule, self.clients.region))
+        return self.pools[schedule.function].invoke(scheduled_event(schedule, self.clients.region, at))
 
     def find_schedule(self, name: str) -> Schedule:
         """The schedule known by ``name``; :class:`KeyError` listing the names otherwise."""
