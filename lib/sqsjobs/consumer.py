@@ -50,14 +50,13 @@ from sqsjobs.errors import (
     MalformedMessageError,
     PermanentError,
     RetryableError,
-    TimeLimitExceeded,
     UnknownJobError,
 )
 from sqsjobs.guard import Claim, ClaimResult, Verdict
 from sqsjobs.job import Classification, OnCrash
 from sqsjobs.lease import Operation, Written, expiry
 from sqsjobs.message import ATTR_RESENDS, MAX_DELAY_SECONDS
-from sqsjobs.time_limit import TimeLimit, time_limit
+from sqsjobs.time_limit import run_with_time_limit
 from sqsjobs.tracing import reset_trace_id, set_trace_id
 
 if TYPE_CHECKING:
@@ -280,22 +279,12 @@ class JobBatchProcessor:
         # The job's own log lines through app.logger carry the same fields.
         self.log.append_keys(**fields)
         started = time.perf_counter()
-        limit = TimeLimit()
         error: BaseException | None = None
         try:
-            with running_job(self.store, d.key), time_limit(job.options.time_limit, job.name) as limit:
-                d.result = job.fn(**d.args)
-            if limit.expired:
-                # The job caught TimeLimitExceeded and returned anyway: it still ran past its limit.
-                raise TimeLimitExceeded(f"job {job.name!r} ran past its time_limit of {job.options.time_limit} s")
+            with running_job(self.store, d.key):
+                d.result = run_with_time_limit(job.fn, d.args, job.options.time_limit, job.name)
         except Exception as raised:
             error = raised
-            if limit.expired and not isinstance(error, TimeLimitExceeded):
-                # Whatever the job turned the limit into (cleanup failing, a re-wrap), it ran out of time:
-                # a retryable failure, not a permanent one by way of its classification.
-                error = TimeLimitExceeded(f"job {job.name!r} ran past its time_limit of {job.options.time_limit} s "
-                                          f"(then raised {type(raised).__name__}: {raised})")
-                error.__cause__ = raised
             self.log.warning("job failed", extra={"error": f"{type(error).__name__}: {error}"})
         finally:
             d.duration_ms = (time.perf_counter() - started) * 1000

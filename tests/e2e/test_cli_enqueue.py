@@ -7,20 +7,23 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from e2e.e2e_support import E2E_PARAMETERS
+from e2e.e2e_support import E2E_PARAMETERS, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SQSJOBS = str(Path(sys.executable).with_name("sqsjobs"))
 
 
-def sent_subjects(endpoint: str) -> list[str]:
-    with urllib.request.urlopen(f"{endpoint}/moto-api/data.json", timeout=10) as response:
-        data = json.loads(response.read())
+def sent_subjects(endpoint: str) -> list[str] | None:
+    """Subjects of the e-mails sent so far; None when moto's dump failed (it can, while models change)."""
+    try:
+        with urllib.request.urlopen(f"{endpoint}/moto-api/data.json", timeout=10) as response:
+            data = json.loads(response.read())
+    except urllib.error.HTTPError:
+        return None
     return [str(m["subject"]) for m in data["ses"]["Message"]]
 
 
@@ -30,32 +33,27 @@ def test_sqsjobs_enqueue_reaches_the_worker_of_a_running_local_up(tmp_path: Path
     parameters = [arg for name, value in E2E_PARAMETERS.items() for arg in ("-p", f"{name}={value}")]
     process = subprocess.Popen([SQSJOBS, "local", "up", *parameters], cwd=ROOT, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        for _ in range(300):
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            if state_file.exists():
-                break
-            time.sleep(0.2)
-        endpoint = json.loads(state_file.read_text())["endpoint"]
 
+    def started() -> str | None:
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        return str(json.loads(state_file.read_text())["endpoint"]) if state_file.exists() else None
+
+    def invoice_sent() -> list[str] | None:
+        subjects = sent_subjects(endpoint)
+        return subjects if subjects is not None and "Invoice 4242" in subjects else None
+
+    try:
+        endpoint = wait_for(started, "local up to write its state file")
         enqueued = subprocess.run([SQSJOBS, "enqueue", "invoice-email", "invoice_id=4242"], cwd=ROOT, env=env,
-                                  capture_output=True, text=True, timeout=60)
+                                  capture_output=True, text=True, timeout=120)
         refused = subprocess.run([SQSJOBS, "enqueue", "invoice-email", "invoice_id=oops"], cwd=ROOT, env=env,
-                                 capture_output=True, text=True, timeout=60)
-        subjects: list[str] = []
-        for _ in range(150):
-            try:
-                subjects = sent_subjects(endpoint)
-            except urllib.error.HTTPError:
-                continue  # moto's dump can fail while other requests change its models
-            if "Invoice 4242" in subjects:
-                break
-            time.sleep(0.2)
+                                 capture_output=True, text=True, timeout=120)
+        assert enqueued.returncode == 0, enqueued.stderr
+        subjects = wait_for(invoice_sent, "the worker to send Invoice 4242")
     finally:
         process.send_signal(signal.SIGINT)
-        process.communicate(timeout=60)
+        process.communicate(timeout=120)
 
-    assert enqueued.returncode == 0, enqueued.stderr
     assert subjects.count("Invoice 4242") == 1
     assert refused.returncode == 1
     assert "error:" in refused.stderr

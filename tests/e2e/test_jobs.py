@@ -19,6 +19,12 @@ def attribute(message: dict[str, Any], name: str) -> str:
     return str(message["MessageAttributes"][name]["StringValue"])
 
 
+def letters_of(cloud: LocalCloudSession, message_id: str) -> list[dict[str, Any]]:
+    """This test's dead letters: other tests' (in any order, any shape of body) share the session's DLQ."""
+    return [m for m in cloud.dead_letters()
+            if m.get("MessageAttributes", {}).get("sqsjobs.original_message_id", {}).get("StringValue") == message_id]
+
+
 def test_an_enqueued_job_is_processed_by_the_deployed_worker(local_cloud: LocalCloudSession) -> None:
     invoice = next(_ids)
 
@@ -51,12 +57,12 @@ def test_a_poison_message_reaches_the_dlq_with_its_reason_and_pages(local_cloud:
     local_cloud.set_alarm_state("DeadLetterAlarm", "OK")
     invoice = -next(_ids)
 
-    local_cloud.enqueue("invoice-email", invoice_id=invoice)
+    message_id = local_cloud.enqueue("invoice-email", invoice_id=invoice)
     local_cloud.drain()
     local_cloud.evaluate_alarms()
 
-    dead = [m for m in local_cloud.dead_letters() if json.loads(m["Body"])["args"]["invoice_id"] == invoice]
-    assert len(dead) == 1
+    dead = letters_of(local_cloud, message_id)
+    assert len(dead) == 1 and json.loads(dead[0]["Body"])["args"]["invoice_id"] == invoice
     assert attribute(dead[0], "sqsjobs.reason") == "permanent"
     assert attribute(dead[0], "sqsjobs.error_type") == "PermanentError"
     assert local_cloud.alarm_state("DeadLetterAlarm") == "ALARM"
@@ -69,7 +75,7 @@ def test_a_malformed_body_is_dead_lettered_as_malformed(local_cloud: LocalCloudS
     message_id = local_cloud.send("JobsQueue", "this is not an envelope")
     local_cloud.drain()
 
-    dead = [m for m in local_cloud.dead_letters() if attribute(m, "sqsjobs.original_message_id") == message_id]
+    dead = letters_of(local_cloud, message_id)
     assert [attribute(m, "sqsjobs.reason") for m in dead] == ["malformed"]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime
 from typing import Any
 
 from sqsjobs.chunked import RunStore
@@ -43,10 +44,14 @@ def test_a_chunked_reindex_runs_to_the_end(local_cloud: LocalCloudSession) -> No
 
 
 def test_the_nightly_report_fires_once_per_period(local_cloud: LocalCloudSession) -> None:
-    first = local_cloud.fire("SchedulerFunction")
-    second = local_cloud.fire("SchedulerFunction")
+    # A tick in the past: the cloud's own cron (02:00 UTC, real time) never takes this period first,
+    # and midnight cannot fall between the two fires.
+    tick = datetime(2026, 8, 5, 2, tzinfo=UTC)
+    first = local_cloud.fire("SchedulerFunction", at=tick)
+    second = local_cloud.fire("SchedulerFunction", at=tick)
 
     assert first.ok and second.ok, (first.error_message, second.error_message)
     assert first.payload["fired"] is True
+    assert first.payload["period"] == "2026-08-05"
     assert second.payload["fired"] is False and second.payload["period"] == first.payload["period"]
     assert second.payload["reason"].startswith("already done by")

@@ -48,7 +48,7 @@ def test_a_non_utf8_key_is_dead_lettered_beside_a_valid_record(moto_dynamodb: An
 
     bad = sqs_record('{"v": 1, "job": "fuzz-ok", "key": "k\\udc80", "args": {"n": 1}}')
     good = sqs_record(ok.message(n=2).body)
-    result = app.process_batch({"Records": [bad, good]}, FakeContext())
+    result = app.process_batch({"Records": [bad, good]}, FakeContext(clock=lambda: 0.0))
     assert [d.outcome for d in result.deliveries] == [Outcome.DEAD_LETTERED, Outcome.SUCCEEDED]
     assert ran == [2]
     assert sqs.dead_letters[0]["MessageAttributes"]["sqsjobs.reason"]["StringValue"] == "malformed"
@@ -67,7 +67,7 @@ def test_an_unknown_job_with_an_unsendable_name_still_reaches_the_dlq_with_its_r
     app = JobApp(queue_url="https://sqs.us-east-1.amazonaws.com/1/q", dlq_url="https://sqs.us-east-1.amazonaws.com/1/d",
                  store=InMemoryStore(), sqs_client=sqs, emit_metrics=lambda line: None)  # type: ignore[arg-type]
     body = '{"v": 1, "job": "' + job + '", "args": {}}'
-    result = app.process_batch({"Records": [sqs_record(body)]}, FakeContext())
+    result = app.process_batch({"Records": [sqs_record(body)]}, FakeContext(clock=lambda: 0.0))
     assert [d.outcome for d in result.deliveries] == [Outcome.DEAD_LETTERED], result.deliveries[0].notes
     (entry,) = sqs.dead_letters
     assert entry["MessageBody"] == body
@@ -87,7 +87,7 @@ def test_a_copy_of_a_dead_lettered_key_in_the_same_batch_is_not_counted_as_done(
         raise PermanentError("record gone")
 
     body = poison.message(n=1).body
-    result = app.process_batch({"Records": [sqs_record(body), sqs_record(body)]}, FakeContext())
+    result = app.process_batch({"Records": [sqs_record(body), sqs_record(body)]}, FakeContext(clock=lambda: 0.0))
     first, second = result.deliveries
     assert first.outcome is Outcome.DEAD_LETTERED
     # The job never completed: this copy must not leave the queue as a completed duplicate.

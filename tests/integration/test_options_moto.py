@@ -15,12 +15,12 @@ from aws_lambda_powertools import Logger
 from aws_support import MAX_ATTEMPTS
 
 from sqsjobs import Outcome, PermanentError, RetryableError, TimeLimitExceeded
-from sqsjobs import time_limit as time_limit_module
 from sqsjobs.consumer import MAX_RESENDS
 from sqsjobs.dead_letter import ATTR_ATTEMPTS, ATTR_ERROR_MESSAGE, ATTR_ERROR_TYPE, ATTR_REASON
 from sqsjobs.lease import LeaseState
 from sqsjobs.message import ATTR_RESENDS, ATTR_TRACE_ID
 from sqsjobs.testing import given_attempts, messages_in, queue_arn, receive_event, sqs_event
+from sqsjobs.time_limit import TIME_LIMIT_REPEAT, TimeLimit
 from sqsjobs.tracing import current_trace_id
 
 
@@ -240,18 +240,23 @@ def test_a_record_past_its_time_limit_is_stopped_and_retried_while_the_batch_goe
     assert signal.getsignal(signal.SIGALRM) is previous_handler
 
 
-def test_a_real_timer_stops_a_job_that_never_returns(make_app: Any) -> None:
+def test_the_job_runs_under_its_own_timer_and_handler(make_app: Any) -> None:
+    # The real timer stopping a spinning job is tests/unit/test_options_time_limit.py's one slow test;
+    # here: the worker arms it with the job's limit, for the job's call only.
     app = make_app()
-    spins: list[int] = [0]
+    seen: list[Any] = []
 
-    @app.job("spin", key="spin:{n}", time_limit=0.05)
-    def spin(n: int) -> None:
-        while True:  # no I/O, no sleep: only the signal can stop this
-            spins[0] += 1
+    @app.job("armed", key="armed:{n}", time_limit=45)
+    def armed(n: int) -> None:
+        seen.append((signal.getitimer(signal.ITIMER_REAL), getattr(signal.getsignal(signal.SIGALRM), "__self__", None)))
 
-    (delivery,) = app.process_batch(sqs_event([json.loads(spin.message(n=1).body)])).deliveries
-    assert delivery.outcome is Outcome.RETRY and isinstance(delivery.error, TimeLimitExceeded)
-    assert spins[0] > 0
+    handler = signal.getsignal(signal.SIGALRM)
+    (delivery,) = app.process_batch(sqs_event([json.loads(armed.message(n=1).body)])).deliveries
+    (((remaining, interval), limit),) = seen
+    assert delivery.outcome is Outcome.SUCCEEDED
+    assert 0 < remaining <= 45 and interval == TIME_LIMIT_REPEAT
+    assert isinstance(limit, TimeLimit) and limit.seconds == 45 and limit.job == "armed"
+    assert signal.getsignal(signal.SIGALRM) is handler
 
 
 def test_swallowing_the_time_limit_does_not_make_the_job_succeed(make_app: Any) -> None:
@@ -268,21 +273,18 @@ def test_swallowing_the_time_limit_does_not_make_the_job_succeed(make_app: Any) 
     assert delivery.outcome is Outcome.RETRY and isinstance(delivery.error, TimeLimitExceeded)
 
 
-def test_a_job_that_swallows_the_limit_and_carries_on_is_interrupted_again(
-        make_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(time_limit_module, "TIME_LIMIT_REPEAT", 0.01)
+def test_a_job_that_swallows_the_limit_and_carries_on_is_interrupted_again(make_app: Any) -> None:
     app = make_app()
     caught: list[str] = []
 
-    @app.job("stubborn", key="stubborn:{n}", time_limit=0.01)
+    @app.job("stubborn", key="stubborn:{n}", time_limit=30)
     def stubborn(n: int) -> None:
         try:
-            while True:
-                pass
+            alarm_now()
         except TimeLimitExceeded:
             caught.append("first")
-        while True:  # carries on regardless; the repeated alarm ends it
-            pass
+        alarm_now()  # carries on regardless; the repeated alarm ends it
+        caught.append("never reached")
 
     (delivery,) = app.process_batch(sqs_event([json.loads(stubborn.message(n=1).body)])).deliveries
     assert caught == ["first"]

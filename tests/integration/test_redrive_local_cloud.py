@@ -19,25 +19,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e.e2e_support import E2E_PARAMETERS
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 SQSJOBS = str(Path(sys.executable).with_name("sqsjobs"))
-PARAMETERS = {
-    "SenderEmail": "billing@example.com",
-    "WorkerTimeoutSeconds": "8",
-    "QueueVisibilityTimeoutSeconds": "15",
-    "MaximumBatchingWindowSeconds": "0",
-    "MaxAttempts": "3",
-}
 
 
 @pytest.fixture(scope="module")
 def cloud() -> Iterator[Any]:
     from sqsjobs.local.cloud import LocalCloud
 
-    with LocalCloud.start(ROOT / "template.yaml", parameters=PARAMETERS, stack_name="sqsjobs-runbook") as c:
+    with LocalCloud.start(ROOT / "template.yaml", parameters=E2E_PARAMETERS, stack_name="sqsjobs-runbook") as c:
         yield c
 
 
@@ -46,6 +40,16 @@ def shell_env(cloud: Any) -> dict[str, str]:
     """What an operator's shell has after `eval "$(sqsjobs local env)"`: nothing else from AWS."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SQSJOBS_"))}
     return {**base, **cloud.env(), **cloud.state()["app_env"], "COLUMNS": "200"}
+
+
+@pytest.fixture
+def empty_dlq(cloud: Any) -> None:
+    """Each test counts its own dead letters: whatever another test left (in any order) goes first."""
+    sqs = cloud.clients.get("sqs")
+    dlq = cloud.queue_url("DeadLetterQueue")
+    while messages := sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10).get("Messages", []):
+        for m in messages:
+            sqs.delete_message(QueueUrl=dlq, ReceiptHandle=m["ReceiptHandle"])
 
 
 def sqsjobs(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -74,6 +78,7 @@ def test_the_deployed_queues_give_the_worker_the_last_word_and_accept_only_the_j
         assert cloud.function_env(function)["SQSJOBS_RECORD_TTL_SECONDS"] == "1814400"
 
 
+@pytest.mark.usefixtures("empty_dlq")
 def test_status_then_dry_run_then_redrive_as_the_runbook_says(cloud: Any, shell_env: dict[str, str]) -> None:
     for invoice_id in (-501, -502):  # invoices that do not exist: PermanentError, dead-lettered
         enqueue(cloud, invoice_id)
@@ -115,17 +120,12 @@ def test_status_then_dry_run_then_redrive_as_the_runbook_says(cloud: Any, shell_
     assert json.loads(by_name.stdout)["queue"]["name"] == "sqsjobs-runbook-JobsQueue"
 
 
+@pytest.mark.usefixtures("empty_dlq")
 def test_the_deployed_redrive_function_moves_through_the_guard(cloud: Any, shell_env: dict[str, str]) -> None:
     from sqsjobs.queues import queue_depth
 
     sqs = cloud.clients.get("sqs")
     dlq = cloud.queue_url("DeadLetterQueue")
-    for _ in range(30):  # whatever the previous test left
-        messages = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10).get("Messages", [])
-        if not messages:
-            break
-        for m in messages:
-            sqs.delete_message(QueueUrl=dlq, ReceiptHandle=m["ReceiptHandle"])
     enqueue(cloud, -601)
     cloud.drain()
     assert queue_depth(sqs, dlq) == 1

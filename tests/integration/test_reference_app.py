@@ -33,7 +33,7 @@ def test_invoice_email_is_sent_once_despite_duplicates_and_a_poison_goes_to_the_
     app.send_invoice_email.enqueue(invoice_id=42)
     app.app.enqueue("invoice-email", invoice_id=-1)  # no such invoice: PermanentError
 
-    response = worker.handler(receive_event(aws.sqs, aws.queue_url), FakeContext())
+    response = worker.handler(receive_event(aws.sqs, aws.queue_url), FakeContext(clock=lambda: 0.0))
 
     assert response == {"batchItemFailures": []}
     emails = sent_emails()

@@ -376,16 +376,15 @@ class LocalCloud:
         ).get("Messages", [])
         return messages
 
-    def peek_all(self, queue: str, *, rounds: int = 20) -> list[dict[str, Any]]:
-        """Every message on ``queue`` (peeked until no new one shows up; they stay on the queue)."""
-        seen: dict[str, dict[str, Any]] = {}
-        for _ in range(rounds):
-            batch = self.peek(queue)
-            new = [m for m in batch if m["MessageId"] not in seen]
-            seen.update({m["MessageId"]: m for m in new})
-            if not new:
-                break
-        return list(seen.values())
+    def peek_all(self, queue: str) -> list[dict[str, Any]]:
+        """Every message on ``queue``; they stay on the queue (each is received once more).
+
+        ``peek`` alone cannot do it: a receive with a zero visibility timeout
+        hands back the same first ten every time.
+        """
+        from sqsjobs.testing import messages_in
+
+        return list(messages_in(self.clients.get("sqs"), self.queue_url(queue)))
 
     def drain(self, timeout: float = 120.0, *, settle_checks: int = 3) -> None:
         """Block until every mapped queue and stream is empty and no invocation runs.
@@ -424,14 +423,15 @@ class LocalCloud:
         pending += [f"{s.mapping.logical_id}: stream records" for s in self.stream_pollers if not s.idle]
         return pending
 
-    def fire(self, name: str) -> InvocationResult:
-        """Run schedule ``name`` now and return the result.
+    def fire(self, name: str, *, at: datetime | None = None) -> InvocationResult:
+        """Run schedule ``name`` now, as its tick at ``at`` (default: this minute), and return the result.
 
         ``name`` is the schedule's Name or logical id, its function's logical id or
-        name, or the ``job`` its Input names (sqsjobs' scheduled jobs).
+        name, or the ``job`` its Input names (sqsjobs' scheduled jobs). A fixed
+        ``at`` names one period whatever the clock says (for tests).
         """
         schedule = self.find_schedule(name)
-        return self.pools[schedule.function].invoke(scheduled_event(schedule, self.clients.region))
+        return self.pools[schedule.function].invoke(scheduled_event(schedule, self.clients.region, at))
 
     def find_schedule(self, name: str) -> Schedule:
         """The schedule known by ``name``; :class:`KeyError` listing the names otherwise."""

@@ -28,6 +28,8 @@ from sqsjobs.local.runtime import END_MARKER, RESULT_FD_ENV
 from sqsjobs.local.spawn import spawn
 
 _INIT_TIMEOUT_S = 30.0  # Lambda's init phase allows 10 s; a loaded laptop needs more
+#: the end marker follows the result at once; this only bounds a hang (a loaded machine delays the log pump)
+_LOGGED_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,6 +86,7 @@ class _Worker:
         self._buffer = b""
         self._ended = threading.Condition()
         self._ended_ids: set[str] = set()
+        self._output_closed = False
         self._log_thread = threading.Thread(
             target=self._pump_logs, args=(log,), name=f"logs-{spec.logical_id}", daemon=True
         )
@@ -99,11 +102,14 @@ class _Worker:
                     self._ended.notify_all()
                 continue
             log(self.spec.logical_id, line)
+        with self._ended:  # the worker is gone: no end marker is coming
+            self._output_closed = True
+            self._ended.notify_all()
 
-    def wait_logged(self, request_id: str, timeout: float = 2.0) -> None:
-        """Wait until every line the invocation printed went to the log sink."""
+    def wait_logged(self, request_id: str, timeout: float = _LOGGED_TIMEOUT_S) -> None:
+        """Wait until every line the invocation printed went to the log sink (or the worker's output ended)."""
         with self._ended:
-            self._ended.wait_for(lambda: request_id in self._ended_ids, timeout=timeout)
+            self._ended.wait_for(lambda: request_id in self._ended_ids or self._output_closed, timeout=timeout)
             self._ended_ids.discard(request_id)
 
     def read_message(self, deadline: float) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -98,13 +98,14 @@ class MetricStore:
         [1.0]
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
         self._points: dict[tuple[str, str, Dimensions], list[tuple[float, float]]] = {}
         self._lock = threading.Lock()
+        self._clock = clock
 
     def add(self, points: Iterable[Datapoint]) -> None:
-        """Store ``points``; points older than a few hours are dropped as new ones arrive."""
-        horizon = time.time() - _MAX_AGE_S
+        """Store ``points``; points older than a few hours (by ``clock``) are dropped as new ones arrive."""
+        horizon = self._clock() - _MAX_AGE_S
         with self._lock:
             for p in points:
                 series = self._points.setdefault((p.namespace, p.name, p.dimensions), [])

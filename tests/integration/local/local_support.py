@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from sqsjobs.local.output import Output
@@ -24,3 +26,12 @@ class Recorder:
 
     def text(self) -> str:
         return "\n".join(t for _, t in self.events)
+
+
+def wait_until(condition: Callable[[], object], what: str, *, ceiling: float = 180.0) -> None:
+    """Poll ``condition`` until it holds; ``ceiling`` seconds only bound a hang (a loaded machine is slow)."""
+    give_up = time.monotonic() + ceiling
+    while not condition():
+        if time.monotonic() > give_up:
+            raise AssertionError(f"still waiting for {what} after {ceiling:.0f} s")
+        time.sleep(0.05)

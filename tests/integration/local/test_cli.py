@@ -16,7 +16,8 @@ from integration.local.local_support import FIXTURE
 SQSJOBS = str(Path(sys.executable).with_name("sqsjobs"))
 
 
-def wait_for(path: Path, process: subprocess.Popen[str], seconds: float = 60) -> dict[str, object]:
+def wait_for(path: Path, process: subprocess.Popen[str], seconds: float = 180) -> dict[str, object]:
+    """The state file ``local up`` writes once it runs; ``seconds`` only bound a hang."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         assert process.poll() is None, process.stderr.read() if process.stderr else ""

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import time
 from pathlib import Path
 
 import pytest
-from integration.local.local_support import BROKEN, FIXTURE, Recorder
+from integration.local.local_support import BROKEN, FIXTURE, Recorder, wait_until
 
 from sqsjobs.local.cloud import LocalCloud
 from sqsjobs.local.errors import PortInUseError, ServerDiedError, TemplateError
@@ -53,10 +52,7 @@ def test_a_dead_moto_server_is_detected_and_reported() -> None:
     recorder = Recorder()
     with LocalCloud.start(FIXTURE, output=recorder.output(), stack_name="dies") as cloud:
         os.killpg(cloud.server.process.pid, signal.SIGKILL)
-        for _ in range(100):
-            if cloud.failure is not None:
-                break
-            time.sleep(0.1)
+        wait_until(lambda: cloud.failure is not None, "the monitor to notice the dead server")
 
         with pytest.raises(ServerDiedError, match="exited"):
             cloud.check()
@@ -66,9 +62,13 @@ def test_a_dead_moto_server_is_detected_and_reported() -> None:
 def test_a_handler_import_error_shows_the_traceback_and_leaves_the_message() -> None:
     recorder = Recorder()
     with LocalCloud.start(BROKEN, output=recorder.output(), stack_name="broken") as cloud:
-        cloud.send("Queue", "keep me")
         poller = cloud.sqs_pollers[0]
-        time.sleep(2.0)  # room for polls that must not happen
+        pool = cloud.pools[poller.mapping.function]
+        cloud.send("Queue", "keep me")
+        # Each cold start from now on is the paused poller trying the import again instead of receiving:
+        # two more mean a whole round of its loop passed over the waiting message.
+        tried = pool.cold_starts
+        wait_until(lambda: pool.cold_starts >= tried + 2, "two more import attempts by the paused poller")
 
         assert "ModuleNotFoundError: No module named 'this_module_does_not_exist'" in recorder.text()
         assert "Traceback (most recent call last)" in recorder.text()

@@ -10,8 +10,9 @@ from integration.local.local_support import FIXTURE
 from sqsjobs.local.invoker import FunctionPool
 from sqsjobs.local.model import FunctionSpec
 
+# Nothing here is about the Timeout: a generous one, so a loaded machine cannot turn an invocation into one.
 SPEC = FunctionSpec(logical_id="Worker", name="fixture-Worker", handler="app.handler", code_dir=FIXTURE.parent,
-                    timeout=2, environment={"TABLE": "unused"})
+                    timeout=60, environment={"TABLE": "unused"})
 
 
 def event(body: str) -> dict[str, object]:

@@ -9,7 +9,7 @@ from sqsjobs.local.alarms import AlarmEvaluator, AlarmTransition, actions_for, s
 from sqsjobs.local.metric_store import Datapoint, MetricStore, parse_emf
 from sqsjobs.local.model import AlarmSpec
 
-NOW = 1_800_000_000.0
+NOW = 1_800_000_000.0  # every clock here reads NOW: the store's horizon too, or its points expire with the years
 
 
 def dlq_alarm(**overrides: Any) -> AlarmSpec:
@@ -33,7 +33,7 @@ def evaluator(alarm: AlarmSpec, store: MetricStore, seen: list[AlarmTransition])
 
 
 def test_a_breaching_sample_moves_the_alarm_to_alarm_once() -> None:
-    store, seen = MetricStore(), []
+    store, seen = MetricStore(clock=lambda: NOW), []
     store.add([point(0, NOW - 30), point(2, NOW - 5)])
     e = evaluator(dlq_alarm(), store, seen)
 
@@ -46,13 +46,13 @@ def test_a_breaching_sample_moves_the_alarm_to_alarm_once() -> None:
 def test_no_data_follows_treat_missing_data() -> None:
     for treat, expected in (("notBreaching", "OK"), ("breaching", "ALARM"), ("missing", "INSUFFICIENT_DATA")):
         seen: list[AlarmTransition] = []
-        e = evaluator(dlq_alarm(TreatMissingData=treat), MetricStore(), seen)
+        e = evaluator(dlq_alarm(TreatMissingData=treat), MetricStore(clock=lambda: NOW), seen)
         e.evaluate_all()
         assert e.states["dlq-alarm"] == expected
 
 
 def test_m_out_of_n_datapoints_to_alarm() -> None:
-    store, seen = MetricStore(), []
+    store, seen = MetricStore(clock=lambda: NOW), []
     store.add([point(1, NOW - 10), point(0, NOW - 70), point(1, NOW - 130)])
     alarm = dlq_alarm(EvaluationPeriods=3, DatapointsToAlarm=2)
 
@@ -63,7 +63,7 @@ def test_m_out_of_n_datapoints_to_alarm() -> None:
 
 
 def test_metric_math_alarm_reads_emf_metrics() -> None:
-    store, seen = MetricStore(), []
+    store, seen = MetricStore(clock=lambda: NOW), []
     line = json.dumps({
         "_aws": {"Timestamp": int((NOW - 1) * 1000), "CloudWatchMetrics": [
             {"Namespace": "sqsjobs", "Dimensions": [["service"]],
