@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sqs import SQSClient
 
 #: enough connections for a batch's concurrent claims (at most 10 records)
@@ -45,3 +46,16 @@ def sqs_client(**kwargs: Any) -> SQSClient:
     from botocore.config import Config
 
     return boto3.client("sqs", config=Config(retries={"mode": "standard"}), **kwargs)
+
+
+def scheduler_client(**kwargs: Any) -> EventBridgeSchedulerClient:
+    """An EventBridge Scheduler client (standard retries), for delayed jobs' one-time schedules.
+
+    Example:
+        >>> scheduler_client(region_name="eu-west-1").meta.service_model.service_name  # doctest: +SKIP
+        'scheduler'
+    """
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("scheduler", config=Config(retries={"mode": "standard"}), **kwargs)

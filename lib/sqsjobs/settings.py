@@ -21,6 +21,8 @@ ENV_OUTBOX_TABLE = "SQSJOBS_OUTBOX_TABLE"
 ENV_MAX_ATTEMPTS = "SQSJOBS_MAX_ATTEMPTS"
 ENV_FUNCTION_TIMEOUT = "SQSJOBS_FUNCTION_TIMEOUT"
 ENV_RECORD_TTL = "SQSJOBS_RECORD_TTL_SECONDS"
+ENV_SCHEDULE_GROUP = "SQSJOBS_SCHEDULE_GROUP"
+ENV_SCHEDULER_ROLE_ARN = "SQSJOBS_SCHEDULER_ROLE_ARN"
 ENV_SERVICE = "POWERTOOLS_SERVICE_NAME"
 ENV_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 
@@ -60,6 +62,10 @@ class Settings:
     deadline_margin: float = 5.0
     #: added to the remaining invocation time to form a claim's lease
     lease_margin: float = 5.0
+    #: the EventBridge Scheduler schedule group of delayed jobs (delays beyond 15 minutes, docs/delays.md)
+    schedule_group: str | None = None
+    #: the role EventBridge Scheduler assumes to send a delayed job to the jobs queue (and its DLQ)
+    scheduler_role_arn: str | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_attempts <= 1000:
@@ -103,6 +109,10 @@ class Settings:
             values["function_timeout"] = _number(env, ENV_FUNCTION_TIMEOUT, float)
         if env.get(ENV_RECORD_TTL):
             values["record_ttl"] = _number(env, ENV_RECORD_TTL, float)
+        if env.get(ENV_SCHEDULE_GROUP):
+            values["schedule_group"] = env[ENV_SCHEDULE_GROUP]
+        if env.get(ENV_SCHEDULER_ROLE_ARN):
+            values["scheduler_role_arn"] = env[ENV_SCHEDULER_ROLE_ARN]
         if env.get(ENV_SERVICE):
             values["service"] = env[ENV_SERVICE]
         if env.get(ENV_NAMESPACE):
@@ -118,10 +128,15 @@ class Settings:
         """The value of a string setting that an operation cannot do without."""
         value = getattr(self, name)
         if not value:
-            env = {"queue_url": ENV_QUEUE_URL, "dlq_url": ENV_DLQ_URL, "table_name": ENV_TABLE,
-                   "outbox_table": ENV_OUTBOX_TABLE}.get(name, "")
+            env = ENV_NAMES.get(name, "")
             raise ConfigurationError(f"{name} is not set: pass {name}= to JobApp or set {env}")
         return str(value)
+
+
+#: the variable each string setting is read from (for error messages)
+ENV_NAMES = {"queue_url": ENV_QUEUE_URL, "dlq_url": ENV_DLQ_URL, "table_name": ENV_TABLE,
+             "outbox_table": ENV_OUTBOX_TABLE, "schedule_group": ENV_SCHEDULE_GROUP,
+             "scheduler_role_arn": ENV_SCHEDULER_ROLE_ARN}
 
 
 def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float]) -> Any:

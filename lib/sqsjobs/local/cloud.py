@@ -27,6 +27,7 @@ from sqsjobs.local.invoker import FunctionPool, InvocationResult
 from sqsjobs.local.metric_store import parse_emf
 from sqsjobs.local.model import Deployment, Schedule
 from sqsjobs.local.moto_api import sent_emails
+from sqsjobs.local.one_time import Fired, OneTimeScheduleRunner
 from sqsjobs.local.output import Output
 from sqsjobs.local.schedules import Scheduler, scheduled_event
 from sqsjobs.local.server import MotoServer
@@ -66,6 +67,7 @@ class LocalCloud:
         self._stop = threading.Event()
         self._monitor = threading.Thread(target=self._watch, name="local-cloud-monitor", daemon=True)
         self._scheduler: Scheduler | None = None
+        self.one_time: OneTimeScheduleRunner | None = None
         self._control: ControlServer | None = None
         self._state_path: Path | None = None
         self._stopped = False
@@ -145,11 +147,15 @@ class LocalCloud:
                                                                 "IteratorAge", unit="Milliseconds"))
                 )
         self._scheduler = Scheduler(d.schedules, self._fire_scheduled, report=self._event)
+        # Delayed jobs: the one-time schedules apps create in the template's groups fire at their time.
+        self.one_time = OneTimeScheduleRunner(self.clients, groups=list(d.schedule_groups.values()),
+                                              report=self._event)
         for poller in self.sqs_pollers:
             poller.start()
         for stream_poller in self.stream_pollers:
             stream_poller.start()
         self._scheduler.start()
+        self.one_time.start()
         self._monitor.start()
         if state_path is not None:
             self._control = ControlServer({"fire": self._control_fire, "drain": self._control_drain})
@@ -173,6 +179,8 @@ class LocalCloud:
             stream_poller.halt()
         if self._scheduler is not None:
             self._scheduler.stop()
+        if self.one_time is not None:
+            self.one_time.stop()
         for pool in self.pools.values():
             pool.close()  # busy invocations end now, so pollers stop promptly
         for poller in self.sqs_pollers:
@@ -381,6 +389,16 @@ class LocalCloud:
         schedule = self.find_schedule(name)
         return self.pools[schedule.function].invoke(scheduled_event(schedule, self.clients.region))
 
+    def fire_delayed(self, key: str) -> list[Fired]:
+        """Fire the one-time schedules of job key ``key`` now (a delayed job, early); [] when it has none.
+
+        Example:
+            >>> app.enqueue("invoice-email", invoice_id=42, delay=timedelta(hours=2))  # doctest: +SKIP
+            >>> [f.ok for f in cloud.fire_delayed("invoice-email:42")]  # doctest: +SKIP
+            [True]
+        """
+        return self.one_time.fire_key(key) if self.one_time is not None else []
+
     def find_schedule(self, name: str) -> Schedule:
         """The schedule known by ``name``; :class:`KeyError` listing the names otherwise."""
         for schedule in self.deployment.schedules:
@@ -428,14 +446,20 @@ class LocalCloud:
             "queues": {k: q.url for k, q in self.deployment.queues.items()},
             "tables": dict(self.deployment.tables),
             "schedules": [s.name for s in self.deployment.schedules],
+            "schedule_groups": dict(self.deployment.schedule_groups),
             "app_env": app_env,
         }
 
     def _control_fire(self, payload: dict[str, Any]) -> dict[str, Any]:
+        name = str(payload["name"])
         try:
-            result = self.fire(str(payload["name"]))
+            result = self.fire(name)
         except KeyError as exc:
-            return {"error": str(exc.args[0])}
+            # Not a schedule of the template: the key of a delayed job, fired early?
+            fired = self.fire_delayed(name)
+            if not fired:
+                return {"error": f"{exc.args[0]}; and no delayed job with key {name!r} is pending"}
+            return {"ok": all(f.ok for f in fired), "delayed": [f.to_dict() for f in fired]}
         return {"ok": result.ok, "request_id": result.request_id, "payload": result.payload,
                 "error_type": result.error_type, "error_message": result.error_message,
                 "duration_ms": result.duration_ms}
