@@ -187,7 +187,10 @@ def print_delayed(console: Console, delayed: PendingSummary) -> None:
 
     due = "-" if delayed.next_due is None else delayed.next_due.strftime("%Y-%m-%d %H:%M:%SZ")
     exact = "" if delayed.complete else f" (of {len(delayed.sampled)} read)"
-    table = Table(title=f"{delayed.count} delayed job(s) waiting in {plain(delayed.group)}; next due {due}{exact}")
+    console.print(f"{delayed.count} delayed job(s) waiting in {plain(delayed.group)}; next due {due}{exact}")
+    if not delayed.sampled:
+        return
+    table = Table(title="soonest delayed jobs")
     for name in ("due", "kind", "job", "key"):
         table.add_column(name)
     for s in delayed.sampled[:10]:
