@@ -107,7 +107,7 @@ def test_retryable_error_takes_up_to_365_days_as_seconds_or_timedelta() -> None:
     assert RetryableError("quota", delay=timedelta(days=2)).delay == 172_800.0
     assert RetryableError("quota", delay=50_000).delay == 50_000.0
     for bad in (-1, MAX_DELAY_SECONDS + 1, True, float("nan")):
-        with pytest.raises(ConfigurationError, match="0..31536000 s"):
+        with pytest.raises(ConfigurationError, match=r"0\.\.31536000 s"):
             RetryableError("x", delay=bad)
 
 

@@ -307,6 +307,31 @@ class LocalCloud:
                 return queue.logical_id
         raise LocalCloudError("no function has SQSJOBS_QUEUE_URL set to a queue of this template")
 
+    @contextmanager
+    def producing(self, app: Any, *, emit_metrics: Any = None) -> Iterator[Any]:
+        """``app`` (a ``JobApp``) pointed at this cloud the way the template points its functions, for a block.
+
+        Queue, DLQ, idempotency table, schedule group and delivery role come
+        from the worker's environment; the clients are this cloud's. So
+        ``app.enqueue(..., delay=timedelta(hours=2))`` creates its schedule here.
+
+        Example:
+            >>> with cloud.producing(app) as producer:  # doctest: +SKIP
+            ...     producer.enqueue("invoice-email", invoice_id=42, delay=timedelta(hours=2))
+        """
+        from sqsjobs.settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, Settings
+
+        # The function that knows the most: the queue, then the schedule group and the DLQ (the worker, here).
+        producers = [dict(f.environment) for f in self.deployment.functions.values() if ENV_QUEUE_URL in f.environment]
+        producers.sort(key=lambda env: (ENV_SCHEDULE_GROUP in env, ENV_DLQ_URL in env), reverse=True)
+        found = Settings.from_env(producers[0] if producers else {})
+        settings = {name: getattr(found, name) for name in ("queue_url", "dlq_url", "table_name", "schedule_group",
+                                                            "scheduler_role_arn") if getattr(found, name)}
+        with app.use(sqs_client=self.clients.get("sqs"), dynamodb_client=self.clients.get("dynamodb"),
+                     scheduler_client=self.clients.get("scheduler"), settings=settings,
+                     emit_metrics=emit_metrics or (lambda line: None)) as configured:
+            yield configured
+
     def send_job(self, message: Any, queue: str | None = None) -> str:
         """Send a prepared ``JobMessage`` (from ``app.message(...)``) to the app's queue."""
         response = self.clients.get("sqs").send_message(
