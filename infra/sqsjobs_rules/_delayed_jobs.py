@@ -82,6 +82,15 @@ def _function_findings(wiring: Wiring, function: Any) -> Iterator[Finding]:
     role_id = _wiring._arn_target(role_value)
     if role_id is not None and _type(wiring, role_id) == ROLE_TYPE:
         yield from _role_findings(wiring, function, role_id)
+    queue_id = _wiring._ref_target(function.environment.get(QUEUE_VARIABLE))
+    queue = wiring.queues.get(queue_id) if queue_id is not None else None
+    if queue is not None and queue.fifo and \
+            str(wiring.resolve.scalar(queue.properties.get("ContentBasedDeduplication", False))).lower() != "true":
+        yield Finding(True, queue.property_path("ContentBasedDeduplication"),
+                      f"{queue.logical_id} is a FIFO queue without ContentBasedDeduplication, and {name} schedules "
+                      "delayed jobs to it: EventBridge Scheduler sends no deduplication id, so every delivery "
+                      f"fails (and a FIFO queue cannot be a schedule's DLQ: they are lost). Fix: set "
+                      f"{queue.logical_id}.ContentBasedDeduplication: true.")
 
 
 def _schedule_findings(name: str, function: Any, grants: list[Grant], group: str | None) -> Iterator[Finding]:

@@ -17,6 +17,7 @@ from sqsjobs.errors import (
     ConfigurationError,
     EnqueueError,
     InvalidArgumentsError,
+    InvalidDelayError,
     InvalidEventError,
     JobError,
     LocalCloudError,
@@ -27,6 +28,7 @@ from sqsjobs.errors import (
     RedriveError,
     ReservedAttributeError,
     RetryableError,
+    ScheduleError,
     SqsJobsError,
     StatusError,
     StoreError,
@@ -38,6 +40,7 @@ from sqsjobs.guard import JobStatus
 from sqsjobs.job import Job
 from sqsjobs.lease import InMemoryStore, LeaseStore
 from sqsjobs.message import JobMessage
+from sqsjobs.one_time_schedules import ScheduledJob
 from sqsjobs.outbox import OutboxRelay, Transaction
 from sqsjobs.producer import EnqueueReport
 from sqsjobs.settings import Settings
@@ -51,6 +54,7 @@ __all__ = [
     "EnqueueReport",
     "InMemoryStore",
     "InvalidArgumentsError",
+    "InvalidDelayError",
     "InvalidEventError",
     "Job",
     "JobApp",
@@ -69,6 +73,8 @@ __all__ = [
     "ReservedAttributeError",
     "RetryableError",
     "RunStatus",
+    "ScheduleError",
+    "ScheduledJob",
     "Settings",
     "SqsJobsError",
     "StatusError",

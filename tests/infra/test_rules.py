@@ -451,3 +451,14 @@ def test_the_shipped_template_grants_exactly_what_delayed_jobs_need() -> None:
     template["Resources"]["WorkerFunction"]["Properties"]["Policies"][0]["Statement"] = narrowed
     found = lint(template)
     assert ids(found) == ["E9108"] and found[0][1].startswith("WorkerFunction has SQSJOBS_SCHEDULER_ROLE_ARN")
+
+
+def test_a_fifo_jobs_queue_needs_content_based_deduplication_for_schedules() -> None:
+    template = _with_delays(sam_template())
+    template["Resources"]["Dlq"]["Properties"]["FifoQueue"] = True
+    template["Resources"]["Jobs"]["Properties"]["FifoQueue"] = True
+    found = lint(template)
+    assert ids(found) == ["E9108"]
+    assert "Jobs is a FIFO queue without ContentBasedDeduplication" in found[0][1]
+    template["Resources"]["Jobs"]["Properties"]["ContentBasedDeduplication"] = True
+    assert lint(template) == []

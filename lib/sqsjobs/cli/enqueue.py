@@ -89,7 +89,10 @@ def register(app: typer.Typer) -> None:
         region: Annotated[str | None, typer.Option(help="AWS region.")] = None,
         profile: Annotated[str | None, typer.Option(help="AWS profile.")] = None,
     ) -> None:
-        """Enqueue JOB with ARGS through the app's producer; print the message id."""
+        """Enqueue JOB with ARGS through the app's producer; print the message id (a schedule's ARN past 900 s).
+
+        Enqueue options go with the arguments: delay=7200 waits two hours in a one-time schedule.
+        """
         from sqsjobs.errors import SqsJobsError
         from sqsjobs.local.errors import LocalCloudError
 
@@ -117,3 +120,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_FAILED) from None
         typer.echo(message_id)
+        from sqsjobs.one_time_schedules import ScheduledJob
+
+        if isinstance(message_id, ScheduledJob):  # delay=SECONDS beyond 900: it waits in a schedule
+            typer.echo(message_id.describe(), err=True)
