@@ -331,22 +331,23 @@ class OneTimeSchedules:
 
     def names(self, prefix: str | None = None) -> list[str]:
         """The names of the group's schedules (``ListSchedules``, every page), optionally by name prefix."""
-        names: list[str] = []
-        token: str | None = None
+        return [s["Name"] for s in self.summaries(prefix) if "Name" in s]
+
+    def summaries(self, prefix: str | None = None) -> list[dict[str, Any]]:
+        """``ListSchedules``' summaries of the group's schedules (name, state, times), every page."""
+        found: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {"GroupName": self.group, "MaxResults": LIST_PAGE}
+        if prefix:
+            kwargs["NamePrefix"] = prefix
         while True:
-            kwargs: dict[str, Any] = {"GroupName": self.group, "MaxResults": LIST_PAGE}
-            if prefix:
-                kwargs["NamePrefix"] = prefix
-            if token:
-                kwargs["NextToken"] = token
             code, answer = self._call("list_schedules", None, **kwargs)
             if code is not None:
                 raise ScheduleError(f"EventBridge Scheduler refused to list schedule group {self.group}: "
                                     f"{code}: {_message(answer)}{_hint(code)}")
-            names.extend(s["Name"] for s in answer.get("Schedules", []) if "Name" in s)
-            token = answer.get("NextToken")
-            if not token:
-                return names
+            found.extend(dict(s) for s in answer.get("Schedules", []))
+            if not answer.get("NextToken"):
+                return found
+            kwargs["NextToken"] = answer["NextToken"]
 
     def pending(self, *, sample: int = 100) -> PendingSummary:
         """How many schedules wait in the group, and (for up to ``sample`` of them) when they are due."""

@@ -25,6 +25,8 @@ from datetime import datetime
 from typing import Any
 
 from sqsjobs.delays import due_of, retry_prefix, schedule_name
+from sqsjobs.one_time_schedules import OneTimeSchedules
+from sqsjobs.queues import resolve_queue_url
 
 #: how often the groups are looked at (a schedule fires within about this long of its time)
 TICK_S = 1.0
@@ -75,6 +77,7 @@ class OneTimeScheduleRunner:
         self._due: dict[tuple[str, str], tuple[Any, datetime | None]] = {}
         #: schedules kept after firing (ActionAfterCompletion NONE): never fired twice
         self._spent: set[tuple[str, str, Any]] = set()
+        self._groups: dict[str, OneTimeSchedules] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="one-time-schedules", daemon=True)
@@ -134,17 +137,11 @@ class OneTimeScheduleRunner:
 
     # ------------------------------------------------------------ Scheduler, emulated
     def _list(self, group: str, prefix: str | None = None) -> list[dict[str, Any]]:
-        scheduler = self.clients.get("scheduler")
-        found: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {"GroupName": group, "MaxResults": 100}
-        if prefix:
-            kwargs["NamePrefix"] = prefix
-        while True:
-            page = scheduler.list_schedules(**kwargs)
-            found.extend(page.get("Schedules", []))
-            if not page.get("NextToken"):
-                return found
-            kwargs["NextToken"] = page["NextToken"]
+        schedules = self._groups.get(group)
+        if schedules is None:
+            schedules = self._groups[group] = OneTimeSchedules(
+                group=group, clock=self.clock, client_factory=lambda: self.clients.get("scheduler"))
+        return schedules.summaries(prefix)
 
     def _due_of(self, group: str, name: str, modified: Any) -> datetime | None:
         cached = self._due.get((group, name))
@@ -174,7 +171,7 @@ class OneTimeScheduleRunner:
         sqs = self.clients.get("sqs")
         message_id, error = None, None
         try:
-            request: dict[str, Any] = {"QueueUrl": _queue_url(sqs, arn), "MessageBody": body}
+            request: dict[str, Any] = {"QueueUrl": resolve_queue_url(sqs, arn), "MessageBody": body}
             group_id = (target.get("SqsParameters") or {}).get("MessageGroupId")
             if group_id:
                 request["MessageGroupId"] = group_id  # the queue's content-based deduplication does the rest
@@ -204,12 +201,6 @@ class OneTimeScheduleRunner:
         attributes = {"ERROR_CODE": error.split(":", 1)[0], "ERROR_MESSAGE": error[:256],
                       "SCHEDULE_ARN": str(schedule.get("Arn", "")),
                       "TARGET_ARN": str((schedule.get("Target") or {}).get("Arn", ""))}
-        sqs.send_message(QueueUrl=_queue_url(sqs, dead_letter), MessageBody=body, MessageAttributes={
+        sqs.send_message(QueueUrl=resolve_queue_url(sqs, dead_letter), MessageBody=body, MessageAttributes={
             k: {"DataType": "String", "StringValue": v or "-"} for k, v in attributes.items()})
 
-
-def _queue_url(sqs: Any, arn: str) -> str:
-    parts = arn.split(":")
-    if len(parts) != 6 or parts[2] != "sqs":
-        raise ValueError(f"{arn} is not an SQS queue (the local cloud fires one-time schedules at queues only)")
-    return str(sqs.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])["QueueUrl"])
