@@ -7,6 +7,7 @@ over defaults. Reading settings never calls AWS.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -25,6 +26,10 @@ ENV_SCHEDULE_GROUP = "SQSJOBS_SCHEDULE_GROUP"
 ENV_SCHEDULER_ROLE_ARN = "SQSJOBS_SCHEDULER_ROLE_ARN"
 ENV_SERVICE = "POWERTOOLS_SERVICE_NAME"
 ENV_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+
+#: what EventBridge Scheduler takes as a group name, and as the role a schedule sends with
+_SCHEDULE_GROUP = re.compile(r"[0-9a-zA-Z\-_.]{1,64}")
+_ROLE_ARN = re.compile(r"arn:aws(-[a-z]+)*:iam:[a-z0-9-]*:\d{12}:role/[\w+=,.@/-]+")
 
 #: 21 days: the DLQ's longest retention (14 days) plus a week to redrive it
 DEFAULT_RECORD_TTL = 21 * 24 * 3600.0
@@ -82,6 +87,16 @@ class Settings:
         for name in ("record_ttl", "deadline_margin", "lease_margin"):
             if getattr(self, name) < 0:
                 raise ConfigurationError(f"{name} must be >= 0")
+        if self.schedule_group is not None and not _SCHEDULE_GROUP.fullmatch(self.schedule_group):
+            raise ConfigurationError(
+                f"schedule_group ({ENV_SCHEDULE_GROUP}) must be an EventBridge Scheduler group name: 1..64 letters, "
+                f"digits, '-', '_' or '.', got {self.schedule_group!r}"
+            )
+        if self.scheduler_role_arn is not None and not _ROLE_ARN.fullmatch(self.scheduler_role_arn):
+            raise ConfigurationError(
+                f"scheduler_role_arn ({ENV_SCHEDULER_ROLE_ARN}) must be an IAM role ARN "
+                f"(arn:aws:iam::<account>:role/<name>), got {self.scheduler_role_arn!r}"
+            )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

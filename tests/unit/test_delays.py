@@ -351,3 +351,17 @@ def test_only_a_record_going_back_may_be_scheduled() -> None:
     d = delivery()
     with pytest.raises(IllegalTransition, match="received -> to_schedule"):
         d.to_schedule("retry-abc")
+
+
+@pytest.mark.parametrize(("settings", "says"), [
+    ({"schedule_group": "my group"}, "must be an EventBridge Scheduler group name"),
+    ({"schedule_group": "g" * 65}, "must be an EventBridge Scheduler group name"),
+    ({"scheduler_role_arn": "SchedulerDeliveryRole"}, "must be an IAM role ARN"),
+])
+def test_scheduler_settings_are_checked_when_the_app_is_built(settings: dict[str, str], says: str) -> None:
+    with pytest.raises(ConfigurationError, match=says):
+        JobApp(queue_url=QUEUE, **settings)  # type: ignore[arg-type]
+    env = {"SQSJOBS_SCHEDULE_GROUP": settings.get("schedule_group", GROUP),
+           "SQSJOBS_SCHEDULER_ROLE_ARN": settings.get("scheduler_role_arn", ROLE)}
+    with pytest.raises(ConfigurationError, match=says):
+        JobApp(environ=env)
