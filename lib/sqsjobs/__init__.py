@@ -40,9 +40,9 @@ from sqsjobs.guard import JobStatus
 from sqsjobs.job import Job
 from sqsjobs.lease import InMemoryStore, LeaseStore
 from sqsjobs.message import JobMessage
-from sqsjobs.one_time_schedules import ScheduledJob
 from sqsjobs.outbox import OutboxRelay, Transaction
 from sqsjobs.producer import EnqueueReport
+from sqsjobs.scheduled_job import ScheduledJob
 from sqsjobs.settings import Settings
 
 __all__ = [

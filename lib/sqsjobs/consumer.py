@@ -44,7 +44,6 @@ from sqsjobs.backoff import MAX_VISIBILITY_SECONDS, BackoffPolicy, RandomSource,
 from sqsjobs.budget import remaining_seconds
 from sqsjobs.cancellation import running_job
 from sqsjobs.dead_letter import DeadLetter, Reason, sqs_attribute
-from sqsjobs.delays import retry_schedule_name
 from sqsjobs.delivery import BatchResult, Delivery, Outcome, State
 from sqsjobs.envelope import Envelope
 from sqsjobs.errors import (
@@ -62,7 +61,6 @@ from sqsjobs.guard import Claim, ClaimResult, Verdict
 from sqsjobs.job import Classification, OnCrash
 from sqsjobs.lease import Operation, Written, expiry
 from sqsjobs.message import ATTR_RESENDS, MAX_DELAY_SECONDS
-from sqsjobs.one_time_schedules import DelayedMessage
 from sqsjobs.sqs_batches import chunked, send_entries
 from sqsjobs.time_limit import TimeLimit, time_limit
 from sqsjobs.tracing import reset_trace_id, set_trace_id
@@ -393,6 +391,8 @@ class JobBatchProcessor:
         backstop = self.settings.max_attempts + 1  # the queue's maxReceiveCount
         for d in deliveries:
             if d.state is State.TO_RETURN and self._needs_schedule(d, backstop):
+                from sqsjobs.delays import retry_schedule_name  # only for retries SQS cannot hold back
+
                 d.to_schedule(retry_schedule_name(d.key or d.message_id, d.message_id))
             elif d.state is State.TO_RETURN and d.receive_count >= backstop:
                 d.to_resend()
@@ -425,6 +425,8 @@ class JobBatchProcessor:
         """Re-send each retry through a one-time schedule at its time; acknowledge it once the schedule exists."""
         if not deliveries:
             return
+        from sqsjobs.one_time_schedules import DelayedMessage
+
         assert self.schedules is not None
         now = self.clock()
         for d in deliveries:

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs.delays import remaining_delay, schedule_name
 from sqsjobs.errors import ConfigurationError, ScheduleError
-from sqsjobs.one_time_schedules import DelayedMessage, ScheduledJob, ScheduleOutcome, missing_settings
+from sqsjobs.one_time_schedules import DelayedMessage, missing_settings
 from sqsjobs.producer import EnqueueReport, FailedEntry, _group_id
+from sqsjobs.scheduled_job import ScheduledJob, ScheduleOutcome
 
 if TYPE_CHECKING:
     from sqsjobs.message import JobMessage

@@ -22,7 +22,7 @@ from sqsjobs.message import JobMessage
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-    from sqsjobs.one_time_schedules import ScheduledJob
+    from sqsjobs.scheduled_job import ScheduledJob
 
 MAX_BATCH_ENTRIES = 10
 MAX_BATCH_BYTES = 256 * 1024

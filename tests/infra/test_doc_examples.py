@@ -32,6 +32,7 @@ MODULES = [
     # Delayed jobs: the arithmetic, the schedules (Stubber), the errors, the enqueue API, status, the emulator.
     "sqsjobs.delays",
     "sqsjobs.one_time_schedules",
+    "sqsjobs.scheduled_job",
     "sqsjobs.errors",
     "sqsjobs.job",
     "sqsjobs.cli.status",

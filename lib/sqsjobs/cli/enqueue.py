@@ -120,7 +120,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_FAILED) from None
         typer.echo(message_id)
-        from sqsjobs.one_time_schedules import ScheduledJob
+        from sqsjobs.scheduled_job import ScheduledJob
 
         if isinstance(message_id, ScheduledJob):  # delay=SECONDS beyond 900: it waits in a schedule
             typer.echo(message_id.describe(), err=True)
