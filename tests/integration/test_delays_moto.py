@@ -367,6 +367,18 @@ def test_the_unschedule_command_deletes_and_exits_3_when_nothing_is_pending(dela
     assert nowhere.exit_code == 2 and "--schedule-group" in nowhere.stdout
 
 
+def test_the_cancel_command_given_the_group_deletes_the_pending_schedule(delayed_app: Any, aws: Any,
+                                                                         scheduler: Any) -> None:
+    declare(delayed_app()).enqueue(user_id=8, delay=timedelta(hours=2))
+
+    cancelled = CliRunner().invoke(build_app(), ["cancel", "reminder:8", "--table", aws.table,
+                                                 "--schedule-group", GROUP])
+
+    assert cancelled.exit_code == 0, cancelled.output
+    assert "not_found_but_cancelled" in cancelled.stdout
+    assert schedules(scheduler) == []
+
+
 # ------------------------------------------------------------------ the local cloud's emulator
 def test_the_emulator_fires_at_its_time_and_dead_letters_what_the_queue_refuses(aws: Any, scheduler: Any,
                                                                                 clock: Any) -> None:

@@ -83,7 +83,15 @@ def register(app: typer.Typer) -> None:
 
         console = Console()
         with exit_on_errors(console):
-            outcome = _app(table, endpoint_url, region, schedule_group=schedule_group).cancel(key, reason)
+            app = _app(table, endpoint_url, region)
+            if schedule_group:
+                from sqsjobs.queues import make_scheduler_client
+
+                with app.use(settings={"schedule_group": schedule_group},
+                             scheduler_client=make_scheduler_client(endpoint_url=endpoint_url, region=region)):
+                    outcome = app.cancel(key, reason)
+            else:
+                outcome = app.cancel(key, reason)
         console.print(f"{key}: {outcome}" + (f" ({EXPLAIN[outcome]})" if outcome in EXPLAIN else ""))
 
     @app.command("unschedule")
@@ -145,15 +153,12 @@ def _when(epoch: float | None) -> str | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
 
-def _app(table: str | None, endpoint_url: str | None, region: str | None, *,
-         schedule_group: str | None = None) -> JobApp:
-    """An app with no jobs, on ``table`` (and ``schedule_group``): enough to read and write job records."""
+def _app(table: str | None, endpoint_url: str | None, region: str | None) -> JobApp:
+    """An app with no jobs, on ``table``: enough to read and write job records."""
     from sqsjobs.app import JobApp
     from sqsjobs.errors import ConfigurationError
-    from sqsjobs.queues import make_dynamodb_client, make_scheduler_client
+    from sqsjobs.queues import make_dynamodb_client
 
     if not table:
         raise ConfigurationError("which idempotency table? pass --table or set SQSJOBS_TABLE")
-    scheduler = make_scheduler_client(endpoint_url=endpoint_url, region=region) if schedule_group else None
-    return JobApp(table_name=table, dynamodb_client=make_dynamodb_client(endpoint_url=endpoint_url, region=region),
-                  schedule_group=schedule_group, scheduler_client=scheduler)
+    return JobApp(table_name=table, dynamodb_client=make_dynamodb_client(endpoint_url=endpoint_url, region=region))
