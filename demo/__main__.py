@@ -111,7 +111,8 @@ class Demo:
                 self.console.print("[bold green]demo OK[/]: every invoice e-mailed once, duplicates skipped, "
                                    "outage failures retried, poison dead-lettered with reasons, DLQ paged; "
                                    "orders went through the outbox, the reindex ran in pages, the schedule ran "
-                                   "once, and a redrive brought back the jobs whose orders committed late.")
+                                   "once, a job two hours ahead waited in a schedule until fired early, "
+                                   "and a redrive brought back the jobs whose orders committed late.")
             if self.keep:
                 hold_open(self.console, cloud, operator_console)
             operator_console.stop()
@@ -157,6 +158,8 @@ class Demo:
         patterns.start_reindex(cloud, app)
         patterns.enqueue_before_commit(cloud, app)
         self.patterns.schedule_runs = patterns.fire_schedule_twice(cloud)
+        self.phase = "delayed job: two hours ahead, fired early"
+        patterns.delay_and_fire_early(cloud, app, self.patterns, wait=lambda ready: self._wait(ready, stop, 30.0))
         self.phase = "poison messages"
         for message in messages(app, w.poison):
             self.sent += 1

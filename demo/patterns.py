@@ -1,4 +1,4 @@
-"""The demo's patterns phase: orders through the outbox, a chunked reindex, a leased schedule.
+"""The demo's patterns phase: orders through the outbox, a chunked reindex, a leased schedule, a delayed job.
 
 Each step uses the reference app the way application code would, against the
 local cloud's tables; ``check`` says what must hold afterwards.
@@ -7,9 +7,12 @@ local cloud's tables; ``check`` says what must hold afterwards.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from sqsjobs.chunked import RunStore
+from sqsjobs.delays import schedule_name
+from sqsjobs.dynamodb_store import DynamoDBStore
 from sqsjobs.errors import TransactionError
 from sqsjobs.outbox import Transaction
 from sqsjobs.redrive import Redrive, RedriveOptions
@@ -20,6 +23,8 @@ ORDERS = tuple(range(1, 9))
 EARLY_ORDERS = (901, 902, 903)
 RUN_ID = "demo"
 REINDEX_PAGES = 5  # 2,000 demo products: four pages of 500 and the empty fifth
+# Processed two hours after it was placed (a one-time schedule), fired early by the demo.
+DELAYED_ORDER = 960
 
 
 @dataclass
@@ -39,6 +44,10 @@ class PatternsOutcome:
     early_dead_lettered: int = 0
     redriven: int = 0
     early_processed: int = 0
+    #: the delayed order's schedule (due time), while it waited; "" when it was not scheduled
+    delayed_due: str = ""
+    delayed_waited: bool = False
+    delayed_processed: bool = False
 
     def problems(self) -> list[str]:
         """Differences from what must happen (empty: as expected)."""
@@ -56,6 +65,9 @@ class PatternsOutcome:
         if (self.early_dead_lettered, self.redriven, self.early_processed) != (n, n, n):
             found.append(f"enqueue-before-commit: {self.early_dead_lettered} dead-lettered, {self.redriven} "
                          f"redriven, {self.early_processed} processed; expected {n} each")
+        if not (self.delayed_due and self.delayed_waited and self.delayed_processed):
+            found.append(f"delayed order {DELAYED_ORDER}: scheduled for {self.delayed_due or 'nothing'}, "
+                         f"waited={self.delayed_waited}, processed when fired early={self.delayed_processed}")
         return found
 
     def lines(self) -> list[str]:
@@ -71,6 +83,10 @@ class PatternsOutcome:
             f"redrive: {self.early_dead_lettered} process-order jobs enqueued before their orders were committed "
             f"were dead-lettered (PermanentError); after the late commit a redrive of job=process-order moved "
             f"{self.redriven} back through the guard and {self.early_processed} were processed",
+            f"delayed: process-order {DELAYED_ORDER} enqueued with delay=timedelta(hours=2) waited in a one-time "
+            f"EventBridge Scheduler schedule (due {self.delayed_due or '?'}), "
+            f"{'not on the queue' if self.delayed_waited else 'NOT held back'}; fired early (sqsjobs local fire "
+            f"process-order:{DELAYED_ORDER}) it was {'processed' if self.delayed_processed else 'NOT processed'}",
         ]
 
 
@@ -121,6 +137,30 @@ def enqueue_before_commit(cloud: Any, app: Any) -> None:
         cloud.send_job(app.message("process-order", order_id=order_id))
 
 
+def delay_and_fire_early(cloud: Any, app: Any, outcome: PatternsOutcome, wait: Any) -> None:
+    """An order processed two hours after it was placed: it waits in a schedule; the demo fires it now."""
+    table = orders_table(cloud)
+    dynamodb = cloud.clients.get("dynamodb")
+    dynamodb.put_item(TableName=table, Item={"pk": {"S": f"order#{DELAYED_ORDER}"}, "total_cents": {"N": "4200"},
+                                             "status": {"S": "NEW"}})
+    with cloud.producing(app) as producer:  # the app as the template configures its functions
+        scheduled = producer.enqueue("process-order", order_id=DELAYED_ORDER, delay=timedelta(hours=2))
+    outcome.delayed_due = scheduled.due.strftime("%H:%M:%SZ") if hasattr(scheduled, "due") else ""
+    key = f"process-order:{DELAYED_ORDER}"
+    waiting = [name for _, name, _ in cloud.one_time.pending()] if cloud.one_time is not None else []
+    outcome.delayed_waited = schedule_name(key) in waiting and _order_status(cloud, DELAYED_ORDER) == "NEW"
+    fired = cloud.fire_delayed(key)
+    outcome.delayed_processed = bool(fired) and all(f.ok for f in fired) and wait(
+        lambda: _order_status(cloud, DELAYED_ORDER) == "PROCESSED")
+
+
+def _order_status(cloud: Any, order_id: int) -> str | None:
+    item = cloud.clients.get("dynamodb").get_item(TableName=orders_table(cloud),
+                                                  Key={"pk": {"S": f"order#{order_id}"}}).get("Item") or {}
+    status = item.get("status", {}).get("S")
+    return str(status) if status is not None else None
+
+
 def dlq_url(cloud: Any) -> str:
     """The DLQ of the app's queue."""
     queue = cloud.deployment.queues[cloud.app_queue()]
@@ -162,7 +202,8 @@ def check(cloud: Any, outcome: PatternsOutcome) -> None:
         if (dynamodb.get_item(TableName=orders_table(cloud), Key={"pk": {"S": f"order#{order_id}"}}).get("Item")
             or {}).get("status", {}).get("S") == "PROCESSED"
     )
-    status = RunStore(dynamodb, cloud.function_env("WorkerFunction")["SQSJOBS_TABLE"]).status(
-        "reindex-products", RUN_ID)
+    # Reading only: the TTL matters to writes.
+    store = DynamoDBStore(dynamodb, cloud.function_env("WorkerFunction")["SQSJOBS_TABLE"])
+    status = RunStore(store, ttl=0.0).status("reindex-products", RUN_ID)
     outcome.reindex_pages = status.pages_done if status else 0
     outcome.reindex_finished = bool(status and status.finished)

@@ -17,6 +17,7 @@ from sqsjobs.errors import (
     ConfigurationError,
     EnqueueError,
     InvalidArgumentsError,
+    InvalidDelayError,
     InvalidEventError,
     JobError,
     LocalCloudError,
@@ -27,6 +28,7 @@ from sqsjobs.errors import (
     RedriveError,
     ReservedAttributeError,
     RetryableError,
+    ScheduleError,
     SqsJobsError,
     StatusError,
     StoreError,
@@ -40,6 +42,7 @@ from sqsjobs.lease import InMemoryStore, LeaseStore
 from sqsjobs.message import JobMessage
 from sqsjobs.outbox import OutboxRelay, Transaction
 from sqsjobs.producer import EnqueueReport
+from sqsjobs.scheduled_job import ScheduledJob
 from sqsjobs.settings import Settings
 
 __all__ = [
@@ -51,6 +54,7 @@ __all__ = [
     "EnqueueReport",
     "InMemoryStore",
     "InvalidArgumentsError",
+    "InvalidDelayError",
     "InvalidEventError",
     "Job",
     "JobApp",
@@ -69,6 +73,8 @@ __all__ = [
     "ReservedAttributeError",
     "RetryableError",
     "RunStatus",
+    "ScheduleError",
+    "ScheduledJob",
     "Settings",
     "SqsJobsError",
     "StatusError",

@@ -21,13 +21,16 @@ from sqsjobs.settings import Settings
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sqs import SQSClient
 
     from sqsjobs.chunked import RunStatus
     from sqsjobs.delivery import BatchResult
+    from sqsjobs.dispatch import Dispatcher
     from sqsjobs.guard import JobStatus
     from sqsjobs.lease import LeaseStore
     from sqsjobs.message import JobMessage
+    from sqsjobs.one_time_schedules import OneTimeSchedules
     from sqsjobs.outbox import Transaction
     from sqsjobs.producer import EnqueueReport, Producer
     from sqsjobs.scheduling import Scheduler, ScheduleSpec
@@ -54,7 +57,7 @@ CELERY_NAMES = {
     "queue": "a JobApp per queue",
     "rate_limit": "the worker's concurrency (the event source mapping's MaximumConcurrency)",
     "countdown": "delay= on enqueue (it is an enqueue option, not a job option)",
-    "eta": "delay= on enqueue (at most 900 s)",
+    "eta": "eta= on enqueue (an aware datetime; beyond 900 s it waits in EventBridge Scheduler)",
 }
 #: what a job name may be: it travels in message bodies, attributes, log lines, metric dimensions and keys
 JOB_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -69,7 +72,9 @@ class JobApp:
 
     Settings come from the environment the template sets (``SQSJOBS_QUEUE_URL``,
     ``SQSJOBS_DLQ_URL``, ``SQSJOBS_TABLE``, ``SQSJOBS_MAX_ATTEMPTS``...);
-    keyword arguments win.
+    keyword arguments win. ``schedule_group``/``scheduler_role_arn``
+    (``SQSJOBS_SCHEDULE_GROUP``/``SQSJOBS_SCHEDULER_ROLE_ARN``) let jobs wait
+    longer than 900 s in EventBridge Scheduler (docs/delays.md).
 
     Example:
         >>> app = JobApp(queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/jobs")
@@ -95,8 +100,11 @@ class JobApp:
         record_ttl: float | None = None,
         deadline_margin: float | None = None,
         lease_margin: float | None = None,
+        schedule_group: str | None = None,
+        scheduler_role_arn: str | None = None,
         sqs_client: SQSClient | None = None,
         dynamodb_client: DynamoDBClient | None = None,
+        scheduler_client: EventBridgeSchedulerClient | None = None,
         store: LeaseStore | None = None,
         clock: Callable[[], float] = time.time,
         random: RandomSource | None = None,
@@ -120,6 +128,8 @@ class JobApp:
             record_ttl=record_ttl,
             deadline_margin=deadline_margin,
             lease_margin=lease_margin,
+            schedule_group=schedule_group,
+            scheduler_role_arn=scheduler_role_arn,
         )
         self.jobs: dict[str, Job[Any, Any]] = {}
         #: scheduled jobs (``@app.scheduled``), by job name
@@ -130,11 +140,14 @@ class JobApp:
         self.emit_metrics = emit_metrics
         self._sqs = sqs_client
         self._dynamodb = dynamodb_client
+        self._scheduler_client = scheduler_client
         self._store = store
         self._logger = logger
         self._producer: Producer | None = None
         self._processor: Any = None
         self._scheduler: Scheduler | None = None
+        self._dispatcher: Dispatcher | None = None
+        self._one_time_schedules: OneTimeSchedules | None = None
 
     # ------------------------------------------------------------ declaring
     def job(
@@ -330,7 +343,9 @@ class JobApp:
         return self.get_job(name).message(**kwargs)
 
     def enqueue(self, name: str, **kwargs: Any) -> str:
-        """Enqueue job ``name`` with keyword arguments; returns the SQS message id.
+        """Enqueue job ``name`` with keyword arguments; returns the SQS message id (a ``ScheduledJob`` past 900 s).
+
+        Takes the enqueue options of ``Job.enqueue`` (``delay``, ``eta``, ``replace``...).
 
         Example:
             >>> app = JobApp()
@@ -343,11 +358,14 @@ class JobApp:
         return self.send(self.message(name, **kwargs))
 
     def send(self, message: JobMessage) -> str:
-        """Send a prepared message (``Job.message``) to the jobs queue."""
-        return self.producer.send(message)
+        """Send a prepared message (``Job.message``): to the jobs queue, or into a schedule when due beyond 900 s."""
+        return self.dispatcher.send(message)
 
     def enqueue_many(self, messages: Iterable[JobMessage], *, progress: bool | None = None) -> EnqueueReport:
-        """Send many messages in full ``SendMessageBatch`` calls; failures are reported, not raised.
+        """Send many messages: full ``SendMessageBatch`` calls, and a schedule each for those due beyond 900 s.
+
+        Failures are reported, not raised (``report.failed``); ``report.sent``
+        counts what SQS took and ``report.scheduled`` what waits in a schedule.
 
         ``progress`` shows a progress bar on standard error; by default only when it is a terminal.
 
@@ -364,7 +382,23 @@ class JobApp:
 
         batch = list(messages)
         with progress_bar(len(batch), "enqueueing", show=progress) as advance:
-            return self.producer.send_many(batch, on_progress=advance)
+            return self.dispatcher.send_many(batch, on_progress=advance)
+
+    def unschedule(self, key: str) -> bool:
+        """Delete the pending schedule of a delayed enqueue of ``key``; False when none was pending.
+
+        Only the delayed enqueue's schedule (one per key) is deleted. A job that
+        already runs, or waits for a long retry, is stopped with ``cancel(key)``
+        instead, which also unschedules.
+
+        Example:
+            >>> app.unschedule("invoice-email:42")  # doctest: +SKIP
+            True
+        """
+        from sqsjobs.delays import schedule_name
+        from sqsjobs.guard import checked_key
+
+        return self.one_time_schedules.delete(schedule_name(checked_key(key)))
 
     # ------------------------------------------------------------ consuming
     def handle_batch(self, event: Any, context: Any = None) -> dict[str, list[dict[str, str]]]:
@@ -424,7 +458,9 @@ class JobApp:
         (no delivery yet: the marker waits for it), ``"running"`` (it runs right
         now: it is flagged, and may stop by polling ``sqsjobs.cancel_requested()``;
         it is never killed) or ``"already_finished"``. One conditional write (two
-        when it is running).
+        when it is running); with a schedule group, the key's pending delayed
+        enqueue is deleted too (after the marker, so a delivery racing the
+        delete is acknowledged without running).
 
         Example:
             >>> from sqsjobs import InMemoryStore
@@ -446,6 +482,8 @@ class JobApp:
                                                        reason=(reason or "")[:guard.MAX_ERROR_TEXT] or None))
         if written.error is not None:
             raise StoreError(written.error)
+        if self.settings.schedule_group:
+            self.unschedule(key)
         if written.ok:
             return (guard.CancelResult.CANCELLED if written.item is not None else guard.CancelResult.NOT_FOUND).value
         found = written.item
@@ -500,6 +538,7 @@ class JobApp:
         sleep: Callable[[float], None] | None = None,
         emit_metrics: Callable[[str], None] | None = None,
         settings: Mapping[str, Any] | None = None,
+        scheduler_client: EventBridgeSchedulerClient | None = None,
     ) -> Iterator[JobApp]:
         """Swap collaborators (and settings) for the ``with`` block, then put everything back.
 
@@ -523,7 +562,7 @@ class JobApp:
                 self.settings = self.settings.with_overrides(**settings)
             for name, value in (("_store", store), ("_sqs", sqs_client), ("_dynamodb", dynamodb_client),
                                 ("clock", clock), ("random", random), ("sleep", sleep),
-                                ("emit_metrics", emit_metrics)):
+                                ("emit_metrics", emit_metrics), ("_scheduler_client", scheduler_client)):
                 if value is not None:
                     setattr(self, name, value)
             self._forget_built()
@@ -559,6 +598,8 @@ class JobApp:
         self._producer = None
         self._processor = None
         self._scheduler = None
+        self._dispatcher = None
+        self._one_time_schedules = None
 
     @property
     def sqs(self) -> SQSClient:
@@ -599,6 +640,38 @@ class JobApp:
         return self._producer
 
     @property
+    def scheduler_client(self) -> EventBridgeSchedulerClient:
+        """The EventBridge Scheduler client for delayed jobs (created on first use unless injected)."""
+        if self._scheduler_client is None:
+            from sqsjobs.clients import scheduler_client
+
+            self._scheduler_client = scheduler_client()
+        return self._scheduler_client
+
+    @property
+    def one_time_schedules(self) -> OneTimeSchedules:
+        """The schedule group delayed jobs wait in; ``ConfigurationError`` naming the setting when there is none."""
+        if self._one_time_schedules is None:
+            from sqsjobs.one_time_schedules import OneTimeSchedules
+
+            self._one_time_schedules = OneTimeSchedules.of_settings(
+                self.settings, clock=self.clock, client_factory=lambda: self.scheduler_client)
+        return self._one_time_schedules
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """Sends each message to SQS or into a schedule, by when it is due."""
+        if self._dispatcher is None:
+            from sqsjobs.dispatch import Dispatcher
+
+            self._dispatcher = Dispatcher(
+                settings=self.settings, producer=self.producer, schedules=lambda: self.one_time_schedules,
+                clock=self.clock, emit=self.emit_metrics,
+                warn=lambda text, fields: self.logger.warning(text, extra=fields),
+            )
+        return self._dispatcher
+
+    @property
     def logger(self) -> Any:
         """A Powertools ``Logger`` (JSON lines); jobs may log through it to get the record's fields."""
         if self._logger is None:
@@ -616,6 +689,7 @@ class JobApp:
             self._processor = JobBatchProcessor(
                 settings=self.settings, jobs=self.jobs, store=self.store, sqs=lambda: self.sqs, clock=self.clock,
                 random=self.random, logger=self.logger, emit=self.emit_metrics,
+                schedules=self.one_time_schedules if self.settings.schedule_group else None,
             )
         return self._processor
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from botocore.config import _RetryDict
     from botocore.session import Session
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sqs import SQSClient
 
 #: enough connections for a batch's concurrent claims (at most 10 records)
@@ -153,6 +154,17 @@ def sqs_client(**kwargs: Any) -> SQSClient:
     made: SQSClient = client("sqs", **kwargs)
     return made
 
+
+
+def scheduler_client(**kwargs: Any) -> EventBridgeSchedulerClient:
+    """An EventBridge Scheduler client from the shared session, for delayed jobs' one-time schedules.
+
+    Example:
+        >>> scheduler_client(region_name="eu-west-1").meta.service_model.service_name
+        'scheduler'
+    """
+    made: EventBridgeSchedulerClient = client("scheduler", **kwargs)
+    return made
 
 class ServiceLoader(Loader):
     """botocore's data loader, minus the scan of every service directory on a service's first model.

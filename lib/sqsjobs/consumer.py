@@ -15,7 +15,10 @@
    by 10 entries and 256 KiB), then write those records, so a redelivery of a
    dead-lettered message (a lost acknowledgement) is not run again;
 5. **re-send** what goes back to the queue but has reached the backstop
-   receive (SQS's redrive would move it without a reason), and set the
+   receive (SQS's redrive would move it without a reason), **schedule** the
+   retries SQS cannot hold back that long (beyond its 12-hour visibility, or
+   beyond 900 s at the backstop: a one-time schedule re-sends the message at
+   its time, and only then is the original acknowledged), and set the
    others' retry delays (``ChangeMessageVisibilityBatch``, full jitter);
 6. write the batch's metrics (EMF) and return ``batchItemFailures``.
 
@@ -45,11 +48,13 @@ from sqsjobs.dead_letter import DeadLetter, Reason, sqs_attribute
 from sqsjobs.delivery import BatchResult, Delivery, Outcome, State
 from sqsjobs.envelope import Envelope
 from sqsjobs.errors import (
+    ConfigurationError,
     InvalidArgumentsError,
     InvalidEventError,
     MalformedMessageError,
     PermanentError,
     RetryableError,
+    ScheduleError,
     UnknownJobError,
 )
 from sqsjobs.guard import Claim, ClaimResult, Verdict
@@ -64,6 +69,7 @@ if TYPE_CHECKING:
 
     from sqsjobs.job import Job
     from sqsjobs.lease import LeaseStore
+    from sqsjobs.one_time_schedules import OneTimeSchedules
     from sqsjobs.settings import Settings
 
 #: a message the worker cannot start is re-sent at most this often before it is dead-lettered
@@ -93,8 +99,11 @@ class JobBatchProcessor:
         random: RandomSource | None,
         logger: Any,
         emit: Callable[[str], None],
+        schedules: OneTimeSchedules | None = None,
     ) -> None:
         self.settings = settings
+        #: where retries too long for SQS wait (None: no schedule group; they wait 12 hours at most)
+        self.schedules = schedules
         self.jobs = jobs
         self.store = store
         #: the SQS client, built on first use: a batch of successes never needs one
@@ -376,17 +385,63 @@ class JobBatchProcessor:
     def _resend_or_return(self, deliveries: Sequence[Delivery]) -> None:
         backstop = self.settings.max_attempts + 1  # the queue's maxReceiveCount
         for d in deliveries:
-            if d.state is State.TO_RETURN and d.receive_count >= backstop:
+            if d.state is State.TO_RETURN and self._needs_schedule(d, backstop):
+                from sqsjobs.delays import retry_schedule_name  # only for retries SQS cannot hold back
+
+                d.to_schedule(retry_schedule_name(d.key or d.message_id, d.message_id))
+            elif d.state is State.TO_RETURN and d.receive_count >= backstop:
                 d.to_resend()
             elif d.state is State.TO_ACK:
                 d.finished()
+        scheduling = [d for d in deliveries if d.state is State.TO_SCHEDULE]
+        self._schedule(scheduling)
         resending = [d for d in deliveries if d.state is State.TO_RESEND]
         self._resend(resending)
         returning = [d for d in deliveries if d.state is State.TO_RETURN]
         for d in returning:
             d.finished()
-        # A message whose re-send failed goes back too, with its delay.
-        self._set_visibility(returning + [d for d in resending if d.state is State.RETURNED])
+        # A message whose re-send or schedule failed goes back too, with its delay (12 hours at most).
+        self._set_visibility(returning + [d for d in resending + scheduling if d.state is State.RETURNED])
+
+    def _needs_schedule(self, d: Delivery, backstop: int) -> bool:
+        """A retry SQS cannot hold back for its whole delay: beyond 12 hours, or beyond 900 s as a re-send."""
+        at_backstop = d.receive_count >= backstop and d.outcome is Outcome.RETRY
+        if d.delay <= MAX_VISIBILITY_SECONDS and not (at_backstop and d.delay > MAX_DELAY_SECONDS):
+            return False
+        if self.schedules is None:
+            if d.delay > MAX_VISIBILITY_SECONDS:
+                self.log.error("a retry asked for more than 12 hours but no schedule group is configured "
+                               "(SQSJOBS_SCHEDULE_GROUP): it comes back in 12 hours",
+                               extra={**self._fields(d), "delay": d.delay})
+            return False
+        return True
+
+    def _schedule(self, deliveries: Sequence[Delivery]) -> None:
+        """Re-send each retry through a one-time schedule at its time; acknowledge it once the schedule exists."""
+        if not deliveries:
+            return
+        from sqsjobs.one_time_schedules import DelayedMessage
+
+        assert self.schedules is not None
+        now = self.clock()
+        for d in deliveries:
+            assert d.schedule_name is not None
+            url = self._queue_url(d)
+            try:
+                scheduled = self.schedules.create(DelayedMessage(
+                    name=d.schedule_name, job=d.job_name, key=d.key or d.message_id, body=d.body or "",
+                    due_at=now + d.delay, queue_arn=d.event_source_arn or self.schedules.queue_arn(url),
+                    message_group_id=(d.group_id or d.message_id) if url.endswith(".fifo") else None,
+                    purpose=f"retry of message {d.message_id}",
+                ))
+            except (ScheduleError, ConfigurationError) as error:
+                self.log.error("could not schedule a long retry; the message comes back in at most 12 hours",
+                               extra={**self._fields(d), "error": str(error)})
+                d.finished(sent=False, why=str(error))
+                continue
+            self.log.info("retry scheduled", extra={**self._fields(d), "schedule": scheduled.name,
+                                                    "due": scheduled.due.isoformat()})
+            d.finished()
 
     def _resend(self, deliveries: Sequence[Delivery]) -> None:
         by_queue: dict[str, list[Delivery]] = {}
@@ -446,6 +501,8 @@ class JobBatchProcessor:
         name = OUTCOME_METRICS.get(d.outcome) if d.outcome is not None else None
         if name is not None:
             batch.count(job, name)
+        if d.schedule_name is not None and d.state is State.ACKED:
+            batch.count(job, m.SCHEDULED)
         ran_and_failed = d.error is not None and (d.duration_ms is not None or d.reason is Reason.MALFORMED)
         if ran_and_failed and d.outcome in (Outcome.RETRY, Outcome.DEAD_LETTERED):
             batch.count(job, m.FAILED)

@@ -14,6 +14,10 @@
     TO_DEAD_LETTER ◀── key_conflict ◀── permanent, exhausted, lost ...             │  (send failed)
        │    └── DLQ send failed ──▶ TO_RETURN              at the backstop receive ▼     │
        └── DLQ send succeeded ──▶ ACKED                            TO_RESEND ──sent──▶ ACKED
+                                                                                   │     │
+                    a retry longer than SQS can hold back (12 h; 900 s at the      ▼     │
+                    backstop) ─────────────────────────────────────────▶ TO_SCHEDULE ─(failed)
+                                                                       └─ schedule created ──▶ ACKED
 
 A delivery changes state only through the transition methods below; each
 checks where the delivery is and raises ``IllegalTransition`` otherwise, so
@@ -50,6 +54,8 @@ class State(StrEnum):
     TO_DEAD_LETTER = "to_dead_letter"  #: goes to the DLQ with its reason, then leaves the queue
     TO_RETURN = "to_return"  #: goes back to the queue, visible again after ``delay``
     TO_RESEND = "to_resend"  #: re-sent as a fresh message (SQS's redrive would move it), then leaves
+    #: re-sent later by a one-time schedule (its retry delay is longer than SQS can hold it back), then leaves
+    TO_SCHEDULE = "to_schedule"
     ACKED = "acked"  #: left the queue (final)
     RETURNED = "returned"  #: reported in ``batchItemFailures`` (final)
 
@@ -61,8 +67,9 @@ TRANSITIONS: dict[State, frozenset[State]] = {
     State.CLAIMED: frozenset({State.TO_ACK, State.TO_RETURN, State.TO_DEAD_LETTER}),
     State.TO_ACK: frozenset({State.ACKED}),
     State.TO_DEAD_LETTER: frozenset({State.ACKED, State.TO_RETURN}),
-    State.TO_RETURN: frozenset({State.TO_RESEND, State.RETURNED}),
+    State.TO_RETURN: frozenset({State.TO_RESEND, State.TO_SCHEDULE, State.RETURNED}),
     State.TO_RESEND: frozenset({State.ACKED, State.RETURNED}),
+    State.TO_SCHEDULE: frozenset({State.ACKED, State.RETURNED}),
     State.ACKED: frozenset(),
     State.RETURNED: frozenset(),
 }
@@ -151,6 +158,8 @@ class Delivery:
     error: BaseException | None = None
     duration_ms: float | None = None
     result: Any = None
+    #: the one-time schedule that re-sends it at ``delay`` (a retry longer than SQS can hold back)
+    schedule_name: str | None = None
     notes: list[str] = field(default_factory=list)
 
     @classmethod
@@ -228,14 +237,20 @@ class Delivery:
         """Returning it would let SQS's redrive move it without a reason: send a fresh copy instead."""
         self._move(State.TO_RESEND)
 
+    def to_schedule(self, name: str) -> None:
+        """SQS cannot hold it back for its ``delay``: schedule ``name`` re-sends it then (the attempt is not used)."""
+        self._move(State.TO_SCHEDULE)
+        self.schedule_name = name
+
     def finished(self, *, sent: bool = True, why: str = "") -> None:
-        """The batch is over for it: acknowledged, dead-lettered, re-sent, or returned."""
+        """The batch is over for it: acknowledged, dead-lettered, re-sent, scheduled, or returned."""
         if self.state is State.TO_RETURN:
             self._move(State.RETURNED)
-        elif self.state is State.TO_RESEND:
+        elif self.state in (State.TO_RESEND, State.TO_SCHEDULE):
+            what = "re-send" if self.state is State.TO_RESEND else "schedule"
             self._move(State.ACKED if sent else State.RETURNED)
             if not sent:
-                self.notes.append(f"re-send failed: {why}")
+                self.notes.append(f"{what} failed: {why}")
         elif self.state is State.TO_DEAD_LETTER:
             self._move(State.ACKED)
             self.outcome = Outcome.DEAD_LETTERED

@@ -6,10 +6,12 @@
     ├── ConfigurationError (ValueError)   a setting or job option is missing or impossible
     ├── UnknownJobError (LookupError)     no job is registered under that name
     ├── InvalidArgumentsError (TypeError) arguments do not fit the job's signature / scalar rule
-    │   └── MessageTooLargeError          the message would be over SQS's size limit
+    │   ├── MessageTooLargeError          the message would be over SQS's size limit
+    │   └── InvalidDelayError (also a ConfigurationError)  a delay or eta that cannot be honoured
     ├── InvalidEventError (ValueError)    the Lambda event is not an SQS batch
     ├── EnqueueError                      SQS refused a message (after retries)
-    │   └── ReservedAttributeError (ValueError)  a message names an attribute in the ``sqsjobs.`` namespace
+    │   ├── ReservedAttributeError (ValueError)  a message names an attribute in the ``sqsjobs.`` namespace
+    │   └── ScheduleError                 EventBridge Scheduler refused a delayed job's schedule
     ├── StoreError                        the idempotency store failed (not a conflict)
     ├── PeriodBusyError                   a scheduled period is held past this invocation: Lambda retries
     ├── TransactionError                  a DynamoDB transaction (writes + outbox enqueues) was not committed
@@ -40,6 +42,10 @@ Example:
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+#: the longest delay a retry may ask for: 365 days, as ``sqsjobs.delays.MAX_DELAY_SECONDS`` (a test ties them)
+MAX_RETRY_DELAY_SECONDS = 365 * 24 * 3600
 
 class SqsJobsError(Exception):
     """Raised when anything in sqsjobs fails; the root of the tree."""
@@ -65,6 +71,19 @@ class InvalidEventError(SqsJobsError, ValueError):
     """Raised when ``handle_batch`` gets an event that is not an SQS batch (empty or malformed)."""
 
 
+class InvalidDelayError(InvalidArgumentsError, ConfigurationError):
+    """Raised when an enqueue's ``delay`` or ``eta`` cannot be: negative, past 365 days, a naive datetime...
+
+    It is both an ``InvalidArgumentsError`` (bad input to the call) and a
+    ``ConfigurationError`` (what a delay outside SQS's range raised before
+    delays beyond 15 minutes existed), so either ``except`` catches it.
+
+    Example:
+        >>> issubclass(InvalidDelayError, InvalidArgumentsError) and issubclass(InvalidDelayError, ConfigurationError)
+        True
+    """
+
+
 class EnqueueError(SqsJobsError):
     """Raised when SQS did not accept a message, after the producer's retries."""
 
@@ -76,6 +95,10 @@ class ReservedAttributeError(EnqueueError, ValueError):
     say why a letter is in the DLQ and where it came from, so a producer may
     not set them (its own two come from the message's ``job`` and ``trace_id``).
     """
+
+
+class ScheduleError(EnqueueError):
+    """Raised when EventBridge Scheduler refused to create, move or delete a delayed job's schedule."""
 
 
 class StoreError(SqsJobsError):
@@ -121,19 +144,29 @@ class JobError(SqsJobsError):
 class RetryableError(JobError):
     """Raised when the job should run again later.
 
-    ``delay`` (seconds, 0..43200) replaces the full-jitter delay for this
-    attempt, e.g. from a ``Retry-After`` header.
+    ``delay`` (seconds or a ``timedelta``, up to 365 days) replaces the
+    full-jitter delay for this attempt, e.g. from a ``Retry-After`` header.
+    Up to 12 hours the message waits on its queue (its visibility timeout);
+    beyond, the worker re-sends it through a one-time EventBridge Scheduler
+    schedule (docs/delays.md).
 
     Example:
         >>> RetryableError("rate limited", delay=20).delay
         20.0
+        >>> from datetime import timedelta
+        >>> RetryableError("quota resets tomorrow", delay=timedelta(days=1)).delay
+        86400.0
     """
 
-    def __init__(self, message: str = "", *, delay: float | None = None) -> None:
+    def __init__(self, message: str = "", *, delay: float | timedelta | None = None) -> None:
         super().__init__(message)
-        if delay is not None and not 0 <= delay <= 43_200:
-            raise ConfigurationError(f"RetryableError delay must be within 0..43200 s (SQS limit), got {delay}")
-        self.delay = None if delay is None else float(delay)
+        seconds = delay.total_seconds() if isinstance(delay, timedelta) else delay
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)
+                                    or not 0 <= seconds <= MAX_RETRY_DELAY_SECONDS):
+            raise InvalidDelayError(
+                f"RetryableError delay must be 0..{MAX_RETRY_DELAY_SECONDS} s (365 days), got {delay!r}"
+            )
+        self.delay = None if seconds is None else float(seconds)
 
 
 class TimeLimitExceeded(RetryableError):

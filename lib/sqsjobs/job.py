@@ -25,23 +25,24 @@ from sqsjobs.errors import (
     RetryableError,
 )
 from sqsjobs.lease import RESERVED_PREFIXES, is_reserved
-from sqsjobs.message import MAX_DELAY_SECONDS, JobMessage
+from sqsjobs.message import JobMessage
 
 if TYPE_CHECKING:
+    from datetime import datetime, timedelta
+
     from sqsjobs.app import JobApp
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 #: keyword names ``enqueue``/``message`` keep for themselves
-ENQUEUE_OPTIONS = ("delay", "group", "trace_id", "expires_in")
+ENQUEUE_OPTIONS = ("delay", "eta", "replace", "group", "trace_id", "expires_in")
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
 #: Celery ``apply_async`` options people pass to ``enqueue``, and what sqsjobs takes instead.
 CELERY_ENQUEUE_NAMES = {
-    "countdown": "delay= (seconds, 0..900)",
-    "eta": "delay= (seconds from now, 0..900)",
+    "countdown": "delay= (seconds or a timedelta, up to 365 days)",
     "queue": "a JobApp per queue",
     "priority": "a separate queue for urgent jobs",
     "headers": "trace_id= (the only message attribute a job reads)",
@@ -154,7 +155,9 @@ class Job(Generic[P, R]):
     def message(
         self,
         *,
-        delay: float = 0,
+        delay: float | timedelta = 0,
+        eta: datetime | None = None,
+        replace: bool = False,
         group: str | None = None,
         trace_id: str | None = None,
         expires_in: float | None = None,
@@ -162,14 +165,21 @@ class Job(Generic[P, R]):
     ) -> JobMessage:
         """Validate ``args`` and build the message, without sending it.
 
+        A ``delay`` (or ``eta``) up to 900 s becomes SQS's ``DelaySeconds``;
+        a longer one sets ``due_at``, and sending it creates a one-time
+        schedule (docs/delays.md).
+
         Example:
+            >>> from datetime import timedelta
             >>> from sqsjobs import JobApp
-            >>> app = JobApp(queue_url="https://sqs.example/q")
+            >>> app = JobApp(queue_url="https://sqs.example/q", clock=lambda: 1_767_225_600.0)
             >>> @app.job("reminder", key="reminder:{user_id}")
             ... def reminder(user_id: int) -> None: ...
             >>> m = reminder.message(user_id=7, delay=300, trace_id="req-1")
-            >>> m.delay, m.trace_id, m.key
-            (300, 'req-1', 'reminder:7')
+            >>> m.delay, m.due_at, m.trace_id, m.key
+            (300, None, 'req-1', 'reminder:7')
+            >>> reminder.message(user_id=7, delay=timedelta(hours=2)).due_at
+            1767232800.0
         """
         if "expires" in args and "expires" not in self.signature.names:
             # Celery's apply_async(expires=...) is sqsjobs' expires_in (seconds).
@@ -181,17 +191,19 @@ class Job(Generic[P, R]):
                 f"sqsjobs takes {CELERY_ENQUEUE_NAMES[celery[0]]}"
             )
         bound = self.signature.bind(args)
-        if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay <= MAX_DELAY_SECONDS:
-            # No silent fallback to a scheduler: a delay past SQS's limit is the caller's decision.
-            raise ConfigurationError(
-                f"job {self.name!r}: delay={delay!r} s is outside SQS's DelaySeconds range 0..{MAX_DELAY_SECONDS}; "
-                "for longer delays use an EventBridge Scheduler one-off schedule or a scheduled job"
-            )
+        from sqsjobs.delays import plan_delay
+
+        now = self.app.clock()
+        plan = plan_delay(self.name, delay=delay, eta=eta, now=now)
+        if type(replace) is not bool:
+            raise InvalidArgumentsError(f"job {self.name!r}: replace must be True or False, got {replace!r}")
         key = self.key_for(bound)
         if expires_in is not None:
             expires_in = _positive_seconds(self.name, "expires_in", expires_in, InvalidArgumentsError)
+        _check_due_before_expiry(self.name, plan.due_at - now if plan.due_at is not None else plan.delay_seconds,
+                                 expires_in or self.options.expires_in)
         envelope = Envelope(
-            job=self.name, key=key, args=bound, job_version=self.options.version, enqueued_at=self.app.clock(),
+            job=self.name, key=key, args=bound, job_version=self.options.version, enqueued_at=now,
             expires_in=expires_in,
         )
         group = group or (self._format(self.options.group, bound) if self.options.group else None)
@@ -202,27 +214,34 @@ class Job(Generic[P, R]):
             job=self.name,
             key=key,
             body=envelope.encode(),
-            delay=int(delay),
+            delay=plan.delay_seconds,
             group=group,
             trace_id=trace_id or current_trace_id(),
+            due_at=plan.due_at,
+            replace=replace,
         )
         check_message(message, bound)
         return message
 
     def enqueue(
-        self, *, delay: float = 0, group: str | None = None, trace_id: str | None = None,
-        expires_in: float | None = None, **args: Any
+        self, *, delay: float | timedelta = 0, eta: datetime | None = None, replace: bool = False,
+        group: str | None = None, trace_id: str | None = None, expires_in: float | None = None, **args: Any
     ) -> str:
-        """Send one job message; returns the SQS message id.
+        """Send one job message; returns the SQS message id, or for a long delay a ``ScheduledJob``.
 
-        ``delay`` seconds (0..900, SQS ``DelaySeconds``), ``group`` (FIFO
-        ``MessageGroupId``, overriding the job's ``group`` template),
-        ``trace_id`` (carried to the job's logs) and ``expires_in`` (seconds;
-        an older delivery is acknowledged without running) are enqueue
-        options, not job arguments.
+        ``delay`` (seconds or a ``timedelta``, up to 365 days) or ``eta`` (an
+        aware ``datetime``) say when it is due: up to 900 s SQS holds it back
+        (``DelaySeconds``), beyond it waits in a one-time EventBridge Scheduler
+        schedule and the return value is a ``ScheduledJob`` — a ``str`` (the
+        schedule's ARN) that also says when it is due and whether the key was
+        ``already_scheduled`` (then nothing changed, unless ``replace=True``
+        moved it). ``group`` (FIFO ``MessageGroupId``, overriding the job's
+        ``group`` template), ``trace_id`` (carried to the job's logs) and
+        ``expires_in`` (seconds; an older delivery is acknowledged without
+        running) are enqueue options too, not job arguments.
         """
-        return self.app.send(self.message(delay=delay, group=group, trace_id=trace_id, expires_in=expires_in,
-                                          **args))
+        return self.app.send(self.message(delay=delay, eta=eta, replace=replace, group=group, trace_id=trace_id,
+                                          expires_in=expires_in, **args))
 
     def key_for(self, args: Mapping[str, Any]) -> str:
         """The idempotency key for these (already validated) arguments.
@@ -325,6 +344,18 @@ def args_digest(job: str, args: Mapping[str, Any]) -> str:
     """
     canonical = json.dumps(dict(args), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(f"{job}\n{canonical}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _check_due_before_expiry(job: str, wait: float, expires_in: float | None) -> None:
+    """A job due after its own expiry would only ever be acknowledged as expired: refuse it now."""
+    if expires_in is not None and wait >= expires_in:
+        from sqsjobs.errors import InvalidDelayError
+
+        raise InvalidDelayError(
+            f"job {job!r}: it is due in {wait:g} s but expires {expires_in:g} s after its enqueue "
+            "(expires_in counts from the enqueue, not from when it is due): it would never run; "
+            "raise expires_in above the delay"
+        )
 
 
 def _positive_seconds(job: str, label: str, value: Any, error: type[Exception]) -> float:

@@ -43,10 +43,15 @@ class JobMessage:
     job: str
     key: str
     body: str
+    #: SQS ``DelaySeconds`` (0..900)
     delay: int = 0
     group: str | None = None
     trace_id: str | None = None
     extra_attributes: dict[str, str] = field(default_factory=dict)
+    #: when it is due (epoch seconds) if that is beyond SQS's 900 s: it waits in a one-time schedule
+    due_at: float | None = None
+    #: a pending schedule of the same key is moved (or, for a message sent now, deleted) instead of kept
+    replace: bool = False
 
     def __post_init__(self) -> None:
         reserved = sorted(n for n in self.extra_attributes if n.lower().startswith(RESERVED_PREFIX))

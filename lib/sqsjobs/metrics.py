@@ -28,8 +28,10 @@ DEAD_LETTERED: Final = "JobDeadLettered"
 DUPLICATE: Final = "JobDuplicate"
 CANCELLED: Final = "JobCancelled"
 EXPIRED: Final = "JobExpired"
+#: a job now waits in a one-time schedule: a delayed enqueue (producer) or a retry beyond 12 hours (worker)
+SCHEDULED: Final = "JobScheduled"
 
-COUNTS: Final = (SUCCEEDED, FAILED, RETRIED, DEAD_LETTERED, DUPLICATE, CANCELLED, EXPIRED)
+COUNTS: Final = (SUCCEEDED, FAILED, RETRIED, DEAD_LETTERED, DUPLICATE, CANCELLED, EXPIRED, SCHEDULED)
 ALL_METRICS: Final = (DURATION, *COUNTS)
 # The failure-rate alarm divides FAILED by (SUCCEEDED + FAILED) on {service}.
 FAILURE_RATE_INPUTS: Final = (SUCCEEDED, FAILED)

@@ -169,6 +169,14 @@ class Transaction:
             'process-order:7'
         """
         message = self.app.get_job(job).message(delay=delay, group=group, trace_id=trace_id, **args)
+        if message.due_at is not None:
+            from sqsjobs.errors import InvalidDelayError
+
+            raise InvalidDelayError(
+                f"job {job!r}: the outbox relays delays of at most 900 s (SQS's DelaySeconds), got delay={delay!r}; "
+                f"for a longer one enqueue after the commit: tx.on_commit(lambda: app.enqueue({job!r}, ..., "
+                "delay=...)), which waits in an EventBridge Scheduler schedule"
+            )
         if message.key in self.enqueued:
             return message.key
         now = self.clock()

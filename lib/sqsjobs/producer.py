@@ -36,6 +36,8 @@ from sqsjobs.sizes import check_message
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
+    from sqsjobs.scheduled_job import ScheduledJob
+
 MAX_BATCH_ENTRIES = SQS_MAX_ENTRIES
 MAX_BATCH_BYTES = SQS_MAX_BYTES
 #: entries a batch call reported as failed (throttling, service errors) wait this long
@@ -63,18 +65,24 @@ class FailedEntry:
 
 @dataclass(frozen=True, kw_only=True)
 class EnqueueReport:
-    """What ``enqueue_many`` did: message ids by input position, and the failures.
+    """What ``enqueue_many`` did: message ids and schedules by input position, and the failures.
+
+    ``message_ids`` are the messages SQS took (now, or with ``DelaySeconds``);
+    ``scheduled`` the ones that wait in a one-time schedule (due beyond 900 s),
+    including keys that were ``already_scheduled``. ``calls`` counts both
+    services' API calls.
 
     Example:
         >>> r = EnqueueReport(message_ids={0: "m-1"}, failed=(), calls=1)
-        >>> r.ok, r.sent
-        (True, 1)
+        >>> r.ok, r.sent, r.accepted
+        (True, 1, 1)
     """
 
     message_ids: dict[int, str] = field(default_factory=dict)
     failed: tuple[FailedEntry, ...] = ()
     #: SQS requests made, botocore's own retries included
     calls: int = 0
+    scheduled: dict[int, ScheduledJob] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -85,6 +93,11 @@ class EnqueueReport:
     def sent(self) -> int:
         """How many messages SQS accepted."""
         return len(self.message_ids)
+
+    @property
+    def accepted(self) -> int:
+        """How many messages were taken: sent to SQS, or waiting in a schedule."""
+        return len(self.message_ids) + len(self.scheduled)
 
 
 def botocore_attempts(client: Any) -> int:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sqs import SQSClient
 
 
@@ -172,6 +173,19 @@ def make_dynamodb_client(*, endpoint_url: str | None = None, region: str | None 
     import boto3
 
     return boto3.session.Session().client("dynamodb", **_client_kwargs(endpoint_url, region))
+
+
+def make_scheduler_client(*, endpoint_url: str | None = None,
+                          region: str | None = None) -> EventBridgeSchedulerClient:
+    """An EventBridge Scheduler client for AWS or the local cloud (delayed jobs' schedules).
+
+    Example:
+        >>> make_scheduler_client(region="eu-west-1").meta.region_name  # doctest: +SKIP
+        'eu-west-1'
+    """
+    import boto3
+
+    return boto3.session.Session().client("scheduler", **_client_kwargs(endpoint_url, region))
 
 
 def _client_kwargs(endpoint_url: str | None, region: str | None) -> dict[str, Any]:

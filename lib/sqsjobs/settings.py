@@ -7,6 +7,7 @@ over defaults. Reading settings never calls AWS.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -21,6 +22,8 @@ ENV_OUTBOX_TABLE = "SQSJOBS_OUTBOX_TABLE"
 ENV_MAX_ATTEMPTS = "SQSJOBS_MAX_ATTEMPTS"
 ENV_FUNCTION_TIMEOUT = "SQSJOBS_FUNCTION_TIMEOUT"
 ENV_RECORD_TTL = "SQSJOBS_RECORD_TTL_SECONDS"
+ENV_SCHEDULE_GROUP = "SQSJOBS_SCHEDULE_GROUP"
+ENV_SCHEDULER_ROLE_ARN = "SQSJOBS_SCHEDULER_ROLE_ARN"
 ENV_SERVICE = "POWERTOOLS_SERVICE_NAME"
 ENV_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 #: the operator console's access token (``sqsjobs console --token``); never a default
@@ -35,6 +38,10 @@ ENV_AWS_ENDPOINT_URL = "AWS_ENDPOINT_URL"
 ENV_AWS_PROFILE = "AWS_PROFILE"
 #: the JobApp the CLI commands load (``module:attribute``)
 ENV_APP = "SQSJOBS_APP"
+
+#: what EventBridge Scheduler takes as a group name, and as the role a schedule sends with
+_SCHEDULE_GROUP = re.compile(r"[0-9a-zA-Z\-_.]{1,64}")
+_ROLE_ARN = re.compile(r"arn:aws(-[a-z]+)*:iam:[a-z0-9-]*:\d{12}:role/[\w+=,.@/-]+")
 
 #: 21 days: the DLQ's longest retention (14 days) plus a week to redrive it
 DEFAULT_RECORD_TTL = 21 * 24 * 3600.0
@@ -72,6 +79,10 @@ class Settings:
     deadline_margin: float = 5.0
     #: added to the remaining invocation time to form a claim's lease
     lease_margin: float = 5.0
+    #: the EventBridge Scheduler schedule group of delayed jobs (delays beyond 15 minutes, docs/delays.md)
+    schedule_group: str | None = None
+    #: the role EventBridge Scheduler assumes to send a delayed job to the jobs queue (and its DLQ)
+    scheduler_role_arn: str | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_attempts <= 1000:
@@ -88,6 +99,16 @@ class Settings:
         for name in ("record_ttl", "deadline_margin", "lease_margin"):
             if getattr(self, name) < 0:
                 raise ConfigurationError(f"{name} must be >= 0")
+        if self.schedule_group is not None and not _SCHEDULE_GROUP.fullmatch(self.schedule_group):
+            raise ConfigurationError(
+                f"schedule_group ({ENV_SCHEDULE_GROUP}) must be an EventBridge Scheduler group name: 1..64 letters, "
+                f"digits, '-', '_' or '.', got {self.schedule_group!r}"
+            )
+        if self.scheduler_role_arn is not None and not _ROLE_ARN.fullmatch(self.scheduler_role_arn):
+            raise ConfigurationError(
+                f"scheduler_role_arn ({ENV_SCHEDULER_ROLE_ARN}) must be an IAM role ARN "
+                f"(arn:aws:iam::<account>:role/<name>), got {self.scheduler_role_arn!r}"
+            )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -115,6 +136,10 @@ class Settings:
             values["function_timeout"] = _number(env, ENV_FUNCTION_TIMEOUT, float)
         if env.get(ENV_RECORD_TTL):
             values["record_ttl"] = _number(env, ENV_RECORD_TTL, float)
+        if env.get(ENV_SCHEDULE_GROUP):
+            values["schedule_group"] = env[ENV_SCHEDULE_GROUP]
+        if env.get(ENV_SCHEDULER_ROLE_ARN):
+            values["scheduler_role_arn"] = env[ENV_SCHEDULER_ROLE_ARN]
         if env.get(ENV_SERVICE):
             values["service"] = env[ENV_SERVICE]
         if env.get(ENV_NAMESPACE):
@@ -130,10 +155,15 @@ class Settings:
         """The value of a string setting that an operation cannot do without."""
         value = getattr(self, name)
         if not value:
-            env = {"queue_url": ENV_QUEUE_URL, "dlq_url": ENV_DLQ_URL, "table_name": ENV_TABLE,
-                   "outbox_table": ENV_OUTBOX_TABLE}.get(name, "")
+            env = ENV_NAMES.get(name, "")
             raise ConfigurationError(f"{name} is not set: pass {name}= to JobApp or set {env}")
         return str(value)
+
+
+#: the variable each string setting is read from (for error messages)
+ENV_NAMES = {"queue_url": ENV_QUEUE_URL, "dlq_url": ENV_DLQ_URL, "table_name": ENV_TABLE,
+             "outbox_table": ENV_OUTBOX_TABLE, "schedule_group": ENV_SCHEDULE_GROUP,
+             "scheduler_role_arn": ENV_SCHEDULER_ROLE_ARN}
 
 
 def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float]) -> Any:

@@ -1,7 +1,8 @@
 """`sqsjobs status`: what the paged engineer looks at first.
 
 Queue depth and in-flight counts, the oldest message's age, the DLQ grouped by
-job and reason, alarm states and the most recent failures, as one frozen
+job and reason, alarm states, the most recent failures and the delayed jobs
+waiting in the schedule group (count and next due), as one frozen
 :class:`StatusReport` (rendered as rich tables or JSON by ``sqsjobs.cli.status``).
 
 What it must never do:
@@ -31,7 +32,7 @@ from sqsjobs.chunked import RunStatus
 from sqsjobs.dlq_message import DlqMessage
 from sqsjobs.errors import StatusError
 from sqsjobs.queues import dead_letter_queue_of, queue_name, resolve_queue_url
-from sqsjobs.settings import ENV_DLQ_URL, ENV_NAMESPACE, ENV_QUEUE_URL, ENV_TABLE
+from sqsjobs.settings import ENV_DLQ_URL, ENV_NAMESPACE, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_TABLE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -39,8 +40,11 @@ if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_cloudwatch.type_defs import CompositeAlarmTypeDef, MetricAlarmTypeDef
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+    from sqsjobs.one_time_schedules import PendingSummary
 
 DEFAULT_SAMPLE: Final = 100
 DEFAULT_RECENT: Final = 10
@@ -170,6 +174,8 @@ class StatusReport:
     runs: tuple[RunStatus, ...] = ()
     dlq_duplicates: int = 0
     dlq_malformed_attributes: int = 0
+    #: delayed jobs waiting in the schedule group (``--schedule-group`` / ``SQSJOBS_SCHEDULE_GROUP``)
+    delayed: PendingSummary | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``sqsjobs status --json``)."""
@@ -179,6 +185,7 @@ class StatusReport:
             if value is not None:
                 data[key]["depth"] = value.depth
         data["alarms_firing"] = [a.name for a in self.alarms if a.firing]
+        data["delayed"] = None if self.delayed is None else self.delayed.to_dict()
         return data
 
 
@@ -196,6 +203,9 @@ def collect_status(
     runs: Sequence[tuple[str, str]] = (),
     dynamodb_client: DynamoDBClient | None = None,
     table: str | None = None,
+    scheduler_client: EventBridgeSchedulerClient | None = None,
+    schedule_group: str | None = None,
+    schedule_sample: int = DEFAULT_SAMPLE,
 ) -> StatusReport:
     """Read queue depths, peek the DLQ, read alarms; return one report.
 
@@ -203,6 +213,9 @@ def collect_status(
     ``SQSJOBS_QUEUE_URL``/``SQSJOBS_DLQ_URL``; the DLQ is otherwise found from
     the queue's redrive policy. ``runs`` are ``(job, run_id)`` pairs of chunked
     runs whose run records (in ``table``, default ``SQSJOBS_TABLE``) are shown.
+    ``schedule_group`` (default ``SQSJOBS_SCHEDULE_GROUP``) adds the delayed
+    jobs waiting there: their count (``ListSchedules``) and, from up to
+    ``schedule_sample`` of them (a ``GetSchedule`` each), the next one due.
 
     Example:
         >>> report = collect_status(sqs_client=sqs, cloudwatch_client=cw, queue="jobs")  # doctest: +SKIP
@@ -250,6 +263,8 @@ def collect_status(
     ns = namespace or os.environ.get(ENV_NAMESPACE) or "sqsjobs"
     alarms = watch.alarms(prefix=alarm_prefix, queue_names=names, namespace=ns)
     run_statuses = _runs(runs, dynamodb_client, table or os.environ.get(ENV_TABLE), notes)
+    delayed = _delayed(scheduler_client, schedule_group or os.environ.get(ENV_SCHEDULE_GROUP), schedule_sample,
+                       clock, notes)
     return StatusReport(
         queue=queue_status,
         dlq=dlq_status,
@@ -261,7 +276,27 @@ def collect_status(
         runs=run_statuses,
         dlq_duplicates=len(copies) - len(letters),
         dlq_malformed_attributes=sum(1 for letter in letters if letter.bad_attributes),
+        delayed=delayed,
     )
+
+
+def _delayed(client: EventBridgeSchedulerClient | None, group: str | None, sample: int,
+             clock: Callable[[], float], notes: list[str]) -> PendingSummary | None:
+    """The schedule group's pending delayed jobs; a failure to read them is a note (the queues still show)."""
+    if not group or client is None:
+        return None
+    from sqsjobs.errors import ScheduleError
+    from sqsjobs.one_time_schedules import OneTimeSchedules
+
+    try:
+        summary = OneTimeSchedules(group=group, client=client, clock=clock).pending(sample=sample)
+    except ScheduleError as error:
+        notes.append(f"delayed jobs in {group} unknown: {error}")
+        return None
+    if not summary.complete:
+        notes.append(f"next delayed job due: from {len(summary.sampled)} of {summary.count} schedules "
+                     "(--schedule-sample reads more, one GetSchedule each)")
+    return summary
 
 
 def _one_per_original(letters: list[DlqMessage]) -> list[DlqMessage]:

@@ -42,6 +42,8 @@ MODULES = [
     "sqsjobs_rules.batch_failures",
     "sqsjobs_rules.alarms",
     "sqsjobs_rules.record_ttl",
+    "sqsjobs_rules.delayed_jobs",
+    "sqsjobs_rules._delayed_jobs",
     # The operator side: the DLQ reader, redrive, status, the local cloud's queues and intrinsics.
     "sqsjobs.message",
     "sqsjobs.dlq_message",
@@ -53,6 +55,14 @@ MODULES = [
     "sqsjobs.cli.render",
     "sqsjobs.local.model",
     "sqsjobs.local.intrinsics",
+    # Delayed jobs: the arithmetic, the schedules (Stubber), the errors, the enqueue API, status, the emulator.
+    "sqsjobs.delays",
+    "sqsjobs.one_time_schedules",
+    "sqsjobs.scheduled_job",
+    "sqsjobs.errors",
+    "sqsjobs.job",
+    "sqsjobs.cli.status",
+    "sqsjobs.local.one_time",
 ]
 
 

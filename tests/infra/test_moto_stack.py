@@ -27,7 +27,8 @@ KEY = "bundle.zip"
 STACK = "sqsjobs-test"
 SENDER = "billing@example.com"
 # Types moto's CloudFormation skips (with a warning); everything else must be created.
-MOTO_GAPS = {"AWS::CloudWatch::Alarm", "AWS::SQS::QueuePolicy", "AWS::Scheduler::Schedule", "AWS::Lambda::Alias"}
+MOTO_GAPS = {"AWS::CloudWatch::Alarm", "AWS::SQS::QueuePolicy", "AWS::Scheduler::Schedule",
+             "AWS::Scheduler::ScheduleGroup", "AWS::Lambda::Alias"}
 
 pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse AWS")
 

@@ -7,6 +7,7 @@ The rules run inside cfn-lint (its API, our rules appended), on a SAM template
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from cfnlint.api import lint as cfn_lint
@@ -15,6 +16,7 @@ from template_support import (
     _rules,
     cfn_template,
     dlq_alarm,
+    get_att,
     ids,
     lint,
     load_template,
@@ -313,3 +315,150 @@ def test_the_shipped_template_rejects_a_short_record_ttl_override() -> None:
     found = lint(load_template(), parameters={"RecordTtlSeconds": "604800"})
     assert "E9107" in ids(found)
     assert "Fix: set parameter RecordTtlSeconds" in dict(found)["E9107"]
+
+
+# ------------------------------------------------------------------ E9108 / W9108
+SCHEDULES = {"Fn::Sub": "arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}:schedule/${Delayed}/*"}
+SCHEDULE_ACTIONS = ["scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:GetSchedule",
+                    "scheduler:DeleteSchedule"]
+
+
+def _with_delays(template: dict[str, Any]) -> dict[str, Any]:
+    """``template`` (the SAM one) with a schedule group, a delivery role, and a worker allowed to use both."""
+    result = mutate(template, "Resources/Delayed", {"Type": "AWS::Scheduler::ScheduleGroup"})
+    result["Resources"]["Delivery"] = {"Type": "AWS::IAM::Role", "Properties": {
+        "AssumeRolePolicyDocument": {"Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Principal": {"Service": "scheduler.amazonaws.com"}, "Action": "sts:AssumeRole",
+            "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}}]},
+        "Policies": [{"PolicyName": "Deliver", "PolicyDocument": {"Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Action": "sqs:SendMessage",
+            "Resource": [get_att("Jobs", "Arn"), get_att("Dlq", "Arn")]}]}}]}}
+    worker = result["Resources"]["Worker"]["Properties"]
+    worker["Environment"]["Variables"].update({
+        "SQSJOBS_QUEUE_URL": {"Ref": "Jobs"}, "SQSJOBS_SCHEDULE_GROUP": {"Ref": "Delayed"},
+        "SQSJOBS_SCHEDULER_ROLE_ARN": get_att("Delivery", "Arn")})
+    worker["Policies"] = [{"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": SCHEDULE_ACTIONS, "Resource": SCHEDULES},
+        {"Effect": "Allow", "Action": "iam:PassRole", "Resource": get_att("Delivery", "Arn")},
+    ]}]
+    return result
+
+
+def _statement(index: int) -> str:
+    return f"Resources/Worker/Properties/Policies/0/Statement/{index}"
+
+
+def test_a_function_with_a_schedule_group_and_its_permissions_passes() -> None:
+    assert lint(_with_delays(sam_template())) == []
+
+
+def test_missing_scheduler_actions_are_an_error_naming_them_and_the_scope() -> None:
+    template = mutate(_with_delays(sam_template()), _statement(0) + "/Action",
+                      ["scheduler:CreateSchedule", "scheduler:GetSchedule"])
+    found = lint(template)
+    assert ids(found) == ["E9108"]
+    message = found[0][1]
+    assert "Worker has SQSJOBS_SCHEDULE_GROUP but may not scheduler:UpdateSchedule, scheduler:DeleteSchedule" in message
+    assert "Fix: allow scheduler:CreateSchedule, scheduler:UpdateSchedule" in message
+    assert "schedule/${Delayed}/*" in message
+
+
+def test_the_groups_own_arn_does_not_cover_its_schedules() -> None:
+    template = mutate(_with_delays(sam_template()), _statement(0) + "/Resource", {
+        "Fn::Sub": "arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}:schedule-group/${Delayed}"})
+    found = lint(template)
+    assert ids(found) == ["E9108"]
+    assert "a schedule-group ARN does not cover the schedules in it" in found[0][1]
+
+
+def test_scheduler_actions_on_every_group_are_a_warning() -> None:
+    template = _with_delays(sam_template())
+    template["Resources"]["Worker"]["Properties"]["Policies"][0]["Statement"][0] = {
+        "Effect": "Allow", "Action": "scheduler:*", "Resource": "*"}
+    found = lint(template)
+    assert ids(found) == ["W9108"]
+    assert "on schedules of every group" in found[0][1] and "Fix: scope" in found[0][1]
+
+
+def test_no_pass_role_is_an_error_and_pass_role_on_any_role_a_warning() -> None:
+    without = _with_delays(sam_template())
+    del without["Resources"]["Worker"]["Properties"]["Policies"][0]["Statement"][1]
+    found = lint(without)
+    assert ids(found) == ["E9108"]
+    assert "may not iam:PassRole it" in found[0][1] and "Fix: allow iam:PassRole on !GetAtt Delivery.Arn" in found[0][1]
+    broad = mutate(_with_delays(sam_template()), _statement(1) + "/Resource", "*")
+    assert ids(lint(broad)) == ["W9108"]
+
+
+def test_a_group_without_the_role_variable_is_an_error() -> None:
+    template = mutate(_with_delays(sam_template()),
+                      "Resources/Worker/Properties/Environment/Variables/SQSJOBS_SCHEDULER_ROLE_ARN", DELETE)
+    found = lint(template)
+    assert ids(found) == ["E9108"]
+    assert "has SQSJOBS_SCHEDULE_GROUP but no SQSJOBS_SCHEDULER_ROLE_ARN" in found[0][1]
+
+
+def test_the_delivery_role_must_trust_scheduler_and_send_to_the_jobs_queue() -> None:
+    lambda_trust = mutate(_with_delays(sam_template()),
+                          "Resources/Delivery/Properties/AssumeRolePolicyDocument/Statement/0/Principal",
+                          {"Service": "lambda.amazonaws.com"})
+    found = lint(lambda_trust)
+    assert ids(found) == ["E9108"] and "is not assumable by scheduler.amazonaws.com" in found[0][1]
+    dlq_only = mutate(_with_delays(sam_template()),
+                      "Resources/Delivery/Properties/Policies/0/PolicyDocument/Statement/0/Resource",
+                      get_att("Dlq", "Arn"))
+    found = lint(dlq_only)
+    assert ids(found) == ["E9108"] and "may not sqs:SendMessage to Jobs" in found[0][1]
+
+
+def test_plain_cloudformation_reads_the_role_and_attached_policies() -> None:
+    template = cfn_template()
+    resources = template["Resources"]
+    resources["Delayed"] = {"Type": "AWS::Scheduler::ScheduleGroup"}
+    resources["Delivery"] = _with_delays(sam_template())["Resources"]["Delivery"]
+    resources["Worker"]["Properties"]["Environment"]["Variables"].update({
+        "SQSJOBS_SCHEDULE_GROUP": {"Ref": "Delayed"}, "SQSJOBS_SCHEDULER_ROLE_ARN": get_att("Delivery", "Arn")})
+    found = lint(template)  # the worker's role grants nothing yet: no Scheduler actions, no PassRole
+    assert ids(found) == ["E9108", "E9108"]
+    assert sorted(m.split(" may not ")[1][:14] for _, m in found) == ["iam:PassRole i", "scheduler:Crea"]
+    resources["WorkerSchedules"] = {"Type": "AWS::IAM::Policy", "Properties": {
+        "PolicyName": "schedules", "Roles": [{"Ref": "Role"}], "PolicyDocument": {"Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": SCHEDULE_ACTIONS, "Resource": SCHEDULES},
+                          {"Effect": "Allow", "Action": "iam:PassRole", "Resource": get_att("Delivery", "Arn")}]}}}
+    assert lint(template) == []
+
+
+def test_policies_the_rule_cannot_read_are_not_guessed() -> None:
+    template = _with_delays(sam_template())
+    template["Resources"]["Worker"]["Properties"]["Policies"] = ["AmazonEventBridgeSchedulerFullAccess"]
+    assert "E9108" not in ids(lint(template))
+
+
+def test_the_delayed_job_rules_know_the_settings_variables() -> None:
+    from sqsjobs.settings import ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_SCHEDULER_ROLE_ARN
+    from sqsjobs_rules._delayed_jobs import GROUP_VARIABLE, QUEUE_VARIABLE, ROLE_VARIABLE
+
+    assert (GROUP_VARIABLE, ROLE_VARIABLE, QUEUE_VARIABLE) == (ENV_SCHEDULE_GROUP, ENV_SCHEDULER_ROLE_ARN,
+                                                               ENV_QUEUE_URL)
+
+
+def test_the_shipped_template_grants_exactly_what_delayed_jobs_need() -> None:
+    template = load_template()
+    passing = lint(template)
+    assert passing == []
+    statements = template["Resources"]["WorkerFunction"]["Properties"]["Policies"][0]["Statement"]
+    narrowed = [s for s in statements if s.get("Sid") != "PassSchedulerDeliveryRole"]
+    template["Resources"]["WorkerFunction"]["Properties"]["Policies"][0]["Statement"] = narrowed
+    found = lint(template)
+    assert ids(found) == ["E9108"] and found[0][1].startswith("WorkerFunction has SQSJOBS_SCHEDULER_ROLE_ARN")
+
+
+def test_a_fifo_jobs_queue_needs_content_based_deduplication_for_schedules() -> None:
+    template = _with_delays(sam_template())
+    template["Resources"]["Dlq"]["Properties"]["FifoQueue"] = True
+    template["Resources"]["Jobs"]["Properties"]["FifoQueue"] = True
+    found = lint(template)
+    assert ids(found) == ["E9108"]
+    assert "Jobs is a FIFO queue without ContentBasedDeduplication" in found[0][1]
+    template["Resources"]["Jobs"]["Properties"]["ContentBasedDeduplication"] = True
+    assert lint(template) == []

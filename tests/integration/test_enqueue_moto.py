@@ -265,13 +265,17 @@ def test_no_delay_sends_no_delay_seconds(make_app: Any, aws: Any) -> None:
     assert keys_in(aws.sqs, aws.queue_url) == ["task:1"]
 
 
-def test_a_delay_past_sqs_limit_raises_and_sends_nothing(make_app: Any, aws: Any) -> None:
+def test_a_delay_past_sqs_limit_without_a_schedule_group_raises_and_sends_nothing(make_app: Any, aws: Any) -> None:
     app = make_app()
     task = declare_task(app)
-    with pytest.raises(ConfigurationError, match=r"delay=901 s is outside SQS's DelaySeconds range 0\.\.900"):
+    # Beyond 900 s a job waits in an EventBridge Scheduler schedule (tests/integration/test_delays_moto.py):
+    # without the group and role it is refused, naming what is missing.
+    with pytest.raises(ConfigurationError, match=r"missing: schedule_group .*SQSJOBS_SCHEDULE_GROUP"):
         task.enqueue(n=1, delay=901)
     with pytest.raises(ConfigurationError, match="EventBridge Scheduler"):
         app.enqueue("task", n=1, delay=24 * 3600)
+    with pytest.raises(ConfigurationError, match="SQSJOBS_SCHEDULER_ROLE_ARN"):
+        app.enqueue_many([task.message(n=2), task.message(n=3, delay=3600)])
     assert receive_all(aws.sqs, aws.queue_url) == []
 
 

@@ -36,6 +36,11 @@ def test_the_python_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("SQSJOBS_DLQ_URL", dlq_url)
         monkeypatch.setenv("SQSJOBS_MAX_ATTEMPTS", "6")
         monkeypatch.setenv("SQSJOBS_FUNCTION_TIMEOUT", "125")
+        # Delays beyond 900 s wait in the template's schedule group.
+        scheduler = boto3.client("scheduler", region_name="us-east-1")
+        scheduler.create_schedule_group(Name="docs-delayed")
+        monkeypatch.setenv("SQSJOBS_SCHEDULE_GROUP", "docs-delayed")
+        monkeypatch.setenv("SQSJOBS_SCHEDULER_ROLE_ARN", "arn:aws:iam::123456789012:role/docs-delivery")
         namespace: dict[str, Any] = {}
         for block in blocks:
             exec(compile(block, str(PAGE), "exec"), namespace)  # the page's own examples
@@ -50,6 +55,9 @@ def test_the_python_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
             bodies.extend(json.loads(m["Body"]) for m in batch)
         # The three immediate sends and the batch; the delayed one is still hidden.
         assert sorted(b["args"]["invoice_id"] for b in bodies) == [42, 44, 101, 102, 103]
+        # 45 (two days), 44 (tomorrow at 9) wait in schedules; 43's was moved, then unscheduled.
+        waiting = scheduler.list_schedules(GroupName="docs-delayed")["Schedules"]
+        assert len(waiting) == 2
 
 
 def table_rows() -> str:

@@ -18,7 +18,14 @@ import typer
 from sqsjobs.cli.exits import EXIT_FAILED
 from sqsjobs.cli.options import Region, parse_pairs
 from sqsjobs.loading import DEFAULT_APP, load_app
-from sqsjobs.settings import ENV_APP, ENV_AWS_ENDPOINT_URL, ENV_AWS_PROFILE, ENV_AWS_REGION, ENV_QUEUE_URL
+from sqsjobs.settings import (
+    ENV_APP,
+    ENV_AWS_ENDPOINT_URL,
+    ENV_AWS_PROFILE,
+    ENV_AWS_REGION,
+    ENV_QUEUE_URL,
+    ENV_SCHEDULE_GROUP,
+)
 
 if TYPE_CHECKING:
     from sqsjobs.app import JobApp
@@ -142,10 +149,15 @@ def register(app: typer.Typer) -> None:
         region: Region = None,
         profile: Annotated[str | None, typer.Option(envvar=ENV_AWS_PROFILE, help="AWS profile.")] = None,
     ) -> None:
-        """Enqueue JOB with ARGS through the app's producer (print the message id), or a whole file with --from."""
+        """Enqueue JOB with ARGS through the app's producer (print the message id), or a whole file with --from.
+
+        A schedule's ARN is printed past 900 s: enqueue options go with the arguments, and
+        delay=7200 waits two hours in a one-time schedule.
+        """
         from sqsjobs.clients import sqs_client
         from sqsjobs.errors import ConfigurationError, SqsJobsError
         from sqsjobs.local.errors import LocalCloudError
+        from sqsjobs.scheduled_job import ScheduledJob
 
         if from_file is None and job is None:
             raise typer.BadParameter("name the job (sqsjobs enqueue JOB key=value ...) or pass --from FILE.jsonl",
@@ -174,15 +186,22 @@ def register(app: typer.Typer) -> None:
             if not target:
                 raise ConfigurationError(f"no jobs queue: pass --queue-url or set {ENV_QUEUE_URL} (with --aws), "
                                          "or start `sqsjobs local up`")
-            with job_app.use(sqs_client=sqs_client(), settings={"queue_url": target}):
+            settings = {"queue_url": target}
+            if os.environ.get(ENV_SCHEDULE_GROUP):
+                settings["schedule_group"] = os.environ[ENV_SCHEDULE_GROUP]
+            with job_app.use(sqs_client=sqs_client(), settings=settings):
                 if messages is None:
-                    typer.echo(job_app.enqueue(str(job), **arguments))
+                    message_id = job_app.enqueue(str(job), **arguments)
+                    typer.echo(message_id)
+                    if isinstance(message_id, ScheduledJob):  # delay=SECONDS beyond 900: it waits in a schedule
+                        typer.echo(message_id.describe(), err=True)
                     return
                 report = job_app.enqueue_many(messages)
         except SqsJobsError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_FAILED) from None
-        typer.echo(f"sent {report.sent} message(s) in {report.calls} SendMessageBatch call(s)", err=True)
+        scheduled = f", {len(report.scheduled)} scheduled" if report.scheduled else ""
+        typer.echo(f"sent {report.sent} message(s) in {report.calls} SendMessageBatch call(s){scheduled}", err=True)
         for failure in report.failed:
             typer.echo(f"not sent: line of key {failure.key!r}: {failure.code}: {failure.message}", err=True)
         if not report.ok:

@@ -1,8 +1,11 @@
-"""`sqsjobs job KEY` and `sqsjobs cancel KEY`: a job's lifecycle by its key, read from its record.
+"""`sqsjobs job KEY`, `sqsjobs cancel KEY` and `sqsjobs unschedule KEY`: a job's lifecycle by its key.
 
-Both read the idempotency table only (``--table`` or ``SQSJOBS_TABLE``): the
-answer needs no app code, so an operator can ask about any key. ``job`` exits
-0 when the key has a record and 3 when it has none.
+``job`` and ``cancel`` read the idempotency table only (``--table`` or
+``SQSJOBS_TABLE``): the answer needs no app code, so an operator can ask about
+any key. ``job`` exits 0 when the key has a record and 3 when it has none.
+``unschedule`` deletes the pending schedule of a delayed job (``--schedule-group``
+or ``SQSJOBS_SCHEDULE_GROUP``) and exits 3 when none was pending; ``cancel``
+given the group deletes it too.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import typer
 
 from sqsjobs.cli.exits import exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, Region
+from sqsjobs.settings import ENV_SCHEDULE_GROUP
 
 if TYPE_CHECKING:
     from sqsjobs.app import JobApp
@@ -25,16 +29,19 @@ if TYPE_CHECKING:
 EXIT_NOT_FOUND = 3
 
 Table = Annotated[str | None, typer.Option(envvar="SQSJOBS_TABLE", help="The idempotency table.")]
+ScheduleGroup = Annotated[
+    str | None, typer.Option(envvar=ENV_SCHEDULE_GROUP, help="The schedule group delayed jobs wait in.")
+]
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``sqsjobs job`` and ``sqsjobs cancel`` to ``app``.
+    """Add ``sqsjobs job``, ``sqsjobs cancel`` and ``sqsjobs unschedule`` to ``app``.
 
     Example:
         >>> app = typer.Typer()
         >>> register(app)
         >>> [c.name for c in app.registered_commands]
-        ['job', 'cancel']
+        ['job', 'cancel', 'unschedule']
     """
 
     @app.command("job")
@@ -64,16 +71,55 @@ def register(app: typer.Typer) -> None:
         key: Annotated[str, typer.Argument(help="The job's idempotency key.")],
         reason: Annotated[str | None, typer.Option(help="Why (kept in the record).")] = None,
         table: Table = None,
+        schedule_group: ScheduleGroup = None,
         endpoint_url: EndpointUrl = None,
         region: Region = None,
     ) -> None:
-        """Cancel the job of KEY: no later delivery of it runs (a running job is only flagged)."""
+        """Cancel the job of KEY: no later delivery of it runs (a running job is only flagged).
+
+        With a schedule group, its pending delayed enqueue is deleted too.
+        """
         from rich.console import Console
 
         console = Console()
         with exit_on_errors(console):
-            outcome = _app(table, endpoint_url, region).cancel(key, reason)
+            app = _app(table, endpoint_url, region)
+            if schedule_group:
+                from sqsjobs.queues import make_scheduler_client
+
+                with app.use(settings={"schedule_group": schedule_group},
+                             scheduler_client=make_scheduler_client(endpoint_url=endpoint_url, region=region)):
+                    outcome = app.cancel(key, reason)
+            else:
+                outcome = app.cancel(key, reason)
         console.print(f"{key}: {outcome}" + (f" ({EXPLAIN[outcome]})" if outcome in EXPLAIN else ""))
+
+    @app.command("unschedule")
+    def unschedule_command(
+        key: Annotated[str, typer.Argument(help="The delayed job's idempotency key.")],
+        schedule_group: ScheduleGroup = None,
+        endpoint_url: EndpointUrl = None,
+        region: Region = None,
+    ) -> None:
+        """Delete the pending schedule of the delayed job KEY (exit 3 when none was pending)."""
+        from rich.console import Console
+
+        from sqsjobs.app import JobApp
+        from sqsjobs.errors import ConfigurationError
+        from sqsjobs.queues import make_scheduler_client
+
+        console = Console()
+        with exit_on_errors(console):
+            if not schedule_group:
+                raise ConfigurationError(f"which schedule group? pass --schedule-group or set {ENV_SCHEDULE_GROUP}")
+            app = JobApp(schedule_group=schedule_group,
+                         scheduler_client=make_scheduler_client(endpoint_url=endpoint_url, region=region))
+            deleted = app.unschedule(key)
+        if not deleted:
+            console.print(f"{key}: no delayed job pending in {schedule_group} (it ran, was never delayed, "
+                          "or was unscheduled)")
+            raise typer.Exit(EXIT_NOT_FOUND)
+        console.print(f"{key}: unscheduled (its delayed delivery will not happen)")
 
 
 #: what each answer of ``app.cancel`` means, for people

@@ -56,6 +56,8 @@ def summary(cloud: LocalCloud) -> list[str]:
     lines += [f"function      {m.function:<24} <- stream of {m.stream_arn.split(':table/')[-1].split('/stream/')[0]}"
               f" (batch {m.batch_size}, {m.starting_position})" for m in d.stream_mappings]
     lines += [f"schedule      {s.name:<24} {s.expression} -> {s.function}" for s in d.schedules]
+    lines += [f"delayed jobs  {k:<24} schedule group {name} (one-time schedules fire at their time)"
+              for k, name in d.schedule_groups.items()]
     lines += [f"alarm         {a.severity:<24} {a.name}" for a in d.alarms]
     lines += [f"dashboard     {name}" for name in d.dashboards]
     return lines
@@ -222,7 +224,8 @@ def register(app: typer.Typer) -> None:
 
     @local.command("fire")
     def fire_command(
-        name: Annotated[str, typer.Argument(help="Schedule: its Name, logical id or its function's.")],
+        name: Annotated[str, typer.Argument(
+            help="Schedule: its Name, logical id or its function's; or the key of a delayed job (fired early).")],
         endpoint_url: Annotated[
             str | None, typer.Option(help="Fire on this AWS endpoint instead of the running local cloud.")
         ] = None,
@@ -230,7 +233,7 @@ def register(app: typer.Typer) -> None:
         region: Annotated[str | None, typer.Option(help="AWS region (with --aws or --endpoint-url).")] = None,
         profile: Annotated[str | None, typer.Option(help="AWS profile (with --aws or --endpoint-url).")] = None,
     ) -> None:
-        """Run schedule NAME's function now and print the result."""
+        """Run schedule NAME's function now, or send the delayed job with key NAME now; print the result."""
         from sqsjobs.local.errors import LocalCloudError
         from sqsjobs.local.fire import fire_local, fire_remote
 

@@ -1,4 +1,4 @@
-"""`sqsjobs status`: queue depth, oldest age, the DLQ by job and reason, alarms, recent failures.
+"""`sqsjobs status`: queue depth, oldest age, the DLQ by job and reason, alarms, recent failures, delayed jobs.
 
 Thin over :mod:`sqsjobs.status`: rich tables for people, ``--json`` for scripts.
 """
@@ -13,12 +13,14 @@ import typer
 from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
 from sqsjobs.cli.options import Dlq, EndpointUrl, Queue, Region, Table
 from sqsjobs.cli.render import format_age, plain
-from sqsjobs.queues import make_cloudwatch_client, make_dynamodb_client, make_sqs_client
+from sqsjobs.queues import make_cloudwatch_client, make_dynamodb_client, make_scheduler_client, make_sqs_client
+from sqsjobs.settings import ENV_SCHEDULE_GROUP
 from sqsjobs.status import DEFAULT_RECENT, DEFAULT_SAMPLE, StatusReport, collect_status
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from sqsjobs.one_time_schedules import PendingSummary
     from sqsjobs.status import QueueStatus
 
 
@@ -53,6 +55,13 @@ def register(app: typer.Typer) -> None:
             typer.Option("--run", help="A chunked run to show, as JOB:RUN_ID (repeatable)."),
         ] = None,
         table: Table = None,
+        schedule_group: Annotated[
+            str | None,
+            typer.Option(envvar=ENV_SCHEDULE_GROUP, help="The schedule group delayed jobs wait in."),
+        ] = None,
+        schedule_sample: Annotated[
+            int, typer.Option(min=0, max=10000, help="Read the due time of at most this many delayed jobs.")
+        ] = DEFAULT_SAMPLE,
     ) -> None:
         """Show queue depth, oldest age, the DLQ by job and reason, alarms and recent failures."""
         from rich.console import Console
@@ -77,6 +86,10 @@ def register(app: typer.Typer) -> None:
                 runs=runs,
                 dynamodb_client=make_dynamodb_client(endpoint_url=endpoint_url, region=region) if runs else None,
                 table=table,
+                scheduler_client=(make_scheduler_client(endpoint_url=endpoint_url, region=region)
+                                  if schedule_group else None),
+                schedule_group=schedule_group,
+                schedule_sample=schedule_sample,
             )
         if json_output:
             typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -134,6 +147,9 @@ def print_report(console: Console, report: StatusReport) -> None:
         )
     console.print(recent)
 
+    if report.delayed is not None:
+        print_delayed(console, report.delayed)
+
     if report.runs:
         runs = Table(title="chunked runs")
         for name in ("job", "run", "status", "pages", "cursor", "started", "finished"):
@@ -145,6 +161,34 @@ def print_report(console: Console, report: StatusReport) -> None:
         console.print(runs)
     for note in report.notes:
         console.print(f"[dim]note: {plain(note)}[/dim]")
+
+
+def print_delayed(console: Console, delayed: PendingSummary) -> None:
+    """The delayed jobs: how many wait, the next due, and the soonest few.
+
+    Example:
+        >>> import io
+        >>> from rich.console import Console
+        >>> from sqsjobs.one_time_schedules import PendingSummary
+        >>> console = Console(width=100, record=True, file=io.StringIO())
+        >>> print_delayed(console, PendingSummary(group="jobs-delayed", count=0, sampled=()))
+        >>> "0 delayed job(s) waiting in jobs-delayed" in console.export_text()
+        True
+    """
+    from rich.table import Table
+
+    due = "-" if delayed.next_due is None else delayed.next_due.strftime("%Y-%m-%d %H:%M:%SZ")
+    exact = "" if delayed.complete else f" (of {len(delayed.sampled)} read)"
+    console.print(f"{delayed.count} delayed job(s) waiting in {plain(delayed.group)}; next due {due}{exact}")
+    if not delayed.sampled:
+        return
+    table = Table(title="soonest delayed jobs")
+    for name in ("due", "kind", "job", "key"):
+        table.add_column(name)
+    for s in delayed.sampled[:10]:
+        table.add_row("-" if s.due is None else s.due.strftime("%Y-%m-%d %H:%M:%SZ"), s.kind, plain(s.job or "?"),
+                      plain(s.key or s.name))
+    console.print(table)
 
 
 def _queue_row(label: str, q: QueueStatus) -> tuple[str, ...]:

@@ -27,6 +27,7 @@ from sqsjobs.local.invoker import FunctionPool, InvocationResult
 from sqsjobs.local.metric_store import parse_emf
 from sqsjobs.local.model import Deployment, Schedule
 from sqsjobs.local.moto_api import sent_emails
+from sqsjobs.local.one_time import Fired, OneTimeScheduleRunner
 from sqsjobs.local.output import Output
 from sqsjobs.local.schedules import Scheduler, scheduled_event
 from sqsjobs.local.server import MotoServer
@@ -70,6 +71,7 @@ class LocalCloud:
         self._stop = threading.Event()
         self._monitor = threading.Thread(target=self._watch, name="local-cloud-monitor", daemon=True)
         self._scheduler: Scheduler | None = None
+        self.one_time: OneTimeScheduleRunner | None = None
         self._control: ControlServer | None = None
         self._state_path: Path | None = None
         self._stopped = False
@@ -155,11 +157,15 @@ class LocalCloud:
                                                                 "IteratorAge", unit="Milliseconds"))
                 )
         self._scheduler = Scheduler(d.schedules, self._fire_scheduled, report=self._event)
+        # Delayed jobs: the one-time schedules apps create in the template's groups fire at their time.
+        self.one_time = OneTimeScheduleRunner(self.clients, groups=list(d.schedule_groups.values()),
+                                              report=self._event)
         for poller in self.sqs_pollers:
             poller.start()
         for stream_poller in self.stream_pollers:
             stream_poller.start()
         self._scheduler.start()
+        self.one_time.start()
         self._monitor.start()
         if reload:
             from sqsjobs.local.reload import CodeWatcher, ReloadLoop
@@ -227,6 +233,8 @@ class LocalCloud:
             stream_poller.halt()
         if self._scheduler is not None:
             self._scheduler.stop()
+        if self.one_time is not None:
+            self.one_time.stop()
         for pool in self.pools.values():
             pool.close()  # busy invocations end now, so pollers stop promptly
         for poller in self.sqs_pollers:
@@ -353,6 +361,31 @@ class LocalCloud:
                 return queue.logical_id
         raise LocalCloudError("no function has SQSJOBS_QUEUE_URL set to a queue of this template")
 
+    @contextmanager
+    def producing(self, app: Any, *, emit_metrics: Any = None) -> Iterator[Any]:
+        """``app`` (a ``JobApp``) pointed at this cloud the way the template points its functions, for a block.
+
+        Queue, DLQ, idempotency table, schedule group and delivery role come
+        from the worker's environment; the clients are this cloud's. So
+        ``app.enqueue(..., delay=timedelta(hours=2))`` creates its schedule here.
+
+        Example:
+            >>> with cloud.producing(app) as producer:  # doctest: +SKIP
+            ...     producer.enqueue("invoice-email", invoice_id=42, delay=timedelta(hours=2))
+        """
+        from sqsjobs.settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, Settings
+
+        # The function that knows the most: the queue, then the schedule group and the DLQ (the worker, here).
+        producers = [dict(f.environment) for f in self.deployment.functions.values() if ENV_QUEUE_URL in f.environment]
+        producers.sort(key=lambda env: (ENV_SCHEDULE_GROUP in env, ENV_DLQ_URL in env), reverse=True)
+        found = Settings.from_env(producers[0] if producers else {})
+        settings = {name: getattr(found, name) for name in ("queue_url", "dlq_url", "table_name", "schedule_group",
+                                                            "scheduler_role_arn") if getattr(found, name)}
+        with app.use(sqs_client=self.clients.get("sqs"), dynamodb_client=self.clients.get("dynamodb"),
+                     scheduler_client=self.clients.get("scheduler"), settings=settings,
+                     emit_metrics=emit_metrics or (lambda line: None)) as configured:
+            yield configured
+
     def send_job(self, message: Any, queue: str | None = None) -> str:
         """Send a prepared ``JobMessage`` (from ``app.message(...)``) to the app's queue, as its producer would."""
         from sqsjobs.producer import Producer
@@ -433,6 +466,16 @@ class LocalCloud:
         schedule = self.find_schedule(name)
         return self.pools[schedule.function].invoke(scheduled_event(schedule, self.clients.region, at))
 
+    def fire_delayed(self, key: str) -> list[Fired]:
+        """Fire the one-time schedules of job key ``key`` now (a delayed job, early); [] when it has none.
+
+        Example:
+            >>> app.enqueue("invoice-email", invoice_id=42, delay=timedelta(hours=2))  # doctest: +SKIP
+            >>> [f.ok for f in cloud.fire_delayed("invoice-email:42")]  # doctest: +SKIP
+            [True]
+        """
+        return self.one_time.fire_key(key) if self.one_time is not None else []
+
     def find_schedule(self, name: str) -> Schedule:
         """The schedule known by ``name``; :class:`KeyError` listing the names otherwise."""
         for schedule in self.deployment.schedules:
@@ -475,6 +518,7 @@ class LocalCloud:
             "queues": {k: q.url for k, q in self.deployment.queues.items()},
             "tables": dict(self.deployment.tables),
             "schedules": [s.name for s in self.deployment.schedules],
+            "schedule_groups": dict(self.deployment.schedule_groups),
             "app_env": self.app_environment(),
         }
 
@@ -494,10 +538,15 @@ class LocalCloud:
         return merged
 
     def _control_fire(self, payload: dict[str, Any]) -> dict[str, Any]:
+        name = str(payload["name"])
         try:
-            result = self.fire(str(payload["name"]))
+            result = self.fire(name)
         except KeyError as exc:
-            return {"error": str(exc.args[0])}
+            # Not a schedule of the template: the key of a delayed job, fired early?
+            fired = self.fire_delayed(name)
+            if not fired:
+                return {"error": f"{exc.args[0]}; and no delayed job with key {name!r} is pending"}
+            return {"ok": all(f.ok for f in fired), "delayed": [f.to_dict() for f in fired]}
         return {"ok": result.ok, "request_id": result.request_id, "payload": result.payload,
                 "error_type": result.error_type, "error_message": result.error_message,
                 "duration_ms": result.duration_ms}

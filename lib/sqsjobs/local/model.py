@@ -164,6 +164,8 @@ class Deployment:
     sqs_mappings: list[SqsMapping] = field(default_factory=list)
     stream_mappings: list[StreamMapping] = field(default_factory=list)
     schedules: list[Schedule] = field(default_factory=list)
+    #: EventBridge Scheduler schedule groups (logical id -> name): where apps create one-time schedules
+    schedule_groups: dict[str, str] = field(default_factory=dict)
     alarms: list[AlarmSpec] = field(default_factory=list)
     dashboards: list[str] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)

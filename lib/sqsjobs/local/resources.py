@@ -86,6 +86,7 @@ class ResourceCreator:
             "AWS::Lambda::EventSourceMapping": self.event_source_mapping,
             "AWS::Events::Rule": self.rule,
             "AWS::Scheduler::Schedule": self.schedule,
+            "AWS::Scheduler::ScheduleGroup": self.schedule_group,
             "AWS::SES::EmailIdentity": self.email_identity,
         }
 
@@ -338,6 +339,14 @@ class ResourceCreator:
         self._pending_schedules.append((logical_id, name, p["ScheduleExpression"], target["Arn"], enabled))
         # EventBridge Scheduler sends "{}" when a target has no Input.
         self._inputs[(logical_id, str(target["Arn"]))] = (target.get("Input", "{}"), timezone)
+
+    def schedule_group(self, logical_id: str, p: dict[str, Any]) -> None:
+        """A group apps create one-time schedules in (delayed jobs); ``local up`` fires them at their time."""
+        name = self.name(logical_id, p.get("Name"))
+        arn = self.clients.get("scheduler").create_schedule_group(Name=name)["ScheduleGroupArn"]
+        self.d.schedule_groups[logical_id] = name
+        self.r.refs[logical_id] = name
+        self.r.attributes[(logical_id, "Arn")] = arn
 
     def link_functions(self) -> None:
         """Attach mappings and schedules to functions, now that all exist."""

@@ -147,12 +147,21 @@ class JobTester:
         """Deliver ``messages`` to the worker as one batch; return what it did.
 
         Each is a ``JobMessage`` (``job.message(...)``), an envelope dict or a raw body
-        (to test a malformed one). ``attempt`` is their receive count (5: the fifth delivery).
+        (to test a malformed one). ``attempt`` is the attempt they are (5: the fifth):
+        their receive count, and for a ``JobMessage`` whose key has no record yet, a
+        record of ``attempt - 1`` failed runs (attempts are counted in the record).
         """
         if not messages:
             raise ValueError("run() needs at least one message (an empty batch is not an SQS event)")
         if attempt < 1:
             raise ValueError(f"attempt counts deliveries from 1, got {attempt}")
+        from sqsjobs.message import JobMessage
+        from sqsjobs.testing.records import given_attempts
+
+        if attempt > 1:
+            for message in messages:
+                if isinstance(message, JobMessage) and message.key and self.app.status(message.key) is None:
+                    given_attempts(self.app, message, attempt - 1, now=self.clock())
         placed = [self._place(message) for message in messages]
         for message in placed:
             message.receive_count = attempt - 1

@@ -1,4 +1,4 @@
-"""`sqsjobs local up` as a user runs it: find it, fire a schedule, Ctrl-C, nothing left behind."""
+"""`sqsjobs local up` as a user runs it: find it, fire a schedule (or a delayed job), Ctrl-C, nothing left behind."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from integration.local.local_support import FIXTURE
+
+from sqsjobs.delays import schedule_name
 
 SQSJOBS = str(Path(sys.executable).with_name("sqsjobs"))
 
@@ -50,6 +53,10 @@ def test_local_up_serves_fire_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
 
         fired = subprocess.run([SQSJOBS, "local", "fire", "nightly-report"], env=env,
                                capture_output=True, text=True, timeout=60)
+        delayed = create_delayed_job(state, key="fixture:delayed")
+        early = subprocess.run([SQSJOBS, "local", "fire", "fixture:delayed"], env=env,
+                               capture_output=True, text=True, timeout=60)
+        left = scheduler_of(state).list_schedules(GroupName=delayed)["Schedules"]
         exported = subprocess.run([SQSJOBS, "local", "env"], env=env, capture_output=True, text=True, timeout=60)
         missing = subprocess.run([SQSJOBS, "local", "fire", "no-such"], env=env,
                                  capture_output=True, text=True, timeout=60)
@@ -59,6 +66,10 @@ def test_local_up_serves_fire_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
 
     assert fired.returncode == 0, fired.stderr
     assert json.loads(fired.stdout)["ok"] is True
+    assert early.returncode == 0, early.stderr
+    (sent,) = json.loads(early.stdout)["delayed"]
+    assert sent["schedule"] == schedule_name("fixture:delayed") and sent["error"] is None
+    assert left == []  # fired early, and gone (ActionAfterCompletion DELETE)
     assert f"export AWS_ENDPOINT_URL={state['endpoint']}" in exported.stdout
     assert missing.returncode == 1
     assert "no schedule 'no-such'; schedules: nightly-report" in missing.stderr
@@ -70,6 +81,26 @@ def test_local_up_serves_fire_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
     children = subprocess.run(["pgrep", "-f", f"sqsjobs.local._child moto -H 127.0.0.1 -p {port}"],
                               capture_output=True, text=True)
     assert children.stdout == ""
+
+
+def scheduler_of(state: dict[str, object]) -> Any:
+    import boto3
+
+    return boto3.client("scheduler", endpoint_url=str(state["endpoint"]), region_name=str(state["region"]),
+                        aws_access_key_id="testing", aws_secret_access_key="testing")
+
+
+def create_delayed_job(state: dict[str, object], *, key: str) -> str:
+    """A job two hours ahead, as an app's enqueue would leave it: a one-time schedule named after its key."""
+    group = next(iter(dict(state["schedule_groups"]).values()))  # type: ignore[call-overload]
+    queues = dict(state["queues"])  # type: ignore[call-overload]
+    queue_name = str(queues["JobsQueue"]).rsplit("/", 1)[1]
+    scheduler_of(state).create_schedule(
+        Name=schedule_name(key), GroupName=group, ScheduleExpression="at(2099-01-01T00:00:00)",
+        FlexibleTimeWindow={"Mode": "OFF"}, ActionAfterCompletion="DELETE",
+        Target={"Arn": f"arn:aws:sqs:{state['region']}:123456789012:{queue_name}", "Input": "once:delayed",
+                "RoleArn": "arn:aws:iam::123456789012:role/delivery"})
+    return str(group)
 
 
 def test_client_commands_without_a_running_local_cloud_say_how_to_start_one(tmp_path: Path) -> None:
