@@ -224,7 +224,7 @@ async def redrive_confirm(console: Console, request: Request) -> Response:
 
 
 async def jobs_page(console: Console, request: Request) -> Response:
-    """Per job: succeeded, failed, retried, dead-lettered, duplicates, duration p50/p95."""
+    """Per job: succeeded, failed, retried, dead-lettered, duplicates, cancelled, expired, duration p50/p95."""
     hours = _hours(request)
     notes: list[str] = []
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 _QUERIES_PER_CALL: Final = 500
 _PER_JOB: Final = (("succeeded", m.SUCCEEDED, "Sum"), ("failed", m.FAILED, "Sum"), ("retried", m.RETRIED, "Sum"),
                    ("dead_lettered", m.DEAD_LETTERED, "Sum"), ("duplicates", m.DUPLICATE, "Sum"),
+                   ("cancelled", m.CANCELLED, "Sum"), ("expired", m.EXPIRED, "Sum"),
                    ("p50_ms", m.DURATION, "p50"), ("p95_ms", m.DURATION, "p95"))
 
 
@@ -64,7 +65,7 @@ class JobFigures:
 
     Example:
         >>> JobFigures(job="a", succeeded=9, failed=1, retried=1, dead_lettered=0, duplicates=0,
-        ...            p50_ms=12.0, p95_ms=40.0).failure_rate
+        ...            cancelled=2, expired=0, p50_ms=12.0, p95_ms=40.0).failure_rate
         10.0
     """
 
@@ -74,6 +75,9 @@ class JobFigures:
     retried: int
     dead_lettered: int
     duplicates: int
+    #: deliveries acknowledged without running: the key was cancelled (``app.cancel``), or older than ``expires_in``
+    cancelled: int
+    expired: int
     p50_ms: float | None
     p95_ms: float | None
 

@@ -195,7 +195,7 @@ def test_the_jobs_page_reads_counts_and_percentiles_through_get_metric_data(stac
                                    "Value": float(v), "Unit": "Milliseconds"} for v in range(1, 21)]
     data += [{"MetricName": name, "Dimensions": dims, "Timestamp": now - 30, "Value": value, "Unit": "Count"}
              for name, value in (("JobSucceeded", 17.0), ("JobFailed", 3.0), ("JobRetried", 2.0),
-                                 ("JobDeadLettered", 1.0))]
+                                 ("JobDeadLettered", 1.0), ("JobCancelled", 4.0), ("JobExpired", 5.0))]
     data += [{"MetricName": "JobSucceeded", "Dimensions": [{"Name": "service", "Value": "demo"}],
               "Timestamp": now - 30, "Value": 17.0, "Unit": "Count"}]
     stack.cloudwatch.put_metric_data(Namespace="sqsjobs", MetricData=data)
@@ -203,9 +203,9 @@ def test_the_jobs_page_reads_counts_and_percentiles_through_get_metric_data(stac
     html = stack.client().get("/jobs").text
     row = html[html.index('data-job="invoice-email"'):]
 
-    assert re.findall(r'data-test="(\w[\w-]*)">(?:<a [^>]+>)?([\d,]+(?: ms)?)<', row)[:6] == [
-        ("succeeded", "17"), ("failed", "3"), ("retried", "2"), ("dead-lettered", "1"), ("p50", "10 ms"),
-        ("p95", "19 ms")]
+    assert re.findall(r'data-test="(\w[\w-]*)">(?:<a [^>]+>)?([\d,]+(?: ms)?)<', row)[:8] == [
+        ("succeeded", "17"), ("failed", "3"), ("retried", "2"), ("dead-lettered", "1"), ("cancelled", "4"),
+        ("expired", "5"), ("p50", "10 ms"), ("p95", "19 ms")]
     assert "15.0 %" in row
 
 
