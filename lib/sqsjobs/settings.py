@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from sqsjobs.errors import ConfigurationError
 from sqsjobs.metrics import DEFAULT_NAMESPACE
 
 ENV_QUEUE_URL = "SQSJOBS_QUEUE_URL"
+#: ``SQSJOBS_QUEUE_URL_<NAME>``: the URL of named queue ``<name>`` (``sqsjobs.routing``)
+ENV_QUEUE_URL_PREFIX = ENV_QUEUE_URL + "_"
 ENV_DLQ_URL = "SQSJOBS_DLQ_URL"
 ENV_TABLE = "SQSJOBS_TABLE"
 ENV_OUTBOX_TABLE = "SQSJOBS_OUTBOX_TABLE"
@@ -39,6 +41,8 @@ class Settings:
     """
 
     queue_url: str | None = None
+    #: named queues besides the default one (``queue_url``): name -> URL
+    queues: Mapping[str, str] = field(default_factory=dict)
     dlq_url: str | None = None
     table_name: str | None = None
     #: the transactional outbox table (``app.transaction()``), streamed to the relay
@@ -76,6 +80,25 @@ class Settings:
         for name in ("record_ttl", "deadline_margin", "lease_margin"):
             if getattr(self, name) < 0:
                 raise ConfigurationError(f"{name} must be >= 0")
+        from sqsjobs.routing import DEFAULT_QUEUE, check_queue_name
+
+        for name, url in self.queues.items():
+            check_queue_name(name)
+            if name == DEFAULT_QUEUE:
+                raise ConfigurationError(f"the default queue is queue_url ({ENV_QUEUE_URL}), not a named queue")
+            if not isinstance(url, str) or not url:
+                raise ConfigurationError(f"queue {name!r}: its URL must be non-empty text, got {url!r}")
+
+    def queue_urls(self) -> dict[str, str | None]:
+        """Every queue the app knows, by name: ``default`` (``queue_url``, maybe unset) and the named ones.
+
+        Example:
+            >>> s = Settings.from_env({"SQSJOBS_QUEUE_URL": "https://q/1/jobs",
+            ...                        "SQSJOBS_QUEUE_URL_CRITICAL": "https://q/1/critical"})
+            >>> s.queue_urls()
+            {'default': 'https://q/1/jobs', 'critical': 'https://q/1/critical'}
+        """
+        return {"default": self.queue_url, **dict(self.queues)}
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -91,6 +114,10 @@ class Settings:
         values: dict[str, Any] = {}
         if env.get(ENV_QUEUE_URL):
             values["queue_url"] = env[ENV_QUEUE_URL]
+        named = {name[len(ENV_QUEUE_URL_PREFIX):].lower(): url for name, url in env.items()
+                 if name.startswith(ENV_QUEUE_URL_PREFIX) and url}
+        if named:
+            values["queues"] = dict(sorted(named.items()))
         if env.get(ENV_DLQ_URL):
             values["dlq_url"] = env[ENV_DLQ_URL]
         if env.get(ENV_TABLE):
@@ -107,7 +134,10 @@ class Settings:
             values["service"] = env[ENV_SERVICE]
         if env.get(ENV_NAMESPACE):
             values["namespace"] = env[ENV_NAMESPACE]
-        values.update({k: v for k, v in overrides.items() if v is not None})
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if "queues" in given:  # named queues given in code add to (and win over) the environment's
+            given["queues"] = {**values.get("queues", {}), **given["queues"]}
+        values.update(given)
         return cls(**values)
 
     def with_overrides(self, **overrides: Any) -> Settings:
