@@ -317,11 +317,13 @@ class ConcurrentStore(LeaseStore):
     """A store whose operations wait on the network: run them on a small thread pool.
 
     The pool is created on first use and kept for the process (a Lambda
-    container): a batch has at most 10 records, so 10 threads make every
-    claim of a batch concurrent.
+    container): a batch has at most 10 records, so its claims need 10
+    threads; its limiter probes (``sqsjobs.permits``: a token per limited job
+    and limiter, a few slots per concurrency limiter) may need more, and a
+    thread is only started when a wave needs it.
     """
 
-    POOL_SIZE = 10
+    POOL_SIZE = 32
 
     def __init__(self) -> None:
         self._pool: ThreadPoolExecutor | None = None

@@ -9,52 +9,13 @@ not depend on scheduling luck.
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
-import time
 from typing import Any
+
+from aws_support import CallRecorder
 
 from sqsjobs import Outcome
 from sqsjobs.testing import sqs_event
-
-
-class CallRecorder:
-    def __init__(self, client: Any, latency: float = 0.05) -> None:
-        self.counter = itertools.count()
-        self.lock = threading.Lock()
-        self.calls: list[dict[str, Any]] = []
-        self.latency = latency
-        self._open: dict[int, dict[str, Any]] = {}
-        events = client.meta.events
-        events.register("before-send.dynamodb.*", self._before_send)
-        events.register("after-call.dynamodb.*", self._after_call)
-
-    def _tick(self) -> int:
-        with self.lock:
-            return next(self.counter)
-
-    def _before_send(self, request: Any, **kwargs: Any) -> None:
-        call = {"start": self._tick(), "op": request.context.get("operation_name") if hasattr(request, "context")
-                else None}
-        self._open[threading.get_ident()] = call
-        time.sleep(self.latency)  # models network latency so parallel calls overlap
-
-    def _after_call(self, model: Any, **kwargs: Any) -> None:
-        call = self._open.pop(threading.get_ident())
-        call["end"] = self._tick()
-        call["op"] = model.name
-        with self.lock:
-            self.calls.append(call)
-
-    def sequential_round_trips(self) -> int:
-        # Longest chain a1 -> a2 -> ... with a(i+1).start > a(i).end (interval-order longest path).
-        calls = sorted(self.calls, key=lambda c: c["end"])
-        depth: list[int] = []
-        for i, call in enumerate(calls):
-            before = [depth[j] for j in range(i) if calls[j]["end"] < call["start"]]
-            depth.append(1 + max(before, default=0))
-        return max(depth, default=0)
 
 
 def test_a_batch_of_ten_successes_takes_two_sequential_round_trips(make_app: Any, aws: Any) -> None:
