@@ -71,7 +71,9 @@ class JobApp:
     ``SQSJOBS_QUEUE_URL_<NAME>``, ``SQSJOBS_DLQ_URL``, ``SQSJOBS_TABLE``,
     ``SQSJOBS_MAX_ATTEMPTS``...); keyword arguments win. ``queues`` names the
     queues jobs may be routed to (``{"default": url, "critical": url}``; the
-    default one is ``queue_url``).
+    default one is ``queue_url``); a name given with ``None`` takes its URL from
+    ``SQSJOBS_QUEUE_URL_<NAME>`` and may be declared on jobs without one (its
+    sends then fail with a clear error).
 
     Example:
         >>> app = JobApp(queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/jobs")
@@ -85,7 +87,7 @@ class JobApp:
         self,
         *,
         queue_url: str | None = None,
-        queues: Mapping[str, str] | None = None,
+        queues: Mapping[str, str | None] | None = None,
         dlq_url: str | None = None,
         table_name: str | None = None,
         outbox_table: str | None = None,

@@ -342,7 +342,8 @@ class OutboxRelay:
 
     def __init__(self, *, queue_url: str | None = None, sqs_client: SQSClient | None = None,
                  producer: Producer | None = None, logger: Any = None,
-                 sleep: Callable[[float], None] = time.sleep, queues: Mapping[str, str] | None = None) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 queues: Mapping[str, str | None] | None = None) -> None:
         self.queue_url = queue_url
         #: named queues besides the default one (jobs declared with ``queue=``)
         self.queues = dict(queues or {})

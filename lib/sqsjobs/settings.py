@@ -41,8 +41,8 @@ class Settings:
     """
 
     queue_url: str | None = None
-    #: named queues besides the default one (``queue_url``): name -> URL
-    queues: Mapping[str, str] = field(default_factory=dict)
+    #: named queues besides the default one (``queue_url``): name -> URL (None: known by name, no URL here)
+    queues: Mapping[str, str | None] = field(default_factory=dict)
     dlq_url: str | None = None
     table_name: str | None = None
     #: the transactional outbox table (``app.transaction()``), streamed to the relay
@@ -86,8 +86,9 @@ class Settings:
             check_queue_name(name)
             if name == DEFAULT_QUEUE:
                 raise ConfigurationError(f"the default queue is queue_url ({ENV_QUEUE_URL}), not a named queue")
-            if not isinstance(url, str) or not url:
-                raise ConfigurationError(f"queue {name!r}: its URL must be non-empty text, got {url!r}")
+            if url is not None and (not isinstance(url, str) or not url):
+                raise ConfigurationError(f"queue {name!r}: its URL must be non-empty text (or None: from "
+                                         f"{ENV_QUEUE_URL_PREFIX}{name.upper()}), got {url!r}")
 
     def queue_urls(self) -> dict[str, str | None]:
         """Every queue the app knows, by name: ``default`` (``queue_url``, maybe unset) and the named ones.
@@ -135,8 +136,12 @@ class Settings:
         if env.get(ENV_NAMESPACE):
             values["namespace"] = env[ENV_NAMESPACE]
         given = {k: v for k, v in overrides.items() if v is not None}
-        if "queues" in given:  # named queues given in code add to (and win over) the environment's
-            given["queues"] = {**values.get("queues", {}), **given["queues"]}
+        if "queues" in given:
+            # Named queues given in code add to the environment's; a URL given wins, a name given alone
+            # (None) takes its URL from the environment when there is one.
+            from_env = values.get("queues", {})
+            given["queues"] = {**from_env, **{name: url for name, url in given["queues"].items()
+                                              if url is not None or name not in from_env}}
         values.update(given)
         return cls(**values)
 
