@@ -666,6 +666,7 @@ class JobApp:
             self._processor = JobBatchProcessor(
                 settings=self.settings, jobs=self.jobs, store=self.store, sqs=self.sqs, clock=self.clock,
                 random=self.random, logger=self.logger, emit=self.emit_metrics, limiters=self.limiters,
+                sleep=self.sleep,
             )
         return self._processor
 

@@ -101,6 +101,7 @@ class JobBatchProcessor:
         logger: Any,
         emit: Callable[[str], None],
         limiters: Mapping[str, Limiter] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.settings = settings
         self.jobs = jobs
@@ -113,6 +114,7 @@ class JobBatchProcessor:
         self.default_backoff = BackoffPolicy(base=settings.backoff_base, cap=settings.backoff_cap)
         self._queue_urls: dict[str, str] = {}
         self.limiters = limiters or {}
+        self.sleep = sleep
         #: what this container learned of its limiters between batches (``sqsjobs.permits``)
         self.limiter_memory = LimiterMemory()
 
@@ -124,7 +126,7 @@ class JobBatchProcessor:
         now = self.clock()
         expired = [op for d in deliveries if (op := self._decode(d, now)) is not None]
         permits = Permits(store=self.store, limiters=self.limiters, owner=owner, memory=self.limiter_memory,
-                          random=self.random or _random, clock=self.clock)
+                          random=self.random or _random, clock=self.clock, sleep=self.sleep)
         for d, refusal in permits.take(deliveries, now=now, lease_until=self._invocation_lease(now, context)):
             d.deferred(refusal.limiter, delay=refusal.delay)
         firsts = self._claim(deliveries, owner, now, context, expired)

@@ -8,32 +8,63 @@ The consumer (``sqsjobs.consumer``) uses one ``Permits`` per batch::
                 limiter it names is *deferred*: it goes back to the queue
                 until the limiter's next window, plus jitter, and its record
                 is never touched, so no attempt is used;
-    start(d)    just before a limited job runs: a rate token covers a start
-                within its grace; a later start moves the token's lease to
-                ``start + per`` (an asynchronous ``Renew``), and a start more
-                than half a window late is deferred instead;
+    start(d)    just before a limited job runs: it waits (at most 200 ms) for
+                the window of its token's previous start to end, and its
+                tokens must still cover a start now (else it is deferred and
+                they are given back); a token that would outlast a window
+                after the start is shortened to exactly that (an
+                asynchronous ``Renew`` gives the rest back);
     finished(d) after it ran: the invocation's slot is released once the last
                 job of the batch that needed it is done;
     close()     at the end of the batch: whatever was taken and not used is
                 released (fenced on this invocation), and the writes waited for.
 
-Why a rate never overshoots: a token admits one start and stays HELD until
-``per`` seconds after that start (its lease is ``taken + per + grace`` and a
-start is allowed only within ``grace`` of the take, or it renews the lease to
-``start + per``). A token is acquirable only once its lease ran out, so two
-starts on one token are always more than ``per`` apart, and ``rate`` tokens
-admit at most ``rate`` starts in any window of ``per`` seconds.
+Why a rate never overshoots: a token admits one start and is held until a
+window after it. The jobs of a batch start one after another, so the batch
+cannot know when; it takes the token of its k-th limited job with a lease of
+``take + per + cover``, ``cover = lag + k x step + 3 deviations + 20 ms``
+(``lag``: how long after the take a batch's first limited job starts,
+``step``: how long apart its limited jobs start, each with its mean absolute
+deviation, as this process has seen them), so the lease covers a start up to
+``lease - per``. A job that starts later than its token covers is deferred
+instead (its token is given back); one whose token would outlast
+``start + per`` by more than 50 ms shortens it to exactly that. So a token is
+never held more than 50 ms longer than a window after its start (once the
+shortening write lands), and a batch whose jobs start as steadily as before
+writes nothing more than its probes.
+
+A token's lease end is therefore never before a window after the start it
+admitted: it is the earliest moment its next start may happen. A batch may
+take a token that much before that moment (``early = lag - 2 deviations``,
+less than its cover), so it does its claims while the previous window ends
+instead of after; the previous lease end comes back with the take (the item
+as it was) and the job waits for it if it is still ahead (at most 200 ms,
+else it is deferred: never a real sleep in Lambda). So two starts on one
+token are always at least ``per`` apart, and ``rate`` tokens admit at most
+``rate`` starts in any window of ``per`` seconds. A token taken and not used
+is given back with the lease end it had, so the previous start's window still
+holds. A batch takes only the tokens of the
+jobs it starts within half a window (``k x step <= per / 2``): a slow batch
+does not sit on tokens another invocation could use now.
 
 ``LimiterMemory`` is what a process (a Lambda container) remembers between
 batches: which tokens were seen busy until when (they are not probed again
-before then: a batch facing a full limiter defers without a call), and how
-long after the take a batch's first limited job starts (the grace).
+before then, so a batch facing a full limiter defers without a call), the
+lag and the step, and how many jobs it deferred lately.
+
+Where a deferred job waits: until the limiter's next window (its earliest
+token's end, as far as this process knows), plus jitter over as many windows
+as the backlog it has seen needs (``deferred in the last window / rate``,
+at least one). A backlog of 190 jobs at 10 a second comes back spread over
+the next 19 seconds, about as fast as the limiter can start them, instead of
+all at once every second.
 """
 
 from __future__ import annotations
 
 import math
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -54,11 +85,17 @@ LIMIT_TTL_SECONDS = 24 * 3600.0
 SLOT_PROBES = 3
 #: a batch refused a slot comes back after 1..2 s (slots free when a batch ends, which nobody announces)
 SLOT_RETRY_SECONDS = 1.0
-#: the grace a token is held beyond its window, around the lag observed from take to first start
-MIN_GRACE_SECONDS = 0.02
-MAX_GRACE_SECONDS = 0.25
+#: a token's lease covers its job's expected start plus this many deviations, plus ``MIN_SLACK_SECONDS``
+DEVIATIONS = 3
+MIN_SLACK_SECONDS = 0.02
+#: a token held this much longer than a window after its start is shortened (an asynchronous write)
+SHORTEN_SECONDS = 0.05
+#: the longest a job waits for its token's previous window to end (longer: it is deferred)
+MAX_WAIT_SECONDS = 0.2
 #: the lag assumed before a process has seen one (a take and a claim: two round trips)
 INITIAL_LAG_SECONDS = 0.05
+#: how much a new observation moves the lag and the step
+SMOOTHING = 0.3
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,15 +114,16 @@ class Refusal:
 @dataclass(frozen=True, kw_only=True)
 class _Token:
     key: str
+    index: int
     limit: RateLimit
-    taken_at: float
-    grace: float
+    lease_until: float
+    #: the end of the previous holder's lease: the earliest moment this token admits a start
+    not_before: float | None
 
 
 @dataclass(kw_only=True)
 class _Slot:
     key: str
-    limit: ConcurrencyLimit
     #: the index of the last delivery of the batch that relies on the slot
     last_user: int
     released: bool = False
@@ -99,24 +137,21 @@ class LimiterMemory:
         >>> memory.saw_busy("ses", 3, until=10.0)
         >>> memory.busy("ses", now=5.0), memory.busy("ses", now=11.0)
         ({3}, set())
-        >>> round(memory.grace(), 3)
-        0.1
+        >>> round(memory.cover(2), 3)  # nothing seen yet: the initial lag, give or take as much, and no step
+        0.22
     """
 
     def __init__(self) -> None:
         self._busy: dict[str, dict[int, float]] = {}
-        self._lag = INITIAL_LAG_SECONDS
+        self._deferred: dict[str, deque[tuple[float, int]]] = {}
+        self.lag, self.lag_deviation = INITIAL_LAG_SECONDS, INITIAL_LAG_SECONDS
+        self.step, self.step_deviation = 0.0, 0.0
         self._lock = threading.Lock()
 
     def saw_busy(self, limiter: str, index: int, *, until: float) -> None:
         """Token ``index`` of ``limiter`` is held until ``until``."""
         with self._lock:
             self._busy.setdefault(limiter, {})[index] = until
-
-    def saw_free(self, limiter: str, index: int) -> None:
-        """Token ``index`` of ``limiter`` was released."""
-        with self._lock:
-            self._busy.get(limiter, {}).pop(index, None)
 
     def busy(self, limiter: str, *, now: float) -> set[int]:
         """The tokens of ``limiter`` known to be held at ``now`` (forgetting those whose lease ended)."""
@@ -127,20 +162,40 @@ class LimiterMemory:
             return set(known)
 
     def free_at(self, limiter: RateLimit, *, now: float) -> float:
-        """When a token of ``limiter`` frees at the earliest, as far as this process knows (now: maybe free)."""
+        """When a token of ``limiter`` can be taken at the earliest, as far as this process knows (now: maybe)."""
+        early = self.early(limiter)
         with self._lock:
-            known = [until for until in self._busy.get(limiter.name, {}).values() if until >= now]
+            known = [until - early for until in self._busy.get(limiter.name, {}).values() if until - early >= now]
         return min(known) if len(known) >= limiter.capacity else now
 
-    def observe_lag(self, lag: float) -> None:
-        """A batch's first limited job started ``lag`` seconds after its tokens were taken."""
+    def deferred(self, limiter: RateLimit, *, now: float, count: int) -> int:
+        """Note ``count`` jobs deferred by ``limiter`` now; returns how many it deferred in the last window."""
         with self._lock:
-            self._lag = 0.7 * self._lag + 0.3 * max(lag, 0.0)
+            recent = self._deferred.setdefault(limiter.name, deque())
+            recent.append((now, count))
+            while recent and recent[0][0] < now - limiter.per:
+                recent.popleft()
+            return sum(n for _, n in recent)
 
-    def grace(self) -> float:
-        """How long after the take a start is covered by its token's lease (twice the usual lag, bounded)."""
+    def observe(self, *, lag: float | None = None, step: float | None = None) -> None:
+        """A batch's first limited job started ``lag`` after the take; two of them ``step`` apart."""
         with self._lock:
-            return min(MAX_GRACE_SECONDS, max(MIN_GRACE_SECONDS, 2 * self._lag))
+            if lag is not None:
+                self.lag, self.lag_deviation = _smoothed(self.lag, self.lag_deviation, max(lag, 0.0))
+            if step is not None:
+                self.step, self.step_deviation = _smoothed(self.step, self.step_deviation, max(step, 0.0))
+
+    def early(self, limiter: RateLimit) -> float:
+        """How long before a token's lease ends this process takes it: its lag, less two deviations (a window at most).
+
+        The job then usually starts no sooner than the lease's end, and never later than its token covers.
+        """
+        return min(limiter.per, max(0.0, self.lag - 2 * self.lag_deviation))
+
+    def cover(self, position: int) -> float:
+        """How long after the take the ``position``-th limited job of a batch (from 0) may start, to be safe."""
+        return (self.lag + DEVIATIONS * self.lag_deviation
+                + position * (self.step + DEVIATIONS * self.step_deviation) + MIN_SLACK_SECONDS)
 
 
 @dataclass(kw_only=True)
@@ -157,9 +212,10 @@ class Permits:
     """The tokens and slots of one batch (see the module docstring for the order of calls)."""
 
     def __init__(self, *, store: LeaseStore, limiters: Mapping[str, Limiter], owner: str, memory: LimiterMemory,
-                 random: RandomSource, clock: Callable[[], float]) -> None:
+                 random: RandomSource, clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
         self.store = store
         self.clock = clock
+        self.sleep = sleep
         self.limiters = limiters
         self.owner = owner
         self.memory = memory
@@ -168,7 +224,9 @@ class Permits:
         self._tokens: dict[int, list[_Token]] = {}
         self._slots: dict[str, _Slot] = {}
         self._pending: list[Future[Written]] = []
-        self._lag_seen = False
+        self._taken_at = 0.0
+        self._started = 0
+        self._last_start: float | None = None
 
     # ------------------------------------------------------------------ take
     def take(self, deliveries: Sequence[Delivery], *, now: float, lease_until: float | None
@@ -192,81 +250,94 @@ class Permits:
             limited.append(d)
         if not limited or lease_until is None:
             return []
+        self._taken_at = now
         needs: dict[str, int] = {}
         for d in limited:
             assert d.job is not None
             for name in d.job.options.limits:
                 needs[name] = needs.get(name, 0) + 1
-        grace = self.memory.grace()
         probes: list[tuple[Limiter, int, Acquire]] = []
         for name, count in needs.items():
             limiter = self.limiters[name]
             if isinstance(limiter, RateLimit):
-                until = now + limiter.per + grace
-                indexes = self._token_probes(limiter, count, now)
+                # Taken up to `early` before its lease ends (a lease that ends then counts as run out); the
+                # job starts by the later of its cover and that end, and holds the token a window after.
+                indexes = self._token_probes(limiter, min(count, self._startable(limiter)), now)
+                leases = [now + limiter.per + self.memory.cover(position) for position in range(len(indexes))]
+                taken_as_of = now + self.memory.early(limiter)
             else:
-                until = lease_until
                 indexes = self._slot_probes(limiter)
-            probes += [(limiter, i, Acquire(key=limiter.key(i), owner=self.owner, now=now, lease_until=until,
-                                            expires_at=expiry(now, LIMIT_TTL_SECONDS, until))) for i in indexes]
-        answers = self.store.write_many([op for _, _, op in probes]) if probes else []
+                leases = [lease_until] * len(indexes)
+                taken_as_of = now
+            probes += [(limiter, i, Acquire(key=limiter.key(i), owner=self.owner, now=taken_as_of,
+                                            lease_until=until, expires_at=expiry(now, LIMIT_TTL_SECONDS, until)))
+                       for i, until in zip(indexes, leases, strict=True)]
+        answers = self.store.write_many([op for *_, op in probes]) if probes else []
         self.calls.probes += len(probes)
-        granted = self._granted(probes, answers, now=now, grace=grace)
-        refusals: dict[int, Refusal] = {}
-        outcome: list[tuple[Delivery, Refusal]] = []
+        tokens, slots = self._granted(probes, answers)
+        refused: dict[int, str] = {}
         for d in limited:
             assert d.job is not None
-            missing = next((name for name in d.job.options.limits if not granted.get(name)), None)
+            missing = next((name for name in d.job.options.limits if not tokens.get(name) and name not in slots),
+                           None)
             if missing is not None:
-                refusal = Refusal(limiter=missing, delay=self._delay(self.limiters[missing], now))
-                refusals[d.index] = refusal
-                outcome.append((d, refusal))
+                refused[d.index] = missing
                 continue
             for name in d.job.options.limits:
-                limiter = self.limiters[name]
-                if isinstance(limiter, RateLimit):
-                    key = granted[name].pop()
-                    self._tokens.setdefault(d.index, []).append(_Token(key=key, limit=limiter, taken_at=now,
-                                                                       grace=grace))
+                if name in slots:
+                    self._slots.setdefault(name, _Slot(key=slots[name], last_user=d.index)).last_user = d.index
                 else:
-                    slot = self._slots.get(name)
-                    if slot is None:
-                        slot = self._slots[name] = _Slot(key=granted[name][0], limit=limiter, last_user=d.index)
-                    slot.last_user = d.index
-        for d, first in followers:
-            if first.index in refusals:
-                outcome.append((d, refusals[first.index]))
-        for name, keys in granted.items():
-            if isinstance(self.limiters[name], RateLimit):
-                for key in keys:  # tokens nobody in the batch got: free them at once
-                    self._release(key)
+                    self._tokens.setdefault(d.index, []).append(tokens[name].pop(0))
+        backlog = {name: self._backlog(self.limiters[name], now, sum(1 for n in refused.values() if n == name))
+                   for name in set(refused.values())}
+        refusals = {index: Refusal(limiter=name, delay=self._delay(self.limiters[name], now, backlog[name]))
+                    for index, name in refused.items()}
+        outcome = [(d, refusals[d.index]) for d in limited if d.index in refusals]
+        outcome += [(d, refusals[first.index]) for d, first in followers if first.index in refusals]
+        for unused in tokens.values():
+            for token in unused:  # tokens nobody in the batch got: give them back at once
+                self._give_back(token)
         outcome.sort(key=lambda pair: pair[0].index)
         return outcome
 
-    def _granted(self, probes: list[tuple[Limiter, int, Acquire]], answers: list[Written], *, now: float,
-                 grace: float) -> dict[str, list[str]]:
-        granted: dict[str, list[str]] = {}
+    def _startable(self, limiter: RateLimit) -> int:
+        """How many limited jobs this batch starts within half a window, at the pace this process has seen."""
+        step = self.memory.step
+        if step <= 0:
+            return limiter.capacity
+        return max(1, math.floor(limiter.per / 2 / step) + 1)
+
+    def _granted(self, probes: list[tuple[Limiter, int, Acquire]], answers: list[Written]
+                 ) -> tuple[dict[str, list[_Token]], dict[str, str]]:
+        """What the probes won: tokens per rate limiter, by lease (first to start, first to end); a slot each."""
+        tokens: dict[str, list[_Token]] = {}
+        slots: dict[str, str] = {}
         for (limiter, index, op), answer in zip(probes, answers, strict=True):
             if answer.error is not None:
                 self.calls.errors.append(f"{op.key}: {answer.error}")
-                continue
-            if isinstance(limiter, RateLimit):
-                if answer.ok:
-                    self.memory.saw_busy(limiter.name, index, until=now + limiter.per + grace)
-                    granted.setdefault(limiter.name, []).append(op.key)
-                elif answer.item is not None and answer.item.state is LeaseState.HELD \
-                        and answer.item.lease_until is not None:
-                    self.memory.saw_busy(limiter.name, index, until=answer.item.lease_until)
-            elif answer.ok:
-                if granted.get(limiter.name):
+            elif isinstance(limiter, ConcurrencyLimit):
+                if answer.ok and limiter.name in slots:
                     self._release(op.key)  # one slot is enough: the invocation runs one job at a time
-                else:
-                    granted[limiter.name] = [op.key]
-        return granted
+                elif answer.ok:
+                    slots[limiter.name] = op.key
+            elif answer.ok:
+                until = op.lease_until or 0.0
+                self.memory.saw_busy(limiter.name, index, until=until)
+                before = answer.item  # None: absent (or past its TTL): no start to keep apart from
+                tokens.setdefault(limiter.name, []).append(_Token(
+                    key=op.key, index=index, limit=limiter, lease_until=until,
+                    not_before=before.lease_until if before is not None else None))
+            elif answer.item is not None and answer.item.state is LeaseState.HELD \
+                    and answer.item.lease_until is not None:
+                # Its holder may shorten it once its job starts, which is a window before its end at the latest.
+                self.memory.saw_busy(limiter.name, index, until=min(answer.item.lease_until, op.now + limiter.per))
+        for granted in tokens.values():
+            granted.sort(key=lambda token: token.lease_until)
+        return tokens, slots
 
     def _token_probes(self, limiter: RateLimit, count: int, now: float) -> list[int]:
         """``count`` tokens to try (fewer if this process knows they are busy), from a random place."""
-        busy = self.memory.busy(limiter.name, now=now)
+        busy = self.memory.busy(limiter.name, now=now + self.memory.early(limiter))
         wanted = min(count, limiter.capacity - len(busy))
         if wanted <= 0:
             return []
@@ -284,10 +355,16 @@ class Permits:
         start = int(self.random.uniform(0, limiter.capacity)) % limiter.capacity
         return [(start + step) % limiter.capacity for step in range(min(SLOT_PROBES, limiter.capacity))]
 
-    def _delay(self, limiter: Limiter, now: float) -> int:
-        """Whole seconds until the limiter's next window, plus jitter (SQS visibility has no fractions)."""
+    def _backlog(self, limiter: Limiter, now: float, count: int) -> float:
+        """How many windows the jobs this process deferred lately need (at least one)."""
+        if not isinstance(limiter, RateLimit):
+            return 1.0
+        return max(1.0, self.memory.deferred(limiter, now=now, count=count) / limiter.capacity)
+
+    def _delay(self, limiter: Limiter, now: float, windows: float = 1.0) -> int:
+        """Whole seconds until the limiter's next window, plus jitter over ``windows`` windows (whole: SQS)."""
         if isinstance(limiter, RateLimit):
-            wait = self.memory.free_at(limiter, now=now) - now + self.random.uniform(0, limiter.per)
+            wait = self.memory.free_at(limiter, now=now) - now + self.random.uniform(0, limiter.per * windows)
         else:
             wait = SLOT_RETRY_SECONDS + self.random.uniform(0, SLOT_RETRY_SECONDS)
         return min(MAX_VISIBILITY_SECONDS, max(1, math.ceil(wait)))
@@ -296,22 +373,34 @@ class Permits:
     def start(self, d: Delivery, *, now: float) -> Refusal | None:
         """``d`` is about to start at ``now``: None when its tokens cover the start, else why it must wait."""
         tokens = self._tokens.pop(d.index, [])
-        if tokens and not self._lag_seen:
-            self._lag_seen = True
-            self.memory.observe_lag(now - tokens[0].taken_at)
-        late = next((t for t in tokens if now - t.taken_at >= t.limit.per / 2), None)
+        if not tokens:
+            return None
+        position = self._started
+        if position == 0:
+            self.memory.observe(lag=now - self._taken_at)
+        elif self._last_start is not None:
+            self.memory.observe(step=now - self._last_start)
+        self._started += 1
+        self._last_start = now
+        wait = max((t.not_before - now for t in tokens if t.not_before is not None), default=0.0)
+        if 0 < wait <= MAX_WAIT_SECONDS:
+            self.sleep(wait)  # the previous start's window ends in a moment
+            now = self.clock()
+        late = next((t for t in tokens if now + t.limit.per > t.lease_until
+                     or (t.not_before is not None and now < t.not_before)), None)
         if late is not None:
-            for token in tokens:  # no start happened: every token it held is free again
-                self._release(token.key)
-            return Refusal(limiter=late.limit.name, delay=self._delay(late.limit, now))
+            for token in tokens:  # no start happened: every token it held goes back as it was
+                self._give_back(token)
+            return Refusal(limiter=late.limit.name, delay=self._delay(late.limit, now, self._backlog(late.limit,
+                                                                                                    now, 1)))
         for token in tokens:
-            if now - token.taken_at > token.grace:
-                # Started after its grace: the token stays held until a full window after this start.
-                until = now + token.limit.per
+            until = now + token.limit.per
+            if token.lease_until - until > SHORTEN_SECONDS:
+                # Held well past a window after this start: give the rest of the lease back.
                 self._write(Renew(key=token.key, owner=self.owner, lease_until=until,
                                   expires_at=expiry(now, LIMIT_TTL_SECONDS, until)))
                 self.calls.renewals += 1
-                self.memory.saw_busy(token.limit.name, _index(token.key), until=until)
+                self.memory.saw_busy(token.limit.name, token.index, until=until)
         return None
 
     def finished(self, d: Delivery) -> None:
@@ -319,18 +408,18 @@ class Permits:
         for slot in self._slots.values():
             if slot.last_user == d.index and not slot.released:
                 slot.released = True
-                self._release(slot.key, rate=False)
+                self._release(slot.key)
 
     def close(self) -> PermitCalls:
-        """Release what is still held and wait for every limiter write of the batch."""
+        """Give back what is still held and wait for every limiter write of the batch."""
         for tokens in self._tokens.values():
             for token in tokens:
-                self._release(token.key)
+                self._give_back(token)
         self._tokens.clear()
         for slot in self._slots.values():
             if not slot.released:
                 slot.released = True
-                self._release(slot.key, rate=False)
+                self._release(slot.key)
         for future in self._pending:
             answer = future.result()
             if answer.error is not None:
@@ -339,16 +428,25 @@ class Permits:
         return self.calls
 
     # ------------------------------------------------------------------ writes
-    def _release(self, key: str, *, rate: bool = True) -> None:
+    def _give_back(self, token: _Token) -> None:
+        """An unused token: its lease ends where the previous one did (that start's window still holds)."""
+        now = self.clock()
+        until = token.not_before if token.not_before is not None and token.not_before > now else now
+        self._write(Renew(key=token.key, owner=self.owner, lease_until=until,
+                          expires_at=expiry(now, LIMIT_TTL_SECONDS, until)))
+        self.calls.releases += 1
+        self.memory.saw_busy(token.limit.name, token.index, until=until)
+
+    def _release(self, key: str) -> None:
+        """A slot: free at once."""
         self._write(Release(key=key, owner=self.owner, expires_at=expiry(self.clock(), LIMIT_TTL_SECONDS)))
         self.calls.releases += 1
-        if rate:
-            name = key.split("#")[1]
-            self.memory.saw_free(name, _index(key))
 
     def _write(self, op: Operation) -> None:
         self._pending.append(self.store.submit(op))
 
 
-def _index(key: str) -> int:
-    return int(key.rsplit("#", 1)[1])
+
+def _smoothed(mean: float, deviation: float, value: float) -> tuple[float, float]:
+    """An exponentially smoothed mean and mean absolute deviation, moved toward ``value``."""
+    return mean + SMOOTHING * (value - mean), deviation + SMOOTHING * (abs(value - mean) - deviation)

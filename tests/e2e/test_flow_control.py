@@ -1,0 +1,157 @@
+"""Flow control on the deployed template (the reference app's flow-control jobs, the local cloud's pollers).
+
+Robust on a loaded machine: every figure is read from what the jobs recorded (the start and end times each
+call wrote), the limits are asserted as counts over those times, and wall-time ceilings are generous; only
+the rate's span of starts is held to the issue's bound (1.3 x the ideal), because it is the limiter's own
+throughput and does not wait on the machine (docs/flow-control.md, "Measured").
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e.e2e_support import E2E_PARAMETERS
+
+from sqsjobs import guard
+from sqsjobs import metrics as m
+from sqsjobs.dynamodb_store import DynamoDBStore
+from sqsjobs.local.cloud import LocalCloud
+from sqsjobs.local.output import Output
+from sqsjobs.local.pytest_plugin import LocalCloudSession
+from sqsjobs.producer import Producer
+
+ROOT = Path(__file__).resolve().parents[2]
+_ids = itertools.count(1)
+#: the issue's rate scenario: 200 jobs, 10 a second, two pollers
+RATE_JOBS, RATE, POLLERS = 200, 10, 2
+IDEAL_SECONDS = RATE_JOBS / RATE
+
+
+def calls(logs: list[tuple[str, str]], provider: str, ids: list[int]) -> dict[int, tuple[float, float]]:
+    """``id -> (started, finished)`` as the reference app's jobs logged them ("provider called")."""
+    wanted = set(ids)
+    found: dict[int, tuple[float, float]] = {}
+    for _, line in logs:
+        if '"provider called"' not in line:
+            continue
+        entry = json.loads(line)
+        if entry.get("provider") == provider and entry.get("id") in wanted:
+            found[int(entry["id"])] = (float(entry["started"]), float(entry["finished"]))
+    return found
+
+
+def records(cloud: Any, keys: list[str]) -> list[guard.JobStatus | None]:
+    store = DynamoDBStore(cloud.clients.get("dynamodb"), cloud.function_env("WorkerFunction")["SQSJOBS_TABLE"])
+    return [guard.status(store, key) for key in keys]
+
+
+def metric_total(cloud: Any, name: str, **dimensions: str) -> int:
+    total = 0.0
+    for (_, metric, dims), series in cloud.metrics.series().items():
+        labels = dict(dims)
+        if metric == name and all(labels.get(k) == v for k, v in dimensions.items()) and \
+                set(labels) == {m.DIMENSION_SERVICE, m.DIMENSION_JOB, *dimensions}:
+            total += sum(v for _, v in series)
+    return int(total)
+
+
+def most_in_any_window(starts: list[float], window: float) -> int:
+    """The most starts inside any window of ``window`` seconds (each window opens at a start)."""
+    ordered = sorted(starts)
+    return max((sum(1 for s in ordered[i:] if s <= first + window) for i, first in enumerate(ordered)), default=0)
+
+
+def most_overlapping(intervals: list[tuple[float, float]]) -> int:
+    """The most intervals running at one instant."""
+    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
+    running = peak = 0
+    for _, step in events:  # an end sorts before a start at the same instant
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
+def send_all(cloud: Any, messages: list[Any]) -> None:
+    url = cloud.queue_url(cloud.app_queue(messages[0].queue))
+    report = Producer(cloud.clients.get("sqs"), url).send_many(messages)
+    assert report.ok, report.failed
+
+
+# ---------------------------------------------------------------- on the session's cloud
+def test_a_critical_job_runs_from_its_own_queue_with_its_tenant(local_cloud: LocalCloudSession) -> None:
+    user = 9000 + next(_ids)
+    message = local_cloud.app.message("password-reset", user_id=user, tenant="acme")
+    assert local_cloud.app_queue(message.queue) == "CriticalQueue"
+    local_cloud.send_job(message)
+    local_cloud.drain()
+
+    assert user in calls(local_cloud.logs, "reset", [user])
+    assert local_cloud.queue_depth("CriticalQueue") == 0
+    assert [m.logical_id for m in local_cloud.deployment.sqs_mappings if m.queue_url.endswith("CriticalQueue")]
+    # tenant_metrics=True: the job's metrics carry the tenant.
+    assert metric_total(local_cloud, m.SUCCEEDED, Job="password-reset", Tenant="acme") >= 1
+
+
+def test_two_pdf_renders_at_most_run_at_once_and_all_forty_finish(local_cloud: LocalCloudSession) -> None:
+    ids = [20_000 + next(_ids) for _ in range(40)]
+    deferred_before = metric_total(local_cloud, m.DEFERRED, Job="invoice-pdf", Limiter="pdf")
+    send_all(local_cloud, [local_cloud.app.message("invoice-pdf", invoice_id=i) for i in ids])
+    local_cloud.drain(timeout=300)
+
+    renders = calls(local_cloud.logs, "pdf", ids)
+    assert sorted(renders) == ids  # all 40 done
+    assert most_overlapping(list(renders.values())) <= 2
+    statuses = records(local_cloud, [f"invoice-pdf:{i}" for i in ids])
+    assert all(s is not None and s.state == "succeeded" and s.attempts == 1 for s in statuses)
+    # The limiter did the work: with up to 10 invocations at once, the third and later were deferred.
+    assert metric_total(local_cloud, m.DEFERRED, Job="invoice-pdf", Limiter="pdf") > deferred_before
+    assert local_cloud.dead_letters() == [] or all("invoice-pdf" not in d["Body"] for d in local_cloud.dead_letters())
+
+
+# ---------------------------------------------------------------- the rate scenario: its own cloud, two pollers
+@pytest.fixture(scope="module")
+def two_pollers() -> Iterator[LocalCloudSession]:
+    parameters = {**E2E_PARAMETERS, "MaximumConcurrency": str(POLLERS), "MaxAttempts": "5",
+                  "WorkerTimeoutSeconds": "30", "QueueVisibilityTimeoutSeconds": "70"}
+    logs: list[tuple[str, str]] = []
+    output = Output(event=lambda level, text: None, log=lambda function, line: logs.append((function, line)))
+    with LocalCloud.start(ROOT / "template.yaml", parameters=parameters, stack_name="sqsjobs-rate",
+                          output=output) as cloud:
+        session = LocalCloudSession(cloud)
+        session.logs = logs
+        yield session
+
+
+def test_two_hundred_jobs_at_ten_a_second_never_exceed_the_rate_and_use_one_attempt_each(
+        two_pollers: LocalCloudSession) -> None:
+    cloud = two_pollers
+    assert [mapping.max_concurrency for mapping in cloud.deployment.sqs_mappings
+            if mapping.queue_url.endswith("-JobsQueue")] == [POLLERS]
+    ids = list(range(1, RATE_JOBS + 1))
+    sent = time.time()
+    send_all(cloud, [cloud.app.message("sms-reminder", appointment_id=i) for i in ids])
+    cloud.drain(timeout=IDEAL_SECONDS * 6)  # a generous ceiling: the machine may be busy
+    drained = time.time()
+
+    sends = calls(cloud.logs, "sms", ids)
+    assert sorted(sends) == ids
+    starts = sorted(started for started, _ in sends.values())
+    # The limit, from the times the jobs themselves recorded: +1 for clock edges.
+    assert most_in_any_window(starts, 1.0) <= RATE + 1
+    # The limiter's throughput: the span of starts is within 1.3 x the ideal 20 s (10 a window, 20 windows).
+    assert IDEAL_SECONDS - 1.5 <= starts[-1] - starts[0] <= 1.3 * IDEAL_SECONDS
+    assert drained - sent < IDEAL_SECONDS * 6
+    # None dead-lettered, no attempt consumed by waiting.
+    statuses = records(cloud, [f"sms-reminder:{i}" for i in ids])
+    assert all(s is not None and s.state == "succeeded" and s.attempts == 1 for s in statuses)
+    assert cloud.dead_letters() == []
+    assert metric_total(cloud, m.DEFERRED, Job="sms-reminder", Limiter="sms") > 0
+    print(f"\nrate: {RATE_JOBS} jobs, starts span {starts[-1] - starts[0]:.1f} s (ideal {IDEAL_SECONDS:.0f} s), "
+          f"sent->drained {drained - sent:.1f} s, most starts in 1 s: {most_in_any_window(starts, 1.0)}, "
+          f"deferrals {metric_total(cloud, m.DEFERRED, Job='sms-reminder', Limiter='sms')}")
