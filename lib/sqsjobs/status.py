@@ -214,7 +214,8 @@ def collect_status(
         >>> report.dlq.depth, [g.job for g in report.dlq_groups]  # doctest: +SKIP
         (2, ['invoice-email'])
     """
-    from_environment = not queue  # then the app's named queues (SQSJOBS_QUEUE_URL_<NAME>) are shown too
+    # The environment's queue (the CLI's default): the app's named queues (SQSJOBS_QUEUE_URL_<NAME>) show too.
+    from_environment = not queue or queue == os.environ.get(ENV_QUEUE_URL)
     queue = queue or os.environ.get(ENV_QUEUE_URL) or None
     dlq = dlq or os.environ.get(ENV_DLQ_URL) or None
     if not queue and not dlq:

@@ -60,11 +60,14 @@ def test_status_shows_every_jobs_queue_and_the_shared_dlq(app: JobApp, aws: Any,
     data = report.to_dict()
     assert [(q["name"], q["depth"]) for q in data["queues"]] == [("jobs", 1), ("critical", 2)]
 
+    # From the environment the template sets, a named queue that shares no DLQ shows too.
+    bulk = aws.sqs.create_queue(QueueName="bulk")["QueueUrl"]
     monkeypatch.setenv("SQSJOBS_QUEUE_URL", aws.queue_url)
+    monkeypatch.setenv("SQSJOBS_QUEUE_URL_BULK", bulk)
     monkeypatch.setenv("SQSJOBS_DLQ_URL", aws.dlq_url)
     result = CliRunner().invoke(build_app(), ["status"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
-    assert "jobs: jobs" in result.output and "jobs: critical" in result.output
+    assert all(f"jobs: {name}" in result.output for name in ("jobs", "critical", "bulk"))
 
 
 def test_a_redrive_sends_each_letter_back_to_its_own_queue(app: JobApp, aws: Any, critical: str) -> None:
