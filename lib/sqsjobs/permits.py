@@ -28,10 +28,10 @@ cannot know when; it takes the token of its k-th limited job with a lease of
 deviation, as this process has seen them), so the lease covers a start up to
 ``lease - per``. A job that starts later than its token covers is deferred
 instead (its token is given back); one whose token would outlast
-``start + per`` by more than 50 ms shortens it to exactly that. So a token is
-never held more than 50 ms longer than a window after its start (once the
-shortening write lands), and a batch whose jobs start as steadily as before
-writes nothing more than its probes.
+``start + per`` by more than a tenth of a window (50 ms at least) shortens it
+to exactly that. So a token is never held longer than 1.1 windows after its
+start (once the shortening write lands), and a batch whose jobs start as
+steadily as before writes nothing more than its probes.
 
 A token's lease end is therefore never before a window after the start it
 admitted: it is the earliest moment its next start may happen. A batch may
@@ -88,7 +88,7 @@ SLOT_RETRY_SECONDS = 1.0
 #: a token's lease covers its job's expected start plus this many deviations, plus ``MIN_SLACK_SECONDS``
 DEVIATIONS = 3
 MIN_SLACK_SECONDS = 0.02
-#: a token held this much longer than a window after its start is shortened (an asynchronous write)
+#: a token held longer than this (or a tenth of its window) past a window after its start is shortened
 SHORTEN_SECONDS = 0.05
 #: the longest a job waits for its token's previous window to end (longer: it is deferred)
 MAX_WAIT_SECONDS = 0.2
@@ -395,7 +395,7 @@ class Permits:
                                                                                                     now, 1)))
         for token in tokens:
             until = now + token.limit.per
-            if token.lease_until - until > SHORTEN_SECONDS:
+            if token.lease_until - until > max(SHORTEN_SECONDS, token.limit.per / 10):
                 # Held well past a window after this start: give the rest of the lease back.
                 self._write(Renew(key=token.key, owner=self.owner, lease_until=until,
                                   expires_at=expiry(now, LIMIT_TTL_SECONDS, until)))

@@ -11,7 +11,6 @@ limiter, sets the pace, the second is the longer).
 from __future__ import annotations
 
 import itertools
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ from sqsjobs.dynamodb_store import DynamoDBStore
 from sqsjobs.local.cloud import LocalCloud
 from sqsjobs.local.output import Output
 from sqsjobs.local.pytest_plugin import LocalCloudSession
+from sqsjobs.local.timeline import calls, most_at_once, most_in_window
 from sqsjobs.producer import Producer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,19 +33,6 @@ _ids = itertools.count(1)
 #: the issue's rate scenario: 200 jobs, 10 a second, two pollers
 RATE_JOBS, RATE, POLLERS = 200, 10, 2
 IDEAL_SECONDS = RATE_JOBS / RATE
-
-
-def calls(logs: list[tuple[str, str]], provider: str, ids: list[int]) -> dict[int, tuple[float, float]]:
-    """``id -> (started, finished)`` as the reference app's jobs logged them ("provider called")."""
-    wanted = set(ids)
-    found: dict[int, tuple[float, float]] = {}
-    for _, line in logs:
-        if '"provider called"' not in line:
-            continue
-        entry = json.loads(line)
-        if entry.get("provider") == provider and entry.get("id") in wanted:
-            found[int(entry["id"])] = (float(entry["started"]), float(entry["finished"]))
-    return found
 
 
 def records(cloud: Any, keys: list[str]) -> list[guard.JobStatus | None]:
@@ -72,22 +59,6 @@ def metric_total(cloud: Any, name: str, **dimensions: str) -> int:
     return int(total)
 
 
-def most_in_any_window(starts: list[float], window: float) -> int:
-    """The most starts inside any window of ``window`` seconds (each window opens at a start)."""
-    ordered = sorted(starts)
-    return max((sum(1 for s in ordered[i:] if s <= first + window) for i, first in enumerate(ordered)), default=0)
-
-
-def most_overlapping(intervals: list[tuple[float, float]]) -> int:
-    """The most intervals running at one instant."""
-    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
-    running = peak = 0
-    for _, step in events:  # an end sorts before a start at the same instant
-        running += step
-        peak = max(peak, running)
-    return peak
-
-
 def send_all(cloud: Any, messages: list[Any]) -> None:
     url = cloud.queue_url(cloud.app_queue(messages[0].queue))
     report = Producer(cloud.clients.get("sqs"), url).send_many(messages)
@@ -102,7 +73,7 @@ def test_a_critical_job_runs_from_its_own_queue_with_its_tenant(local_cloud: Loc
     local_cloud.send_job(message)
     local_cloud.drain()
 
-    assert user in calls(local_cloud.logs, "reset", [user])
+    assert user in calls(local_cloud.logs, "reset")
     assert local_cloud.queue_depth("CriticalQueue") == 0
     assert [m.logical_id for m in local_cloud.deployment.sqs_mappings if m.queue_url.endswith("CriticalQueue")]
     # tenant_metrics=True: the job's metrics carry the tenant.
@@ -115,9 +86,9 @@ def test_two_pdf_renders_at_most_run_at_once_and_all_forty_finish(local_cloud: L
     send_all(local_cloud, [local_cloud.app.message("invoice-pdf", invoice_id=i) for i in ids])
     local_cloud.drain(timeout=300)
 
-    renders = calls(local_cloud.logs, "pdf", ids)
+    renders = {i: run for i, run in calls(local_cloud.logs, "pdf").items() if i in ids}
     assert sorted(renders) == ids  # all 40 done
-    assert most_overlapping(list(renders.values())) <= 2
+    assert most_at_once(list(renders.values())) <= 2
     statuses = records(local_cloud, [f"invoice-pdf:{i}" for i in ids])
     assert all(s is not None and s.state == "succeeded" and s.attempts == 1 for s in statuses)
     # The limiter did the work: with up to 10 invocations at once, the third and later were deferred.
@@ -150,12 +121,12 @@ def test_two_hundred_jobs_at_ten_a_second_never_exceed_the_rate_and_use_one_atte
     cloud.drain(timeout=IDEAL_SECONDS * 6)  # a generous ceiling: the machine may be busy
     drained = time.time()
 
-    sends = calls(cloud.logs, "sms", ids)
+    sends = calls(cloud.logs, "sms")
     assert sorted(sends) == ids
     starts = sorted(started for started, _ in sends.values())
     span = starts[-1] - starts[0]
     # The limit, from the times the jobs themselves logged: +1 for clock edges.
-    assert most_in_any_window(starts, 1.0) <= RATE + 1
+    assert most_in_window(starts, 1.0) <= RATE + 1
     # It did limit: 200 starts at 10 a window need 20 windows (the last opens 19 s after the first).
     assert span >= IDEAL_SECONDS - 1.0 - 0.5
     # Throughput: within 1.3 x the ideal, where the ideal is what the limiter allows or what the two pollers
@@ -169,5 +140,5 @@ def test_two_hundred_jobs_at_ten_a_second_never_exceed_the_rate_and_use_one_atte
     assert cloud.dead_letters() == []
     assert metric_total(cloud, m.DEFERRED, Job="sms-reminder", Limiter="sms") > 0
     print(f"\nrate: {RATE_JOBS} jobs, starts span {span:.1f} s (ideal {IDEAL_SECONDS:.0f} s; pollers busy {busy:.1f} s "
-          f"each), sent->drained {drained - sent:.1f} s, most starts in 1 s: {most_in_any_window(starts, 1.0)}, "
+          f"each), sent->drained {drained - sent:.1f} s, most starts in 1 s: {most_in_window(starts, 1.0)}, "
           f"deferrals {metric_total(cloud, m.DEFERRED, Job='sms-reminder', Limiter='sms')}")
