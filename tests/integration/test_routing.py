@@ -119,3 +119,21 @@ def test_routing_works_with_the_environment_the_template_sets() -> None:
         (message,) = messages_in(sqs, critical)
         assert message["Attributes"]["MessageGroupId"] == "acme"
         assert messages_in(sqs, default) == []
+
+
+def test_the_cli_enqueues_for_a_tenant(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from sqsjobs.cli import build_app
+
+    (tmp_path / "tenant_app.py").write_text(
+        "from sqsjobs import JobApp\napp = JobApp()\n\n@app.job('sync', key='sync:{n}')\ndef sync(n: int) -> None: ...\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
+        result = CliRunner().invoke(build_app(), ["enqueue", "sync", "n=1", "--app", "tenant_app:app", "--queue-url",
+                                                  url, "--tenant", "acme"])
+        assert result.exit_code == 0, result.output
+        (message,) = messages_in(sqs, url)
+    assert message["Attributes"]["MessageGroupId"] == "acme"

@@ -88,6 +88,9 @@ def register(app: typer.Typer) -> None:
         endpoint_url: Annotated[str | None, typer.Option(help="AWS endpoint to send to.")] = None,
         region: Annotated[str | None, typer.Option(help="AWS region.")] = None,
         profile: Annotated[str | None, typer.Option(help="AWS profile.")] = None,
+        tenant: Annotated[
+            str | None, typer.Option(help="The tenant the job is for (a standard queue's MessageGroupId).")
+        ] = None,
     ) -> None:
         """Enqueue JOB with ARGS through the app's producer; print the message id."""
         from sqsjobs.errors import SqsJobsError
@@ -108,7 +111,7 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(EXIT_FAILED) from None
         try:
             job_app = load_app(app_spec)
-            message_id = job_app.enqueue(job, **arguments)
+            message_id = job_app.enqueue(job, **arguments, **({"tenant": tenant} if tenant else {}))
         except (ImportError, AttributeError) as exc:
             typer.echo(f"error: cannot load the app {app_spec!r}: {exc} (run from the project root or pass --app)",
                        err=True)
