@@ -98,11 +98,9 @@ def test_a_token_admits_one_start_per_window_across_invocations(make_app: Any, c
         def sms(n: int) -> None:
             starts.append(clock())
 
-    n = 0
-    for _ in range(12):  # 2.4 s of batches, every 0.2 s, alternating workers
+    for n in range(12):  # 2.4 s of batches, every 0.2 s, alternating workers
         app = apps[n % 2]
         app.process_batch(sqs_event([body(app.jobs["sms"], n=n * 10 + i) for i in range(3)]))
-        n += 1
         clock.advance(0.2)
     assert len(starts) >= 4
     for first in starts:  # every window of `per` seconds, measured from each start

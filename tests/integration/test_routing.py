@@ -127,7 +127,8 @@ def test_the_cli_enqueues_for_a_tenant(tmp_path: Any, monkeypatch: pytest.Monkey
     from sqsjobs.cli import build_app
 
     (tmp_path / "tenant_app.py").write_text(
-        "from sqsjobs import JobApp\napp = JobApp()\n\n@app.job('sync', key='sync:{n}')\ndef sync(n: int) -> None: ...\n")
+        "from sqsjobs import JobApp\napp = JobApp()\n\n"
+        "@app.job('sync', key='sync:{n}')\ndef sync(n: int) -> None: ...\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     with mock_aws():
         sqs = boto3.client("sqs", region_name="us-east-1")

@@ -49,7 +49,7 @@ def test_a_concurrency_limit_must_be_a_whole_number_of_jobs(app: JobApp, limit: 
 
 @pytest.mark.parametrize("name", ["", "a#b", "with space", "x" * 65, 7])
 def test_a_limiter_name_becomes_part_of_a_key_so_it_is_checked(app: JobApp, name: Any) -> None:
-    with pytest.raises(ConfigurationError, match="a limiter name is 1..64 letters"):
+    with pytest.raises(ConfigurationError, match=r"a limiter name is 1\.\.64 letters"):
         app.rate_limit(name, 1)
 
 
@@ -89,7 +89,7 @@ def test_a_job_naming_an_unknown_queue_is_refused_at_registration(app: JobApp) -
         def reset(user_id: int) -> None: ...
     assert one_line(refused) == ("job 'reset': unknown queue 'critical' (known: default); pass "
                                  "JobApp(queues={'critical': url}) or set SQSJOBS_QUEUE_URL_CRITICAL")
-    with pytest.raises(ConfigurationError, match="unknown queue 'Critical' \\(known: default\\)$"):
+    with pytest.raises(ConfigurationError, match=r"unknown queue 'Critical' \(known: default\)$"):
         app.job("reset", queue="Critical")
 
 
