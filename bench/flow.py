@@ -23,6 +23,7 @@ from typing import Any
 
 from bench.figures import LATENCY, ROOT
 from bench.support import CallLog, Stat, add_latency, client, create_queues, create_table, sequential_depth
+from sqsjobs.metrics import DEFERRED
 
 #: the issue's scenarios
 RATE_JOBS, RATE, RATE_POLLERS = 200, 10, 2
@@ -100,7 +101,7 @@ def _noop(n: int) -> None:
 
 def rate_scenario() -> dict[str, float]:
     """200 jobs at 10 a second through the local cloud with two pollers."""
-    from sqsjobs.local.timeline import calls, most_in_window
+    from sqsjobs.local.timeline import busy_seconds, calls, metric_total, most_in_window
 
     with _cloud({"MaximumConcurrency": str(RATE_POLLERS)}) as (cloud, logs):
         sent = time.time()
@@ -111,15 +112,16 @@ def rate_scenario() -> dict[str, float]:
         statuses = _statuses(cloud, [f"sms-reminder:{i}" for i in range(1, RATE_JOBS + 1)])
         return {
             "done": len(starts), "most in 1 s": most_in_window(starts, 1.0), "span": starts[-1] - starts[0],
-            "sent to drained": drained - sent, "busy per poller": _busy(cloud, sent, drained) / RATE_POLLERS,
-            "deferred": _deferred(cloud, "sms-reminder", "sms"), "one attempt": sum(1 for s in statuses if s == 1),
-            "dead letters": len(cloud.dead_letters()),
+            "sent to drained": drained - sent,
+            "busy per poller": busy_seconds(cloud, "WorkerFunction", sent, drained) / RATE_POLLERS,
+            "deferred": metric_total(cloud, DEFERRED, Job="sms-reminder", Limiter="sms"),
+            "one attempt": sum(1 for s in statuses if s == 1), "dead letters": len(cloud.dead_letters()),
         }
 
 
 def concurrency_scenario() -> dict[str, float]:
     """40 renders of 0.3 s, at most 2 at once, with 5 invocations allowed."""
-    from sqsjobs.local.timeline import calls, most_at_once
+    from sqsjobs.local.timeline import calls, metric_total, most_at_once
 
     with _cloud({"MaximumConcurrency": str(PDF_POLLERS)}) as (cloud, logs):
         sent = time.time()
@@ -128,7 +130,8 @@ def concurrency_scenario() -> dict[str, float]:
         runs = calls(logs, "pdf")
         statuses = _statuses(cloud, [f"invoice-pdf:{i}" for i in range(1, PDF_JOBS + 1)])
         return {"done": len(runs), "most at once": most_at_once(runs.values()), "total": time.time() - sent,
-                "ideal": PDF_JOBS * 0.3 / PDF_LIMIT, "deferred": _deferred(cloud, "invoice-pdf", "pdf"),
+                "ideal": PDF_JOBS * 0.3 / PDF_LIMIT,
+                "deferred": metric_total(cloud, DEFERRED, Job="invoice-pdf", Limiter="pdf"),
                 "one attempt": sum(1 for s in statuses if s == 1)}
 
 
@@ -167,23 +170,6 @@ def _statuses(cloud: Any, keys: list[str]) -> list[int | None]:
 
     store = DynamoDBStore(cloud.clients.get("dynamodb"), cloud.function_env("WorkerFunction")["SQSJOBS_TABLE"])
     return [None if (s := guard.status(store, key)) is None else s.attempts for key in keys]
-
-
-def _busy(cloud: Any, since: float, until: float) -> float:
-    """Seconds the worker's invocations ran between ``since`` and ``until`` (its Duration metric)."""
-    name = cloud.deployment.functions["WorkerFunction"].name
-    return sum(value for (namespace, metric, dims), series in cloud.metrics.series().items()
-               if (namespace, metric) == ("AWS/Lambda", "Duration") and dict(dims).get("FunctionName") == name
-               for at, value in series if since <= at <= until) / 1000.0
-
-
-def _deferred(cloud: Any, job: str, limiter: str) -> int:
-    from sqsjobs import metrics as m
-
-    return int(sum(value for (_, metric, dims), series in cloud.metrics.series().items()
-                   if metric == m.DEFERRED and dict(dims).get(m.DIMENSION_LIMITER) == limiter
-                   and set(dict(dims)) == {m.DIMENSION_SERVICE, m.DIMENSION_JOB, m.DIMENSION_LIMITER}
-                   and dict(dims).get(m.DIMENSION_JOB) == job for _, value in series))
 
 
 def local_scenarios(out: FlowFigures | None) -> None:

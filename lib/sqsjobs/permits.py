@@ -35,7 +35,7 @@ steadily as before writes nothing more than its probes.
 
 A token's lease end is therefore never before a window after the start it
 admitted: it is the earliest moment its next start may happen. A batch may
-take a token that much before that moment (``early = lag - 2 deviations``,
+take a token that much before that moment (``early = lag - a deviation``,
 less than its cover), so it does its claims while the previous window ends
 instead of after; the previous lease end comes back with the take (the item
 as it was) and the job waits for it if it is still ahead (at most 200 ms,
@@ -186,11 +186,11 @@ class LimiterMemory:
                 self.step, self.step_deviation = _smoothed(self.step, self.step_deviation, max(step, 0.0))
 
     def early(self, limiter: RateLimit) -> float:
-        """How long before a token's lease ends this process takes it: its lag, less two deviations (a window at most).
+        """How long before a token's lease ends this process takes it: its lag, less a deviation (a window at most).
 
         The job then usually starts no sooner than the lease's end, and never later than its token covers.
         """
-        return min(limiter.per, max(0.0, self.lag - 2 * self.lag_deviation))
+        return min(limiter.per, max(0.0, self.lag - self.lag_deviation))
 
     def cover(self, position: int) -> float:
         """How long after the take the ``position``-th limited job of a batch (from 0) may start, to be safe."""

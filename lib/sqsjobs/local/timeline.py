@@ -1,4 +1,4 @@
-"""When jobs ran, read back from what they logged: to check a limiter on the local cloud.
+"""When jobs and functions ran, read back from the local cloud: to check a limiter there.
 
 A job that logs a line with its start (and end) times, as the reference app's
 flow-control jobs do (``"provider called"``, ``started``, ``finished``),
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 #: the log message the reference app's stand-in providers write (handlers/app.py)
 PROVIDER_CALLED = "provider called"
@@ -58,3 +59,25 @@ def most_at_once(intervals: Iterable[tuple[float, float]]) -> int:
         running += step
         peak = max(peak, running)
     return peak
+
+
+def busy_seconds(cloud: Any, function: str, since: float, until: float) -> float:
+    """How long invocations of ``function`` (a logical id) ran between ``since`` and ``until`` (its Duration)."""
+    name = cloud.deployment.functions[function].name
+    total_ms = sum(value for (namespace, metric, dims), series in cloud.metrics.series().items()
+                   if (namespace, metric) == ("AWS/Lambda", "Duration") and dict(dims).get("FunctionName") == name
+                   for at, value in series if since <= at <= until)
+    return float(total_ms) / 1000.0
+
+
+def metric_total(cloud: Any, name: str, **dimensions: str) -> int:
+    """The sum of framework metric ``name`` over the set ``{service, Job, ...dimensions}`` with these values."""
+    from sqsjobs import metrics as m
+
+    wanted = {m.DIMENSION_SERVICE, m.DIMENSION_JOB, *dimensions}
+    total = 0.0
+    for (_, metric, dims), series in cloud.metrics.series().items():
+        labels = dict(dims)
+        if metric == name and set(labels) == wanted and all(labels.get(k) == v for k, v in dimensions.items()):
+            total += sum(value for _, value in series)
+    return int(total)
