@@ -58,8 +58,9 @@ from sqsjobs.errors import (
 from sqsjobs.guard import Claim, ClaimResult, Verdict
 from sqsjobs.job import Classification, OnCrash
 from sqsjobs.lease import Operation, Written, expiry
+from sqsjobs.limiter_memory import LimiterMemory
 from sqsjobs.message import ATTR_RESENDS, MAX_DELAY_SECONDS
-from sqsjobs.permits import LimiterMemory, Permits, Refusal
+from sqsjobs.permits import Permits, Refusal
 from sqsjobs.sqs_batches import chunked, send_entries
 from sqsjobs.time_limit import TimeLimit, time_limit
 from sqsjobs.tracing import reset_trace_id, set_trace_id

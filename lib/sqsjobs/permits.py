@@ -47,10 +47,8 @@ holds. A batch takes only the tokens of the
 jobs it starts within half a window (``k x step <= per / 2``): a slow batch
 does not sit on tokens another invocation could use now.
 
-``LimiterMemory`` is what a process (a Lambda container) remembers between
-batches: which tokens were seen busy until when (they are not probed again
-before then, so a batch facing a full limiter defers without a call), the
-lag and the step, and how many jobs it deferred lately.
+``LimiterMemory`` (``sqsjobs.limiter_memory``) is what a process remembers
+between batches: busy tokens, the lag and the step, recent deferrals.
 
 Where a deferred job waits: until the limiter's next window (its earliest
 token's end, as far as this process knows), plus jitter over as many windows
@@ -63,8 +61,6 @@ all at once every second.
 from __future__ import annotations
 
 import math
-import threading
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -73,6 +69,7 @@ from typing import TYPE_CHECKING
 from sqsjobs.backoff import MAX_VISIBILITY_SECONDS, RandomSource
 from sqsjobs.delivery import State
 from sqsjobs.lease import Acquire, LeaseState, Operation, Release, Renew, Written, expiry
+from sqsjobs.limiter_memory import LimiterMemory
 from sqsjobs.limits import ConcurrencyLimit, Limiter, RateLimit
 
 if TYPE_CHECKING:
@@ -85,17 +82,10 @@ LIMIT_TTL_SECONDS = 24 * 3600.0
 SLOT_PROBES = 3
 #: a batch refused a slot comes back after 1..2 s (slots free when a batch ends, which nobody announces)
 SLOT_RETRY_SECONDS = 1.0
-#: a token's lease covers its job's expected start plus this many deviations, plus ``MIN_SLACK_SECONDS``
-DEVIATIONS = 3
-MIN_SLACK_SECONDS = 0.02
 #: a token held longer than this (or a tenth of its window) past a window after its start is shortened
 SHORTEN_SECONDS = 0.05
 #: the longest a job waits for its token's previous window to end (longer: it is deferred)
 MAX_WAIT_SECONDS = 0.2
-#: the lag assumed before a process has seen one (a take and a claim: two round trips)
-INITIAL_LAG_SECONDS = 0.05
-#: how much a new observation moves the lag and the step
-SMOOTHING = 0.3
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,75 +117,6 @@ class _Slot:
     #: the index of the last delivery of the batch that relies on the slot
     last_user: int
     released: bool = False
-
-
-class LimiterMemory:
-    """What one process learned about its limiters (kept for the life of the Lambda container).
-
-    Example:
-        >>> memory = LimiterMemory()
-        >>> memory.saw_busy("ses", 3, until=10.0)
-        >>> memory.busy("ses", now=5.0), memory.busy("ses", now=11.0)
-        ({3}, set())
-        >>> round(memory.cover(2), 3)  # nothing seen yet: the initial lag, give or take as much, and no step
-        0.22
-    """
-
-    def __init__(self) -> None:
-        self._busy: dict[str, dict[int, float]] = {}
-        self._deferred: dict[str, deque[tuple[float, int]]] = {}
-        self.lag, self.lag_deviation = INITIAL_LAG_SECONDS, INITIAL_LAG_SECONDS
-        self.step, self.step_deviation = 0.0, 0.0
-        self._lock = threading.Lock()
-
-    def saw_busy(self, limiter: str, index: int, *, until: float) -> None:
-        """Token ``index`` of ``limiter`` is held until ``until``."""
-        with self._lock:
-            self._busy.setdefault(limiter, {})[index] = until
-
-    def busy(self, limiter: str, *, now: float) -> set[int]:
-        """The tokens of ``limiter`` known to be held at ``now`` (forgetting those whose lease ended)."""
-        with self._lock:
-            known = self._busy.get(limiter, {})
-            for index in [i for i, until in known.items() if until < now]:
-                del known[index]
-            return set(known)
-
-    def free_at(self, limiter: RateLimit, *, now: float) -> float:
-        """When a token of ``limiter`` can be taken at the earliest, as far as this process knows (now: maybe)."""
-        early = self.early(limiter)
-        with self._lock:
-            known = [until - early for until in self._busy.get(limiter.name, {}).values() if until - early >= now]
-        return min(known) if len(known) >= limiter.capacity else now
-
-    def deferred(self, limiter: RateLimit, *, now: float, count: int) -> int:
-        """Note ``count`` jobs deferred by ``limiter`` now; returns how many it deferred in the last window."""
-        with self._lock:
-            recent = self._deferred.setdefault(limiter.name, deque())
-            recent.append((now, count))
-            while recent and recent[0][0] < now - limiter.per:
-                recent.popleft()
-            return sum(n for _, n in recent)
-
-    def observe(self, *, lag: float | None = None, step: float | None = None) -> None:
-        """A batch's first limited job started ``lag`` after the take; two of them ``step`` apart."""
-        with self._lock:
-            if lag is not None:
-                self.lag, self.lag_deviation = _smoothed(self.lag, self.lag_deviation, max(lag, 0.0))
-            if step is not None:
-                self.step, self.step_deviation = _smoothed(self.step, self.step_deviation, max(step, 0.0))
-
-    def early(self, limiter: RateLimit) -> float:
-        """How long before a token's lease ends this process takes it: its lag, less a deviation (a window at most).
-
-        The job then usually starts no sooner than the lease's end, and never later than its token covers.
-        """
-        return min(limiter.per, max(0.0, self.lag - self.lag_deviation))
-
-    def cover(self, position: int) -> float:
-        """How long after the take the ``position``-th limited job of a batch (from 0) may start, to be safe."""
-        return (self.lag + DEVIATIONS * self.lag_deviation
-                + position * (self.step + DEVIATIONS * self.step_deviation) + MIN_SLACK_SECONDS)
 
 
 @dataclass(kw_only=True)
@@ -446,7 +367,3 @@ class Permits:
         self._pending.append(self.store.submit(op))
 
 
-
-def _smoothed(mean: float, deviation: float, value: float) -> tuple[float, float]:
-    """An exponentially smoothed mean and mean absolute deviation, moved toward ``value``."""
-    return mean + SMOOTHING * (value - mean), deviation + SMOOTHING * (abs(value - mean) - deviation)

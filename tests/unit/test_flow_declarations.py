@@ -158,7 +158,8 @@ def test_celerys_rate_limit_and_priority_point_to_flow_control(app: JobApp) -> N
         app.job("mail", priority=9)
 
 
-@pytest.mark.parametrize("name", ["sqsjobs.limits", "sqsjobs.permits", "sqsjobs.routing"])
+@pytest.mark.parametrize("name", ["sqsjobs.limits", "sqsjobs.permits", "sqsjobs.limiter_memory", "sqsjobs.routing",
+                                  "sqsjobs.local.timeline"])
 def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
