@@ -26,6 +26,7 @@ from sqsjobs.errors import (
 )
 from sqsjobs.lease import RESERVED_PREFIXES, is_reserved
 from sqsjobs.message import MAX_DELAY_SECONDS, JobMessage
+from sqsjobs.routing import DEFAULT_QUEUE, check_tenant
 
 if TYPE_CHECKING:
     from sqsjobs.app import JobApp
@@ -34,7 +35,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 #: keyword names ``enqueue``/``message`` keep for themselves
-ENQUEUE_OPTIONS = ("delay", "group", "trace_id", "expires_in")
+ENQUEUE_OPTIONS = ("delay", "group", "trace_id", "expires_in", "tenant")
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -42,8 +43,8 @@ Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 CELERY_ENQUEUE_NAMES = {
     "countdown": "delay= (seconds, 0..900)",
     "eta": "delay= (seconds from now, 0..900)",
-    "queue": "a JobApp per queue",
-    "priority": "a separate queue for urgent jobs",
+    "queue": "@app.job(queue=...) (a job's queue is part of its declaration)",
+    "priority": "a job on its own queue: @app.job(queue=\"critical\")",
     "headers": "trace_id= (the only message attribute a job reads)",
 }
 
@@ -84,6 +85,12 @@ class JobOptions:
     #: a delivery older than this (seconds since enqueue) is acknowledged without running
     expires_in: float | None = None
     on_crash: OnCrash = OnCrash.RETRY
+    #: limiters (``app.rate_limit``/``app.concurrency_limit`` names) every run must hold (docs/flow-control.md)
+    limits: tuple[str, ...] = ()
+    #: the queue the job is sent to (``JobApp(queues=...)``, ``SQSJOBS_QUEUE_URL_<NAME>``)
+    queue: str = DEFAULT_QUEUE
+    #: add a ``Tenant`` dimension (the enqueue's ``tenant=``) to the job's metrics
+    tenant_metrics: bool = False
 
     def classify(self, error: BaseException) -> Classification:
         """``'retry'`` or ``'permanent'`` for an exception the job raised.
@@ -158,6 +165,7 @@ class Job(Generic[P, R]):
         group: str | None = None,
         trace_id: str | None = None,
         expires_in: float | None = None,
+        tenant: str | None = None,
         **args: Any,
     ) -> JobMessage:
         """Validate ``args`` and build the message, without sending it.
@@ -205,24 +213,28 @@ class Job(Generic[P, R]):
             delay=int(delay),
             group=group,
             trace_id=trace_id or current_trace_id(),
+            queue=self.options.queue,
+            tenant=None if tenant is None else check_tenant(self.name, tenant),
         )
         check_message(message, bound)
         return message
 
     def enqueue(
         self, *, delay: float = 0, group: str | None = None, trace_id: str | None = None,
-        expires_in: float | None = None, **args: Any
+        expires_in: float | None = None, tenant: str | None = None, **args: Any
     ) -> str:
-        """Send one job message; returns the SQS message id.
+        """Send one job message to the job's queue; returns the SQS message id.
 
         ``delay`` seconds (0..900, SQS ``DelaySeconds``), ``group`` (FIFO
         ``MessageGroupId``, overriding the job's ``group`` template),
-        ``trace_id`` (carried to the job's logs) and ``expires_in`` (seconds;
-        an older delivery is acknowledged without running) are enqueue
+        ``trace_id`` (carried to the job's logs), ``expires_in`` (seconds;
+        an older delivery is acknowledged without running) and ``tenant``
+        (a standard queue's ``MessageGroupId``: SQS fair queues keep one noisy
+        tenant from delaying the others; refused on a FIFO queue) are enqueue
         options, not job arguments.
         """
         return self.app.send(self.message(delay=delay, group=group, trace_id=trace_id, expires_in=expires_in,
-                                          **args))
+                                          tenant=tenant, **args))
 
     def key_for(self, args: Mapping[str, Any]) -> str:
         """The idempotency key for these (already validated) arguments.

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from sqsjobs.message import JobMessage
 
 DEFAULT_ARN = "arn:aws:sqs:us-east-1:123456789012:sqsjobs-jobs"
+#: the queue a record with a ``group_id`` comes from, unless another ARN is given (group ids order FIFO queues)
+DEFAULT_FIFO_ARN = DEFAULT_ARN + ".fifo"
 
 
 @dataclass
@@ -58,12 +60,28 @@ def sqs_record(
     attempt: int = 1,
     group_id: str | None = None,
     attributes: dict[str, str] | None = None,
-    event_source_arn: str = DEFAULT_ARN,
+    event_source_arn: str | None = None,
     receipt_handle: str | None = None,
     first_receive_ms: int | None = None,
     sent_ms: int | None = None,
+    tenant: str | None = None,
 ) -> dict[str, Any]:
-    """One record as Lambda's SQS poller delivers it; ``body`` may be a dict (JSON-encoded) or raw text."""
+    """One record as Lambda's SQS poller delivers it; ``body`` may be a dict (JSON-encoded) or raw text.
+
+    ``group_id`` makes it a FIFO queue's record (from ``DEFAULT_FIFO_ARN`` unless
+    ``event_source_arn`` says otherwise); ``tenant`` is a standard (fair)
+    queue's ``MessageGroupId``.
+
+    Example:
+        >>> sqs_record({}, tenant="acme")["attributes"]["MessageGroupId"]
+        'acme'
+        >>> sqs_record({}, group_id="a")["eventSourceARN"].endswith(".fifo")
+        True
+    """
+    if group_id is not None and tenant is not None:
+        raise ValueError("a record has either a FIFO group_id or a tenant (a standard queue's group id), not both")
+    if event_source_arn is None:
+        event_source_arn = DEFAULT_FIFO_ARN if group_id is not None else DEFAULT_ARN
     message_id = message_id or str(uuid.uuid4())
     now_ms = int(time.time() * 1000)
     attrs = {
@@ -71,8 +89,8 @@ def sqs_record(
         "SentTimestamp": str(sent_ms or now_ms),
         "ApproximateFirstReceiveTimestamp": str(first_receive_ms or now_ms),
     }
-    if group_id is not None:
-        attrs["MessageGroupId"] = group_id
+    if group_id is not None or tenant is not None:
+        attrs["MessageGroupId"] = group_id or tenant or ""
     return {
         "messageId": message_id,
         "receiptHandle": receipt_handle or f"rh-{message_id}",
