@@ -172,3 +172,30 @@ def test_run_refuses_what_could_not_be_a_batch() -> None:
             t.run()
         with pytest.raises(ValueError, match="attempt counts deliveries from 1"):
             t.run(app.message("greet", user_id=1), attempt=0)
+
+
+def test_a_named_queue_known_by_name_only_gets_a_fake_url_and_drain_runs_every_queue() -> None:
+    app = JobApp(queues={"critical": None})
+    ran: list[str] = []
+
+    @app.job("invoice-email", key="invoice-email:{n}")
+    def invoice_email(n: int) -> None:
+        ran.append(f"invoice-email:{n}")
+
+    @app.job("password-reset", key="password-reset:{user_id}", queue="critical")
+    def password_reset(user_id: int) -> None:
+        ran.append(f"password-reset:{user_id}")
+
+    with app.testing() as t:
+        invoice_email.enqueue(n=1, tenant="acme")
+        password_reset.enqueue(user_id=7, tenant="acme")
+        assert [s.key for s in t.enqueued()] == ["invoice-email:1", "password-reset:7"]
+        assert [s.group for s in t.enqueued()] == ["acme", "acme"]  # a tenant, on standard queues
+        critical_url = app.router.url("critical")
+        assert critical_url != t.queue_url and t.queue_urls == [t.queue_url, critical_url]
+        results = t.drain()
+        single = t.run(password_reset.message(user_id=8))
+    assert sorted(ran) == ["invoice-email:1", "password-reset:7", "password-reset:8"]
+    assert len(results) == 2  # one batch per queue, as each queue's event source mapping delivers them
+    assert [d.event_source_arn.rsplit(":", 1)[-1] for d in single.deliveries] == ["sqsjobs-test-jobs-critical"]
+    assert app.settings.queues == {"critical": None}  # restored
