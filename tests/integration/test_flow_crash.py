@@ -6,14 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from aws_support import create_table
 
 from sqsjobs import JobApp, Outcome
 from sqsjobs.lease import LeaseState
@@ -44,24 +41,6 @@ event = sqs_event([json.loads(render.message(n=1).body)], message_id="m-1")
 app.process_batch(event, FakeContext(remaining_ms=int(sys.argv[3])))
 print(json.dumps({"finished": True}), flush=True)
 """
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    from sqsjobs.local.serial_moto import threaded_server
-
-    server = threaded_server()
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
-
-
-@pytest.fixture
-def table(endpoint: str) -> str:
-    name = f"idempotency-{uuid.uuid4().hex[:8]}"
-    create_table(boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1"), name)
-    return name
 
 
 def worker_app(endpoint: str, table: str, clock: Any, ran: list[int]) -> JobApp:
