@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import bundle, cold_start, figures
+from bench import bundle, cold_start, figures, flow
 from bench.report import Results, render
 from bench.support import machine, moto_server
 
@@ -47,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         results.redrive = figures.redrive_throughput(endpoint, messages=50 if q else 300, reps=1 if q else 3)
         step("first invocation: fresh process, import, first batch (moto server)")
         results.first = cold_start.first_invocation(endpoint, reps=3 if q else 15)
+        step("flow control: what limiting costs a batch (moto server)")
+        results.flow = flow.FlowFigures(cost=flow.batch_costs(endpoint, reps=3 if q else 15))
     step("wall time, CPU, round trips and EMF bytes with the Stubber")
     results.stubbed = figures.stubbed_wall(reps=5 if q else 30)
     step("CPU per message with the Stubber")
@@ -63,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
                                                        shallow=results.local_sizes[1])
     except Exception as error:  # a figure we could not take is reported as such, not hidden
         results.local_error = f"{type(error).__name__}: {error}"
+    step("flow control on the local cloud: a rate and a concurrency limit")
+    flow.local_scenarios(results.flow)
     results.seconds = time.perf_counter() - started
     Path(args.out).write_text(render(results))
     step(f"wrote {args.out}")

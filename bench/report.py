@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from bench.bundle import BundleSize
 from bench.cold_start import FirstInvocation
 from bench.figures import BATCH, LATENCY, SCENARIOS, ScenarioFigures, StubbedBatches
+from bench.flow import FlowFigures
+from bench.flow import render as render_flow
+from bench.flow import summary_rows as flow_rows
 from bench.sections import (
     bundle_rows,
     bundle_section,
@@ -40,6 +43,7 @@ class Results:
     local: dict[str, Stat] | None = None
     local_sizes: tuple[int, int] = (300, 40)
     local_error: str | None = None
+    flow: FlowFigures | None = None
     seconds: float = 0.0
 
 
@@ -141,6 +145,8 @@ def render(r: Results) -> str:
         f"(context) | |")
     add(f"| redrive, messages/s (DLQ → queue) | {r.redrive['sqsjobs'].render('{:.1f}')} | raw loop "
         f"{r.redrive['raw'].render('{:.1f}')} | {redrive_ratio:.2f}x | (report) | |")
+    if r.flow is not None:
+        lines.extend(flow_rows(r.flow))
     add("")
     add("Note 1: sqsjobs sets each failed message's retry delay (full jitter) with one")
     add("`ChangeMessageVisibilityBatch` per 10; Powertools makes no SQS call and leaves the message to come back")
@@ -169,6 +175,8 @@ def render(r: Results) -> str:
         add("fairer picture of the emulation's overhead. The worker-loop row (no SES, no emulation) shows the")
         add("guard's own share.")
         add("")
+    if r.flow is not None:
+        lines.extend(render_flow(r.flow, ms["load"]))
     add("## AWS calls per message, by scenario")
     add("")
     add(f"Batches of {BATCH} received from the same queue on the moto server; the handler's own calls only "

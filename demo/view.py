@@ -25,7 +25,9 @@ def job_counts(cloud: Any, namespace: str, service: str) -> dict[str, dict[str, 
     counts: dict[str, dict[str, int]] = {}
     for (ns, name, dims), series in cloud.metrics.series().items():
         labels = dict(dims)
-        if ns != namespace or labels.get(m.DIMENSION_SERVICE) != service or m.DIMENSION_JOB not in labels:
+        # Only the {service, Job} set: a job's tenant and limiter sets count the same runs again.
+        if ns != namespace or labels.get(m.DIMENSION_SERVICE) != service or set(labels) != {
+                m.DIMENSION_SERVICE, m.DIMENSION_JOB}:
             continue
         job = labels[m.DIMENSION_JOB]
         counts.setdefault(job, {})[name] = counts.get(job, {}).get(name, 0) + int(sum(v for _, v in series))

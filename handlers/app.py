@@ -7,18 +7,23 @@ deterministic function so the demo needs no other table.
 The patterns of docs/patterns.md follow it: ``place_order`` + ``process-order``
 (transactional enqueue through the outbox; orders live in
 ``SQSJOBS_ORDERS_TABLE``), ``reindex-products`` (a chunked job) and
-``nightly-report`` (a scheduled job behind a lease).
+``nightly-report`` (a scheduled job behind a lease). Flow control
+(docs/flow-control.md) closes it: ``sms-reminder`` (a rate limit),
+``invoice-pdf`` (a concurrency limit) and ``password-reset`` (the critical
+queue, with per-tenant metrics).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from functools import lru_cache
 from typing import Any
 
 from sqsjobs import JobApp, PermanentError
 
-app = JobApp()
+# "critical" is the template's CriticalQueue: its URL comes from SQSJOBS_QUEUE_URL_CRITICAL.
+app = JobApp(queues={"critical": None})
 
 
 @lru_cache(maxsize=1)
@@ -132,3 +137,36 @@ def nightly_report(period: str) -> None:
     orders = sum(page["Count"] for page in pages)
     orders_client().put_item(TableName=_orders_table(), Item={"pk": {"S": f"report#{period}"},
                                                           "orders": {"N": str(orders)}})
+
+
+# ---------------------------------------------------------------- flow control (docs/flow-control.md)
+# The dependencies' limits, across every worker invocation.
+app.rate_limit("sms", rate=10)  # the SMS provider takes 10 messages a second
+app.concurrency_limit("pdf", 2)  # the PDF renderer takes two documents at a time
+PDF_RENDER_SECONDS = 0.3
+
+
+def _called(provider: str, ident: int, started: float) -> None:
+    """Stand-in for the provider's side: a log line with when the call started and ended."""
+    app.logger.info("provider called", extra={"provider": provider, "id": ident, "started": started,
+                                              "finished": time.time()})
+
+
+@app.job("sms-reminder", key="sms-reminder:{appointment_id}", limits=["sms"])
+def send_sms_reminder(appointment_id: int) -> None:
+    """Text the reminder of ``appointment_id``: at most 10 a second, however many workers run."""
+    _called("sms", appointment_id, time.time())
+
+
+@app.job("invoice-pdf", key="invoice-pdf:{invoice_id}", limits=["pdf"])
+def render_invoice_pdf(invoice_id: int) -> None:
+    """Render invoice ``invoice_id`` as a PDF: at most two renders at once."""
+    started = time.time()
+    time.sleep(PDF_RENDER_SECONDS)  # stand-in for the renderer
+    _called("pdf", invoice_id, started)
+
+
+@app.job("password-reset", key="password-reset:{user_id}", queue="critical", tenant_metrics=True)
+def send_password_reset(user_id: int) -> None:
+    """Mail a password-reset link: on the critical queue, never behind a backlog of invoices."""
+    _called("reset", user_id, time.time())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 from pathlib import Path
@@ -25,6 +26,8 @@ def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("SQSJOBS_QUEUE_URL", "SQSJOBS_DLQ_URL", "SQSJOBS_TABLE", "SQSJOBS_MAX_ATTEMPTS",
                  "SQSJOBS_FUNCTION_TIMEOUT", "SQSJOBS_SCHEDULE_GROUP", "SQSJOBS_SCHEDULER_ROLE_ARN",
                  "POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE"):
+        monkeypatch.delenv(name, raising=False)
+    for name in [n for n in os.environ if n.startswith("SQSJOBS_QUEUE_URL_")]:  # named queues (sqsjobs.routing)
         monkeypatch.delenv(name, raising=False)
 
 

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from sqsjobs.backoff import BackoffPolicy, RandomSource
 from sqsjobs.errors import ConfigurationError, UnknownJobError
 from sqsjobs.job import Job, JobOptions, OnCrash
+from sqsjobs.limits import ConcurrencyLimit, Limiter, RateLimit
+from sqsjobs.message import DEFAULT_QUEUE
 from sqsjobs.settings import Settings
 
 if TYPE_CHECKING:
@@ -33,11 +35,13 @@ if TYPE_CHECKING:
     from sqsjobs.one_time_schedules import OneTimeSchedules
     from sqsjobs.outbox import Transaction
     from sqsjobs.producer import EnqueueReport, Producer
+    from sqsjobs.routing import QueueRouter
     from sqsjobs.scheduling import Scheduler, ScheduleSpec
     from sqsjobs.testing.tester import JobTester
 
 P = ParamSpec("P")
 R = TypeVar("R")
+L = TypeVar("L", RateLimit, ConcurrencyLimit)
 
 #: Celery option names people bring with them, and what to write instead (docs/jobs.md has the table).
 CELERY_NAMES = {
@@ -54,8 +58,8 @@ CELERY_NAMES = {
     "sqsjobs.tracing.current_trace_id()",
     "acks_late": "nothing: a message is always deleted only after its job finished",
     "ignore_result": "store_result (off by default: store_result=True keeps the return value, JSON <= 4 KiB)",
-    "queue": "a JobApp per queue",
-    "rate_limit": "the worker's concurrency (the event source mapping's MaximumConcurrency)",
+    "rate_limit": "limits=[name] with app.rate_limit(name, rate, per) declared first (docs/flow-control.md)",
+    "priority": "queue= (a job on its own queue, e.g. queue=\"critical\", with its own MaximumConcurrency)",
     "countdown": "delay= on enqueue (it is an enqueue option, not a job option)",
     "eta": "eta= on enqueue (an aware datetime; beyond 900 s it waits in EventBridge Scheduler)",
 }
@@ -64,15 +68,21 @@ JOB_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 MAX_JOB_NAME = 80
 #: the options ``JobApp.job`` takes, for error messages
 JOB_OPTIONS = ("key", "group", "max_attempts", "backoff_base", "backoff_cap", "jitter", "retry_on", "permanent_on",
-               "time_limit", "version", "chunked", "store_result", "expires_in", "on_crash")
+               "time_limit", "version", "chunked", "store_result", "expires_in", "on_crash", "limits", "queue",
+               "tenant_metrics")
 
 
 class JobApp:
-    """A set of jobs sharing one queue, DLQ and idempotency table.
+    """A set of jobs sharing their queues, a DLQ and an idempotency table.
 
     Settings come from the environment the template sets (``SQSJOBS_QUEUE_URL``,
-    ``SQSJOBS_DLQ_URL``, ``SQSJOBS_TABLE``, ``SQSJOBS_MAX_ATTEMPTS``...);
-    keyword arguments win. ``schedule_group``/``scheduler_role_arn``
+    ``SQSJOBS_QUEUE_URL_<NAME>``, ``SQSJOBS_DLQ_URL``, ``SQSJOBS_TABLE``,
+    ``SQSJOBS_MAX_ATTEMPTS``...); keyword arguments win. ``queues`` names the
+    queues jobs may be routed to (``{"default": url, "critical": url}``; the
+    default one is ``queue_url``); a name given with ``None`` takes its URL from
+    ``SQSJOBS_QUEUE_URL_<NAME>`` and may be declared on jobs without one (its
+    sends then fail with a clear error).
+    ``schedule_group``/``scheduler_role_arn``
     (``SQSJOBS_SCHEDULE_GROUP``/``SQSJOBS_SCHEDULER_ROLE_ARN``) let jobs wait
     longer than 900 s in EventBridge Scheduler (docs/delays.md).
 
@@ -88,6 +98,7 @@ class JobApp:
         self,
         *,
         queue_url: str | None = None,
+        queues: Mapping[str, str | None] | None = None,
         dlq_url: str | None = None,
         table_name: str | None = None,
         outbox_table: str | None = None,
@@ -113,9 +124,14 @@ class JobApp:
         logger: Any = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
+        named = dict(queues or {})
+        default = named.pop(DEFAULT_QUEUE, None)
+        if default is not None and queue_url is not None and default != queue_url:
+            raise ConfigurationError(f"two default queues: queue_url={queue_url!r} and queues['default']={default!r}")
         self.settings = Settings.from_env(
             environ,
-            queue_url=queue_url,
+            queue_url=queue_url or default,
+            queues=named or None,
             dlq_url=dlq_url,
             table_name=table_name,
             outbox_table=outbox_table,
@@ -134,6 +150,8 @@ class JobApp:
         self.jobs: dict[str, Job[Any, Any]] = {}
         #: scheduled jobs (``@app.scheduled``), by job name
         self.schedules: dict[str, ScheduleSpec] = {}
+        #: limiters (``rate_limit``/``concurrency_limit``), by name
+        self.limiters: dict[str, Limiter] = {}
         self.clock = clock
         self.random: RandomSource = random if random is not None else _random.Random()
         self.sleep = sleep
@@ -144,6 +162,7 @@ class JobApp:
         self._store = store
         self._logger = logger
         self._producer: Producer | None = None
+        self._router: QueueRouter | None = None
         self._processor: Any = None
         self._scheduler: Scheduler | None = None
         self._dispatcher: Dispatcher | None = None
@@ -168,6 +187,9 @@ class JobApp:
         store_result: bool = False,
         expires_in: float | None = None,
         on_crash: OnCrash | str = OnCrash.RETRY,
+        limits: Iterable[str] = (),
+        queue: str = DEFAULT_QUEUE,
+        tenant_metrics: bool = False,
         **unknown: Any,
     ) -> Callable[[Callable[P, R]], Job[P, R]]:
         """Register a job function under ``name``.
@@ -179,7 +201,10 @@ class JobApp:
         (``app.status(key).result``); ``expires_in`` seconds after its enqueue a
         delivery is acknowledged without running (Celery's ``expires``);
         ``on_crash="dead_letter"`` dead-letters a delivery whose previous run
-        died mid-way instead of running it again.
+        died mid-way instead of running it again. Flow control
+        (docs/flow-control.md): ``limits`` names limiters every run must hold,
+        ``queue`` the queue the job is sent to, and ``tenant_metrics=True``
+        adds the enqueue's ``tenant`` as a ``Tenant`` metric dimension.
 
         Example:
             >>> app = JobApp(queue_url="https://sqs.example/q")
@@ -202,6 +227,7 @@ class JobApp:
             permanent_on=_exception_classes(name, "permanent_on", permanent_on), time_limit=time_limit,
             version=version, store_result=store_result, expires_in=expires_in, on_crash=on_crash, chunked=chunked,
         )
+        options = self._flow_options(name, options, limits=limits, queue=queue, tenant_metrics=tenant_metrics)
 
         def register(fn: Callable[P, R]) -> Job[P, R]:
             if name in self.jobs:
@@ -242,6 +268,9 @@ class JobApp:
         from sqsjobs.scheduling import PERIOD, schedule_spec
 
         spec = schedule_spec(name, schedule, period=period, lease_seconds=lease_seconds, enqueue=enqueue)
+        if job_options.get("limits") and not enqueue:
+            raise ConfigurationError(f"scheduled job {name!r}: limits apply to jobs the worker takes from a queue; "
+                                     "pass enqueue=True so the period's run goes through them")
         declare = self.job(name, key=job_options.pop("key", f"{name}:{{{PERIOD}}}"), **job_options)
 
         def register(fn: Callable[P, R]) -> Job[P, R]:
@@ -329,6 +358,64 @@ class JobApp:
                           store_result=store_result, expires_in=None if expires_in is None else float(expires_in),
                           on_crash=crash)
 
+    def _flow_options(self, name: str, options: JobOptions, *, limits: Any, queue: Any,
+                      tenant_metrics: Any) -> JobOptions:
+        """``options`` with the job's limiters, queue and tenant metrics, each checked against the app."""
+        from dataclasses import replace
+
+        from sqsjobs.limits import job_limits
+        from sqsjobs.routing import job_queue
+
+        if type(tenant_metrics) is not bool:
+            raise ConfigurationError(f"job {name!r}: tenant_metrics must be True or False, got {tenant_metrics!r}")
+        return replace(options, limits=job_limits(name, limits, self.limiters),
+                       queue=job_queue(name, queue, self.settings.queue_urls()), tenant_metrics=tenant_metrics)
+
+    # ------------------------------------------------------------ limiters (docs/flow-control.md)
+    def rate_limit(self, name: str, rate: int, per: float = 1.0) -> RateLimit:
+        """Declare a limiter: at most ``rate`` starts in any window of ``per`` seconds, across all invocations.
+
+        Jobs that name it (``limits=[name]``) take a token before they start;
+        one over the limit goes back to the queue until the next window
+        (never sleeping in Lambda, never using an attempt). Declare it before
+        the jobs that use it.
+
+        Example:
+            >>> app = JobApp(queue_url="https://sqs.example/q")
+            >>> app.rate_limit("ses", rate=14)
+            RateLimit(name='ses', rate=14, per=1.0)
+            >>> @app.job("invoice-email", limits=["ses"])
+            ... def send_invoice_email(invoice_id: int) -> None: ...
+            >>> send_invoice_email.options.limits
+            ('ses',)
+        """
+        from sqsjobs.limits import rate_limit
+
+        return self._declare_limiter(rate_limit(name, rate, per))
+
+    def concurrency_limit(self, name: str, limit: int) -> ConcurrencyLimit:
+        """Declare a limiter: at most ``limit`` jobs holding it at once, across all invocations.
+
+        An invocation takes one of its slots for the limited jobs of its batch
+        and gives it back when they are done; a crashed invocation's slot frees
+        itself when the invocation's lease runs out.
+
+        Example:
+            >>> app = JobApp(queue_url="https://sqs.example/q")
+            >>> app.concurrency_limit("partner-api", 3)
+            ConcurrencyLimit(name='partner-api', limit=3)
+        """
+        from sqsjobs.limits import concurrency_limit
+
+        return self._declare_limiter(concurrency_limit(name, limit))
+
+    def _declare_limiter(self, limiter: L) -> L:
+        known = self.limiters.get(limiter.name)
+        if known is not None and known != limiter:
+            raise ConfigurationError(f"limiter {limiter.name!r} is already declared as {known!r}")
+        self.limiters[limiter.name] = limiter
+        return limiter
+
     def get_job(self, name: str) -> Job[Any, Any]:
         """The job registered as ``name``; ``UnknownJobError`` names the known ones otherwise."""
         try:
@@ -358,7 +445,7 @@ class JobApp:
         return self.send(self.message(name, **kwargs))
 
     def send(self, message: JobMessage) -> str:
-        """Send a prepared message (``Job.message``): to the jobs queue, or into a schedule when due beyond 900 s."""
+        """Send a prepared message (``Job.message``) to its job's queue, or into a schedule when due beyond 900 s."""
         return self.dispatcher.send(message)
 
     def enqueue_many(self, messages: Iterable[JobMessage], *, progress: bool | None = None) -> EnqueueReport:
@@ -568,11 +655,11 @@ class JobApp:
             self._forget_built()
             yield self
         finally:
-            jobs, schedules = self.jobs, self.schedules
+            jobs, schedules, limiters = self.jobs, self.schedules, self.limiters
             vars(self).clear()
             vars(self).update(saved)
             # Jobs declared inside the block stay declared: the registry is not a collaborator.
-            self.jobs, self.schedules = jobs, schedules
+            self.jobs, self.schedules, self.limiters = jobs, schedules, limiters
 
     def testing(self, **options: Any) -> AbstractContextManager[JobTester]:
         """Run this app's jobs in-process for a test: an in-memory store, a recording fake SQS, a manual clock.
@@ -596,6 +683,7 @@ class JobApp:
     def _forget_built(self) -> None:
         """Drop what was built from the collaborators, so it is built again from the current ones."""
         self._producer = None
+        self._router = None
         self._processor = None
         self._scheduler = None
         self._dispatcher = None
@@ -630,13 +718,10 @@ class JobApp:
 
     @property
     def producer(self) -> Producer:
-        """The producer for the jobs queue."""
+        """The producer for the default jobs queue."""
         if self._producer is None:
-            from sqsjobs.producer import Producer
-
-            # The queue first: an unconfigured app says so, before a client would ask for a region.
-            queue_url = self.settings.require("queue_url")
-            self._producer = Producer(self.sqs, queue_url, random=self.random, sleep=self.sleep)
+            # The router checks the queue's URL first: an unconfigured app says so before a client asks for a region.
+            self._producer = self.router.producer(DEFAULT_QUEUE)
         return self._producer
 
     @property
@@ -665,11 +750,22 @@ class JobApp:
             from sqsjobs.dispatch import Dispatcher
 
             self._dispatcher = Dispatcher(
-                settings=self.settings, producer=self.producer, schedules=lambda: self.one_time_schedules,
+                settings=self.settings, router=self.router, schedules=lambda: self.one_time_schedules,
                 clock=self.clock, emit=self.emit_metrics,
                 warn=lambda text, fields: self.logger.warning(text, extra=fields),
             )
         return self._dispatcher
+
+    @property
+    def router(self) -> QueueRouter:
+        """Sends each message to its job's queue (one producer per queue, built on first use)."""
+        if self._router is None:
+            from sqsjobs.producer import Producer
+            from sqsjobs.routing import QueueRouter
+
+            self._router = QueueRouter(self.settings.queue_urls(), make_producer=lambda url: Producer(
+                self.sqs, url, random=self.random, sleep=self.sleep))
+        return self._router
 
     @property
     def logger(self) -> Any:
@@ -688,7 +784,8 @@ class JobApp:
 
             self._processor = JobBatchProcessor(
                 settings=self.settings, jobs=self.jobs, store=self.store, sqs=lambda: self.sqs, clock=self.clock,
-                random=self.random, logger=self.logger, emit=self.emit_metrics,
+                random=self.random, logger=self.logger, emit=self.emit_metrics, limiters=self.limiters,
+                sleep=self.sleep,
                 schedules=self.one_time_schedules if self.settings.schedule_group else None,
             )
         return self._processor

@@ -4,7 +4,9 @@
 
 1. parse the event; decode every body (a bad one is dead-lettered alone,
    with reason ``malformed``); a delivery older than its ``expires_in`` is
-   acknowledged without running;
+   acknowledged without running; the limited jobs take their rate tokens and
+   concurrency slots (``sqsjobs.permits``, one round trip, none for a batch
+   without limited jobs), and those over a limit are deferred untouched;
 2. **claim** every distinct key at once: one DynamoDB round trip for the
    batch (``sqsjobs.guard``), which also tells duplicates, cancelled keys,
    keys held by a live run elsewhere, and keys that belong to other arguments;
@@ -32,9 +34,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random as _random
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -60,7 +63,9 @@ from sqsjobs.errors import (
 from sqsjobs.guard import Claim, ClaimResult, Verdict
 from sqsjobs.job import Classification, OnCrash
 from sqsjobs.lease import Operation, Written, expiry
+from sqsjobs.limiter_memory import LimiterMemory
 from sqsjobs.message import ATTR_RESENDS, MAX_DELAY_SECONDS
+from sqsjobs.permits import Permits, Refusal
 from sqsjobs.time_limit import run_with_time_limit
 from sqsjobs.tracing import reset_trace_id, set_trace_id
 
@@ -70,6 +75,7 @@ if TYPE_CHECKING:
     from sqsjobs.job import Job
     from sqsjobs.lease import LeaseStore
     from sqsjobs.one_time_schedules import OneTimeSchedules
+    from sqsjobs.limits import Limiter
     from sqsjobs.settings import Settings
 
 #: a message the worker cannot start is re-sent at most this often before it is dead-lettered
@@ -82,6 +88,7 @@ OUTCOME_METRICS = {
     Outcome.DEAD_LETTERED: m.DEAD_LETTERED,
     Outcome.CANCELLED: m.CANCELLED,
     Outcome.EXPIRED: m.EXPIRED,
+    Outcome.DEFERRED: m.DEFERRED,
 }
 
 
@@ -100,6 +107,8 @@ class JobBatchProcessor:
         logger: Any,
         emit: Callable[[str], None],
         schedules: OneTimeSchedules | None = None,
+        limiters: Mapping[str, Limiter] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.settings = settings
         #: where retries too long for SQS wait (None: no schedule group; they wait 12 hours at most)
@@ -114,6 +123,10 @@ class JobBatchProcessor:
         self.emit = emit
         self.default_backoff = BackoffPolicy(base=settings.backoff_base, cap=settings.backoff_cap)
         self._queue_urls: dict[str, str] = {}
+        self.limiters = limiters or {}
+        self.sleep = sleep
+        #: what this container learned of its limiters between batches (``sqsjobs.permits``)
+        self.limiter_memory = LimiterMemory()
 
     @property
     def sqs(self) -> SQSClient:
@@ -127,6 +140,10 @@ class JobBatchProcessor:
         owner = uuid.uuid4().hex
         now = self.clock()
         expired = [op for d in deliveries if (op := self._decode(d, now)) is not None]
+        permits = Permits(store=self.store, limiters=self.limiters, owner=owner, memory=self.limiter_memory,
+                          random=self.random or _random, clock=self.clock, sleep=self.sleep)
+        for d, refusal in permits.take(deliveries, now=now, lease_until=self._invocation_lease(now, context)):
+            d.deferred(refusal.limiter, delay=refusal.delay)
         firsts = self._claim(deliveries, owner, now, context, expired)
         writes = RecordWrites(self.store)
         blocked_groups: set[str] = set()
@@ -135,11 +152,12 @@ class JobBatchProcessor:
                 # FIFO order: nothing after a record of its group that goes back may run first.
                 self._give_back_unstarted(d, owner, writes, Outcome.GROUP_BLOCKED)
             elif d.state is State.CLAIMED:
-                self._run_claimed(d, owner, context, writes)
+                self._run_claimed(d, owner, context, writes, permits)
             elif d.state is State.DECODED:
                 self._follow(d, firsts.get(d.key))
             if d.group_id is not None and d.state is State.TO_RETURN:
                 blocked_groups.add(d.group_id)
+        limiter_errors = permits.close().errors
         writes.wait()
         self._dead_letter(deliveries, owner, writes)
         self._resend_or_return(deliveries)
@@ -153,6 +171,9 @@ class JobBatchProcessor:
         for failed, error in writes.errors:
             self.log.error("could not write the job's record; its lease bounds the damage",
                            extra={**self._fields(failed), "error": error})
+        for error in limiter_errors:
+            self.log.error("could not write a limiter's token or slot; its lease bounds the damage",
+                           extra={"error": error})
         failures = tuple(d.message_id for d in deliveries if d.state is State.RETURNED)
         return BatchResult(deliveries=tuple(deliveries), failures=failures, fence_lost=len(writes.lost),
                            store_errors=len(writes.errors))
@@ -195,12 +216,10 @@ class JobBatchProcessor:
     def _claim(self, deliveries: Sequence[Delivery], owner: str, now: float, context: Any,
                expired: list[Operation]) -> dict[str, Delivery]:
         """Claim each distinct key once (one round trip); later records of a key follow the first."""
-        remaining = remaining_seconds(context)
         firsts: dict[str, Delivery] = {}
         claims: list[tuple[Delivery, Claim]] = []
-        if remaining is None or remaining >= self.settings.deadline_margin:
-            lease_until = now + (remaining if remaining is not None else self._default_lease())
-            lease_until += self.settings.lease_margin
+        lease_until = self._invocation_lease(now, context)
+        if lease_until is not None:
             for d in deliveries:
                 if d.state is not State.DECODED or d.key in firsts or d.job is None or d.envelope is None:
                     continue
@@ -243,7 +262,7 @@ class JobBatchProcessor:
             self._give_back(d, Outcome.RETRY, delay, RetryableError(f"idempotency store unavailable: {claim.error}"))
 
     # ------------------------------------------------------------------ 3. run
-    def _run_claimed(self, d: Delivery, owner: str, context: Any, writes: RecordWrites) -> None:
+    def _run_claimed(self, d: Delivery, owner: str, context: Any, writes: RecordWrites, permits: Permits) -> None:
         assert d.job is not None and d.args is not None
         options = d.job.options
         limit = self._max_attempts(d.job)
@@ -261,7 +280,12 @@ class JobBatchProcessor:
             d.to_dead_letter(reason, RetryableError(
                 f"attempt {d.attempt - 1} of {limit} {what}; last error: {last_error}"))
             return
+        refusal = permits.start(d, now=self.clock())
+        if refusal is not None:  # its rate token is spent: it started too long after the batch took it
+            self._give_back_unstarted(d, owner, writes, Outcome.DEFERRED, refusal)
+            return
         error = self._execute(d)
+        permits.finished(d)
         now = self.clock()
         expires_at = expiry(now, self.settings.record_ttl)
         if error is None:
@@ -486,26 +510,33 @@ class JobBatchProcessor:
             return
         d.to_return(outcome, delay=delay, error=error)
 
-    def _give_back_unstarted(self, d: Delivery, owner: str, writes: RecordWrites, outcome: Outcome) -> None:
+    def _give_back_unstarted(self, d: Delivery, owner: str, writes: RecordWrites, outcome: Outcome,
+                             refusal: Refusal | None = None) -> None:
         if d.state is State.CLAIMED:
             now = self.clock()
             writes.submit(d, guard.not_started(d.key, owner, now=now, expires_at=expiry(now, self.settings.record_ttl),
                                                previous=d.previous))
-        d.to_return(outcome, delay=0)
+        if refusal is not None:
+            d.deferred(refusal.limiter, delay=refusal.delay)
+        else:
+            d.to_return(outcome, delay=0)
 
     # ------------------------------------------------------------------ helpers
     def _count(self, batch: m.BatchMetrics, d: Delivery) -> None:
         job = d.job_name if d.job is not None else m.UNKNOWN_JOB
+        tenant = d.tenant if d.job is not None and d.job.options.tenant_metrics else None
+        dims = {m.DIMENSION_TENANT: tenant} if tenant else {}
         if d.duration_ms is not None:
-            batch.duration(job, d.duration_ms)
+            batch.duration(job, d.duration_ms, dimensions=dims)
         name = OUTCOME_METRICS.get(d.outcome) if d.outcome is not None else None
         if name is not None:
-            batch.count(job, name)
+            limiter = {m.DIMENSION_LIMITER: d.deferred_by} if d.deferred_by else {}
+            batch.count(job, name, dimensions={**dims, **limiter})
         if d.schedule_name is not None and d.state is State.ACKED:
             batch.count(job, m.SCHEDULED)
         ran_and_failed = d.error is not None and (d.duration_ms is not None or d.reason is Reason.MALFORMED)
         if ran_and_failed and d.outcome in (Outcome.RETRY, Outcome.DEAD_LETTERED):
-            batch.count(job, m.FAILED)
+            batch.count(job, m.FAILED, dimensions=dims)
 
     def _fields(self, d: Delivery) -> dict[str, Any]:
         # A message sent without a trace id starts a trace named by its message id (what _execute makes current).
@@ -523,6 +554,13 @@ class JobBatchProcessor:
 
     def _default_lease(self) -> float:
         return self.settings.function_timeout or 900.0
+
+    def _invocation_lease(self, now: float, context: Any) -> float | None:
+        """Until when this invocation's leases last (records, slots); None when it is too late to start any."""
+        remaining = remaining_seconds(context)
+        if remaining is not None and remaining < self.settings.deadline_margin:
+            return None
+        return now + (remaining if remaining is not None else self._default_lease()) + self.settings.lease_margin
 
     def _queue_url(self, d: Delivery) -> str:
         arn = d.event_source_arn
@@ -570,19 +608,28 @@ def resends(d: Delivery) -> int:
 
 
 def resend_entry(d: Delivery, entry_id: str, fifo: bool) -> dict[str, Any]:
-    """A fresh copy of ``d`` for its own queue: same body and attributes, one more re-send counted."""
+    """A fresh copy of ``d`` for its own queue: same body, attributes and tenant, one more re-send counted.
+
+    A deferral (over a limiter: the job is only waiting its turn) is not
+    counted: a job behind a long backlog is re-sent as often as it takes,
+    never dead-lettered for waiting (docs/flow-control.md).
+    """
     attributes: dict[str, Any] = {}
     for name, attr in d.message_attributes.items():
         converted = sqs_attribute(attr)
         if converted is not None and name != ATTR_RESENDS:
             attributes[name] = converted
-    attributes[ATTR_RESENDS] = {"DataType": "Number", "StringValue": str(resends(d) + 1)}
+    count = resends(d) + (0 if d.outcome is Outcome.DEFERRED else 1)
+    if count:
+        attributes[ATTR_RESENDS] = {"DataType": "Number", "StringValue": str(count)}
     entry: dict[str, Any] = {"Id": entry_id, "MessageBody": d.body or "", "MessageAttributes": attributes}
     if fifo:
         entry["MessageGroupId"] = d.group_id or d.message_id
         entry["MessageDeduplicationId"] = hashlib.sha256(f"resend:{d.message_id}".encode()).hexdigest()
     else:
         entry["DelaySeconds"] = min(int(d.delay), MAX_DELAY_SECONDS)
+        if d.tenant is not None:
+            entry["MessageGroupId"] = d.tenant
     return entry
 
 

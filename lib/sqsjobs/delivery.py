@@ -7,8 +7,9 @@
        │ malformed          │  │ duplicate,      │ │ └── succeeded ──────────────▶ TO_ACK ──▶ ACKED
        │                    │  │ cancelled,      │ │                                 ▲
        │                    │  │ expired ────────┼─┼─────────────────────────────────┘
-       │                    │  │                 │ └──── retry, not started,
-       │                    │  └─ busy, blocked ─┼────── FIFO-blocked ───────────▶ TO_RETURN ──▶ RETURNED
+       │                    │  │                 │ └──── retry, not started, deferred,
+       │                    │  └─ busy, blocked, ┼────── FIFO-blocked ───────────▶ TO_RETURN ──▶ RETURNED
+       │                    │     deferred       │
        │                    │                    │                                 │     ▲
        ▼                    ▼                    ▼                                 │     │
     TO_DEAD_LETTER ◀── key_conflict ◀── permanent, exhausted, lost ...             │  (send failed)
@@ -91,12 +92,13 @@ class Outcome(StrEnum):
     DEAD_LETTERED = "dead_lettered"  #: sent to the DLQ with its reason, then acknowledged
     UNSTARTED = "unstarted"  #: not started (the deadline, a lease held elsewhere): back at once, no attempt used
     GROUP_BLOCKED = "group_blocked"  #: FIFO: an earlier record of its group failed
+    DEFERRED = "deferred"  #: over a limiter (docs/flow-control.md): back at its next window, no attempt used
 
 
 #: outcomes that leave the queue at once
 ACKNOWLEDGED_OUTCOMES = frozenset({Outcome.SUCCEEDED, Outcome.DUPLICATE, Outcome.CANCELLED, Outcome.EXPIRED})
 #: outcomes that go back to the queue
-RETURNED_OUTCOMES = frozenset({Outcome.RETRY, Outcome.UNSTARTED, Outcome.GROUP_BLOCKED})
+RETURNED_OUTCOMES = frozenset({Outcome.RETRY, Outcome.UNSTARTED, Outcome.GROUP_BLOCKED, Outcome.DEFERRED})
 
 
 #: a receive count beyond any queue's maxReceiveCount (1000) is garbage: it is read as this
@@ -131,11 +133,14 @@ class Delivery:
     receive_count: int
     first_receive_ms: int
     sent_ms: int
+    #: a FIFO queue's MessageGroupId (order within the group holds)
     group_id: str | None
     trace_id: str | None
     event_source_arn: str | None
     message_attributes: dict[str, Any]
     raw: dict[str, Any]
+    #: a standard queue's MessageGroupId: the tenant the message was enqueued for (SQS fair queues)
+    tenant: str | None = None
     # -- decoded
     envelope: Envelope | None = None
     job: Job[Any, Any] | None = None
@@ -160,6 +165,8 @@ class Delivery:
     result: Any = None
     #: the one-time schedule that re-sends it at ``delay`` (a retry longer than SQS can hold back)
     schedule_name: str | None = None
+    #: the limiter that deferred it (``Outcome.DEFERRED``)
+    deferred_by: str | None = None
     notes: list[str] = field(default_factory=list)
 
     @classmethod
@@ -180,6 +187,9 @@ class Delivery:
         body = record.get("body")
         group = attributes.get("MessageGroupId")
         arn = record.get("eventSourceARN")
+        group = group if isinstance(group, str) else None
+        # A standard queue's group id is a tenant (fair queues), not an order to keep.
+        fifo = arn.endswith(".fifo") if isinstance(arn, str) else group is not None
         return cls(
             index=index,
             message_id=message_id,
@@ -188,11 +198,12 @@ class Delivery:
             receive_count=min(max(_int(attributes.get("ApproximateReceiveCount"), 1), 1), MAX_RECEIVE_COUNT),
             first_receive_ms=_int(attributes.get("ApproximateFirstReceiveTimestamp"), 0),
             sent_ms=_int(attributes.get("SentTimestamp"), 0),
-            group_id=group if isinstance(group, str) else None,
+            group_id=group if fifo else None,
             trace_id=trace.get("stringValue") if isinstance(trace, dict) else None,
             event_source_arn=arn if isinstance(arn, str) else None,
             message_attributes=message_attributes,
             raw=record,
+            tenant=None if fifo else group,
         )
 
     # ------------------------------------------------------------ transitions
@@ -221,6 +232,11 @@ class Delivery:
         self.outcome, self.delay = outcome, delay
         if error is not None:
             self.error = error
+
+    def deferred(self, limiter: str, *, delay: float) -> None:
+        """Over ``limiter``: back to the queue for ``delay`` seconds (its next window), no attempt used."""
+        self._move(State.TO_RETURN)
+        self.outcome, self.delay, self.deferred_by = Outcome.DEFERRED, delay, limiter
 
     def to_dead_letter(self, reason: Reason, error: BaseException) -> None:
         """It goes to the DLQ with ``reason`` (acknowledged once the DLQ has it)."""

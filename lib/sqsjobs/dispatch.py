@@ -1,7 +1,7 @@
 """Sending each message the way its due time needs: to SQS (now, or with DelaySeconds) or into a schedule.
 
 ``JobApp.send`` and ``JobApp.enqueue_many`` go through here. A message due
-within 900 s goes to the producer (SQS); one due later becomes a one-time
+within 900 s goes to its queue's producer (SQS); one due later becomes a one-time
 EventBridge Scheduler schedule (``sqsjobs.one_time_schedules``). The decision
 is taken at send time from the message's ``due_at``, so a message built long
 before it is sent is not held back longer than asked.
@@ -31,7 +31,7 @@ from sqsjobs.scheduled_job import ScheduledJob, ScheduleOutcome
 if TYPE_CHECKING:
     from sqsjobs.message import JobMessage
     from sqsjobs.one_time_schedules import OneTimeSchedules
-    from sqsjobs.producer import Producer
+    from sqsjobs.routing import QueueRouter
     from sqsjobs.settings import Settings
 
 #: schedules created at once by ``enqueue_many`` (Scheduler has no batch call)
@@ -39,7 +39,7 @@ SCHEDULE_CONCURRENCY = 10
 
 
 class Dispatcher:
-    """Routes messages between the producer and the schedule group.
+    """Routes messages between their queues (``router``: one producer per queue) and the schedule group.
 
     ``schedules`` is called only when a message needs a schedule, so an app
     without a schedule group sends short delays as before and fails with a
@@ -50,14 +50,14 @@ class Dispatcher:
         self,
         *,
         settings: Settings,
-        producer: Producer,
+        router: QueueRouter,
         schedules: Callable[[], OneTimeSchedules],
         clock: Callable[[], float],
         emit: Callable[[str], None],
         warn: Callable[[str, dict[str, Any]], None],
     ) -> None:
         self.settings = settings
-        self.producer = producer
+        self.router = router
         self._schedules = schedules
         self.clock = clock
         self.emit = emit
@@ -72,7 +72,7 @@ class Dispatcher:
                 self._count([scheduled])
                 return scheduled
             message = dataclasses.replace(message, delay=delay, due_at=None)
-        message_id = self.producer.send(message)
+        message_id = self.router.send(message)
         if message.replace:
             self._drop_pending([message])
         return message_id
@@ -98,7 +98,7 @@ class Dispatcher:
             else:
                 to_sqs.append((i, dataclasses.replace(message, delay=delay, due_at=None)))
         schedules = self._creator([m for _, m in to_schedule]) if to_schedule else None
-        sent = self.producer.send_many([m for _, m in to_sqs], on_progress) if to_sqs else EnqueueReport()
+        sent = self.router.send_many([m for _, m in to_sqs], on_progress) if to_sqs else EnqueueReport()
         positions = [i for i, _ in to_sqs]
         message_ids = {positions[j]: mid for j, mid in sent.message_ids.items()}
         failed = [dataclasses.replace(f, index=positions[f.index]) for f in sent.failed]
@@ -153,7 +153,7 @@ class Dispatcher:
 
     def _delayed(self, message: JobMessage) -> DelayedMessage:
         assert message.due_at is not None
-        url = self.settings.require("queue_url")
+        url = self.router.url(message.queue)  # the schedule sends it to its job's own queue
         schedules = self._schedules()
         return DelayedMessage(
             name=schedule_name(message.key), job=message.job, key=message.key, body=message.body,

@@ -37,6 +37,7 @@ from sqsjobs.lease import (
     LeaseState,
     Operation,
     Release,
+    Renew,
     Written,
 )
 from sqsjobs.records import FIELDS, KEY_ATTRIBUTE, TableItem
@@ -218,6 +219,8 @@ def prepare(op: Operation) -> Prepared:
         actions.append(m.status.set(LeaseState.RELEASED.value))
         if op.attempts_delta:
             actions.append(m.attempts.add(param(m.attempts, "attempts_delta")))
+    elif isinstance(op, Renew):
+        actions.append(assign(m.lease_until, "lease_until"))
     else:
         actions.append(assign(m.owner, "to_owner"))
     return Prepared(Update(*actions), fence, "NONE")
@@ -261,6 +264,8 @@ def _values(op: Operation) -> dict[str, Any]:
         values.update(owner=op.owner, expires_at=op.expires_at, attempts_delta=op.attempts_delta)
     elif isinstance(op, HandOver):
         values.update(owner=op.owner, to_owner=op.to_owner, expires_at=op.expires_at)
+    elif isinstance(op, Renew):
+        values.update(owner=op.owner, lease_until=op.lease_until, expires_at=op.expires_at)
     return values
 
 

@@ -26,6 +26,7 @@ from sqsjobs.errors import (
 )
 from sqsjobs.lease import RESERVED_PREFIXES, is_reserved
 from sqsjobs.message import JobMessage
+from sqsjobs.routing import DEFAULT_QUEUE, check_tenant
 
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
@@ -36,15 +37,15 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 #: keyword names ``enqueue``/``message`` keep for themselves
-ENQUEUE_OPTIONS = ("delay", "eta", "replace", "group", "trace_id", "expires_in")
+ENQUEUE_OPTIONS = ("delay", "eta", "replace", "group", "trace_id", "expires_in", "tenant")
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
 #: Celery ``apply_async`` options people pass to ``enqueue``, and what sqsjobs takes instead.
 CELERY_ENQUEUE_NAMES = {
     "countdown": "delay= (seconds or a timedelta, up to 365 days)",
-    "queue": "a JobApp per queue",
-    "priority": "a separate queue for urgent jobs",
+    "queue": "@app.job(queue=...) (a job's queue is part of its declaration)",
+    "priority": "a job on its own queue: @app.job(queue=\"critical\")",
     "headers": "trace_id= (the only message attribute a job reads)",
 }
 
@@ -85,6 +86,12 @@ class JobOptions:
     #: a delivery older than this (seconds since enqueue) is acknowledged without running
     expires_in: float | None = None
     on_crash: OnCrash = OnCrash.RETRY
+    #: limiters (``app.rate_limit``/``app.concurrency_limit`` names) every run must hold (docs/flow-control.md)
+    limits: tuple[str, ...] = ()
+    #: the queue the job is sent to (``JobApp(queues=...)``, ``SQSJOBS_QUEUE_URL_<NAME>``)
+    queue: str = DEFAULT_QUEUE
+    #: add a ``Tenant`` dimension (the enqueue's ``tenant=``) to the job's metrics
+    tenant_metrics: bool = False
 
     def classify(self, error: BaseException) -> Classification:
         """``'retry'`` or ``'permanent'`` for an exception the job raised.
@@ -161,6 +168,7 @@ class Job(Generic[P, R]):
         group: str | None = None,
         trace_id: str | None = None,
         expires_in: float | None = None,
+        tenant: str | None = None,
         **args: Any,
     ) -> JobMessage:
         """Validate ``args`` and build the message, without sending it.
@@ -219,15 +227,18 @@ class Job(Generic[P, R]):
             trace_id=trace_id or current_trace_id(),
             due_at=plan.due_at,
             replace=replace,
+            queue=self.options.queue,
+            tenant=None if tenant is None else check_tenant(self.name, tenant),
         )
         check_message(message, bound)
         return message
 
     def enqueue(
         self, *, delay: float | timedelta = 0, eta: datetime | None = None, replace: bool = False,
-        group: str | None = None, trace_id: str | None = None, expires_in: float | None = None, **args: Any
+        group: str | None = None, trace_id: str | None = None, expires_in: float | None = None,
+        tenant: str | None = None, **args: Any
     ) -> str:
-        """Send one job message; returns the SQS message id, or for a long delay a ``ScheduledJob``.
+        """Send one job message to the job's queue; returns the SQS message id, or for a long delay a ``ScheduledJob``.
 
         ``delay`` (seconds or a ``timedelta``, up to 365 days) or ``eta`` (an
         aware ``datetime``) say when it is due: up to 900 s SQS holds it back
@@ -236,12 +247,14 @@ class Job(Generic[P, R]):
         schedule's ARN) that also says when it is due and whether the key was
         ``already_scheduled`` (then nothing changed, unless ``replace=True``
         moved it). ``group`` (FIFO ``MessageGroupId``, overriding the job's
-        ``group`` template), ``trace_id`` (carried to the job's logs) and
+        ``group`` template), ``trace_id`` (carried to the job's logs),
         ``expires_in`` (seconds; an older delivery is acknowledged without
-        running) are enqueue options too, not job arguments.
+        running) and ``tenant`` (a standard queue's ``MessageGroupId``: SQS fair
+        queues keep one noisy tenant from delaying the others; refused on a FIFO
+        queue) are enqueue options too, not job arguments.
         """
         return self.app.send(self.message(delay=delay, eta=eta, replace=replace, group=group, trace_id=trace_id,
-                                          expires_in=expires_in, **args))
+                                          expires_in=expires_in, tenant=tenant, **args))
 
     def key_for(self, args: Mapping[str, Any]) -> str:
         """The idempotency key for these (already validated) arguments.

@@ -19,15 +19,18 @@ same three states::
   never overwrite the one who took over.
 - ``close`` settles an item nobody holds (a cancel marker: DONE; an expired
   job: RELEASED); ``annotate`` adds fields to a lease someone holds under a
-  live lease (a cancel request).
+  live lease (a cancel request); ``renew`` moves the end of a lease its
+  holder still holds (fenced, like ``release``).
 
 Who uses what: a job's record (``sqsjobs.guard``: HELD while the job runs,
 RELEASED between attempts and after the DLQ, DONE once succeeded, cancelled or
 expired), a scheduled job's period (``sqsjobs.locks``: HELD while it fires,
-DONE once fired) and a chunked run (``sqsjobs.chunked``: HELD by the page at
-the run's cursor, handed over page to page, DONE when the last page ran).
+DONE once fired), a chunked run (``sqsjobs.chunked``: HELD by the page at
+the run's cursor, handed over page to page, DONE when the last page ran) and
+a limiter's tokens and slots (``sqsjobs.permits``: a rate token HELD for its
+window after a start, a concurrency slot HELD by an invocation).
 
-Stores (``InMemoryStore``, ``DynamoDBStore``) implement the six operations with
+Stores (``InMemoryStore``, ``DynamoDBStore``) implement the seven operations with
 the same conditions; one contract suite runs against both. A store failure is
 returned as a value (``Written.error``) from ``write``, never raised, so one
 bad call cannot break a batch. This module must not import boto3 or pynamodb.
@@ -172,6 +175,17 @@ class HandOver:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Renew:
+    """The holder moves the end of its lease to ``lease_until`` (it stays HELD), fenced on ``owner``."""
+
+    key: str
+    owner: str
+    lease_until: float
+    expires_at: float
+    data: Mapping[str, FieldValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Close:
     """Settle an item nobody holds: when absent, RELEASED, HELD past its lease, or past its TTL.
 
@@ -197,7 +211,7 @@ class Annotate:
     data: Mapping[str, FieldValue] = field(default_factory=dict)
 
 
-Operation = Acquire | Complete | Release | HandOver | Close | Annotate
+Operation = Acquire | Complete | Release | HandOver | Renew | Close | Annotate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -252,7 +266,7 @@ def closable(item: LeaseItem | None, now: float) -> bool:
 
 # ---------------------------------------------------------------- stores
 class LeaseStore(ABC):
-    """A table of leases: six conditional operations, each one round trip.
+    """A table of leases: seven conditional operations, each one round trip.
 
     ``write`` runs one operation; ``write_many`` runs several concurrently (one
     round trip for all); ``submit`` starts one and returns at once, so a caller
@@ -303,11 +317,13 @@ class ConcurrentStore(LeaseStore):
     """A store whose operations wait on the network: run them on a small thread pool.
 
     The pool is created on first use and kept for the process (a Lambda
-    container): a batch has at most 10 records, so 10 threads make every
-    claim of a batch concurrent.
+    container): a batch has at most 10 records, so its claims need 10
+    threads; its limiter probes (``sqsjobs.permits``: a token per limited job
+    and limiter, a few slots per concurrency limiter) may need more, and a
+    thread is only started when a wave needs it.
     """
 
-    POOL_SIZE = 10
+    POOL_SIZE = 32
 
     def __init__(self) -> None:
         self._pool: ThreadPoolExecutor | None = None
@@ -387,6 +403,9 @@ class InMemoryStore(LeaseStore):
             elif isinstance(op, Release):
                 self._put(_updated(current, op.key, state=LeaseState.RELEASED, expires_at=op.expires_at,
                                    attempts_delta=op.attempts_delta, data=op.data))
+            elif isinstance(op, Renew):
+                self._put(_updated(current, op.key, lease_until=op.lease_until, expires_at=op.expires_at,
+                                   data=op.data))
             else:
                 self._put(_updated(current, op.key, owner=op.to_owner, expires_at=op.expires_at, data=op.data))
             return Written(key=op.key, ok=True)

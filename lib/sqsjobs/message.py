@@ -23,6 +23,8 @@ ATTR_TRACE_ID = "sqsjobs.trace_id"
 ATTR_RESENDS = "sqsjobs.resends"
 #: SQS's largest DelaySeconds; longer delays need a scheduler, not a queue.
 MAX_DELAY_SECONDS = 900
+#: the queue a job goes to unless it names another (``SQSJOBS_QUEUE_URL``; ``sqsjobs.routing``)
+DEFAULT_QUEUE = "default"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,6 +54,10 @@ class JobMessage:
     due_at: float | None = None
     #: a pending schedule of the same key is moved (or, for a message sent now, deleted) instead of kept
     replace: bool = False
+    #: the name of the queue it goes to (``sqsjobs.routing``; ``"default"`` is ``SQSJOBS_QUEUE_URL``)
+    queue: str = DEFAULT_QUEUE
+    #: a standard queue's ``MessageGroupId`` (SQS fair queues); never set on a FIFO queue
+    tenant: str | None = None
 
     def __post_init__(self) -> None:
         reserved = sorted(n for n in self.extra_attributes if n.lower().startswith(RESERVED_PREFIX))

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs.envelope import Envelope
 from sqsjobs.errors import ConfigurationError, MalformedMessageError, TransactionError
-from sqsjobs.message import JobMessage
+from sqsjobs.message import DEFAULT_QUEUE, JobMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from sqsjobs.app import JobApp
     from sqsjobs.producer import Producer
+    from sqsjobs.routing import QueueRouter
 
 #: DynamoDB's limit on the items of one TransactWriteItems call (writes + enqueues)
 MAX_TRANSACTION_ITEMS = 100
@@ -73,6 +74,8 @@ def outbox_item_model(table_name: str) -> Any:
         group = UnicodeAttribute(null=True)
         trace_id = UnicodeAttribute(null=True)
         attributes = UnicodeAttribute(null=True)  # extra message attributes, JSON
+        queue = UnicodeAttribute(null=True)  # the job's queue, when not the default one (sqsjobs.routing)
+        tenant = UnicodeAttribute(null=True)  # the enqueue's tenant (a standard queue's MessageGroupId)
         created_at = NumberAttribute()
         expires_at = NumberAttribute()
 
@@ -157,7 +160,7 @@ class Transaction:
 
     # ------------------------------------------------------------ enqueue
     def enqueue(self, job: str, *, delay: float = 0, group: str | None = None, trace_id: str | None = None,
-                **args: Any) -> str:
+                tenant: str | None = None, **args: Any) -> str:
         """Enqueue job ``job`` when (and only if) the transaction commits; returns its idempotency key.
 
         Arguments are validated now. Enqueuing the same key twice in one
@@ -168,7 +171,7 @@ class Transaction:
             >>> tx.enqueue("process-order", order_id=7)  # doctest: +SKIP
             'process-order:7'
         """
-        message = self.app.get_job(job).message(delay=delay, group=group, trace_id=trace_id, **args)
+        message = self.app.get_job(job).message(delay=delay, group=group, trace_id=trace_id, tenant=tenant, **args)
         if message.due_at is not None:
             from sqsjobs.errors import InvalidDelayError
 
@@ -185,6 +188,7 @@ class Transaction:
             message.key, job=message.job, body=message.body, delay=message.delay, group=message.group,
             trace_id=message.trace_id,
             attributes=json.dumps(message.extra_attributes, sort_keys=True) if message.extra_attributes else None,
+            queue=None if message.queue == DEFAULT_QUEUE else message.queue, tenant=message.tenant,
             created_at=now, expires_at=int(now + self.ttl),
         )
         kwargs = item.get_save_kwargs_from_instance()
@@ -336,7 +340,7 @@ class RelayResult:
 
 
 class OutboxRelay:
-    """Sends outbox items from a DynamoDB stream batch to the jobs queue.
+    """Sends outbox items from a DynamoDB stream batch to their jobs' queues.
 
     Example:
         >>> relay = OutboxRelay(queue_url="https://sqs.example/123456789012/jobs")
@@ -346,19 +350,24 @@ class OutboxRelay:
 
     def __init__(self, *, queue_url: str | None = None, sqs_client: SQSClient | None = None,
                  producer: Producer | None = None, logger: Any = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 queues: Mapping[str, str | None] | None = None) -> None:
         self.queue_url = queue_url
+        #: named queues besides the default one (jobs declared with ``queue=``)
+        self.queues = dict(queues or {})
         self._sqs = sqs_client
         self._producer = producer
+        self._router: QueueRouter | None = None
         self._logger = logger
         self.sleep = sleep
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OutboxRelay:
-        """A relay for ``SQSJOBS_QUEUE_URL`` (clients are created on first use)."""
+        """A relay for ``SQSJOBS_QUEUE_URL`` and ``SQSJOBS_QUEUE_URL_<NAME>`` (clients are created on first use)."""
         from sqsjobs.settings import Settings
 
-        return cls(queue_url=Settings.from_env(environ).require("queue_url"))
+        settings = Settings.from_env(environ)
+        return cls(queue_url=settings.require("queue_url"), queues=settings.queues)
 
     def handle(self, event: Any, context: Any = None) -> dict[str, list[dict[str, str]]]:
         """The Lambda handler body for the outbox stream: ``{"batchItemFailures": [...]}``."""
@@ -391,7 +400,7 @@ class OutboxRelay:
                 failures.append(sequence)
                 continue
             sequences.append(sequence)
-        report = self.producer.send_many(messages) if messages else None
+        report = self.router.send_many(messages) if messages else None
         if report is not None:
             for failed in report.failed:
                 self.log.error("outbox item not sent; the stream will retry it",
@@ -415,6 +424,21 @@ class OutboxRelay:
                 self._sqs = boto3.client("sqs")
             self._producer = Producer(self._sqs, self.queue_url, sleep=self.sleep)
         return self._producer
+
+    @property
+    def router(self) -> QueueRouter:
+        """Each message to its queue: the default one through ``producer``, named ones by ``queues``."""
+        if self._router is None:
+            from sqsjobs.producer import Producer
+            from sqsjobs.routing import QueueRouter
+
+            default = self.producer
+
+            def make(url: str) -> Producer:
+                return default if url == self.queue_url else Producer(default.client, url, sleep=self.sleep)
+
+            self._router = QueueRouter({DEFAULT_QUEUE: self.queue_url, **self.queues}, make_producer=make)
+        return self._router
 
     @property
     def log(self) -> Any:
@@ -442,7 +466,8 @@ def message_from_image(image: Mapping[str, Any]) -> JobMessage:
     Envelope.decode(item.body)  # a body the worker could never read is not worth sending
     attributes = json.loads(item.attributes) if item.attributes else {}
     return JobMessage(job=item.job, key=item.pk, body=item.body, delay=int(item.delay or 0), group=item.group,
-                      trace_id=item.trace_id, extra_attributes=attributes)
+                      trace_id=item.trace_id, extra_attributes=attributes, queue=item.queue or DEFAULT_QUEUE,
+                      tenant=item.tenant)
 
 
 def _sequence_order(sequence: str) -> tuple[int, str]:

@@ -249,6 +249,11 @@ class Producer:
                     f"job {message.job!r}: FIFO queues take no per-message delay; "
                     "set the queue's DelaySeconds or use a standard queue"
                 )
+            if message.tenant is not None:
+                raise EnqueueError(
+                    f"job {message.job!r}: tenant={message.tenant!r} sets a standard queue's MessageGroupId (SQS fair "
+                    "queues); on a FIFO queue the group id orders messages: use group= instead"
+                )
             # FIFO queues take no per-message delay; the group defaults to the key so
             # unrelated jobs never queue behind each other (one group = one consumer).
             entry["MessageGroupId"] = _group_id(message)
@@ -256,6 +261,9 @@ class Producer:
         else:
             if message.delay:
                 entry["DelaySeconds"] = message.delay
+            if message.tenant is not None:
+                # A fair queue: one tenant's backlog does not hold the others' messages back.
+                entry["MessageGroupId"] = message.tenant
         return entry
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from sqsjobs.errors import ConfigurationError
 from sqsjobs.metrics import DEFAULT_NAMESPACE
 
 ENV_QUEUE_URL = "SQSJOBS_QUEUE_URL"
+#: ``SQSJOBS_QUEUE_URL_<NAME>``: the URL of named queue ``<name>`` (``sqsjobs.routing``)
+ENV_QUEUE_URL_PREFIX = ENV_QUEUE_URL + "_"
 ENV_DLQ_URL = "SQSJOBS_DLQ_URL"
 ENV_TABLE = "SQSJOBS_TABLE"
 ENV_OUTBOX_TABLE = "SQSJOBS_OUTBOX_TABLE"
@@ -58,6 +60,8 @@ class Settings:
     """
 
     queue_url: str | None = None
+    #: named queues besides the default one (``queue_url``): name -> URL (None: known by name, no URL here)
+    queues: Mapping[str, str | None] = field(default_factory=dict)
     dlq_url: str | None = None
     table_name: str | None = None
     #: the transactional outbox table (``app.transaction()``), streamed to the relay
@@ -109,6 +113,26 @@ class Settings:
                 f"scheduler_role_arn ({ENV_SCHEDULER_ROLE_ARN}) must be an IAM role ARN "
                 f"(arn:aws:iam::<account>:role/<name>), got {self.scheduler_role_arn!r}"
             )
+        from sqsjobs.routing import DEFAULT_QUEUE, check_queue_name
+
+        for name, url in self.queues.items():
+            check_queue_name(name)
+            if name == DEFAULT_QUEUE:
+                raise ConfigurationError(f"the default queue is queue_url ({ENV_QUEUE_URL}), not a named queue")
+            if url is not None and (not isinstance(url, str) or not url):
+                raise ConfigurationError(f"queue {name!r}: its URL must be non-empty text (or None: from "
+                                         f"{ENV_QUEUE_URL_PREFIX}{name.upper()}), got {url!r}")
+
+    def queue_urls(self) -> dict[str, str | None]:
+        """Every queue the app knows, by name: ``default`` (``queue_url``, maybe unset) and the named ones.
+
+        Example:
+            >>> s = Settings.from_env({"SQSJOBS_QUEUE_URL": "https://q/1/jobs",
+            ...                        "SQSJOBS_QUEUE_URL_CRITICAL": "https://q/1/critical"})
+            >>> s.queue_urls()
+            {'default': 'https://q/1/jobs', 'critical': 'https://q/1/critical'}
+        """
+        return {"default": self.queue_url, **dict(self.queues)}
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -124,6 +148,10 @@ class Settings:
         values: dict[str, Any] = {}
         if env.get(ENV_QUEUE_URL):
             values["queue_url"] = env[ENV_QUEUE_URL]
+        named = {name[len(ENV_QUEUE_URL_PREFIX):].lower(): url for name, url in env.items()
+                 if name.startswith(ENV_QUEUE_URL_PREFIX) and url}
+        if named:
+            values["queues"] = dict(sorted(named.items()))
         if env.get(ENV_DLQ_URL):
             values["dlq_url"] = env[ENV_DLQ_URL]
         if env.get(ENV_TABLE):
@@ -144,7 +172,14 @@ class Settings:
             values["service"] = env[ENV_SERVICE]
         if env.get(ENV_NAMESPACE):
             values["namespace"] = env[ENV_NAMESPACE]
-        values.update({k: v for k, v in overrides.items() if v is not None})
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if "queues" in given:
+            # Named queues given in code add to the environment's; a URL given wins, a name given alone
+            # (None) takes its URL from the environment when there is one.
+            from_env = values.get("queues", {})
+            given["queues"] = {**from_env, **{name: url for name, url in given["queues"].items()
+                                              if url is not None or name not in from_env}}
+        values.update(given)
         return cls(**values)
 
     def with_overrides(self, **overrides: Any) -> Settings:

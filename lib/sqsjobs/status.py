@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 from sqsjobs.chunked import RunStatus
 from sqsjobs.dlq_message import DlqMessage
 from sqsjobs.errors import StatusError
-from sqsjobs.queues import dead_letter_queue_of, queue_name, resolve_queue_url
-from sqsjobs.settings import ENV_DLQ_URL, ENV_NAMESPACE, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_TABLE
+from sqsjobs.queues import dead_letter_queue_of, dead_letter_sources, queue_identity, queue_name, resolve_queue_url
+from sqsjobs.settings import ENV_DLQ_URL, ENV_NAMESPACE, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_TABLE, Settings
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -176,6 +176,8 @@ class StatusReport:
     dlq_malformed_attributes: int = 0
     #: delayed jobs waiting in the schedule group (``--schedule-group`` / ``SQSJOBS_SCHEDULE_GROUP``)
     delayed: PendingSummary | None = None
+    #: every jobs queue: ``queue`` first, then the app's named queues and the DLQ's other source queues
+    queues: tuple[QueueStatus, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``sqsjobs status --json``)."""
@@ -184,6 +186,8 @@ class StatusReport:
             value = getattr(self, key)
             if value is not None:
                 data[key]["depth"] = value.depth
+        for entry, value in zip(data["queues"], self.queues, strict=True):
+            entry["depth"] = value.depth
         data["alarms_firing"] = [a.name for a in self.alarms if a.firing]
         data["delayed"] = None if self.delayed is None else self.delayed.to_dict()
         return data
@@ -211,8 +215,11 @@ def collect_status(
 
     ``queue``/``dlq`` are URLs, ARNs or names, defaulting to
     ``SQSJOBS_QUEUE_URL``/``SQSJOBS_DLQ_URL``; the DLQ is otherwise found from
-    the queue's redrive policy. ``runs`` are ``(job, run_id)`` pairs of chunked
-    runs whose run records (in ``table``, default ``SQSJOBS_TABLE``) are shown.
+    the queue's redrive policy. Every jobs queue is shown: ``queue``, the
+    app's named queues (``SQSJOBS_QUEUE_URL_<NAME>``) and every other source
+    queue of the DLQ (a critical queue sharing it). ``runs`` are
+    ``(job, run_id)`` pairs of chunked runs whose run records (in ``table``,
+    default ``SQSJOBS_TABLE``) are shown.
     ``schedule_group`` (default ``SQSJOBS_SCHEDULE_GROUP``) adds the delayed
     jobs waiting there: their count (``ListSchedules``) and, from up to
     ``schedule_sample`` of them (a ``GetSchedule`` each), the next one due.
@@ -222,6 +229,8 @@ def collect_status(
         >>> report.dlq.depth, [g.job for g in report.dlq_groups]  # doctest: +SKIP
         (2, ['invoice-email'])
     """
+    # The environment's queue (the CLI's default): the app's named queues (SQSJOBS_QUEUE_URL_<NAME>) show too.
+    from_environment = not queue or queue == os.environ.get(ENV_QUEUE_URL)
     queue = queue or os.environ.get(ENV_QUEUE_URL) or None
     dlq = dlq or os.environ.get(ENV_DLQ_URL) or None
     if not queue and not dlq:
@@ -243,14 +252,16 @@ def collect_status(
                      "sqsjobs.original_message_id: an acknowledgement lost after the DLQ send), shown once; "
                      "sqsjobs redrive moves one and deletes the others")
     notes.extend(_attribute_notes(letters))
-    queue_status = None
-    if queue_url:
-        queue_status = _queue_status(sqs_client, watch, queue_url, letters=None, now=clock())
-        if queue_status.oldest_age_source == "unknown":
+    jobs_queues: list[QueueStatus] = []
+    for url in _jobs_queues(sqs_client, queue_url, dlq_url, named=_named_queues() if from_environment else []):
+        status = _queue_status(sqs_client, watch, url, letters=None, now=clock())
+        jobs_queues.append(status)
+        if status.oldest_age_source == "unknown":
             notes.append(
-                f"oldest age of {queue_status.name} unknown: no CloudWatch datapoint "
-                "(the jobs queue is never peeked: a receive would count toward maxReceiveCount)"
+                f"oldest age of {status.name} unknown: no CloudWatch datapoint "
+                "(a jobs queue is never peeked: a receive would count toward maxReceiveCount)"
             )
+    queue_status = jobs_queues[0] if queue_url and jobs_queues else None
     dlq_status = None
     if dlq_url:
         dlq_status = _queue_status(sqs_client, watch, dlq_url, letters=letters, now=clock())
@@ -259,7 +270,7 @@ def collect_status(
         if len(copies) < dlq_status.visible:
             notes.append(f"DLQ groups are a sample: {len(copies)} of ~{dlq_status.depth} messages")
 
-    names = {queue_name(u) for u in (queue_url, dlq_url) if u}
+    names = {q.name for q in jobs_queues} | {queue_name(u) for u in (queue_url, dlq_url) if u}
     ns = namespace or os.environ.get(ENV_NAMESPACE) or "sqsjobs"
     alarms = watch.alarms(prefix=alarm_prefix, queue_names=names, namespace=ns)
     run_statuses = _runs(runs, dynamodb_client, table or os.environ.get(ENV_TABLE), notes)
@@ -277,7 +288,28 @@ def collect_status(
         dlq_duplicates=len(copies) - len(letters),
         dlq_malformed_attributes=sum(1 for letter in letters if letter.bad_attributes),
         delayed=delayed,
+        queues=tuple(jobs_queues),
     )
+
+
+def _named_queues() -> list[str]:
+    """The app's named queues from the environment (``SQSJOBS_QUEUE_URL_<NAME>``)."""
+    return [url for url in Settings.from_env().queues.values() if url]
+
+
+def _jobs_queues(sqs_client: SQSClient, queue_url: str | None, dlq_url: str | None, *,
+                 named: Sequence[str]) -> list[str]:
+    """``queue_url`` first, then the named queues and the DLQ's other source queues, each once."""
+    found: list[str] = []
+    seen: set[tuple[str, str] | str] = set()
+    sources = list(dead_letter_sources(sqs_client, dlq_url)) if dlq_url else []
+    for url in ([queue_url] if queue_url else []) + [resolve_queue_url(sqs_client, n) for n in named] + sources:
+        identity = queue_identity(url) or url
+        if identity not in seen:
+            seen.add(identity)
+            found.append(url)
+    return found
+
 
 
 def _delayed(client: EventBridgeSchedulerClient | None, group: str | None, sample: int,

@@ -42,6 +42,7 @@ def test_the_python_snippets_of_the_page_run(page: Path, monkeypatch: pytest.Mon
         sqs = boto3.client("sqs", region_name="us-east-1")
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         queue_url, dlq_url = create_queues(sqs, "docs-jobs", max_attempts=5)
+        critical_url, _ = create_queues(sqs, "docs-critical", max_attempts=5)
         create_table(dynamodb, "docs-idempotency")
         boto3.client("scheduler", region_name="us-east-1").create_schedule_group(Name="docs-delayed")
         dynamodb.create_table(TableName="docs-outbox", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
@@ -49,7 +50,8 @@ def test_the_python_snippets_of_the_page_run(page: Path, monkeypatch: pytest.Mon
                               BillingMode="PAY_PER_REQUEST",
                               StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"})
         # What the template gives the worker.
-        for name, value in (("SQSJOBS_QUEUE_URL", queue_url), ("SQSJOBS_DLQ_URL", dlq_url),
+        for name, value in (("SQSJOBS_QUEUE_URL", queue_url), ("SQSJOBS_QUEUE_URL_CRITICAL", critical_url),
+                            ("SQSJOBS_DLQ_URL", dlq_url),
                             ("SQSJOBS_TABLE", "docs-idempotency"), ("SQSJOBS_OUTBOX_TABLE", "docs-outbox"),
                             ("SQSJOBS_SCHEDULE_GROUP", "docs-delayed"),
                             ("SQSJOBS_SCHEDULER_ROLE_ARN", "arn:aws:iam::123456789012:role/docs-delivery")):

@@ -69,6 +69,8 @@ def emitted() -> set[Triple]:
     for name in metrics.COUNTS:
         batch.count("invoice-email", name)
     batch.duration("invoice-email", 12.0)
+    # A deferral names its limiter (docs/flow-control.md), as the consumer counts it.
+    batch.count("invoice-email", metrics.DEFERRED, dimensions={metrics.DIMENSION_LIMITER: "ses"})
     batch.flush()
     found: set[Triple] = set()
     for line in lines:

@@ -220,13 +220,14 @@ def test_worker_environment_matches_the_wire_contract(stack: dict[str, Any]) -> 
 def test_event_source_mapping_reports_batch_item_failures(stack: dict[str, Any]) -> None:
     lam = boto3.client("lambda", region_name="us-east-1")
     sqs = boto3.client("sqs", region_name="us-east-1")
-    queue_arn = sqs.get_queue_attributes(QueueUrl=stack["physical"]["JobsQueue"], AttributeNames=["QueueArn"])[
-        "Attributes"
-    ]["QueueArn"]
-    (mapping,) = lam.list_event_source_mappings(FunctionName=stack["physical"]["WorkerFunction"])["EventSourceMappings"]
-    assert mapping["EventSourceArn"] == queue_arn
-    assert mapping["BatchSize"] == 10
-    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    arns = {sqs.get_queue_attributes(QueueUrl=stack["physical"][queue], AttributeNames=["QueueArn"])[
+        "Attributes"]["QueueArn"]: queue for queue in ("JobsQueue", "CriticalQueue")}
+    mappings = lam.list_event_source_mappings(FunctionName=stack["physical"]["WorkerFunction"])["EventSourceMappings"]
+    # One mapping per jobs queue (the critical queue has its own MaximumConcurrency).
+    assert sorted(arns[m["EventSourceArn"]] for m in mappings) == ["CriticalQueue", "JobsQueue"]
+    for mapping in mappings:
+        assert mapping["BatchSize"] == 10
+        assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 
 def test_the_jobs_queue_invokes_the_workers_alias(translated: dict[str, Any]) -> None:

@@ -70,15 +70,18 @@ def test_dead_letters_and_tables_survive_a_stack_delete_or_replacement(template:
         assert {k: resources[name].get(k) for k in RETAINED} == RETAINED, name
 
 
-def test_only_the_jobs_queue_may_dead_letter_into_the_dlq(template: dict[str, Any]) -> None:
+def test_only_the_jobs_queues_may_dead_letter_into_the_dlq(template: dict[str, Any]) -> None:
     resources = template["Resources"]
     policy = resources["DeadLetterQueue"]["Properties"]["RedriveAllowPolicy"]
     assert policy["redrivePermission"] == "byQueue"
-    (arn,) = policy["sourceQueueArns"]
-    # The jobs queue's ARN from its name (a GetAtt would be a circular dependency).
-    name = resources["JobsQueue"]["Properties"]["QueueName"]
-    assert name == {"Fn::Sub": "${AWS::StackName}-JobsQueue"}
-    assert arn == {"Fn::Sub": "arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:${AWS::StackName}-JobsQueue"}
     sources = [n for n, r in resources.items()
                if r["Type"] == "AWS::SQS::Queue" and "RedrivePolicy" in r.get("Properties", {})]
-    assert sources == ["JobsQueue"]
+    assert sources == ["JobsQueue", "CriticalQueue"]
+    # Each jobs queue's ARN from its name (a GetAtt would be a circular dependency).
+    for queue, arn in zip(sources, policy["sourceQueueArns"], strict=True):
+        assert resources[queue]["Properties"]["QueueName"] == {"Fn::Sub": f"${{AWS::StackName}}-{queue}"}
+        assert arn == {"Fn::Sub": f"arn:${{AWS::Partition}}:sqs:${{AWS::Region}}:${{AWS::AccountId}}:"
+                                  f"${{AWS::StackName}}-{queue}"}
+        redrive = resources[queue]["Properties"]["RedrivePolicy"]
+        assert redrive["maxReceiveCount"] == {
+            "Fn::FindInMap": ["ReceivesPerMaxAttempts", {"Ref": "MaxAttempts"}, "MaxReceiveCount"]}

@@ -56,9 +56,11 @@ def test_resolver_overrides_mappings_and_unknowns() -> None:
 
 def test_shipped_template_wiring() -> None:
     wiring = Wiring(load_template())
-    (source,) = wiring.sources
-    assert (source.queue_id, source.function_id) == ("JobsQueue", "WorkerFunction")
-    assert [(s.logical_id, d.logical_id) for s, d in wiring.dead_letter_queues()] == [("JobsQueue", "DeadLetterQueue")]
+    # Every rule finds both jobs queues by their wiring: each feeds the worker and dead-letters to the DLQ.
+    assert sorted((s.queue_id, s.function_id) for s in wiring.sources) == [("CriticalQueue", "WorkerFunction"),
+                                                                            ("JobsQueue", "WorkerFunction")]
+    assert sorted((s.logical_id, d.logical_id) for s, d in wiring.dead_letter_queues()) == [
+        ("CriticalQueue", "DeadLetterQueue"), ("JobsQueue", "DeadLetterQueue")]
     worker = wiring.functions["WorkerFunction"]
     assert worker.timeout == 60
     assert set(worker.environment) >= {"POWERTOOLS_SERVICE_NAME", "SQSJOBS_MAX_ATTEMPTS"}  # Globals merged

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,3 +36,24 @@ def make_app(aws: Aws, clock: Any, rng: Any) -> Any:
         return JobApp(**options)
 
     return make
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    """A moto server on 127.0.0.1 that serves one request at a time (DynamoDB atomic per request, as the real one),
+    for tests whose workers run in other processes."""
+    from sqsjobs.local.serial_moto import threaded_server
+
+    server = threaded_server()
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def table(endpoint: str) -> str:
+    """A fresh idempotency table on ``endpoint``."""
+    name = f"idempotency-{uuid.uuid4().hex[:8]}"
+    create_table(boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1"), name)
+    return name

@@ -54,6 +54,8 @@ def test_jobs_lists_the_registered_jobs_with_their_options(in_repo: None) -> Non
     assert rows["reindex-products"]["chunked"] is True
     assert rows["invoice-email"]["key"] == "invoice-email:{invoice_id}"
     assert rows["invoice-email"]["parameters"] == ["invoice_id"]
+    assert (rows["sms-reminder"]["limits"], rows["password-reset"]["queue"]) == (["sms"], "critical")
+    assert rows["password-reset"]["tenant_metrics"] is True and rows["invoice-email"]["queue"] == "default"
     missing = invoke("jobs", "--app", "no_such_module:app")
     assert missing.exit_code == 2 and missing.output.count("\n") == 1
     assert ("cannot import 'no_such_module' for the app 'no_such_module:app': No module named 'no_such_module'"

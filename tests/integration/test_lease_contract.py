@@ -25,6 +25,7 @@ from sqsjobs.lease import (
     LeaseState,
     LeaseStore,
     Release,
+    Renew,
 )
 from sqsjobs.locks import PeriodLocks, lock_key
 
@@ -103,6 +104,17 @@ def test_complete_release_and_hand_over_are_fenced_on_the_owner(store: LeaseStor
     assert store.write(HandOver(key="k", owner="b", to_owner="c", expires_at=NOW, data={"cursor": "7"})).ok
     assert store.get("k").owner == "c" and store.get("k").get("cursor") == "7"
     assert store.write(Complete(key="k", owner="c", expires_at=NOW + TTL)).ok
+
+
+def test_renew_moves_the_end_of_a_held_lease_fenced_on_the_owner(store: LeaseStore) -> None:
+    acquire(store, "k", "a")  # held until NOW + 60
+    assert store.write(Renew(key="k", owner="a", lease_until=NOW + 5, expires_at=NOW + TTL)).ok
+    item = store.get("k")
+    assert item.state is LeaseState.HELD and item.owner == "a" and item.lease_until == NOW + 5
+    assert acquire(store, "k", "b", now=NOW + 6).ok  # the shorter lease ran out: taken over
+    assert store.write(Renew(key="k", owner="a", lease_until=NOW + 100, expires_at=NOW + TTL)).refused
+    assert store.get("k").lease_until == NOW + 66  # b's, untouched by a's late renew
+    assert store.write(Renew(key="missing", owner="a", lease_until=NOW, expires_at=NOW)).refused
 
 
 def test_finishing_what_nobody_holds_is_refused(store: LeaseStore) -> None:

@@ -62,17 +62,20 @@ def enqueue(cloud: Any, invoice_id: int) -> None:
     cloud.send("JobsQueue", body, {"sqsjobs.job": "invoice-email"})
 
 
-def test_the_deployed_queues_give_the_worker_the_last_word_and_accept_only_the_jobs_queue(cloud: Any) -> None:
+def test_the_deployed_queues_give_the_worker_the_last_word_and_accept_only_the_jobs_queues(cloud: Any) -> None:
     sqs = cloud.clients.get("sqs")
     jobs = sqs.get_queue_attributes(QueueUrl=cloud.queue_url("JobsQueue"), AttributeNames=["All"])["Attributes"]
+    critical = sqs.get_queue_attributes(QueueUrl=cloud.queue_url("CriticalQueue"),
+                                        AttributeNames=["All"])["Attributes"]
     dlq = sqs.get_queue_attributes(QueueUrl=cloud.queue_url("DeadLetterQueue"), AttributeNames=["All"])["Attributes"]
     # MaxAttempts 3: the worker runs 3 attempts, SQS's backstop moves at the 4th receive.
     assert json.loads(jobs["RedrivePolicy"])["maxReceiveCount"] == 4
+    assert json.loads(critical["RedrivePolicy"])["maxReceiveCount"] == 4
     assert cloud.function_env("WorkerFunction")["SQSJOBS_MAX_ATTEMPTS"] == "3"
-    # The ARN built from the stack name is the jobs queue's real ARN (the local cloud refuses the
+    # The ARNs built from the stack name are the jobs queues' real ARNs (the local cloud refuses the
     # redrive policy otherwise, as SQS does; moto keeps no allow policy, so it is read from the deployment).
     policy = cloud.deployment.queues["DeadLetterQueue"].redrive_allow_policy
-    assert policy == {"redrivePermission": "byQueue", "sourceQueueArns": [jobs["QueueArn"]]}
+    assert policy == {"redrivePermission": "byQueue", "sourceQueueArns": [jobs["QueueArn"], critical["QueueArn"]]}
     assert int(dlq["MessageRetentionPeriod"]) == 1209600
     for function in ("WorkerFunction", "SchedulerFunction", "RedriveFunction"):
         assert cloud.function_env(function)["SQSJOBS_RECORD_TTL_SECONDS"] == "1814400"

@@ -13,59 +13,13 @@ the chain.
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
 from typing import Any
+
+from aws_support import CallRecorder
 
 from sqsjobs import Outcome
 from sqsjobs.testing import sqs_event
-
-#: how long a call waits for the rest of its wave before the gate gives up (a failing worker only)
-HANG_BOUND = 30.0
-
-
-class CallRecorder:
-    def __init__(self, client: Any, wave: int) -> None:
-        self.counter = itertools.count()
-        self.lock = threading.Condition()
-        self.calls: list[dict[str, Any]] = []
-        self.wave = wave
-        self.arrived = 0
-        self.broken_waves: set[int] = set()
-        self._open: dict[int, dict[str, Any]] = {}
-        events = client.meta.events
-        events.register("before-send.dynamodb.*", self._before_send)
-        events.register("after-call.dynamodb.*", self._after_call)
-
-    def _before_send(self, request: Any, **kwargs: Any) -> None:
-        with self.lock:
-            call = {"start": next(self.counter), "op": None}
-            self._open[threading.get_ident()] = call
-            wave = self.arrived // self.wave
-            self.arrived += 1
-            self.lock.notify_all()
-            filled = self.lock.wait_for(lambda: self.arrived >= (wave + 1) * self.wave or wave in self.broken_waves,
-                                        timeout=HANG_BOUND)
-            if not filled:
-                self.broken_waves.add(wave)  # the rest of this wave is not coming: let the others through
-                self.lock.notify_all()
-
-    def _after_call(self, model: Any, **kwargs: Any) -> None:
-        with self.lock:
-            call = self._open.pop(threading.get_ident())
-            call["end"] = next(self.counter)
-            call["op"] = model.name
-            self.calls.append(call)
-
-    def sequential_round_trips(self) -> int:
-        # Longest chain a1 -> a2 -> ... with a(i+1).start > a(i).end (interval-order longest path).
-        calls = sorted(self.calls, key=lambda c: c["end"])
-        depth: list[int] = []
-        for i, call in enumerate(calls):
-            before = [depth[j] for j in range(i) if calls[j]["end"] < call["start"]]
-            depth.append(1 + max(before, default=0))
-        return max(depth, default=0)
 
 
 def test_a_batch_of_ten_successes_takes_two_sequential_round_trips(make_app: Any, aws: Any) -> None:

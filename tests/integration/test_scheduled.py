@@ -7,15 +7,12 @@ import json
 import subprocess
 import sys
 import threading
-import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from aws_support import create_table
 
 from sqsjobs import JobApp, Outcome, PeriodBusyError
 from sqsjobs.dynamodb_store import DynamoDBStore
@@ -42,24 +39,6 @@ class RecordingLogger:
 
     def warning(self, message: str, extra: dict[str, Any] | None = None) -> None:
         self._log("warning", message, extra)
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    from sqsjobs.local.serial_moto import threaded_server
-
-    server = threaded_server()  # DynamoDB atomic per request, as the real one
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
-
-
-@pytest.fixture
-def table(endpoint: str) -> str:
-    name = f"idempotency-{uuid.uuid4().hex[:8]}"
-    create_table(boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1"), name)
-    return name
 
 
 def locks(client: Any, table: str) -> PeriodLocks:

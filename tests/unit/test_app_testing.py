@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from sqsjobs import InMemoryStore, JobApp, Outcome, PermanentError, RetryableError
-from sqsjobs.testing import FakeSQS, ManualClock, use
+from sqsjobs.testing import FakeSQS, ManualClock, given_attempts, use
 
 
 def make_app(**options: Any) -> tuple[JobApp, list[tuple[str, Any]]]:
@@ -81,6 +81,8 @@ def test_a_dead_letter_carries_its_reason_and_the_message_id_the_outcome_showed(
 def test_the_last_attempt_is_exhausted_and_malformed_bodies_fail_alone() -> None:
     app, _ = make_app()
     with app.testing(settings={"max_attempts": 3}) as t:
+        # Attempts are counted in the job's record (docs/worker.md), not by the receive count: two already ran.
+        given_attempts(app, app.message("fragile", n=1), 2)
         t.run(app.message("fragile", n=1), attempt=3)
         t.run('{"v": 1, "job": "no-such-job"}', {"v": 1, "job": "greet", "args": {"user_id": 1}})
         reasons = sorted(letter.reason for letter in t.dead_letters())
@@ -170,3 +172,30 @@ def test_run_refuses_what_could_not_be_a_batch() -> None:
             t.run()
         with pytest.raises(ValueError, match="attempt counts deliveries from 1"):
             t.run(app.message("greet", user_id=1), attempt=0)
+
+
+def test_a_named_queue_known_by_name_only_gets_a_fake_url_and_drain_runs_every_queue() -> None:
+    app = JobApp(queues={"critical": None})
+    ran: list[str] = []
+
+    @app.job("invoice-email", key="invoice-email:{n}")
+    def invoice_email(n: int) -> None:
+        ran.append(f"invoice-email:{n}")
+
+    @app.job("password-reset", key="password-reset:{user_id}", queue="critical")
+    def password_reset(user_id: int) -> None:
+        ran.append(f"password-reset:{user_id}")
+
+    with app.testing() as t:
+        invoice_email.enqueue(n=1, tenant="acme")
+        password_reset.enqueue(user_id=7, tenant="acme")
+        assert [s.key for s in t.enqueued()] == ["invoice-email:1", "password-reset:7"]
+        assert [s.group for s in t.enqueued()] == ["acme", "acme"]  # a tenant, on standard queues
+        critical_url = app.router.url("critical")
+        assert critical_url != t.queue_url and t.queue_urls == [t.queue_url, critical_url]
+        results = t.drain()
+        single = t.run(password_reset.message(user_id=8))
+    assert sorted(ran) == ["invoice-email:1", "password-reset:7", "password-reset:8"]
+    assert len(results) == 2  # one batch per queue, as each queue's event source mapping delivers them
+    assert [d.event_source_arn.rsplit(":", 1)[-1] for d in single.deliveries] == ["sqsjobs-test-jobs-critical"]
+    assert app.settings.queues == {"critical": None}  # restored

@@ -25,11 +25,16 @@ from sqsjobs.settings import (
     ENV_AWS_REGION,
     ENV_QUEUE_URL,
     ENV_SCHEDULE_GROUP,
+    Settings,
 )
 
 if TYPE_CHECKING:
     from sqsjobs.app import JobApp
     from sqsjobs.message import JobMessage
+
+
+#: what a line of an --from file may carry besides its job and args (the enqueue options)
+LINE_OPTIONS = ("delay", "group", "trace_id", "tenant")
 
 
 def parse_arguments(pairs: list[str]) -> dict[str, Any]:
@@ -63,12 +68,13 @@ def local_target() -> dict[str, str]:
     return {**local_environment(state["endpoint"], state["region"]), **state.get("app_env", {})}
 
 
-def messages_from_file(app: JobApp, path: Path, job: str | None) -> list[JobMessage]:
+def messages_from_file(app: JobApp, path: Path, job: str | None, *, tenant: str | None = None) -> list[JobMessage]:
     """Every line of a JSON Lines file as a checked message; the first bad line is a ``ConfigurationError``.
 
     With ``job`` each line is that job's arguments (``{"invoice_id": 42}``); without, each line names
     its job: ``{"job": "invoice-email", "args": {"invoice_id": 42}}``, optionally with ``delay``,
-    ``group`` and ``trace_id``. Blank lines are skipped. Nothing is sent unless every line is good.
+    ``group``, ``trace_id`` and ``tenant`` (``tenant`` is every line's tenant unless the line names its own).
+    Blank lines are skipped. Nothing is sent unless every line is good.
 
     Example:
         >>> import tempfile
@@ -108,12 +114,14 @@ def messages_from_file(app: JobApp, path: Path, job: str | None) -> list[JobMess
             name, arguments, options = job, entry, {}
         else:
             name, arguments = entry.get("job"), entry.get("args", {})
-            options = {k: entry[k] for k in ("delay", "group", "trace_id") if k in entry}
-            unknown = sorted(set(entry) - {"job", "args", "delay", "group", "trace_id"})
+            options = {k: entry[k] for k in LINE_OPTIONS if k in entry}
+            unknown = sorted(set(entry) - {"job", "args", *LINE_OPTIONS})
             if not isinstance(name, str) or not isinstance(arguments, dict) or unknown:
                 raise ConfigurationError(
                     f"{where}: expected {{\"job\": NAME, \"args\": {{...}}}} (and optionally delay, group, "
-                    f"trace_id){'; unknown: ' + ', '.join(unknown) if unknown else ''}")
+                    f"trace_id, tenant){'; unknown: ' + ', '.join(unknown) if unknown else ''}")
+        if tenant is not None:
+            options.setdefault("tenant", tenant)
         try:
             messages.append(app.get_job(name).message(**options, **arguments))
         except SqsJobsError as error:
@@ -148,6 +156,9 @@ def register(app: typer.Typer) -> None:
         endpoint_url: Annotated[str | None, typer.Option(help="AWS endpoint to send to.")] = None,
         region: Region = None,
         profile: Annotated[str | None, typer.Option(envvar=ENV_AWS_PROFILE, help="AWS profile.")] = None,
+        tenant: Annotated[
+            str | None, typer.Option(help="The tenant the job is for (a standard queue's MessageGroupId).")
+        ] = None,
     ) -> None:
         """Enqueue JOB with ARGS through the app's producer (print the message id), or a whole file with --from.
 
@@ -179,19 +190,22 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(EXIT_FAILED) from None
         try:
             job_app = load_app(app_spec)
-            messages = messages_from_file(job_app, from_file, job) if from_file is not None else None
-            # The queue and a client as this command was told (flags, environment, the local cloud), even
+            messages = (messages_from_file(job_app, from_file, job, tenant=tenant) if from_file is not None
+                        else None)
+            # The queues and a client as this command was told (flags, environment, the local cloud), even
             # when the app module was imported before they were set.
             target = os.environ.get(ENV_QUEUE_URL) or job_app.settings.queue_url
             if not target:
                 raise ConfigurationError(f"no jobs queue: pass --queue-url or set {ENV_QUEUE_URL} (with --aws), "
                                          "or start `sqsjobs local up`")
-            settings = {"queue_url": target}
+            named = {**job_app.settings.queues, **{name: url for name, url in Settings.from_env().queues.items()
+                                                   if url}}
+            settings: dict[str, Any] = {"queue_url": target, "queues": named}
             if os.environ.get(ENV_SCHEDULE_GROUP):
                 settings["schedule_group"] = os.environ[ENV_SCHEDULE_GROUP]
             with job_app.use(sqs_client=sqs_client(), settings=settings):
                 if messages is None:
-                    message_id = job_app.enqueue(str(job), **arguments)
+                    message_id = job_app.enqueue(str(job), **arguments, **({"tenant": tenant} if tenant else {}))
                     typer.echo(message_id)
                     if isinstance(message_id, ScheduledJob):  # delay=SECONDS beyond 900: it waits in a schedule
                         typer.echo(message_id.describe(), err=True)

@@ -30,6 +30,8 @@ def describe_jobs(app: JobApp) -> list[dict[str, Any]]:
         >>> row = describe_jobs(app)[0]
         >>> row["name"], row["key"], row["max_attempts"], row["retry_on"], row["parameters"]
         ('sync-account', 'sync:{account_id}', 3, ['TimeoutError'], ['account_id'])
+        >>> row["queue"], row["limits"]
+        ('default', [])
     """
     rows = []
     for name in sorted(app.jobs):
@@ -52,6 +54,9 @@ def describe_jobs(app: JobApp) -> list[dict[str, Any]]:
             "version": options.version,
             "chunked": type(job).__name__ == "ChunkedJob",
             "schedule": schedule.expression if schedule else None,
+            "queue": options.queue,
+            "limits": list(options.limits),
+            "tenant_metrics": options.tenant_metrics,
         })
     return rows
 
@@ -73,7 +78,7 @@ def register(app: typer.Typer) -> None:
         ] = DEFAULT_APP,
         json_output: Annotated[bool, typer.Option("--json", help="Print the jobs as JSON.")] = False,
     ) -> None:
-        """List the app's registered jobs with their options (key, attempts, backoff, time limit, schedule...)."""
+        """List the app's registered jobs with their options (key, attempts, backoff, schedule, queue, limits...)."""
         from sqsjobs.errors import SqsJobsError
 
         try:
@@ -93,12 +98,13 @@ def _print_table(rows: list[dict[str, Any]], app_spec: str) -> None:
 
     table = Table(title=f"jobs of {app_spec} ({len(rows)})")
     for column in ("job", "key", "attempts", "backoff", "retry on", "permanent on", "time limit", "version",
-                   "kind"):
+                   "kind", "queue", "limits"):
         table.add_column(column, overflow="fold")
     for row in rows:
         kind = "chunked" if row["chunked"] else (f"scheduled {row['schedule']}" if row["schedule"] else "job")
         backoff = f"{row['backoff_base']:g}..{row['backoff_cap']:g} s" + ("" if row["jitter"] else " (no jitter)")
         table.add_row(row["name"], row["key"], str(row["max_attempts"]), backoff, ", ".join(row["retry_on"]),
                       ", ".join(row["permanent_on"]) or "-",
-                      "-" if row["time_limit"] is None else f"{row['time_limit']:g} s", str(row["version"]), kind)
+                      "-" if row["time_limit"] is None else f"{row['time_limit']:g} s", str(row["version"]), kind,
+                      row["queue"], ", ".join(row["limits"]) or "-")
     Console(soft_wrap=False).print(table)

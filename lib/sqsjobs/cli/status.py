@@ -115,7 +115,8 @@ def print_report(console: Console, report: StatusReport) -> None:
     queues = Table(title="queues")
     for name in ("queue", "visible", "in flight", "delayed", "oldest age", "age from"):
         queues.add_column(name, justify="left" if name in ("queue", "age from") else "right")
-    for label, q in (("jobs", report.queue), ("dlq", report.dlq)):
+    jobs = report.queues or ((report.queue,) if report.queue is not None else ())
+    for label, q in [*(("jobs", q) for q in jobs), ("dlq", report.dlq)]:
         if q is not None:
             queues.add_row(*_queue_row(label, q))
     console.print(queues)

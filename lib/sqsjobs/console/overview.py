@@ -85,8 +85,11 @@ def read_overview(sources: Sources, config: ConsoleConfig, *, hours: int) -> Ove
     names = [a.name for a in report.alarms]
     no_limits: tuple[QueueLimit, ...] = ()
     limits = _best_effort("the alarms' limits", lambda: queue_limits(sources.cloudwatch, names), no_limits, notes)
+    # Every jobs queue (the default one first, then named ones such as the critical queue), then the DLQ.
+    jobs_queues = report.queues or ((report.queue,) if report.queue is not None else ())
+    roles = [("jobs", status) for status in jobs_queues] + [("dead letters", report.dlq)]
     rows = [QueueRow(role=role, status=status, limits=tuple(x for x in limits if x.queue == status.name))
-            for role, status in (("jobs", report.queue), ("dead letters", report.dlq)) if status is not None]
+            for role, status in roles if status is not None]
     known = {row.status.name for row in rows}
     for name in sorted({limit.queue for limit in limits} - known):
         url = resolve_queue_url(sources.sqs, name)

@@ -352,14 +352,17 @@ class LocalCloud:
         )
         return str(response["MessageId"])
 
-    def app_queue(self) -> str:
-        """Logical id of the queue behind ``SQSJOBS_QUEUE_URL`` in the functions' environments."""
+    def app_queue(self, name: str = "default") -> str:
+        """Logical id of the app's queue ``name``: ``SQSJOBS_QUEUE_URL`` (or ``..._<NAME>``) in the functions' env."""
+        from sqsjobs.settings import ENV_QUEUE_URL, ENV_QUEUE_URL_PREFIX
+
+        variable = ENV_QUEUE_URL if name == "default" else f"{ENV_QUEUE_URL_PREFIX}{name.upper()}"
         for spec in self.deployment.functions.values():
-            url = spec.environment.get("SQSJOBS_QUEUE_URL")
+            url = spec.environment.get(variable)
             queue = self.deployment.queue_by_url(url) if url else None
             if queue is not None:
                 return queue.logical_id
-        raise LocalCloudError("no function has SQSJOBS_QUEUE_URL set to a queue of this template")
+        raise LocalCloudError(f"no function has {variable} set to a queue of this template")
 
     @contextmanager
     def producing(self, app: Any, *, emit_metrics: Any = None) -> Iterator[Any]:
@@ -387,10 +390,11 @@ class LocalCloud:
             yield configured
 
     def send_job(self, message: Any, queue: str | None = None) -> str:
-        """Send a prepared ``JobMessage`` (from ``app.message(...)``) to the app's queue, as its producer would."""
+        """Send a prepared ``JobMessage`` (from ``app.message(...)``) to its job's queue, as the producer would."""
         from sqsjobs.producer import Producer
 
-        return Producer(self.clients.get("sqs"), self.queue_url(queue or self.app_queue())).send(message)
+        url = self.queue_url(queue or self.app_queue(getattr(message, "queue", "default")))
+        return Producer(self.clients.get("sqs"), url).send(message)
 
     def queue_depth(self, queue: str) -> int:
         """Messages on queue ``queue`` (logical id): visible + in flight + delayed."""

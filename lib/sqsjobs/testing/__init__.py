@@ -25,6 +25,7 @@ installed package. The pytest fixtures are in ``sqsjobs.pytest_plugin``
 
 from sqsjobs.testing.events import (
     DEFAULT_ARN,
+    DEFAULT_FIFO_ARN,
     FakeContext,
     drain_queue,
     messages_in,
@@ -40,6 +41,7 @@ from sqsjobs.testing.tester import JobOutcome, JobTester, ManualClock, SentJob, 
 
 __all__ = [
     "DEFAULT_ARN",
+    "DEFAULT_FIFO_ARN",
     "FakeContext",
     "FakeSQS",
     "JobOutcome",

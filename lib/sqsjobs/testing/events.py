@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-    from sqsjobs.app import JobApp
-    from sqsjobs.message import JobMessage
-
 DEFAULT_ARN = "arn:aws:sqs:us-east-1:123456789012:sqsjobs-jobs"
+#: the queue a record with a ``group_id`` comes from, unless another ARN is given (group ids order FIFO queues)
+DEFAULT_FIFO_ARN = DEFAULT_ARN + ".fifo"
 
 
 @dataclass
@@ -58,12 +57,28 @@ def sqs_record(
     attempt: int = 1,
     group_id: str | None = None,
     attributes: dict[str, str] | None = None,
-    event_source_arn: str = DEFAULT_ARN,
+    event_source_arn: str | None = None,
     receipt_handle: str | None = None,
     first_receive_ms: int | None = None,
     sent_ms: int | None = None,
+    tenant: str | None = None,
 ) -> dict[str, Any]:
-    """One record as Lambda's SQS poller delivers it; ``body`` may be a dict (JSON-encoded) or raw text."""
+    """One record as Lambda's SQS poller delivers it; ``body`` may be a dict (JSON-encoded) or raw text.
+
+    ``group_id`` makes it a FIFO queue's record (from ``DEFAULT_FIFO_ARN`` unless
+    ``event_source_arn`` says otherwise); ``tenant`` is a standard (fair)
+    queue's ``MessageGroupId``.
+
+    Example:
+        >>> sqs_record({}, tenant="acme")["attributes"]["MessageGroupId"]
+        'acme'
+        >>> sqs_record({}, group_id="a")["eventSourceARN"].endswith(".fifo")
+        True
+    """
+    if group_id is not None and tenant is not None:
+        raise ValueError("a record has either a FIFO group_id or a tenant (a standard queue's group id), not both")
+    if event_source_arn is None:
+        event_source_arn = DEFAULT_FIFO_ARN if group_id is not None else DEFAULT_ARN
     message_id = message_id or str(uuid.uuid4())
     now_ms = int(time.time() * 1000)
     attrs = {
@@ -71,8 +86,8 @@ def sqs_record(
         "SentTimestamp": str(sent_ms or now_ms),
         "ApproximateFirstReceiveTimestamp": str(first_receive_ms or now_ms),
     }
-    if group_id is not None:
-        attrs["MessageGroupId"] = group_id
+    if group_id is not None or tenant is not None:
+        attrs["MessageGroupId"] = group_id or tenant or ""
     return {
         "messageId": message_id,
         "receiptHandle": receipt_handle or f"rh-{message_id}",
@@ -178,38 +193,3 @@ def messages_in(client: SQSClient, queue_url: str, *, max_messages: int = 1000) 
         ])
     return list(seen.values())
 
-
-def given_attempts(app: JobApp, message: JobMessage, attempts: int, *, last_error: str = "RuntimeError: earlier",
-                   now: float | None = None) -> None:
-    """Write ``message``'s record as if its job had already run and failed ``attempts`` times.
-
-    Attempts are counted in the job's record (runs that started), not by SQS's
-    receive count, so a test of "the last attempt" states the record it starts from.
-
-    Example:
-        >>> from sqsjobs import InMemoryStore, JobApp
-        >>> app = JobApp(queue_url="https://sqs.example/q", store=InMemoryStore())
-        >>> @app.job("sync", key="sync:{n}")
-        ... def sync(n: int) -> None: ...
-        >>> given_attempts(app, sync.message(n=1), 2)
-        >>> app.status("sync:1").state, app.status("sync:1").attempts
-        ('retrying', 2)
-    """
-    from sqsjobs.envelope import Envelope
-    from sqsjobs.guard import Claim, JobState
-    from sqsjobs.lease import Release, expiry
-
-    envelope = Envelope.decode(message.body)
-    job = app.get_job(envelope.job)
-    args = job.signature.bind(job.upcast(envelope.job_version, envelope.args))
-    at = app.clock() if now is None else now
-    expires_at = expiry(at, app.settings.record_ttl)
-    claim = Claim(key=message.key, job=job.name, owner="given-attempts", now=at, lease_until=at,
-                  expires_at=expires_at, fingerprint=job.fingerprint(args), fp_version=job.options.version,
-                  message_id="given-attempts", enqueued_at=envelope.enqueued_at)
-    for op in (claim.operation(), Release(key=message.key, owner="given-attempts", expires_at=expires_at,
-                                          attempts_delta=attempts - 1,
-                                          data={"outcome": JobState.RETRYING.value, "last_error": last_error})):
-        written = app.store.write(op)
-        if not written.ok:
-            raise RuntimeError(f"given_attempts: could not write {message.key!r}: {written.error or written.item}")

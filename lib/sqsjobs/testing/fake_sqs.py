@@ -159,11 +159,13 @@ class FakeSQS:
         now = self.clock()
         taken: list[QueuedMessage] = []
         blocked_groups: set[str] = set()
+        # On a standard queue a group id is a tenant (a fair queue): it orders nothing.
+        fifo = queue_url.endswith(".fifo")
         for message in queue.messages:
             if len(taken) >= max_messages:
                 break
             visible = message.visible_at <= now
-            if message.group_id is not None:
+            if fifo and message.group_id is not None:
                 # FIFO: nothing of a group is delivered after an earlier message of it that is not visible.
                 if message.group_id in blocked_groups:
                     continue

@@ -120,6 +120,12 @@ class JobTester:
         return self.app.settings.require("queue_url")
 
     @property
+    def queue_urls(self) -> list[str]:
+        """Every jobs queue: the default one first, then the named ones (``queue="critical"``), by name."""
+        named = [url for _, url in sorted(self.app.settings.queues.items()) if url]
+        return [self.queue_url, *(url for url in named if url != self.queue_url)]
+
+    @property
     def dlq_url(self) -> str:
         """The DLQ the worker dead-letters to."""
         return self.app.settings.require("dlq_url")
@@ -165,34 +171,43 @@ class JobTester:
         placed = [self._place(message) for message in messages]
         for message in placed:
             message.receive_count = attempt - 1
-        taken = self.sqs.receive(self.queue_url, len(placed), only={m.message_id for m in placed})
-        return self._deliver(taken, remaining_ms)
+        only = {m.message_id for m in placed}
+        # One batch comes from one queue, as one event source mapping delivers it.
+        urls = {url for url in self.queue_urls if any(m.message_id in only for m in self.sqs.messages(url))}
+        if len(urls) > 1:
+            raise ValueError("run() delivers one batch from one queue: these messages go to different queues")
+        url = urls.pop() if urls else self.queue_url
+        taken = self.sqs.receive(url, len(placed), only=only)
+        return self._deliver(taken, remaining_ms, url)
 
     def drain(self, *, max_batches: int = 100, batch_size: int = 10, remaining_ms: int = 60_000) -> list[BatchResult]:
-        """Run the jobs queue's messages (what the code under test enqueued) until it is empty.
+        """Run the jobs queues' messages (what the code under test enqueued) until they are empty.
 
-        Retries come back when their delay has passed on the clock, which jumps ahead
-        instead of sleeping. Raises ``AssertionError`` if ``max_batches`` do not empty it.
+        Every queue of the app is polled (the default one, then the named ones), one
+        batch per queue per round. Retries come back when their delay has passed on
+        the clock, which jumps ahead instead of sleeping. Raises ``AssertionError`` if
+        ``max_batches`` do not empty them.
         """
         results: list[BatchResult] = []
-        for _ in range(max_batches):
-            taken = self.sqs.receive(self.queue_url, batch_size)
-            if not taken:
-                next_at = self.sqs.next_visible_at(self.queue_url)
-                if next_at is None:
+        while len(results) < max_batches:
+            batches = [(url, taken) for url in self.queue_urls if (taken := self.sqs.receive(url, batch_size))]
+            if not batches:
+                waiting = [at for url in self.queue_urls if (at := self.sqs.next_visible_at(url)) is not None]
+                if not waiting:
                     return results
-                self.clock.advance(max(0.0, next_at - self.clock()))
-                taken = self.sqs.receive(self.queue_url, batch_size)
-            if taken:
-                results.append(self._deliver(taken, remaining_ms))
-        left = len(self.sqs.messages(self.queue_url))
+                self.clock.advance(max(0.0, min(waiting) - self.clock()))
+                continue
+            for url, taken in batches:
+                results.append(self._deliver(taken, remaining_ms, url))
+        left = sum(len(self.sqs.messages(url)) for url in self.queue_urls)
         if left:
-            raise AssertionError(f"the jobs queue still holds {left} message(s) after {max_batches} batches")
+            raise AssertionError(f"the jobs queues still hold {left} message(s) after {len(results)} batches")
         return results
 
     def enqueued(self, job: str | None = None) -> list[SentJob]:
-        """The job messages the code under test sent to the jobs queue (of ``job``, when given), oldest first."""
-        sent = [_sent_job(m) for m in self.sqs.sent_to(self.queue_url)]
+        """The job messages the code under test sent to the jobs queues (of ``job``, when given), oldest first."""
+        sent = [_sent_job(m) for m in sorted((m for url in self.queue_urls for m in self.sqs.sent_to(url)),
+                                             key=lambda m: m.sent_at)]
         return [s for s in sent if job is None or s.job == job]
 
     def dead_letters(self) -> list[DlqMessage]:
@@ -207,13 +222,14 @@ class JobTester:
             return self.sqs.put(self.queue_url, message)
         if isinstance(message, Mapping):
             return self.sqs.put(self.queue_url, json.dumps(message))
-        fifo = self.queue_url.endswith(".fifo")
-        return self.sqs.put(self.queue_url, message.body, attributes=message.attributes(),
-                            group_id=(message.group or message.key[:128]) if fifo else None,
+        url = self.app.router.url(message.queue)
+        fifo = url.endswith(".fifo")
+        return self.sqs.put(url, message.body, attributes=message.attributes(),
+                            group_id=(message.group or message.key[:128]) if fifo else message.tenant,
                             dedup_id=message.dedup_id if fifo else None)
 
-    def _deliver(self, taken: list[QueuedMessage], remaining_ms: int) -> BatchResult:
-        arn = self.sqs.arn(self.queue_url)
+    def _deliver(self, taken: list[QueuedMessage], remaining_ms: int, queue_url: str) -> BatchResult:
+        arn = self.sqs.arn(queue_url)
         event = {"Records": [record_from_message(m.to_wire(), arn) for m in taken]}
         result = self.app.process_batch(event, FakeContext(remaining_ms=remaining_ms, clock=self.clock))
         failed = set(result.failures)
@@ -238,7 +254,8 @@ def use(
     """Drive ``app`` with an in-memory store, a recording fake SQS and a manual clock; restore it afterwards.
 
     ``settings`` override the app's (``{"max_attempts": 3}``); a queue URL and a DLQ URL are
-    made up when the app has none. ``dynamodb_client`` (e.g. moto's) is for jobs that use
+    made up when the app has none, and so is the URL of a named queue known by name only
+    (``queues={"critical": None}``). ``dynamodb_client`` (e.g. moto's) is for jobs that use
     DynamoDB themselves: chunked and scheduled jobs, transactions.
     """
     from sqsjobs.lease import InMemoryStore
@@ -247,9 +264,11 @@ def use(
     sqs = sqs or FakeSQS(clock=clock)
     store = store if store is not None else InMemoryStore()
     metrics: list[str] = []
+    named = {name: url or sqs.queue_url(f"{DEFAULT_QUEUE}-{name}") for name, url in app.settings.queues.items()}
     overrides: dict[str, Any] = {
         "queue_url": app.settings.queue_url or sqs.queue_url(DEFAULT_QUEUE),
         "dlq_url": app.settings.dlq_url or sqs.queue_url(DEFAULT_DLQ),
+        **({"queues": named} if named else {}),
         **(settings or {}),
     }
     with app.use(store=store, sqs_client=sqs, dynamodb_client=dynamodb_client, clock=clock,  # type: ignore[arg-type]

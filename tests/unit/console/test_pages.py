@@ -42,6 +42,24 @@ def test_the_overview_shows_each_queues_counts_and_the_age_its_alarm_fires_at(st
     assert '<span class="value" data-test="alarms-firing">1</span>' in html
 
 
+def test_the_overview_shows_every_jobs_queue_that_feeds_the_dlq(stack: Stack) -> None:
+    # A named queue (flow control's critical queue) dead-letters to the same DLQ: it is a jobs queue too.
+    dlq_arn = stack.sqs.get_queue_attributes(QueueUrl=stack.dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"]
+    critical_url = stack.sqs.create_queue(QueueName="jobs-critical", Attributes={"RedrivePolicy": json.dumps(
+        {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "4"})})["QueueUrl"]
+    for n in range(2):
+        stack.sqs.send_message(QueueUrl=critical_url, MessageBody=f"urgent {n}")
+
+    html = stack.client().get("/").text
+
+    rows = re.findall(r'<tr data-queue="([^"]+)">\s*<td>[^<]*</td>\s*<td>([^<]+)</td>', html)
+    assert rows[:3] == [("jobs", "jobs"), ("jobs-critical", "jobs"), ("jobs-dlq", "dead letters")]
+    critical_row = html[html.index('data-queue="jobs-critical"'):html.index("</tr>", html.index(
+        'data-queue="jobs-critical"'))]
+    assert re.findall(r'data-test="visible">(\d+)<', critical_row) == ["2"]
+
+
 def test_the_dlq_page_groups_by_job_and_reason_and_filters_as_redrive_does(stack: Stack) -> None:
     stack.dead_letter("invoice-email", "permanent", "PermanentError", "invoice 7 does not exist")
     stack.dead_letter("invoice-email", "permanent", "PermanentError", "invoice 8 does not exist")

@@ -1,0 +1,64 @@
+"""A delivery's tenant and its deferral: a standard queue's group id is a tenant, a FIFO queue's an order; a
+deferral is a move of its own, and its re-send keeps the delay and the tenant and counts no re-send."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sqsjobs.consumer import resend_entry
+from sqsjobs.delivery import Delivery, IllegalTransition, Outcome, State
+from sqsjobs.message import ATTR_RESENDS
+from sqsjobs.testing import DEFAULT_ARN, DEFAULT_FIFO_ARN, sqs_record
+
+
+def delivery(**options: Any) -> Delivery:
+    return Delivery.parse(sqs_record({"v": 1}, **options), 0)
+
+
+def decoded(**options: Any) -> Delivery:
+    d = delivery(**options)
+    d.decoded(envelope=None, job=None, args={}, key="k")  # type: ignore[arg-type]
+    return d
+
+
+def test_a_standard_queues_group_id_is_a_tenant_and_a_fifo_queues_an_order() -> None:
+    fair = delivery(tenant="acme")
+    assert (fair.tenant, fair.group_id, fair.event_source_arn) == ("acme", None, DEFAULT_ARN)
+    ordered = delivery(group_id="account-7")
+    assert (ordered.tenant, ordered.group_id, ordered.event_source_arn) == (None, "account-7", DEFAULT_FIFO_ARN)
+    record = sqs_record({"v": 1}, group_id="account-7")
+    del record["eventSourceARN"]  # no ARN to tell: a group id is taken for an order, as before fair queues
+    assert Delivery.parse(record, 0).group_id == "account-7"
+    with pytest.raises(ValueError, match="either a FIFO group_id or a tenant"):
+        sqs_record({}, group_id="a", tenant="b")
+
+
+def test_a_deferral_goes_back_from_decoded_or_claimed_and_nowhere_else() -> None:
+    before_claim = decoded()
+    before_claim.deferred("ses", delay=2)
+    assert (before_claim.state, before_claim.outcome, before_claim.deferred_by, before_claim.delay) == (
+        State.TO_RETURN, Outcome.DEFERRED, "ses", 2)
+    claimed = decoded()
+    claimed.claimed(attempt=1, took_over=False, previous=None)
+    claimed.deferred("pdf", delay=1)
+    assert claimed.outcome is Outcome.DEFERRED and claimed.holds_lease
+    done = decoded()
+    done.to_ack(Outcome.DUPLICATE)
+    with pytest.raises(IllegalTransition, match="to_ack -> to_return is not a legal move"):
+        done.deferred("ses", delay=1)
+
+
+def test_a_deferred_resend_keeps_its_delay_and_tenant_and_counts_no_resend() -> None:
+    d = decoded(tenant="acme", attributes={ATTR_RESENDS: "3"})
+    d.deferred("ses", delay=7)
+    entry = resend_entry(d, "0", fifo=False)
+    assert entry["DelaySeconds"] == 7 and entry["MessageGroupId"] == "acme"
+    assert entry["MessageAttributes"][ATTR_RESENDS]["StringValue"] == "3"
+    waited = decoded()
+    waited.to_return(Outcome.UNSTARTED, delay=0)
+    assert resend_entry(waited, "0", fifo=False)["MessageAttributes"][ATTR_RESENDS]["StringValue"] == "1"
+    fresh = decoded()
+    fresh.deferred("ses", delay=1)
+    assert ATTR_RESENDS not in resend_entry(fresh, "0", fifo=False)["MessageAttributes"]
