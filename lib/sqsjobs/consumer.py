@@ -74,8 +74,8 @@ if TYPE_CHECKING:
 
     from sqsjobs.job import Job
     from sqsjobs.lease import LeaseStore
-    from sqsjobs.one_time_schedules import OneTimeSchedules
     from sqsjobs.limits import Limiter
+    from sqsjobs.one_time_schedules import OneTimeSchedules
     from sqsjobs.settings import Settings
 
 #: a message the worker cannot start is re-sent at most this often before it is dead-lettered

@@ -44,10 +44,13 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
+    from sqsjobs.job_metrics import SkippedJob
     from sqsjobs.one_time_schedules import PendingSummary
 
 DEFAULT_SAMPLE: Final = 100
 DEFAULT_RECENT: Final = 10
+#: the window of the cancelled and expired counts per job
+DEFAULT_SKIPPED_HOURS: Final = 24
 # Long enough to finish the peek before the first peeked message reappears,
 # short enough that a crash mid-peek hides nothing for long.
 PEEK_VISIBILITY_SECONDS: Final = 30
@@ -178,6 +181,9 @@ class StatusReport:
     delayed: PendingSummary | None = None
     #: every jobs queue: ``queue`` first, then the app's named queues and the DLQ's other source queues
     queues: tuple[QueueStatus, ...] = ()
+    #: per job, deliveries acknowledged without running in the last ``skipped_hours``: cancelled, expired
+    skipped: tuple[SkippedJob, ...] = ()
+    skipped_hours: int = DEFAULT_SKIPPED_HOURS
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``sqsjobs status --json``)."""
@@ -210,6 +216,7 @@ def collect_status(
     scheduler_client: EventBridgeSchedulerClient | None = None,
     schedule_group: str | None = None,
     schedule_sample: int = DEFAULT_SAMPLE,
+    skipped_hours: int = DEFAULT_SKIPPED_HOURS,
 ) -> StatusReport:
     """Read queue depths, peek the DLQ, read alarms; return one report.
 
@@ -223,6 +230,9 @@ def collect_status(
     ``schedule_group`` (default ``SQSJOBS_SCHEDULE_GROUP``) adds the delayed
     jobs waiting there: their count (``ListSchedules``) and, from up to
     ``schedule_sample`` of them (a ``GetSchedule`` each), the next one due.
+    With CloudWatch, the jobs whose deliveries were acknowledged without
+    running in the last ``skipped_hours`` (``JobCancelled``, ``JobExpired``)
+    are counted per job.
 
     Example:
         >>> report = collect_status(sqs_client=sqs, cloudwatch_client=cw, queue="jobs")  # doctest: +SKIP
@@ -289,6 +299,8 @@ def collect_status(
         dlq_malformed_attributes=sum(1 for letter in letters if letter.bad_attributes),
         delayed=delayed,
         queues=tuple(jobs_queues),
+        skipped=watch.skipped(namespace=ns, hours=skipped_hours, now=clock()),
+        skipped_hours=skipped_hours,
     )
 
 
@@ -408,6 +420,14 @@ class _Watch:
             lambda c: tuple(_alarms(c, prefix=prefix, queue_names=queue_names, namespace=namespace)),
             (),
         )
+
+    def skipped(self, *, namespace: str, hours: int, now: float) -> tuple[SkippedJob, ...]:
+        if self.client is None:
+            return ()
+        from sqsjobs.job_metrics import Window, skipped_jobs
+
+        window = Window.last(hours=hours, now=now)
+        return self._guard("the cancelled and expired counts", lambda c: skipped_jobs(c, namespace, window), ())
 
     def _guard(self, what: str, read: Callable[[CloudWatchClient], _T], default: _T) -> _T:
         from botocore.exceptions import BotoCoreError, ClientError

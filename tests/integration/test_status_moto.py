@@ -223,3 +223,41 @@ def test_cli_sqs_errors_exit_1(aws: Any, monkeypatch: pytest.MonkeyPatch) -> Non
     result = CliRunner().invoke(build_app(), ["status", "--queue", "jobs"])
     assert result.exit_code == 1
     assert "AccessDenied" in result.output
+
+
+def put_count(cw: Any, name: str, job: str | None, value: float, at: datetime) -> None:
+    dims = [{"Name": "service", "Value": "billing"}] + ([{"Name": "Job", "Value": job}] if job else [])
+    cw.put_metric_data(Namespace="sqsjobs", MetricData=[
+        {"MetricName": name, "Dimensions": dims, "Timestamp": at, "Value": value, "Unit": "Count"}])
+
+
+def test_cancelled_and_expired_deliveries_are_counted_per_job_over_the_window(
+        aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto.cloudwatch.models import CloudWatchBackend
+
+    from sqsjobs.local.moto_cloudwatch import get_metric_data
+
+    # In-process moto sums every query's points alike; the local cloud's GetMetricData (what its server answers)
+    # keeps each query to its own dimensions, as CloudWatch does.
+    monkeypatch.setattr(CloudWatchBackend, "get_metric_data", get_metric_data)
+    sqs, cw = aws
+    seed(sqs, cw)
+    now = datetime.now(UTC)
+    put_count(cw, "JobCancelled", "invoice-email", 2, now - timedelta(minutes=5))
+    put_count(cw, "JobCancelled", "invoice-email", 1, now - timedelta(hours=3))
+    put_count(cw, "JobCancelled", "invoice-email", 40, now - timedelta(hours=30))  # before the 24 h window
+    put_count(cw, "JobExpired", "sync-account", 3, now - timedelta(minutes=5))
+    put_count(cw, "JobCancelled", None, 3, now - timedelta(minutes=5))  # the service-wide set counts nothing twice
+
+    report = collect_status(sqs_client=sqs, cloudwatch_client=cw, queue="jobs")
+    assert [(s.job, s.cancelled, s.expired) for s in report.skipped] == [
+        ("invoice-email", 3, 0), ("sync-account", 0, 3)]
+    wider = collect_status(sqs_client=sqs, cloudwatch_client=cw, queue="jobs", skipped_hours=48)
+    assert wider.skipped[0].cancelled == 43
+
+    data = json.loads(CliRunner().invoke(build_app(), ["status", "--queue", "jobs", "--json"]).stdout)
+    assert data["skipped"] == [{"job": "invoice-email", "cancelled": 3, "expired": 0},
+                               {"job": "sync-account", "cancelled": 0, "expired": 3}]
+    table = CliRunner().invoke(build_app(), ["status", "--queue", "jobs"], env={"COLUMNS": "200"})
+    assert "acknowledged without" in table.output and "sync-account" in table.output
+    assert CliRunner().invoke(build_app(), ["status", "--queue", "jobs", "--skipped-hours", "0"]).exit_code == 2

@@ -15,7 +15,7 @@ from sqsjobs.cli.options import Dlq, EndpointUrl, Queue, Region, Table
 from sqsjobs.cli.render import format_age, plain
 from sqsjobs.queues import make_cloudwatch_client, make_dynamodb_client, make_scheduler_client, make_sqs_client
 from sqsjobs.settings import ENV_SCHEDULE_GROUP
-from sqsjobs.status import DEFAULT_RECENT, DEFAULT_SAMPLE, StatusReport, collect_status
+from sqsjobs.status import DEFAULT_RECENT, DEFAULT_SAMPLE, DEFAULT_SKIPPED_HOURS, StatusReport, collect_status
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -62,8 +62,11 @@ def register(app: typer.Typer) -> None:
         schedule_sample: Annotated[
             int, typer.Option(min=0, max=10000, help="Read the due time of at most this many delayed jobs.")
         ] = DEFAULT_SAMPLE,
+        skipped_hours: Annotated[
+            int, typer.Option(min=1, max=24 * 14, help="Count cancelled and expired deliveries over this many hours.")
+        ] = DEFAULT_SKIPPED_HOURS,
     ) -> None:
-        """Show queue depth, oldest age, the DLQ by job and reason, alarms and recent failures."""
+        """Show queue depth, oldest age, the DLQ by job and reason, alarms, recent failures, cancelled and expired."""
         from rich.console import Console
 
         console = Console(stderr=json_output)
@@ -90,6 +93,7 @@ def register(app: typer.Typer) -> None:
                                   if schedule_group else None),
                 schedule_group=schedule_group,
                 schedule_sample=schedule_sample,
+                skipped_hours=skipped_hours,
             )
         if json_output:
             typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -147,6 +151,14 @@ def print_report(console: Console, report: StatusReport) -> None:
             plain(f.message_id), plain(f.error_message[:60]),
         )
     console.print(recent)
+
+    if report.skipped:
+        skipped = Table(title=f"acknowledged without running (last {report.skipped_hours} h)")
+        for name in ("job", "cancelled", "expired"):
+            skipped.add_column(name)
+        for row in report.skipped:
+            skipped.add_row(plain(row.job), str(row.cancelled), str(row.expired))
+        console.print(skipped)
 
     if report.delayed is not None:
         print_delayed(console, report.delayed)

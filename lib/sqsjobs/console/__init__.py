@@ -12,7 +12,7 @@ One concept per module:
 - :mod:`~sqsjobs.console.config`: what the command was asked (host, token, queues);
 - :mod:`~sqsjobs.console.sources`: the AWS clients and the resolved queues;
 - :mod:`~sqsjobs.console.overview`, :mod:`~sqsjobs.console.dead_letters`,
-  :mod:`~sqsjobs.console.job_metrics`, :mod:`~sqsjobs.console.job_record`,
+  :mod:`~sqsjobs.job_metrics`, :mod:`~sqsjobs.console.job_record`,
   :mod:`~sqsjobs.console.runs`: one page's data each;
 - :mod:`~sqsjobs.console.thresholds`: each queue's alarm limits;
 - :mod:`~sqsjobs.console.redrive_actions`: dry run, confirm, the results journal;

@@ -4,7 +4,7 @@ The queues and alarms come from :func:`sqsjobs.status.collect_status` (the
 same report as ``sqsjobs status``); queues that the same alarms watch (for
 example the outbox relay's failure queue) join as rows of their own. The
 charts read the worker's EMF metrics with ``GetMetricData``
-(:mod:`sqsjobs.console.job_metrics`).
+(:mod:`sqsjobs.job_metrics`).
 
 Example:
     >>> from sqsjobs.console.thresholds import AGE_METRIC
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from sqsjobs.console.charts import Chart, line_chart
-from sqsjobs.console.job_metrics import Throughput, Window, pick_service, throughput
 from sqsjobs.console.thresholds import QueueLimit, queue_limits
+from sqsjobs.job_metrics import Throughput, Window, pick_service, throughput
 from sqsjobs.queues import resolve_queue_url
 from sqsjobs.status import QueueStatus, StatusReport, collect_status, read_queue_status
 

@@ -165,9 +165,9 @@ class JobTester:
         from sqsjobs.testing.records import given_attempts
 
         if attempt > 1:
-            for message in messages:
-                if isinstance(message, JobMessage) and message.key and self.app.status(message.key) is None:
-                    given_attempts(self.app, message, attempt - 1, now=self.clock())
+            for sent in messages:
+                if isinstance(sent, JobMessage) and sent.key and self.app.status(sent.key) is None:
+                    given_attempts(self.app, sent, attempt - 1, now=self.clock())
         placed = [self._place(message) for message in messages]
         for message in placed:
             message.receive_count = attempt - 1

@@ -20,7 +20,7 @@ from sqsjobs.console.thresholds import queue_limit
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCTESTED = ["sqsjobs.console.config", "sqsjobs.console.charts", "sqsjobs.console.dead_letters",
-             "sqsjobs.console.job_metrics", "sqsjobs.console.job_record", "sqsjobs.console.overview",
+             "sqsjobs.console.job_record", "sqsjobs.console.overview",
              "sqsjobs.console.redrive_actions", "sqsjobs.console.runs", "sqsjobs.console.security",
              "sqsjobs.console.server", "sqsjobs.console.thresholds", "sqsjobs.cli.console",
              "sqsjobs.local.metric_query", "sqsjobs.local.metric_store"]

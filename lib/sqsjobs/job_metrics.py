@@ -1,5 +1,8 @@
 """The worker's EMF metrics through CloudWatch ``GetMetricData``: throughput, failure rate, per-job figures.
 
+Read by the console's charts and jobs page, and by ``sqsjobs status`` (the
+deliveries acknowledged without running: cancelled and expired, per job).
+
 The worker writes each count and duration with two dimension sets,
 ``{service}`` and ``{service, Job}`` (:mod:`sqsjobs.metrics`): the charts
 read the service-wide set, the per-job table the other. Job names are found
@@ -156,6 +159,45 @@ def job_figures(cloudwatch: CloudWatchClient, namespace: str, service: str, jobs
         counts = {field: int(total(field, index) or 0) for field, _, stat in _PER_JOB if stat == "Sum"}
         rows.append(JobFigures(job=job, **counts, p50_ms=total("p50_ms", index), p95_ms=total("p95_ms", index)))
     return rows
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkippedJob:
+    """One job's deliveries acknowledged without running over a window: its key was cancelled, or it expired."""
+
+    job: str
+    cancelled: int
+    expired: int
+
+
+def skipped_jobs(cloudwatch: CloudWatchClient, namespace: str, window: Window) -> tuple[SkippedJob, ...]:
+    """Per job (every service in ``namespace``), the ``JobCancelled`` and ``JobExpired`` totals over ``window``.
+
+    Jobs with neither are left out. ``ListMetrics`` finds the ``{service, Job}``
+    series of both metrics; one ``GetMetricData`` call per 500 of them sums them.
+    """
+    series: list[tuple[str, str, dict[str, str]]] = []
+    for field, metric in (("cancelled", m.CANCELLED), ("expired", m.EXPIRED)):
+        seen: set[tuple[tuple[str, str], ...]] = set()  # moto lists a series once per datum written
+        for dims in _metric_dimensions(cloudwatch, namespace, metric):
+            identity = tuple(sorted(dims.items()))
+            if set(dims) == {m.DIMENSION_SERVICE, m.DIMENSION_JOB} and identity not in seen:
+                seen.add(identity)
+                series.append((field, metric, dims))
+    if not series:
+        return ()
+    period = int(window.end - window.start)
+    queries = [_stat(f"q{i}", namespace, metric, dims, "Sum", period) for i, (_, metric, dims) in enumerate(series)]
+    results: dict[str, list[tuple[float, float]]] = {}
+    for start in range(0, len(queries), _QUERIES_PER_CALL):
+        results.update(_get(cloudwatch, queries[start : start + _QUERIES_PER_CALL], window))
+    totals: dict[str, dict[str, int]] = {}
+    for i, (field, _, dims) in enumerate(series):
+        count = int(sum(v for _, v in results.get(f"q{i}", [])))
+        counts = totals.setdefault(dims[m.DIMENSION_JOB], {"cancelled": 0, "expired": 0})
+        counts[field] += count
+    return tuple(SkippedJob(job=job, **counts) for job, counts in sorted(totals.items())
+                 if counts["cancelled"] or counts["expired"])
 
 
 def _stat(query_id: str, namespace: str, metric: str, dims: dict[str, str], stat: str, period: int, *,
