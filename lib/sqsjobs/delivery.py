@@ -59,7 +59,7 @@ TRANSITIONS: dict[State, frozenset[State]] = {
     State.RECEIVED: frozenset({State.DECODED, State.TO_DEAD_LETTER, State.TO_RETURN}),
     State.DECODED: frozenset({State.CLAIMED, State.TO_ACK, State.TO_RETURN, State.TO_DEAD_LETTER}),
     State.CLAIMED: frozenset({State.TO_ACK, State.TO_RETURN, State.TO_DEAD_LETTER}),
-    State.TO_ACK: frozenset({State.ACKED}),
+    State.TO_ACK: frozenset({State.ACKED, State.TO_RETURN}),
     State.TO_DEAD_LETTER: frozenset({State.ACKED, State.TO_RETURN}),
     State.TO_RETURN: frozenset({State.TO_RESEND, State.RETURNED}),
     State.TO_RESEND: frozenset({State.ACKED, State.RETURNED}),
@@ -223,6 +223,13 @@ class Delivery:
         self._move(State.TO_RETURN)
         self.outcome, self.delay = Outcome.RETRY, delay
         self.notes.append(f"DLQ send failed: {why}")
+
+    def withhold(self, why: str, *, delay: float) -> None:
+        """It is done, but what must follow it (its group's count or callback, its chain's next step) was not
+        written: back to the queue with its outcome kept, so its redelivery, a duplicate, does it."""
+        self._move(State.TO_RETURN)
+        self.delay = delay
+        self.notes.append(f"acknowledgement withheld: {why}")
 
     def to_resend(self) -> None:
         """Returning it would let SQS's redrive move it without a reason: send a fresh copy instead."""

@@ -251,7 +251,7 @@ class Prepared:
         for placeholder, kind, name, attribute in self.holes:
             value = values[name]
             bound[placeholder] = {kind: attribute.serialize(value)}
-        return {
+        request = {
             "TableName": table,
             "Key": {KEY_ATTRIBUTE: {"S": key}},
             "UpdateExpression": self.update_expression,
@@ -261,6 +261,9 @@ class Prepared:
             "ReturnValues": self.return_values,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
+        if not bound:  # an amend that only removes fields: DynamoDB refuses an empty map
+            del request["ExpressionAttributeValues"]
+        return request
 
 
 def prepare(op: SingleOperation) -> Prepared:

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -376,8 +376,12 @@ class LeaseStore(ABC):
 
     def submit(self, op: Operation) -> Future[Written]:
         """Start ``op`` and return at once; the future never raises."""
+        return self.run(lambda: self.write(op))
+
+    def run(self, work: Callable[[], Written]) -> Future[Written]:
+        """Start ``work`` (writes that depend on each other's answers) like ``submit``; it must not raise."""
         done: Future[Written] = Future()
-        done.set_result(self.write(op))
+        done.set_result(work())
         return done
 
     @abstractmethod
@@ -418,6 +422,9 @@ class ConcurrentStore(LeaseStore):
 
     def submit(self, op: Operation) -> Future[Written]:
         return self.pool.submit(self.write, op)
+
+    def run(self, work: Callable[[], Written]) -> Future[Written]:
+        return self.pool.submit(work)
 
     @property
     def pool(self) -> ThreadPoolExecutor:

@@ -198,6 +198,8 @@ def test_amend_adds_to_counters_and_sets_fields_when_its_expectations_hold(store
     assert store.write(Amend(key="shard", data={"name": "y"}, expect={"status": "HELD"})).refused
     assert store.write(Amend(key="shard", data={"name": "y"}, above={"members_cancelled": 0})).refused  # absent
     assert store.get("shard").get("name") == "x"
+    assert store.write(Amend(key="shard", data={"name": None})).ok  # only removes a field
+    assert store.get("shard").get("name") is None
 
 
 def test_a_transaction_writes_everything_or_nothing(store: LeaseStore) -> None:
