@@ -305,3 +305,13 @@ def test_a_chain_runs_in_order_stops_at_a_dead_letter_and_resumes_after_a_redriv
     (result,) = drain(app, aws)
     assert [d.outcome for d in result.deliveries] == [Outcome.DUPLICATE] and order == ["fetch", "parse", "publish"]
     assert app.chain_status("0" * 32) is None and app.chain_status("chain#x") is None
+
+    from typer.testing import CliRunner
+
+    from sqsjobs.cli import build_app
+
+    shown = CliRunner().invoke(build_app(), ["chain", chain_id, "--json", "--table", aws.table])
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["state"] == "succeeded"
+    table = CliRunner().invoke(build_app(), ["chain", chain_id, "--table", aws.table])
+    assert table.exit_code == 0 and "publish" in table.output
+    assert CliRunner().invoke(build_app(), ["chain", "0" * 32, "--table", aws.table]).exit_code == 3

@@ -1,5 +1,8 @@
 """One contract, two stores: the in-memory store behaves exactly like DynamoDB's (moto), for every
-operation of the lease and for its three users: job records, scheduler locks and chunked runs."""
+operation of the lease and for its three users: job records, scheduler locks and chunked runs.
+
+The DynamoDB store runs twice: on moto in-process, and on the local cloud's moto server (its DynamoDB
+requests serialized, its transactions checked before they write: ``sqsjobs.local``)."""
 
 from __future__ import annotations
 
@@ -34,10 +37,34 @@ NOW = 1_000_000.0
 TTL = 86_400.0
 
 
-@pytest.fixture(params=["memory", "dynamodb"])
+@pytest.fixture(scope="module")
+def local_endpoint() -> Iterator[str]:
+    from sqsjobs.local.serial_moto import threaded_server
+
+    server = threaded_server()
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["memory", "dynamodb", "local cloud"])
 def store(request: pytest.FixtureRequest) -> Iterator[LeaseStore]:
     if request.param == "memory":
         yield InMemoryStore()
+        return
+    if request.param == "local cloud":
+        import uuid
+
+        client = boto3.client("dynamodb", region_name="us-east-1",
+                              endpoint_url=request.getfixturevalue("local_endpoint"))
+        table = f"contract-{uuid.uuid4().hex[:8]}"
+        create_table(client, table)
+        local = DynamoDBStore(client, table)
+        yield local
+        local.close()
         return
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")

@@ -11,7 +11,7 @@ import importlib
 
 import typer
 
-COMMAND_MODULES = ("check", "schema", "enqueue", "status", "redrive", "lifecycle", "local")
+COMMAND_MODULES = ("check", "schema", "enqueue", "status", "redrive", "lifecycle", "groups", "local")
 
 
 def build_app() -> typer.Typer:

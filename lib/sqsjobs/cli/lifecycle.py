@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
 
         console = Console(stderr=json_output)
         with exit_on_errors(console):
-            status = _app(table, endpoint_url, region).status(key)
+            status = table_app(table, endpoint_url, region).status(key)
         if status is None:
             console.print(f"no record for {key!r}: no delivery of it has been claimed (or its record expired)")
             raise typer.Exit(EXIT_NOT_FOUND)
@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
 
         console = Console()
         with exit_on_errors(console):
-            outcome = _app(table, endpoint_url, region).cancel(key, reason)
+            outcome = table_app(table, endpoint_url, region).cancel(key, reason)
         console.print(f"{key}: {outcome}" + (f" ({EXPLAIN[outcome]})" if outcome in EXPLAIN else ""))
 
 
@@ -96,18 +96,18 @@ def render(console: Any, status: JobStatus) -> None:
                                    ("last error", status.last_error)]
     if status.result is not None:
         rows.append(("result", json.dumps(status.result)))
-    rows += [(name.replace("_", " "), _when(getattr(status, name)))
+    rows += [(name.replace("_", " "), when(getattr(status, name)))
              for name in ("enqueued_at", "started_at", "finished_at", "updated_at")]
     for name, value in rows:
         table.add_row(name, "-" if value is None else str(value))
     console.print(table)
 
 
-def _when(epoch: float | None) -> str | None:
+def when(epoch: float | None) -> str | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
 
-def _app(table: str | None, endpoint_url: str | None, region: str | None) -> JobApp:
+def table_app(table: str | None, endpoint_url: str | None, region: str | None) -> JobApp:
     """An app with no jobs, on ``table``: enough to read and write job records."""
     from sqsjobs.app import JobApp
     from sqsjobs.errors import ConfigurationError

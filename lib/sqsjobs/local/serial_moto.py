@@ -41,9 +41,12 @@ def serial_dynamodb(app: WSGIApp) -> WSGIApp:
 
 
 def moto_app() -> WSGIApp:
-    """moto's server application, with DynamoDB made atomic."""
+    """moto's server application, with DynamoDB made atomic (and its transactions cheap: ``moto_transactions``)."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
+    from sqsjobs.local.moto_transactions import install
+
+    install()
     return serial_dynamodb(DomainDispatcherApplication(create_backend_app))
 
 
