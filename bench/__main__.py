@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import figures
+from bench import figures, groups
 from bench.report import Results, render
 from bench.support import machine, moto_server
 
@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         results.loop = figures.worker_loop_throughput(endpoint, messages=50 if q else 300, reps=1 if q else 3)
         step("redrive vs raw loop (moto server)")
         results.redrive = figures.redrive_throughput(endpoint, messages=50 if q else 300, reps=1 if q else 3)
+    step("job groups: units and round trips per member (local cloud's moto server)")
+    results.groups = groups.group_figures()
     step("wall time and round trips with the Stubber")
     results.stubbed_wall, results.stubbed_depth = figures.stubbed_wall(reps=5 if q else 30)
     step("CPU per message with the Stubber")

@@ -6,6 +6,7 @@ import datetime
 import statistics
 from dataclasses import dataclass, field
 
+from bench import groups
 from bench.figures import BATCH, LATENCY, SCENARIOS, ScenarioFigures
 from bench.support import Stat
 
@@ -27,6 +28,7 @@ class Results:
     local: dict[str, Stat] | None = None
     local_sizes: tuple[int, int] = (300, 40)
     local_error: str | None = None
+    groups: groups.GroupFigures | None = None
     seconds: float = 0.0
 
 
@@ -166,6 +168,8 @@ def render(r: Results) -> str:
         f"{s.max_item_bytes['powertools']} B, so every write (including a failed conditional write, which AWS")
     add("still bills) is 1 WCU.")
     add("")
+    if r.groups is not None:
+        lines.extend(groups.render(r.groups))
     add(METHOD.replace("{lat}", lat))
     return "\n".join(lines) + "\n"
 
