@@ -279,3 +279,13 @@ def test_shard_keys_are_reserved(app: JobApp) -> None:
     from sqsjobs.lease import is_reserved
 
     assert is_reserved(shard_key("g", 0)) and is_reserved(head_key("g")) and not is_reserved(member_key("k", "g"))
+
+
+@pytest.mark.parametrize("name", ["sqsjobs.groups", "sqsjobs.chains", "sqsjobs.workflow", "sqsjobs.envelope",
+                                  "sqsjobs.lease", "sqsjobs.app", "sqsjobs.cli.groups"])
+def test_docstring_examples(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
