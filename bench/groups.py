@@ -8,10 +8,8 @@ item sizes the run left in the table, a transaction billing each of its items tw
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,27 +35,12 @@ class GroupFigures:
     largest_item: dict[str, int] = field(default_factory=dict)
 
 
-@contextlib.contextmanager
-def serial_server() -> Iterator[str]:
-    """The local cloud's moto server (atomic DynamoDB, transactions checked first) on 127.0.0.1."""
-    import logging
-
-    from sqsjobs.local.serial_moto import threaded_server
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = threaded_server()
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-
-
 def group_figures() -> GroupFigures:
     """Plain jobs, then groups of each size in ``MEMBERS``, through the worker."""
     out = GroupFigures()
-    with serial_server() as endpoint:
+    from sqsjobs.local.serial_moto import serving
+
+    with serving() as endpoint:
         sqs, dynamodb = client("sqs", endpoint), client("dynamodb", endpoint, framework="sqsjobs")
         for label, members in [("plain", MEMBERS[0]), *((f"group of {n:,}", n) for n in MEMBERS)]:
             _run(out, label, members, sqs, dynamodb)

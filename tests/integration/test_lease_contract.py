@@ -39,15 +39,10 @@ TTL = 86_400.0
 
 @pytest.fixture(scope="module")
 def local_endpoint() -> Iterator[str]:
-    from sqsjobs.local.serial_moto import threaded_server
+    from sqsjobs.local.serial_moto import serving
 
-    server = threaded_server()
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
+    with serving() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture(params=["memory", "dynamodb", "local cloud"])

@@ -7,14 +7,13 @@ operator can ask about any group or chain without the app's code. Each exits
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from sqsjobs.cli.exits import exit_on_errors
-from sqsjobs.cli.lifecycle import EXIT_NOT_FOUND, Table, table_app, when
+from sqsjobs.cli.lifecycle import Table, show, table_app, when
 from sqsjobs.cli.options import EndpointUrl, Region
 
 if TYPE_CHECKING:
@@ -51,13 +50,9 @@ def register(app: typer.Typer) -> None:
             status = jobs.group_status(group_id)
             failures = GroupRecords(jobs.store, ttl=jobs.settings.record_ttl).failures(group_id) \
                 if status is not None and status.failed else []
-        if status is None:
-            console.print(f"no group {group_id!r}: it was never enqueued, or its records expired")
-            raise typer.Exit(EXIT_NOT_FOUND)
-        if json_output:
-            typer.echo(json.dumps({**asdict(status), "failures": [asdict(f) for f in failures]}, sort_keys=True))
-            return
-        render_group(console, status, failures)
+        show(console, status, json_output=json_output, render=lambda out, found: render_group(out, found, failures),
+             as_json=lambda found: {**asdict(found), "failures": [asdict(f) for f in failures]},
+             missing=f"no group {group_id!r}: it was never enqueued, or its records expired")
 
     @app.command("chain")
     def chain_command(
@@ -73,13 +68,8 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=json_output)
         with exit_on_errors(console):
             status = table_app(table, endpoint_url, region).chain_status(chain_id)
-        if status is None:
-            console.print(f"no chain {chain_id!r}: it was never enqueued, or its record expired")
-            raise typer.Exit(EXIT_NOT_FOUND)
-        if json_output:
-            typer.echo(json.dumps(asdict(status), sort_keys=True))
-            return
-        render_chain(console, status)
+        show(console, status, json_output=json_output, render=render_chain,
+             missing=f"no chain {chain_id!r}: it was never enqueued, or its record expired")
 
 
 def render_group(console: Any, status: GroupStatus, failures: list[MemberFailure]) -> None:

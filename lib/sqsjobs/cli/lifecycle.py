@@ -8,6 +8,7 @@ answer needs no app code, so an operator can ask about any key. ``job`` exits
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
@@ -51,13 +52,8 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=json_output)
         with exit_on_errors(console):
             status = table_app(table, endpoint_url, region).status(key)
-        if status is None:
-            console.print(f"no record for {key!r}: no delivery of it has been claimed (or its record expired)")
-            raise typer.Exit(EXIT_NOT_FOUND)
-        if json_output:
-            typer.echo(json.dumps(asdict(status), sort_keys=True))
-            return
-        render(console, status)
+        show(console, status, json_output=json_output, render=render,
+             missing=f"no record for {key!r}: no delivery of it has been claimed (or its record expired)")
 
     @app.command("cancel")
     def cancel_command(
@@ -101,6 +97,18 @@ def render(console: Any, status: JobStatus) -> None:
     for name, value in rows:
         table.add_row(name, "-" if value is None else str(value))
     console.print(table)
+
+
+def show(console: Any, found: Any, *, json_output: bool, render: Callable[[Any, Any], None], missing: str,
+         as_json: Callable[[Any], Any] = asdict) -> None:
+    """``found`` as JSON (``--json``) or rendered; ``missing`` and exit 3 when there is nothing to show."""
+    if found is None:
+        console.print(missing)
+        raise typer.Exit(EXIT_NOT_FOUND)
+    if json_output:
+        typer.echo(json.dumps(as_json(found), sort_keys=True))
+        return
+    render(console, found)
 
 
 def when(epoch: float | None) -> str | None:
