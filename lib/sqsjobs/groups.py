@@ -275,11 +275,9 @@ class Count:
 def counted(record: TransactedOperation, outcome: str) -> TransactedOperation:
     """``record`` marking ``outcome`` as counted (a settled record: only if nothing was counted yet)."""
     data = {**record.data, "counted_as": outcome}
-    if isinstance(record, Close):
+    if isinstance(record, Close | Amend):  # settled, not held: the condition is "nothing counted yet"
         return replace(record, data=data, expect={**record.expect, "counted_as": None})
-    if isinstance(record, Amend):
-        return replace(record, data=data, expect={**record.expect, "counted_as": None})
-    return replace(record, data=data)
+    return replace(record, data=data)  # fenced on the lease: only this run writes it
 
 
 def count_written(store: LeaseStore, count: Count, record: TransactedOperation,
