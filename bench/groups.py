@@ -162,8 +162,12 @@ def render(g: GroupFigures) -> list[str]:
     lines += ["", f"A member's completion carries its group's count: the same two requests per member as a plain "
               f"job (a claim, then the completion as one `TransactWriteItems` of the job's record and its counter "
               f"shard), so one write is added to the completion. In write units that is {plain:.2f} → "
-              f"{member:.2f} per member: a transaction bills each of its two items twice. The enqueue writes "
-              "the group's head, its shards and its member list (a few bytes per member). The read units are the "
-              "sums of the shards by the member that empties each one (one `BatchGetItem` each), and the "
-              "callback's own claim; the extra round trip in the batch that empties a shard is that sum.", ""]
+              f"{member:.2f} per member: a transaction bills each of its two items twice (4 WCU for the "
+              "completion), and the group's finish adds a little (the head's state and the callback's own claim "
+              "and completion, shared by all members). Each shard's last member sends its transaction twice (the "
+              "first is refused: it finds itself the last), hence 1.01 transactions per member. The enqueue "
+              "writes the group's head, its shards and its member list (a few bytes per member). The reads are "
+              "the finish: the member that empties a shard sums every shard (one `BatchGetItem`) and reads the "
+              "head (one `GetItem`). The batch that finishes the group takes those round trips in sequence "
+              "(the max); every other batch takes 2, as without groups.", ""]
     return lines
