@@ -15,6 +15,10 @@
        │    └── DLQ send failed ──▶ TO_RETURN              at the backstop receive ▼     │
        └── DLQ send succeeded ──▶ ACKED                            TO_RESEND ──sent──▶ ACKED
 
+A delivery about to be acknowledged may be *withheld* (``TO_ACK → TO_RETURN``,
+its outcome kept) when what must follow it was not written: its group's count
+or callback, its chain's next step (``sqsjobs.followups``).
+
 A delivery changes state only through the transition methods below; each
 checks where the delivery is and raises ``IllegalTransition`` otherwise, so
 an outcome can never be overwritten by a later pass of the consumer.
