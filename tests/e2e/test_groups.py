@@ -21,6 +21,7 @@ from e2e.e2e_support import E2E_PARAMETERS
 
 from sqsjobs.dynamodb_store import DynamoDBStore
 from sqsjobs.local.pytest_plugin import LocalCloudSession
+from sqsjobs.testing import messages_in
 
 MEMBERS = int(os.environ.get("SQSJOBS_GROUP_SCALE_MEMBERS", "200"))
 DUPLICATES = 0.10
@@ -78,5 +79,7 @@ def test_a_group_completes_once_with_duplicate_sends_and_poison(group_cloud: Loc
     assert reports["runs"] == {"N": "1"}  # the callback ran once
     sent = Counter(str(m["subject"]) for m in local_cloud.emails())
     assert all(sent[f"Invoice {n}"] == 1 for n in invoices if n > 0)
-    letters = [m for m in local_cloud.dead_letters() if group_id in m["Body"]]
+    queue = local_cloud.deployment.queues[local_cloud.app_queue()]
+    dlq = local_cloud.deployment.queue_by_arn(queue.dead_letter_arn).url
+    letters = [m for m in messages_in(local_cloud.clients.get("sqs"), dlq) if group_id in m["Body"]]
     assert len(letters) == poison
