@@ -140,6 +140,14 @@ def _rcu(call: Any, sizes: dict[str, int]) -> float:
     return 0.0
 
 
+def summary_row(g: GroupFigures) -> str:
+    """The summary table's row: write units per member of the largest group, against the same job plain."""
+    largest = max((k for k in g.members if k != "plain"), key=lambda k: g.members[k])
+    return (f"| DynamoDB WCU per job group member, success ({largest}, computed from item sizes) | "
+            f"{g.wcu[largest]:.2f} | {g.wcu['plain']:.2f} for the same job outside a group (Powertools has no "
+            f"groups) | | one write added to the completion | see \"Job groups\" |")
+
+
 def render(g: GroupFigures) -> list[str]:
     """BENCHMARKS.md's section on groups."""
     import statistics

@@ -88,6 +88,8 @@ def render(r: Results) -> str:
         add(f"| DynamoDB WCU per message, {sc} (computed from item sizes) | {wcu[('sqsjobs', sc)]:g} | "
             f"{wcu[('powertools', sc)]:g} | | no more than Powertools | "
             f"{_verdict(wcu[('sqsjobs', sc)] <= wcu[('powertools', sc)])} |")
+    if r.groups is not None:
+        add(groups.summary_row(r.groups))
     sqs_retry = statistics.median(s.sqs_calls[("sqsjobs", "retried")])
     add(f"| SQS calls per retried message | {sqs_retry:g} | "
         f"{statistics.median(s.sqs_calls[('powertools', 'retried')]):g} | | (report) | see note 1 |")
