@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import bundle, cold_start, figures
+from bench import bundle, cold_start, figures, groups
 from bench.report import Results, render
 from bench.support import machine, moto_server
 
@@ -47,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         results.redrive = figures.redrive_throughput(endpoint, messages=50 if q else 300, reps=1 if q else 3)
         step("first invocation: fresh process, import, first batch (moto server)")
         results.first = cold_start.first_invocation(endpoint, reps=3 if q else 15)
+    step("job groups: units and round trips per member (local cloud's moto server)")
+    results.groups = groups.group_figures()
     step("wall time, CPU, round trips and EMF bytes with the Stubber")
     results.stubbed = figures.stubbed_wall(reps=5 if q else 30)
     step("CPU per message with the Stubber")

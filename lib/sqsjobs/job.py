@@ -205,6 +205,7 @@ class Job(Generic[P, R]):
             delay=int(delay),
             group=group,
             trace_id=trace_id or current_trace_id(),
+            source=self,
         )
         check_message(message, bound)
         return message

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from sqsjobs.errors import ReservedAttributeError
+
+if TYPE_CHECKING:
+    from sqsjobs.job import Job
 
 #: the attribute namespace only sqsjobs writes (compared without case: SQS names are case-sensitive, people are not)
 RESERVED_PREFIX = "sqsjobs."
@@ -47,6 +51,8 @@ class JobMessage:
     group: str | None = None
     trace_id: str | None = None
     extra_attributes: dict[str, str] = field(default_factory=dict)
+    #: the job that built it (``Job.message``); groups and chains check members against their app with it
+    source: Job[Any, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         reserved = sorted(n for n in self.extra_attributes if n.lower().startswith(RESERVED_PREFIX))
