@@ -47,7 +47,7 @@ def flat(output: str) -> str:
 def test_jobs_lists_the_registered_jobs_with_their_options(in_repo: None) -> None:
     table = invoke("jobs")
     assert table.exit_code == 0, table.output
-    for name in ("invoice-email", "nightly-report", "process-order", "reindex-products"):
+    for name in ("billing-run-report", "invoice-email", "nightly-report", "process-order", "reindex-products"):
         assert name in table.output
     rows = {row["name"]: row for row in json.loads(invoke("jobs", "--json").output)}
     assert rows["nightly-report"]["schedule"] == "cron(0 2 * * ? *)"
@@ -56,7 +56,8 @@ def test_jobs_lists_the_registered_jobs_with_their_options(in_repo: None) -> Non
     assert rows["invoice-email"]["parameters"] == ["invoice_id"]
     missing = invoke("jobs", "--app", "no_such_module:app")
     assert missing.exit_code == 2 and missing.output.count("\n") == 1
-    assert "cannot load the app 'no_such_module:app': No module named 'no_such_module'" in missing.output
+    assert "cannot import 'no_such_module' for the app 'no_such_module:app': No module named 'no_such_module'" \
+        in missing.output
 
 
 def test_enqueue_from_a_jsonl_file_checks_every_line_first(in_repo: None, tmp_path: Path) -> None:
