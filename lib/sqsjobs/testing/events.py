@@ -22,9 +22,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-    from sqsjobs.app import JobApp
-    from sqsjobs.message import JobMessage
-
 DEFAULT_ARN = "arn:aws:sqs:us-east-1:123456789012:sqsjobs-jobs"
 
 
@@ -177,39 +174,3 @@ def messages_in(client: SQSClient, queue_url: str, *, max_messages: int = 1000) 
             {"Id": str(j), "ReceiptHandle": handle, "VisibilityTimeout": 0} for j, handle in enumerate(held[i:i + 10])
         ])
     return list(seen.values())
-
-
-def given_attempts(app: JobApp, message: JobMessage, attempts: int, *, last_error: str = "RuntimeError: earlier",
-                   now: float | None = None) -> None:
-    """Write ``message``'s record as if its job had already run and failed ``attempts`` times.
-
-    Attempts are counted in the job's record (runs that started), not by SQS's
-    receive count, so a test of "the last attempt" states the record it starts from.
-
-    Example:
-        >>> from sqsjobs import InMemoryStore, JobApp
-        >>> app = JobApp(queue_url="https://sqs.example/q", store=InMemoryStore())
-        >>> @app.job("sync", key="sync:{n}")
-        ... def sync(n: int) -> None: ...
-        >>> given_attempts(app, sync.message(n=1), 2)
-        >>> app.status("sync:1").state, app.status("sync:1").attempts
-        ('retrying', 2)
-    """
-    from sqsjobs.envelope import Envelope
-    from sqsjobs.guard import Claim, JobState
-    from sqsjobs.lease import Release, expiry
-
-    envelope = Envelope.decode(message.body)
-    job = app.get_job(envelope.job)
-    args = job.signature.bind(job.upcast(envelope.job_version, envelope.args))
-    at = app.clock() if now is None else now
-    expires_at = expiry(at, app.settings.record_ttl)
-    claim = Claim(key=message.key, job=job.name, owner="given-attempts", now=at, lease_until=at,
-                  expires_at=expires_at, fingerprint=job.fingerprint(args), fp_version=job.options.version,
-                  message_id="given-attempts", enqueued_at=envelope.enqueued_at)
-    for op in (claim.operation(), Release(key=message.key, owner="given-attempts", expires_at=expires_at,
-                                          attempts_delta=attempts - 1,
-                                          data={"outcome": JobState.RETRYING.value, "last_error": last_error})):
-        written = app.store.write(op)
-        if not written.ok:
-            raise RuntimeError(f"given_attempts: could not write {message.key!r}: {written.error or written.item}")
