@@ -140,8 +140,8 @@ def nightly_report(period: str) -> None:
 @app.job("billing-run-report", key="billing-run-report:{run}")
 def billing_run_report(run: str) -> None:
     """The billing run's ``on_complete``: count the report in ``report#billing-run#<run>`` (it runs once)."""
-    _dynamodb().update_item(TableName=_orders_table(), Key={"pk": {"S": f"report#billing-run#{run}"}},
-                            UpdateExpression="ADD runs :one", ExpressionAttributeValues={":one": {"N": "1"}})
+    orders_client().update_item(TableName=_orders_table(), Key={"pk": {"S": f"report#billing-run#{run}"}},
+                                UpdateExpression="ADD runs :one", ExpressionAttributeValues={":one": {"N": "1"}})
 
 
 def start_billing_run(run: str, invoice_ids: Iterable[int]) -> str:
