@@ -54,8 +54,11 @@ demo: $(STAMP)
 bench: $(STAMP) sam-build
 	$(BIN)/python -m bench
 
+# chaos: 10,000 jobs (2,000 of them in job groups), then a 2,000-member group on the local cloud
+# (10% duplicate sends, 2% poison: its callback runs once); make test runs both smaller.
 chaos: $(STAMP)
 	PYTHONPATH=tests $(BIN)/python -m chaos.harness --jobs 10000
+	SQSJOBS_GROUP_SCALE_MEMBERS=2000 $(BIN)/pytest tests/e2e/test_groups.py -p no:cacheprovider -q --timeout=1800
 
 fuzz: $(STAMP)
 	SQSJOBS_FUZZ_EXAMPLES=10000 $(BIN)/pytest tests/fuzz -p no:cacheprovider -q -s --timeout=0

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import bundle, cold_start, figures, flow
+from bench import bundle, cold_start, figures, flow, groups
 from bench.report import Results, render
 from bench.support import machine, moto_server
 
@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         results.first = cold_start.first_invocation(endpoint, reps=3 if q else 15)
         step("flow control: what limiting costs a batch (moto server)")
         results.flow = flow.FlowFigures(cost=flow.batch_costs(endpoint, reps=3 if q else 15))
+    step("job groups: units and round trips per member (local cloud's moto server)")
+    results.groups = groups.group_figures()
     step("wall time, CPU, round trips and EMF bytes with the Stubber")
     results.stubbed = figures.stubbed_wall(reps=5 if q else 30)
     step("CPU per message with the Stubber")

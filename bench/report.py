@@ -6,6 +6,7 @@ import datetime
 import statistics
 from dataclasses import dataclass, field
 
+from bench import groups
 from bench.bundle import BundleSize
 from bench.cold_start import FirstInvocation
 from bench.figures import BATCH, LATENCY, SCENARIOS, ScenarioFigures, StubbedBatches
@@ -44,6 +45,7 @@ class Results:
     local_sizes: tuple[int, int] = (300, 40)
     local_error: str | None = None
     flow: FlowFigures | None = None
+    groups: groups.GroupFigures | None = None
     seconds: float = 0.0
 
 
@@ -103,6 +105,8 @@ def render(r: Results) -> str:
         add(f"| DynamoDB WCU per message, {sc} (computed from item sizes) | {wcu[('sqsjobs', sc)]:g} | "
             f"{wcu[('powertools', sc)]:g} | | no more than Powertools | "
             f"{_verdict(wcu[('sqsjobs', sc)] <= wcu[('powertools', sc)])} |")
+    if r.groups is not None:
+        add(groups.summary_row(r.groups))
     sqs_retry = statistics.median(s.sqs_calls[("sqsjobs", "retried")])
     add(f"| SQS calls per retried message | {sqs_retry:g} | "
         f"{statistics.median(s.sqs_calls[('powertools', 'retried')]):g} | | (report) | see note 1 |")
@@ -196,6 +200,8 @@ def render(r: Results) -> str:
     lines.extend(first_invocation_section(first))
     lines.extend(bundle_section(r.bundles, r.bytecode))
     lines.extend(cost_section(inputs, stubbed))
+    if r.groups is not None:
+        lines.extend(groups.render(r.groups))
     add(METHOD.replace("{lat}", lat))
     return "\n".join(lines) + "\n"
 

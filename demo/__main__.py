@@ -112,7 +112,8 @@ class Demo:
                                    "outage failures retried, poison dead-lettered with reasons, DLQ paged; "
                                    "orders went through the outbox, the reindex ran in pages, the schedule ran "
                                    "once, a job two hours ahead waited in a schedule until fired early, "
-                                   "and a redrive brought back the jobs whose orders committed late.")
+                                   "the billing run's group reported once, and a redrive brought back the jobs "
+                                   "whose orders committed late.")
             if self.keep:
                 hold_open(self.console, cloud, operator_console)
             operator_console.stop()
@@ -153,9 +154,10 @@ class Demo:
         stop.wait(OUTAGE_S)
         ses.verify_email_identity(EmailAddress=SENDER)
         self.event("info", "demo: SES outage over; retries will succeed")
-        self.phase = "patterns: outbox orders, chunked reindex, leased schedule"
+        self.phase = "patterns: outbox orders, chunked reindex, leased schedule, a job group"
         self.patterns.duplicate_order_refused = patterns.place_orders(cloud, app)
         patterns.start_reindex(cloud, app)
+        self.patterns.group_id = patterns.start_billing_run(cloud, app)
         patterns.enqueue_before_commit(cloud, app)
         self.patterns.schedule_runs = patterns.fire_schedule_twice(cloud)
         self.phase = "delayed job: two hours ahead, fired early"

@@ -1,4 +1,5 @@
-"""The demo's patterns phase: orders through the outbox, a chunked reindex, a leased schedule, a delayed job.
+"""The demo's patterns phase: orders through the outbox, a chunked reindex, a leased schedule, a delayed job,
+a job group.
 
 Each step uses the reference app the way application code would, against the
 local cloud's tables; ``check`` says what must hold afterwards.
@@ -25,6 +26,10 @@ RUN_ID = "demo"
 REINDEX_PAGES = 5  # 2,000 demo products: four pages of 500 and the empty fifth
 # Processed two hours after it was placed (a one-time schedule), fired early by the demo.
 DELAYED_ORDER = 960
+# A billing run as a job group: 20 invoices e-mailed, one of them missing (its e-mail is dead-lettered);
+# the report (on_complete) runs once, when all 20 are done.
+BILLING_RUN = "demo"
+BILLING_INVOICES = (*range(201, 220), -220)
 
 
 @dataclass
@@ -48,6 +53,10 @@ class PatternsOutcome:
     delayed_due: str = ""
     delayed_waited: bool = False
     delayed_processed: bool = False
+    group_id: str = ""
+    group_counts: tuple[int, int, int, int] = (0, 0, 0, 0)
+    group_state: str = ""
+    group_reports: int = 0
 
     def problems(self) -> list[str]:
         """Differences from what must happen (empty: as expected)."""
@@ -61,6 +70,12 @@ class PatternsOutcome:
         fired = [r for r in self.schedule_runs if r.get("fired")]
         if len(self.schedule_runs) != 2 or len(fired) != 1:
             found.append(f"nightly-report fired {len(fired)} of {len(self.schedule_runs)} times, expected once")
+        total, missing = len(BILLING_INVOICES), sum(1 for i in BILLING_INVOICES if i < 0)
+        if (self.group_counts, self.group_state, self.group_reports) != \
+                ((total, 0, total - missing, missing), "completed_with_failures", 1):
+            found.append(f"billing run group: total, pending, succeeded, failed {self.group_counts}, state "
+                         f"{self.group_state!r}, report ran {self.group_reports} times; expected "
+                         f"{(total, 0, total - missing, missing)}, completed_with_failures, once")
         n = len(EARLY_ORDERS)
         if (self.early_dead_lettered, self.redriven, self.early_processed) != (n, n, n):
             found.append(f"enqueue-before-commit: {self.early_dead_lettered} dead-lettered, {self.redriven} "
@@ -80,6 +95,9 @@ class PatternsOutcome:
             f"chunked: reindex-products run '{RUN_ID}' {'finished' if self.reindex_finished else 'NOT finished'} "
             f"in {self.reindex_pages} pages",
             f"schedule: nightly-report fired twice in one period -> {runs}",
+            f"group: billing run {self.group_id[:8]}… e-mailed {self.group_counts[2]} of {self.group_counts[0]} "
+            f"invoices ({self.group_counts[3]} missing, dead-lettered) and is {self.group_state}; its report "
+            f"(on_complete) ran {self.group_reports} time(s)",
             f"redrive: {self.early_dead_lettered} process-order jobs enqueued before their orders were committed "
             f"were dead-lettered (PermanentError); after the late commit a redrive of job=process-order moved "
             f"{self.redriven} back through the guard and {self.early_processed} were processed",
@@ -120,6 +138,24 @@ def place_orders(cloud: Any, app: Any) -> bool:
 def start_reindex(cloud: Any, app: Any) -> None:
     """Enqueue the first page of a chunked run; each page enqueues the next."""
     cloud.send_job(app.message("reindex-products", run_id=RUN_ID, cursor=0))
+
+
+def start_billing_run(cloud: Any, app: Any) -> str:
+    """A job group: every invoice of the run e-mailed, then the run's report once (handlers/app.py)."""
+    import handlers.app as reference
+
+    with _on_cloud(cloud, app):
+        return str(reference.start_billing_run(BILLING_RUN, BILLING_INVOICES))
+
+
+def _on_cloud(cloud: Any, app: Any) -> Any:
+    """The app, producing onto the local cloud's queue and reading its table, for a ``with`` block."""
+    from sqsjobs.dynamodb_store import DynamoDBStore
+
+    worker = cloud.function_env("WorkerFunction")
+    return app.use(store=DynamoDBStore(cloud.clients.get("dynamodb"), worker["SQSJOBS_TABLE"]),
+                   sqs_client=cloud.clients.get("sqs"),
+                   settings={"queue_url": worker["SQSJOBS_QUEUE_URL"], "table_name": worker["SQSJOBS_TABLE"]})
 
 
 def fire_schedule_twice(cloud: Any) -> list[dict[str, Any]]:
@@ -207,3 +243,14 @@ def check(cloud: Any, outcome: PatternsOutcome) -> None:
     status = RunStore(store, ttl=0.0).status("reindex-products", RUN_ID)
     outcome.reindex_pages = status.pages_done if status else 0
     outcome.reindex_finished = bool(status and status.finished)
+    if outcome.group_id:
+        from sqsjobs.cli.enqueue import load_app
+
+        with _on_cloud(cloud, load_app("handlers.app:app")) as app:
+            group = app.group_status(outcome.group_id)
+        if group is not None:
+            outcome.group_counts = (group.total, group.pending, group.succeeded, group.failed)
+            outcome.group_state = group.state
+        report = dynamodb.get_item(TableName=orders_table(cloud),
+                                   Key={"pk": {"S": f"report#billing-run#{BILLING_RUN}"}}).get("Item") or {}
+        outcome.group_reports = int(report.get("runs", {}).get("N", "0"))

@@ -7,7 +7,8 @@ deterministic function so the demo needs no other table.
 The patterns of docs/patterns.md follow it: ``place_order`` + ``process-order``
 (transactional enqueue through the outbox; orders live in
 ``SQSJOBS_ORDERS_TABLE``), ``reindex-products`` (a chunked job) and
-``nightly-report`` (a scheduled job behind a lease). Flow control
+``nightly-report`` (a scheduled job behind a lease), ``start_billing_run``
++ ``billing-run-report`` (a job group of invoice e-mails, and its callback). Flow control
 (docs/flow-control.md) closes it: ``sms-reminder`` (a rate limit),
 ``invoice-pdf`` (a concurrency limit) and ``password-reset`` (the critical
 queue, with per-tenant metrics).
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -137,6 +139,25 @@ def nightly_report(period: str) -> None:
     orders = sum(page["Count"] for page in pages)
     orders_client().put_item(TableName=_orders_table(), Item={"pk": {"S": f"report#{period}"},
                                                           "orders": {"N": str(orders)}})
+
+
+# Job group: a billing run e-mails every invoice of the run, then reports once, when all are done.
+@app.job("billing-run-report", key="billing-run-report:{run}")
+def billing_run_report(run: str) -> None:
+    """The billing run's ``on_complete``: count the report in ``report#billing-run#<run>`` (it runs once)."""
+    orders_client().update_item(TableName=_orders_table(), Key={"pk": {"S": f"report#billing-run#{run}"}},
+                                UpdateExpression="ADD runs :one", ExpressionAttributeValues={":one": {"N": "1"}})
+
+
+def start_billing_run(run: str, invoice_ids: Iterable[int]) -> str:
+    """Producer side: e-mail each invoice as a member of one group; returns the group's id.
+
+    ``app.group_status(id)`` follows it; the report runs once every e-mail is
+    sent or dead-lettered (a missing invoice does not hold the report back).
+    """
+    group = app.group(on_complete=billing_run_report.message(run=run), name=f"billing run {run}")
+    group.add_many(send_invoice_email.message(invoice_id=i) for i in invoice_ids)
+    return group.enqueue()
 
 
 # ---------------------------------------------------------------- flow control (docs/flow-control.md)

@@ -105,3 +105,32 @@ class CallRecorder:
             before = [depth[j] for j in range(i) if calls[j]["end"] < call["start"]]
             depth.append(1 + max(before, default=0))
         return max(depth, default=0)
+
+
+class Serialized:
+    """A boto3 client whose calls run one at a time, as real DynamoDB requests are atomic.
+
+    moto's in-process mock is not: a transaction snapshots the table and a
+    cancelled one restores its snapshot, undoing what a concurrent request
+    wrote meanwhile. The worker's writes run on a thread pool, so tests that
+    race transactions on one item (a group's counter) wrap the client in this
+    (the local cloud's server serializes DynamoDB the same way:
+    ``sqsjobs.local.serial_moto``).
+    """
+
+    def __init__(self, client: Any) -> None:
+        import threading
+
+        self._client = client
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if not callable(attribute):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attribute(*args, **kwargs)
+
+        return call

@@ -11,11 +11,14 @@ from sqsjobs.app import JobApp
 from sqsjobs.backoff import BackoffPolicy
 from sqsjobs.budget import time_left
 from sqsjobs.cancellation import cancel_requested
+from sqsjobs.chains import Chain, ChainStatus, chain
 from sqsjobs.chunked import ChunkedJob, RunStatus
 from sqsjobs.delivery import BatchResult, Outcome
 from sqsjobs.errors import (
+    ChainError,
     ConfigurationError,
     EnqueueError,
+    GroupError,
     InvalidArgumentsError,
     InvalidDelayError,
     InvalidEventError,
@@ -36,6 +39,7 @@ from sqsjobs.errors import (
     TransactionError,
     UnknownJobError,
 )
+from sqsjobs.groups import Group, GroupStatus
 from sqsjobs.guard import JobStatus
 from sqsjobs.job import Job
 from sqsjobs.lease import InMemoryStore, LeaseStore
@@ -48,10 +52,16 @@ from sqsjobs.settings import Settings
 __all__ = [
     "BackoffPolicy",
     "BatchResult",
+    "Chain",
+    "ChainError",
+    "ChainStatus",
     "ChunkedJob",
     "ConfigurationError",
     "EnqueueError",
     "EnqueueReport",
+    "Group",
+    "GroupError",
+    "GroupStatus",
     "InMemoryStore",
     "InvalidArgumentsError",
     "InvalidDelayError",
@@ -84,6 +94,7 @@ __all__ = [
     "TransactionError",
     "UnknownJobError",
     "cancel_requested",
+    "chain",
     "time_left",
 ]
 __version__ = "0.1.0"

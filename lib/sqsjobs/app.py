@@ -26,9 +26,11 @@ if TYPE_CHECKING:
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sqs import SQSClient
 
+    from sqsjobs.chains import Chain, ChainStatus
     from sqsjobs.chunked import RunStatus
     from sqsjobs.delivery import BatchResult
     from sqsjobs.dispatch import Dispatcher
+    from sqsjobs.groups import CancelledGroup, Group, GroupStatus
     from sqsjobs.guard import JobStatus
     from sqsjobs.lease import LeaseStore
     from sqsjobs.message import JobMessage
@@ -582,6 +584,84 @@ class JobApp:
                 return guard.CancelResult.RUNNING.value
             return self.cancel(key, reason)  # it finished (or died) in between: look again
         return guard.CancelResult.ALREADY_FINISHED.value
+
+    # ------------------------------------------------------------ groups and chains (docs/groups.md)
+    def group(self, on_success: JobMessage | None = None, on_complete: JobMessage | None = None,
+              name: str | None = None) -> Group:
+        """A job group: add members, ``enqueue()``; ``on_success``/``on_complete`` run once when they are done.
+
+        ``on_success`` runs when every member succeeded, ``on_complete`` when
+        every member is terminal (succeeded, dead-lettered, cancelled or expired).
+
+        Example:
+            >>> from sqsjobs import InMemoryStore
+            >>> app = JobApp(queue_url="https://sqs.example/q", store=InMemoryStore())
+            >>> @app.job("report", key="report:{run}")
+            ... def report(run: str) -> None: ...
+            >>> app.group(on_success=report.message(run="jan"), name="january").name
+            'january'
+            >>> app.group(on_complete="report:jan")
+            Traceback (most recent call last):
+            ...
+            sqsjobs.errors.GroupError: on_complete must be a job message (job.message(...)), got str
+        """
+        from sqsjobs.groups import Group
+
+        return Group(app=self, on_success=on_success, on_complete=on_complete, name=name)
+
+    def group_status(self, group_id: str) -> GroupStatus | None:
+        """The group's counts (total, pending, succeeded, failed) and state, or None when there is no such group.
+
+        One consistent read of the head and one of its counter shards.
+
+        Example:
+            >>> from sqsjobs import InMemoryStore
+            >>> JobApp(queue_url="https://sqs.example/q", store=InMemoryStore()).group_status("no-such-group") is None
+            True
+        """
+        from sqsjobs.groups import GroupRecords
+
+        return GroupRecords(self.store, ttl=self.settings.record_ttl).status(group_id)
+
+    def cancel_group(self, group_id: str, reason: str | None = None) -> CancelledGroup:
+        """Cancel a running group: its pending members are acknowledged without running, and no callback runs.
+
+        Each member's key gets the lifecycle's cancel marker (``app.cancel``);
+        a member running now is flagged for ``cancel_requested()``. A group
+        that already finished is left as it is. ``GroupError`` when there is
+        no such group.
+        """
+        from sqsjobs.groups import MAX_NAME, GroupRecords
+
+        if reason is not None and not isinstance(reason, str):
+            raise ConfigurationError(f"cancel_group: reason must be text, got {reason!r}")
+        if not isinstance(group_id, str):
+            from sqsjobs.errors import GroupError
+
+            raise GroupError(f"a group id is text, got {type(group_id).__name__}")
+        return GroupRecords(self.store, ttl=self.settings.record_ttl).cancel(
+            group_id, now=self.clock(), reason=(reason or "")[:MAX_NAME] or None)
+
+    def chain(self, *steps: JobMessage, name: str | None = None) -> Chain:
+        """Jobs that run one after another, each once the previous one succeeded; ``enqueue()`` starts it.
+
+        Example:
+            >>> from sqsjobs import InMemoryStore
+            >>> app = JobApp(queue_url="https://sqs.example/q", store=InMemoryStore())
+            >>> @app.job("fetch", key="fetch:{feed}")
+            ... def fetch(feed: int) -> None: ...
+            >>> len(app.chain(fetch.message(feed=1), fetch.message(feed=2), name="feeds").messages)
+            2
+        """
+        from sqsjobs.chains import Chain
+
+        return Chain(app=self, steps=steps, name=name)
+
+    def chain_status(self, chain_id: str) -> ChainStatus | None:
+        """Where the chain is (its step, its state), or where it stopped and why; None when there is no such chain."""
+        from sqsjobs.chains import ChainRecords
+
+        return ChainRecords(self.store, ttl=self.settings.record_ttl).status(chain_id)
 
     def run_status(self, job: str, run_id: str) -> RunStatus | None:
         """Where chunked run ``run_id`` of ``job`` is (pages done, cursor, times), or None.

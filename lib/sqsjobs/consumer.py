@@ -16,13 +16,17 @@
 4. **dead-letter** what failed for good (``SendMessageBatch`` to the DLQ, cut
    by 10 entries and 256 KiB), then write those records, so a redelivery of a
    dead-lettered message (a lost acknowledgement) is not run again;
-5. **re-send** what goes back to the queue but has reached the backstop
+5. **groups and chains** (``sqsjobs.followups``): a member's terminal write
+   carried its group's count (one transaction); now the members that ended
+   without a write are counted, emptied groups finished (their callbacks
+   sent) and chains' next steps sent;
+6. **re-send** what goes back to the queue but has reached the backstop
    receive (SQS's redrive would move it without a reason), **schedule** the
    retries SQS cannot hold back that long (beyond its 12-hour visibility, or
    beyond 900 s at the backstop: a one-time schedule re-sends the message at
    its time, and only then is the original acknowledged), and set the
    others' retry delays (``ChangeMessageVisibilityBatch``, full jitter);
-6. write the batch's metrics (EMF) and return ``batchItemFailures``.
+7. write the batch's metrics (EMF) and return ``batchItemFailures``.
 
 Each record moves through the states of ``sqsjobs.delivery`` only by its
 transition methods. Attempts are the runs that *started* (the job's record
@@ -60,6 +64,7 @@ from sqsjobs.errors import (
     ScheduleError,
     UnknownJobError,
 )
+from sqsjobs.followups import BatchFollowups, Followups
 from sqsjobs.guard import Claim, ClaimResult, Verdict
 from sqsjobs.job import Classification, OnCrash
 from sqsjobs.lease import Operation, Written, expiry
@@ -127,6 +132,8 @@ class JobBatchProcessor:
         self.sleep = sleep
         #: what this container learned of its limiters between batches (``sqsjobs.permits``)
         self.limiter_memory = LimiterMemory()
+        self.followups = Followups(store=store, sqs=sqs, settings=settings, clock=clock, random=random,
+                                   logger=logger)
 
     @property
     def sqs(self) -> SQSClient:
@@ -145,7 +152,8 @@ class JobBatchProcessor:
         for d, refusal in permits.take(deliveries, now=now, lease_until=self._invocation_lease(now, context)):
             d.deferred(refusal.limiter, delay=refusal.delay)
         firsts = self._claim(deliveries, owner, now, context, expired)
-        writes = RecordWrites(self.store)
+        followups = self.followups.batch()
+        writes = RecordWrites(self.store, followups)
         blocked_groups: set[str] = set()
         for d in deliveries:
             if d.group_id in blocked_groups and d.state in (State.DECODED, State.CLAIMED):
@@ -160,6 +168,7 @@ class JobBatchProcessor:
         limiter_errors = permits.close().errors
         writes.wait()
         self._dead_letter(deliveries, owner, writes)
+        followups.finish(deliveries)
         self._resend_or_return(deliveries)
         batch = m.BatchMetrics(namespace=self.settings.namespace, service=self.settings.service, emit=self.emit)
         for d in deliveries:
@@ -209,6 +218,8 @@ class JobBatchProcessor:
         sent = envelope.enqueued_at if envelope.enqueued_at is not None else d.sent_ms / 1000.0
         if expires_in is not None and sent and now - sent > expires_in:
             d.to_ack(Outcome.EXPIRED)
+            if envelope.member_of is not None:
+                return None  # its group's count writes its record (followups)
             return guard.expired(key, job=job.name, now=now, expires_at=expiry(now, self.settings.record_ttl))
         return None
 
@@ -374,17 +385,16 @@ class JobBatchProcessor:
             sent = {str(i): "no DLQ configured (SQSJOBS_DLQ_URL)" for i in range(len(pending))}
         now = self.clock()
         expires_at = expiry(now, self.settings.record_ttl)
-        records: list[tuple[Delivery, Operation]] = []
         for i, d in enumerate(pending):
             assert d.reason is not None and d.error is not None
             why = sent.get(str(i), "no answer")
             if why is None:
                 self.log.warning("dead-lettered", extra={**self._fields(d), "reason": d.reason.value})
                 if d.holds_lease:
-                    records.append((d, guard.dead_lettered(d.key, owner, now=now, expires_at=expires_at,
-                                                           error=d.error, reason=d.reason.value,
-                                                           message_id=d.message_id,
-                                                           ran=d.duration_ms is not None, previous=d.previous)))
+                    writes.submit(d, guard.dead_lettered(d.key, owner, now=now, expires_at=expires_at,
+                                                         error=d.error, reason=d.reason.value,
+                                                         message_id=d.message_id,
+                                                         ran=d.duration_ms is not None, previous=d.previous))
                 d.finished()
                 continue
             self.log.error("DLQ send failed; leaving the message on its queue", extra={**self._fields(d),
@@ -392,9 +402,8 @@ class JobBatchProcessor:
             error = d.error
             d.dead_letter_failed(why, delay=self.default_backoff.next_delay(max(d.attempt, 1), self.random))
             if d.holds_lease:
-                records.append((d, guard.retrying(d.key, owner, now=now, expires_at=expires_at, error=error)))
-        for (d, _), answer in zip(records, self.store.write_many([op for _, op in records]), strict=True):
-            writes.count(d, answer)
+                writes.submit(d, guard.retrying(d.key, owner, now=now, expires_at=expires_at, error=error))
+        writes.wait()
 
     def _dead_letter_of(self, d: Delivery) -> DeadLetter:
         assert d.reason is not None and d.error is not None
@@ -574,22 +583,30 @@ class JobBatchProcessor:
 
 
 class RecordWrites:
-    """The job records a batch writes as its jobs end: started at once, waited for together."""
+    """The job records a batch writes as its jobs end: started at once, waited for together.
 
-    def __init__(self, store: LeaseStore) -> None:
+    A group member's terminal write carries its group's count (``followups``).
+    """
+
+    def __init__(self, store: LeaseStore, followups: BatchFollowups | None = None) -> None:
         self.store = store
+        self.followups = followups
         self._pending: list[tuple[Delivery, Future[Written]]] = []
         self.lost: list[Delivery] = []
         self.errors: list[tuple[Delivery, str]] = []
 
     def submit(self, d: Delivery, op: Operation) -> None:
         """Start writing ``d``'s record (the next job runs meanwhile)."""
-        self._pending.append((d, self.store.submit(op)))
+        counting = self.followups.counting(d, op) if self.followups is not None else None
+        self._pending.append((d, self.store.submit(op) if counting is None else self.store.run(counting)))
 
     def wait(self) -> None:
         """Wait for every write started so far."""
         for d, future in self._pending:
-            self.count(d, future.result())
+            answer = future.result()
+            self.count(d, answer)
+            if self.followups is not None:
+                self.followups.answered(d, answer)
         self._pending.clear()
 
     def count(self, d: Delivery, answer: Written) -> None:

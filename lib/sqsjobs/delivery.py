@@ -20,6 +20,10 @@
                     backstop) ─────────────────────────────────────────▶ TO_SCHEDULE ─(failed)
                                                                        └─ schedule created ──▶ ACKED
 
+A delivery about to be acknowledged may be *withheld* (``TO_ACK → TO_RETURN``,
+its outcome kept) when what must follow it was not written: its group's count
+or callback, its chain's next step (``sqsjobs.followups``).
+
 A delivery changes state only through the transition methods below; each
 checks where the delivery is and raises ``IllegalTransition`` otherwise, so
 an outcome can never be overwritten by a later pass of the consumer.
@@ -66,7 +70,7 @@ TRANSITIONS: dict[State, frozenset[State]] = {
     State.RECEIVED: frozenset({State.DECODED, State.TO_DEAD_LETTER, State.TO_RETURN}),
     State.DECODED: frozenset({State.CLAIMED, State.TO_ACK, State.TO_RETURN, State.TO_DEAD_LETTER}),
     State.CLAIMED: frozenset({State.TO_ACK, State.TO_RETURN, State.TO_DEAD_LETTER}),
-    State.TO_ACK: frozenset({State.ACKED}),
+    State.TO_ACK: frozenset({State.ACKED, State.TO_RETURN}),
     State.TO_DEAD_LETTER: frozenset({State.ACKED, State.TO_RETURN}),
     State.TO_RETURN: frozenset({State.TO_RESEND, State.TO_SCHEDULE, State.RETURNED}),
     State.TO_RESEND: frozenset({State.ACKED, State.RETURNED}),
@@ -248,6 +252,13 @@ class Delivery:
         self._move(State.TO_RETURN)
         self.outcome, self.delay = Outcome.RETRY, delay
         self.notes.append(f"DLQ send failed: {why}")
+
+    def withhold(self, why: str, *, delay: float) -> None:
+        """It is done, but what must follow it (its group's count or callback, its chain's next step) was not
+        written: back to the queue with its outcome kept, so its redelivery, a duplicate, does it."""
+        self._move(State.TO_RETURN)
+        self.delay = delay
+        self.notes.append(f"acknowledgement withheld: {why}")
 
     def to_resend(self) -> None:
         """Returning it would let SQS's redrive move it without a reason: send a fresh copy instead."""

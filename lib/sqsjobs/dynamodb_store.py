@@ -12,11 +12,19 @@ and every refusal returns the item that refused it
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``), so one round trip tells the
 caller everything. An item past its TTL is replaced whole (``PutItem``), as
 if it were absent: its old fields must not leak into the new lease.
+
+A ``Transact`` sends the same prepared updates in one ``TransactWriteItems``
+(each a 2-WCU transactional write); a refusal names the operation whose
+condition failed, with the item that refused it. A transaction DynamoDB
+cancels because another one held an item at the same moment
+(``TransactionConflict``) is sent again after a short full-jitter pause.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +32,12 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import Action, Update
 
+from sqsjobs.backoff import BackoffPolicy, RandomSource
 from sqsjobs.dynamodb_calls import ConditionFailed, dynamodb_errors
+from sqsjobs.errors import StoreError
 from sqsjobs.lease import (
     Acquire,
+    Amend,
     Annotate,
     Close,
     Complete,
@@ -38,7 +49,10 @@ from sqsjobs.lease import (
     Operation,
     Release,
     Renew,
+    SingleOperation,
+    Transact,
     Written,
+    expected,
 )
 from sqsjobs.records import FIELDS, KEY_ATTRIBUTE, TableItem
 
@@ -48,6 +62,13 @@ if TYPE_CHECKING:
 #: the fields the lease itself owns; everything else an item holds is the user's ``data``
 LEASE_FIELDS = frozenset({"pk", "status", "owner", "lease_until", "expires_at", "fingerprint", "fp_version",
                           "attempts"})
+#: BatchGetItem reads at most this many keys a call
+BATCH_GET_KEYS = 100
+#: a transaction cancelled by a conflict is sent this often in all, with full-jitter pauses between
+TRANSACTION_ATTEMPTS = 8
+TRANSACTION_BACKOFF = BackoffPolicy(base=0.02, cap=1.0)
+#: cancellation reasons that mean "another request held an item at that moment", not "a condition failed"
+CONFLICTS = frozenset({"TransactionConflict"})
 
 
 class DynamoDBStore(ConcurrentStore):
@@ -57,10 +78,13 @@ class DynamoDBStore(ConcurrentStore):
         >>> store = DynamoDBStore(client, "sqsjobs-idempotency")  # doctest: +SKIP
     """
 
-    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str, *, random: RandomSource | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         super().__init__()
         self.client = client
         self.table_name = table_name
+        self.random = random
+        self.sleep = sleep
         self._prepared: dict[tuple[Any, ...], Prepared] = {}
 
     def get(self, key: str) -> LeaseItem | None:
@@ -69,7 +93,31 @@ class DynamoDBStore(ConcurrentStore):
                                              ConsistentRead=True)
         return lease_item(response.get("Item"))
 
+    def get_many(self, keys: Sequence[str]) -> dict[str, LeaseItem]:
+        found: dict[str, LeaseItem] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), BATCH_GET_KEYS):
+            wanted: Any = {self.table_name: {"Keys": [{KEY_ATTRIBUTE: {"S": k}} for k in
+                                                      unique[start:start + BATCH_GET_KEYS]],
+                                             "ConsistentRead": True}}
+            for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+                with dynamodb_errors("BatchGetItem", self.table_name):
+                    response = self.client.batch_get_item(RequestItems=wanted)
+                for raw in response.get("Responses", {}).get(self.table_name, []):
+                    item = lease_item(raw)
+                    if item is not None:
+                        found[item.key] = item
+                wanted = response.get("UnprocessedKeys") or {}
+                if not wanted:
+                    break
+                self.sleep(TRANSACTION_BACKOFF.next_delay(attempt, self.random))
+            if wanted:
+                raise StoreError(f"DynamoDB BatchGetItem on table {self.table_name} left keys unread (throttled)")
+        return found
+
     def _apply(self, op: Operation) -> Written:
+        if isinstance(op, Transact):
+            return self._transact(op)
         prepared = self._prepare(op)
         request = prepared.bind(self.table_name, op.key, _values(op))
         try:
@@ -82,8 +130,40 @@ class DynamoDBStore(ConcurrentStore):
             return Written(key=op.key, ok=False, item=found)
         return Written(key=op.key, ok=True, item=lease_item(response.get("Attributes")))
 
+    def _transact(self, op: Transact) -> Written:
+        """One ``TransactWriteItems``; a cancellation by conflict is retried, by a condition answered."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        items = [{"Update": self._prepare(inner).transact_update(self.table_name, inner.key, _values(inner))}
+                 for inner in op.ops]
+        for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+            try:
+                # A fresh token per attempt: a cancelled attempt wrote nothing, and botocore's own retries
+                # of one attempt reuse its token, so a commit whose answer was lost is not applied twice.
+                self.client.transact_write_items(TransactItems=items, ClientRequestToken=uuid.uuid4().hex)  # type: ignore[arg-type]
+                return Written(key=op.key, ok=True)
+            except ClientError as error:
+                code = error.response.get("Error", {}).get("Code", "")
+                reasons: list[Any] = list(error.response.get("CancellationReasons") or [])
+                codes = [str(r.get("Code") or "None") for r in reasons]
+                if "ConditionalCheckFailed" in codes:
+                    index = codes.index("ConditionalCheckFailed")
+                    return Written(key=op.key, ok=False, item=lease_item(reasons[index].get("Item")),
+                                   refused_at=index)
+                busy = code == "TransactionInProgressException" or any(c in CONFLICTS for c in codes)
+                if not busy or attempt == TRANSACTION_ATTEMPTS:
+                    raise StoreError(f"DynamoDB TransactWriteItems on table {self.table_name} failed: {error}") \
+                        from error
+            except BotoCoreError as error:
+                raise StoreError(f"DynamoDB TransactWriteItems on table {self.table_name} failed: {error}") \
+                    from error
+            self.sleep(TRANSACTION_BACKOFF.next_delay(attempt, self.random))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
     def _replace(self, op: Acquire | Close) -> Written:
         """Write the item whole over one past its TTL (conditional on it still being past it)."""
+        if isinstance(op, Close) and not expected(None, op.expect):
+            return Written(key=op.key, ok=False, item=self.get(op.key))
         fields: dict[str, FieldValue] = {name: value for name, value in op.data.items() if value is not None}
         if isinstance(op, Acquire):
             fields.update(status=LeaseState.HELD.value, owner=op.owner, lease_until=op.lease_until,
@@ -105,7 +185,7 @@ class DynamoDBStore(ConcurrentStore):
             return Written(key=op.key, ok=False, item=lease_item(failed.item))
         return Written(key=op.key, ok=True, item=None)
 
-    def _prepare(self, op: Operation) -> Prepared:
+    def _prepare(self, op: SingleOperation) -> Prepared:
         shape = _shape(op)
         prepared = self._prepared.get(shape)
         if prepared is None:
@@ -160,13 +240,19 @@ class Prepared:
                 self.constants[placeholder] = value
         self.return_values = return_values
 
+    def transact_update(self, table: str, key: str, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The same update as a ``TransactWriteItems`` entry's ``Update`` (which returns no values)."""
+        request = self.bind(table, key, values)
+        del request["ReturnValues"]
+        return request
+
     def bind(self, table: str, key: str, values: Mapping[str, Any]) -> dict[str, Any]:
         """The request for ``key`` with ``values`` in the holes."""
         bound = dict(self.constants)
         for placeholder, kind, name, attribute in self.holes:
             value = values[name]
             bound[placeholder] = {kind: attribute.serialize(value)}
-        return {
+        request = {
             "TableName": table,
             "Key": {KEY_ATTRIBUTE: {"S": key}},
             "UpdateExpression": self.update_expression,
@@ -176,9 +262,12 @@ class Prepared:
             "ReturnValues": self.return_values,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
+        if not bound:  # an amend that only removes fields: DynamoDB refuses an empty map
+            del request["ExpressionAttributeValues"]
+        return request
 
 
-def prepare(op: Operation) -> Prepared:
+def prepare(op: SingleOperation) -> Prepared:
     """The expressions of ``op``'s shape (its kind, which fields it sets or removes)."""
     m = TableItem
     actions: list[Action] = [*_data_actions(op.data)]
@@ -206,7 +295,13 @@ def prepare(op: Operation) -> Prepared:
         actions += [m.status.set(op.state.value), assign(m.expires_at, "expires_at"),
                     m.owner.remove()]
         closable = m.pk.does_not_exist() | (m.status == LeaseState.RELEASED.value) | lease_ran_out
-        return Prepared(Update(*actions), not_past_ttl & closable, "ALL_OLD")
+        return Prepared(Update(*actions), _expecting(not_past_ttl & closable, op.expect), "ALL_OLD")
+    if isinstance(op, Amend):
+        actions += [_field(name).add(param(_field(name), f"add_{name}")) for name in sorted(op.add)]
+        condition: Condition = m.pk.exists()
+        for name in sorted(op.above):
+            condition = condition & (_field(name) > param(_field(name), f"above_{name}"))
+        return Prepared(Update(*actions), _expecting(condition, op.expect), "NONE")
     if isinstance(op, Annotate):
         live = (m.status == LeaseState.HELD.value) & (
             m.lease_until.does_not_exist() | (m.lease_until >= param(m.lease_until, "now")))
@@ -226,6 +321,23 @@ def prepare(op: Operation) -> Prepared:
     return Prepared(Update(*actions), fence, "NONE")
 
 
+def _expecting(condition: Condition, expect: Mapping[str, FieldValue]) -> Condition:
+    """``condition`` and, for each expected field, its value (``None``: the field is absent)."""
+    for name in sorted(expect):
+        attribute = _field(name, lease_state=True)
+        condition = condition & (attribute.does_not_exist() if expect[name] is None
+                                 else attribute == param(attribute, f"expect_{name}"))
+    return condition
+
+
+def _field(name: str, *, lease_state: bool = False) -> Any:
+    """The model attribute of a data field (or of ``status`` when a condition may name the lease state)."""
+    attribute = FIELDS.get(name)
+    if attribute is None or (name in LEASE_FIELDS and not (lease_state and name == "status")):
+        raise ValueError(f"{name!r} is not a data field of the idempotency table (records.TableItem)")
+    return attribute
+
+
 def _data_actions(data: Mapping[str, FieldValue]) -> list[Action]:
     actions: list[Action] = []
     for name in sorted(data):
@@ -236,7 +348,7 @@ def _data_actions(data: Mapping[str, FieldValue]) -> list[Action]:
     return actions
 
 
-def _shape(op: Operation) -> tuple[Any, ...]:
+def _shape(op: SingleOperation) -> tuple[Any, ...]:
     data = tuple(sorted((name, value is None) for name, value in op.data.items()))
     if isinstance(op, Acquire):
         return (Acquire, data, op.lease_until is None, op.fingerprint is not None, op.not_for_message is not None,
@@ -244,11 +356,17 @@ def _shape(op: Operation) -> tuple[Any, ...]:
     if isinstance(op, Release):
         return (Release, data, bool(op.attempts_delta))
     if isinstance(op, Close):
-        return (Close, data, op.state)
+        return (Close, data, op.state, _expect_shape(op.expect))
+    if isinstance(op, Amend):
+        return (Amend, data, tuple(sorted(op.add)), _expect_shape(op.expect), tuple(sorted(op.above)))
     return (type(op), data)
 
 
-def _values(op: Operation) -> dict[str, Any]:
+def _expect_shape(expect: Mapping[str, FieldValue]) -> tuple[tuple[str, bool], ...]:
+    return tuple(sorted((name, value is None) for name, value in expect.items()))
+
+
+def _values(op: SingleOperation) -> dict[str, Any]:
     values: dict[str, Any] = {name: value for name, value in op.data.items() if value is not None}
     if isinstance(op, Acquire):
         values.update(owner=op.owner, now=op.now, lease_until=op.lease_until, expires_at=op.expires_at,
@@ -256,6 +374,11 @@ def _values(op: Operation) -> dict[str, Any]:
                       one=1)
     elif isinstance(op, Close):
         values.update(now=op.now, expires_at=op.expires_at)
+        values.update({f"expect_{name}": value for name, value in op.expect.items() if value is not None})
+    elif isinstance(op, Amend):
+        values.update({f"add_{name}": delta for name, delta in op.add.items()})
+        values.update({f"expect_{name}": value for name, value in op.expect.items() if value is not None})
+        values.update({f"above_{name}": bound for name, bound in op.above.items()})
     elif isinstance(op, Annotate):
         values["now"] = op.now
     elif isinstance(op, Complete):

@@ -6,7 +6,9 @@ Envelope version 1 is a JSON object::
      "key": "invoice-email:42", "args": {"invoice_id": 42}, "enqueued_at": 1767225600.0}
 
 ``v`` is the envelope's own format; ``job_version`` is the version of the
-job's arguments (see upcasting in docs/jobs.md). The JSON Schema shipped as
+job's arguments (see upcasting in docs/jobs.md). A member of a job group
+carries ``"member_of": {"group": "<id>", "shard": 3}`` and a step of a chain
+``"step_of": {"chain": "<id>", "step": 1}`` (docs/groups.md). The JSON Schema shipped as
 ``sqsjobs/envelope.schema.json`` describes the same thing for producers in
 other languages. Decoding never raises anything but ``MalformedMessageError``.
 """
@@ -14,6 +16,7 @@ other languages. Decoding never raises anything but ``MalformedMessageError``.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +30,44 @@ SUPPORTED_VERSIONS = frozenset({ENVELOPE_VERSION})
 MAX_BODY_BYTES = 256 * 1024
 #: DynamoDB's partition key limit is 2048 bytes; the key is the partition key.
 MAX_KEY_BYTES = 2048
+#: what a group's or a chain's id may be (they are parts of table keys and of job keys)
+RELATION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: the largest shard or step index a body may name
+MAX_INDEX = 9999
+
+
+@dataclass(frozen=True)
+class MemberOf:
+    """The job group a message belongs to, and the counter shard its outcome is counted in.
+
+    Example:
+        >>> MemberOf("3f2a9c", 2).wire()
+        {'group': '3f2a9c', 'shard': 2}
+    """
+
+    group: str
+    shard: int
+
+    def wire(self) -> dict[str, Any]:
+        """The envelope's ``member_of`` object."""
+        return {"group": self.group, "shard": self.shard}
+
+
+@dataclass(frozen=True)
+class StepOf:
+    """The chain a message is a step of, and which step (0 = the first).
+
+    Example:
+        >>> StepOf("8b1e04", 1).wire()
+        {'chain': '8b1e04', 'step': 1}
+    """
+
+    chain: str
+    step: int
+
+    def wire(self) -> dict[str, Any]:
+        """The envelope's ``step_of`` object."""
+        return {"chain": self.chain, "step": self.step}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +87,10 @@ class Envelope:
     enqueued_at: float | None = None
     #: seconds after ``enqueued_at`` past which the message is acknowledged without running
     expires_in: float | None = None
+    #: the job group this message is a member of
+    member_of: MemberOf | None = None
+    #: the chain this message is a step of
+    step_of: StepOf | None = None
     v: int = ENVELOPE_VERSION
 
     def encode(self) -> str:
@@ -61,6 +106,10 @@ class Envelope:
             body["enqueued_at"] = self.enqueued_at
         if self.expires_in is not None:
             body["expires_in"] = self.expires_in
+        if self.member_of is not None:
+            body["member_of"] = self.member_of.wire()
+        if self.step_of is not None:
+            body["step_of"] = self.step_of.wire()
         return json.dumps(body, separators=(",", ":"), sort_keys=True, allow_nan=False)
 
     @classmethod
@@ -118,9 +167,26 @@ class Envelope:
         if expires_in is not None and (isinstance(expires_in, bool) or not isinstance(expires_in, int | float)
                                        or not expires_in > 0):
             raise MalformedMessageError("'expires_in' must be a positive number of seconds")
+        member = _relation(data.get("member_of"), "member_of", "group", "shard")
+        step = _relation(data.get("step_of"), "step_of", "chain", "step")
         # A missing key is filled in by the consumer from the job's key template.
         return cls(job=job, key=key or "", args=args, job_version=job_version, enqueued_at=enqueued_at,
-                   expires_in=expires_in, v=version)
+                   expires_in=expires_in, member_of=None if member is None else MemberOf(*member),
+                   step_of=None if step is None else StepOf(*step), v=version)
+
+
+def _relation(value: Any, name: str, id_name: str, index_name: str) -> tuple[str, int] | None:
+    """``member_of``/``step_of``: null, or an object of exactly an id and an index."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {id_name, index_name}:
+        raise MalformedMessageError(f"'{name}' must be an object of exactly {id_name!r} and {index_name!r}")
+    ident, index = value[id_name], _integer(value[index_name])
+    if not isinstance(ident, str) or not RELATION_ID.fullmatch(ident):
+        raise MalformedMessageError(f"'{name}.{id_name}' must be 1..64 letters, digits, '-' or '_'")
+    if index is None or not 0 <= index <= MAX_INDEX:
+        raise MalformedMessageError(f"'{name}.{index_name}' must be an integer within 0..{MAX_INDEX}")
+    return ident, index
 
 
 def _reject_constant(name: str) -> Any:

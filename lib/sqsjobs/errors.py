@@ -15,6 +15,8 @@
     ├── StoreError                        the idempotency store failed (not a conflict)
     ├── PeriodBusyError                   a scheduled period is held past this invocation: Lambda retries
     ├── TransactionError                  a DynamoDB transaction (writes + outbox enqueues) was not committed
+    ├── GroupError (ValueError)           a job group cannot be built, enqueued or found as asked
+    ├── ChainError (ValueError)           a chain cannot be built or enqueued as asked
     ├── QueueNotFoundError (LookupError)  a queue URL, ARN or name leads to no queue
     ├── RedriveError                      redrive options are missing or impossible
     │   └── MoveTaskError                 no SQS message move task to cancel
@@ -135,6 +137,15 @@ class TransactionError(SqsJobsError):
     def condition_failed(self) -> bool:
         """True when a condition expression of the transaction did not hold."""
         return "ConditionalCheckFailed" in self.reasons
+
+
+class GroupError(SqsJobsError, ValueError):
+    """Raised when a job group is built wrong (no members, a member that is not a message of a registered job,
+    the same key twice, a callback that is not a message), changed after ``enqueue()``, or unknown."""
+
+
+class ChainError(SqsJobsError, ValueError):
+    """Raised when a chain is built wrong (no steps, a step that is not a message of a registered job)."""
 
 
 class JobError(SqsJobsError):

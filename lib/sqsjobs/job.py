@@ -229,6 +229,7 @@ class Job(Generic[P, R]):
             replace=replace,
             queue=self.options.queue,
             tenant=None if tenant is None else check_tenant(self.name, tenant),
+            source=self,
         )
         check_message(message, bound)
         return message

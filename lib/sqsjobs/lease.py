@@ -21,6 +21,10 @@ same three states::
   job: RELEASED); ``annotate`` adds fields to a lease someone holds under a
   live lease (a cancel request); ``renew`` moves the end of a lease its
   holder still holds (fenced, like ``release``).
+- ``amend`` changes an item that exists whoever holds it, when its fields say
+  what the caller expects: counters (``add``) and fields (a group's shard
+  counts, a group's state); ``transact`` writes several operations on distinct
+  keys together or not at all (a job's completion and its group's count).
 
 Who uses what: a job's record (``sqsjobs.guard``: HELD while the job runs,
 RELEASED between attempts and after the DLQ, DONE once succeeded, cancelled or
@@ -30,7 +34,7 @@ the run's cursor, handed over page to page, DONE when the last page ran) and
 a limiter's tokens and slots (``sqsjobs.permits``: a rate token HELD for its
 window after a start, a concurrency slot HELD by an invocation).
 
-Stores (``InMemoryStore``, ``DynamoDBStore``) implement the seven operations with
+Stores (``InMemoryStore``, ``DynamoDBStore``) implement the operations with
 the same conditions; one contract suite runs against both. A store failure is
 returned as a value (``Written.error``) from ``write``, never raised, so one
 bad call cannot break a batch. This module must not import boto3 or pynamodb.
@@ -40,7 +44,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -192,7 +196,8 @@ class Close:
     It becomes DONE (a cancel marker: nothing acquires it any more) or
     RELEASED (a record of something that did not run: it may be acquired).
     The result's ``item`` is what was there before, or what refused it (HELD
-    under a live lease, or DONE).
+    under a live lease, or DONE). ``expect`` adds conditions on data fields
+    (see ``Amend``): a group member's settled outcome is counted only once.
     """
 
     key: str
@@ -200,6 +205,7 @@ class Close:
     expires_at: float
     state: LeaseState = LeaseState.DONE
     data: Mapping[str, FieldValue] = field(default_factory=dict)
+    expect: Mapping[str, FieldValue] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -211,7 +217,72 @@ class Annotate:
     data: Mapping[str, FieldValue] = field(default_factory=dict)
 
 
-Operation = Acquire | Complete | Release | HandOver | Renew | Close | Annotate
+@dataclass(frozen=True, kw_only=True)
+class Amend:
+    """Change an item that exists, held or not: add to counters and set fields, when ``expect`` holds.
+
+    ``expect`` maps a field to the value it must have (``None``: the field
+    must be absent; ``"status"`` names the lease state); ``above`` maps a
+    counter to a value it must exceed (an absent counter exceeds nothing).
+    ``add`` adds to counters (an absent counter counts from 0). An absent
+    item refuses it: counters are created whole, with ``Close``.
+    """
+
+    key: str
+    add: Mapping[str, int] = field(default_factory=dict)
+    data: Mapping[str, FieldValue] = field(default_factory=dict)
+    expect: Mapping[str, FieldValue] = field(default_factory=dict)
+    above: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.add and not self.data:
+            raise ValueError("an amend adds to a counter or sets a field")
+
+
+#: what a transaction may hold (``Acquire`` replaces an item past its TTL with a second request: not in one)
+TransactedOperation = Complete | Release | HandOver | Renew | Close | Annotate | Amend
+#: DynamoDB's limit on the items of one TransactWriteItems
+MAX_TRANSACTION_OPS = 100
+
+
+@dataclass(frozen=True, kw_only=True)
+class Transact:
+    """Operations on distinct keys, written together or not at all (one ``TransactWriteItems``).
+
+    Each keeps its own condition; when one does not hold nothing is written,
+    and ``Written.refused_at`` says which one refused (``Written.item`` is the
+    item that refused it). Inside a transaction an item past its TTL refuses
+    ``Close`` (replacing it whole would take a second request).
+
+    Example:
+        >>> Transact(ops=(Amend(key="a", add={"n": 1}), Amend(key="a", add={"n": 1})))
+        Traceback (most recent call last):
+        ...
+        ValueError: a transaction writes each key once; 'a' is written twice
+    """
+
+    ops: tuple[TransactedOperation, ...]
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.ops) <= MAX_TRANSACTION_OPS:
+            raise ValueError(f"a transaction holds 1..{MAX_TRANSACTION_OPS} operations, got {len(self.ops)}")
+        seen: set[str] = set()
+        for op in self.ops:
+            if not isinstance(op, Complete | Release | HandOver | Renew | Close | Annotate | Amend):
+                raise ValueError(f"a transaction cannot hold {type(op).__name__}")
+            if op.key in seen:
+                raise ValueError(f"a transaction writes each key once; {op.key!r} is written twice")
+            seen.add(op.key)
+
+    @property
+    def key(self) -> str:
+        """The first operation's key (what a failure is reported under)."""
+        return self.ops[0].key
+
+
+#: an operation on one item
+SingleOperation = Acquire | TransactedOperation
+Operation = SingleOperation | Transact
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -221,12 +292,15 @@ class Written:
     ``item`` is the item before the write for ``Acquire`` and ``Close``, and the
     item that refused the operation when ``ok`` is False (``None``: absent).
     ``error`` is set when the store itself failed (then ``ok`` is False).
+    ``refused_at`` is, for a refused ``Transact``, the index of the operation
+    whose condition did not hold.
     """
 
     key: str
     ok: bool
     item: LeaseItem | None = None
     error: str | None = None
+    refused_at: int | None = None
 
     @property
     def refused(self) -> bool:
@@ -264,9 +338,28 @@ def closable(item: LeaseItem | None, now: float) -> bool:
     return item.state is LeaseState.RELEASED or (item.state is LeaseState.HELD and not item.held_live(now))
 
 
+def field_value(item: LeaseItem | None, name: str) -> Any:
+    """A field as a condition reads it: ``"status"`` is the lease state, anything else a data field."""
+    if item is None:
+        return None
+    return item.state.value if name == "status" else item.get(name)
+
+
+def expected(item: LeaseItem | None, expect: Mapping[str, FieldValue]) -> bool:
+    """Every field of ``expect`` has its value (``None``: the field is absent)."""
+    return all(field_value(item, name) == want for name, want in expect.items())
+
+
+def amendable(item: LeaseItem | None, op: Amend) -> bool:
+    """Whether ``op`` may change ``item``: it exists, ``expect`` holds, each ``above`` counter exceeds its value."""
+    if item is None or not expected(item, op.expect):
+        return False
+    return all(isinstance(have := item.get(name), int | float) and have > bound for name, bound in op.above.items())
+
+
 # ---------------------------------------------------------------- stores
 class LeaseStore(ABC):
-    """A table of leases: seven conditional operations, each one round trip.
+    """A table of leases: conditional operations, each one round trip.
 
     ``write`` runs one operation; ``write_many`` runs several concurrently (one
     round trip for all); ``submit`` starts one and returns at once, so a caller
@@ -297,13 +390,22 @@ class LeaseStore(ABC):
 
     def submit(self, op: Operation) -> Future[Written]:
         """Start ``op`` and return at once; the future never raises."""
+        return self.run(lambda: self.write(op))
+
+    def run(self, work: Callable[[], Written]) -> Future[Written]:
+        """Start ``work`` (writes that depend on each other's answers) like ``submit``; it must not raise."""
         done: Future[Written] = Future()
-        done.set_result(self.write(op))
+        done.set_result(work())
         return done
 
     @abstractmethod
     def get(self, key: str) -> LeaseItem | None:
         """The item for ``key`` (a consistent read), or None; raises ``StoreError``."""
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, LeaseItem]:
+        """The items of ``keys`` that exist (consistent reads), by key; raises ``StoreError``."""
+        found = {key: self.get(key) for key in dict.fromkeys(keys)}
+        return {key: item for key, item in found.items() if item is not None}
 
     @abstractmethod
     def _apply(self, op: Operation) -> Written:
@@ -336,6 +438,9 @@ class ConcurrentStore(LeaseStore):
 
     def submit(self, op: Operation) -> Future[Written]:
         return self.pool.submit(self.write, op)
+
+    def run(self, work: Callable[[], Written]) -> Future[Written]:
+        return self.pool.submit(work)
 
     @property
     def pool(self) -> ThreadPoolExecutor:
@@ -381,44 +486,74 @@ class InMemoryStore(LeaseStore):
     def _apply(self, op: Operation) -> Written:
         with self._lock:
             self.calls += 1
-            current = self._items.get(op.key)
-            if isinstance(op, Acquire):
-                return self._acquire(op, current)
-            if isinstance(op, Close):
-                if not closable(current, op.now):
-                    return Written(key=op.key, ok=False, item=current)
-                base = None if current is None or current.past_ttl(op.now) else current
-                self._put(_updated(base, op.key, state=op.state, owner=None, expires_at=op.expires_at,
-                                   data=op.data))
-                return Written(key=op.key, ok=True, item=base)
-            if isinstance(op, Annotate):
-                if current is None or not current.held_live(op.now):
-                    return Written(key=op.key, ok=False, item=current)
-                self._put(_updated(current, op.key, data=op.data))
-                return Written(key=op.key, ok=True)
-            if not held_by(current, op.owner):
-                return Written(key=op.key, ok=False, item=current)
-            if isinstance(op, Complete):
-                self._put(_updated(current, op.key, state=LeaseState.DONE, expires_at=op.expires_at, data=op.data))
-            elif isinstance(op, Release):
-                self._put(_updated(current, op.key, state=LeaseState.RELEASED, expires_at=op.expires_at,
-                                   attempts_delta=op.attempts_delta, data=op.data))
-            elif isinstance(op, Renew):
-                self._put(_updated(current, op.key, lease_until=op.lease_until, expires_at=op.expires_at,
-                                   data=op.data))
-            else:
-                self._put(_updated(current, op.key, owner=op.to_owner, expires_at=op.expires_at, data=op.data))
-            return Written(key=op.key, ok=True)
+            if isinstance(op, Transact):
+                return self._transact(op)
+            written, item = self._outcome(op, self._items.get(op.key))
+            if item is not None:
+                self._put(item)
+            return written
 
-    def _acquire(self, op: Acquire, current: LeaseItem | None) -> Written:
+    def _transact(self, op: Transact) -> Written:
+        """All of ``op.ops`` or none: every condition is checked before anything is written."""
+        changed: list[LeaseItem] = []
+        for index, inner in enumerate(op.ops):
+            current = self._items.get(inner.key)
+            if isinstance(inner, Close) and current is not None and current.past_ttl(inner.now):
+                return Written(key=op.key, ok=False, item=current, refused_at=index)
+            written, item = self._outcome(inner, current)
+            if not written.ok:
+                return Written(key=op.key, ok=False, item=written.item, refused_at=index)
+            if item is not None:
+                changed.append(item)
+        for item in changed:
+            self._put(item)
+        return Written(key=op.key, ok=True)
+
+    def _outcome(self, op: Operation, current: LeaseItem | None) -> tuple[Written, LeaseItem | None]:
+        """What ``op`` answers on ``current``, and the item to store (None: nothing changes)."""
+        if isinstance(op, Acquire):
+            return self._acquire(op, current)
+        if isinstance(op, Close):
+            if not closable(current, op.now):
+                return Written(key=op.key, ok=False, item=current), None
+            base = None if current is None or current.past_ttl(op.now) else current
+            if not expected(base, op.expect):
+                return Written(key=op.key, ok=False, item=current), None
+            return Written(key=op.key, ok=True, item=base), _updated(
+                base, op.key, state=op.state, owner=None, expires_at=op.expires_at, data=op.data)
+        if isinstance(op, Annotate):
+            if current is None or not current.held_live(op.now):
+                return Written(key=op.key, ok=False, item=current), None
+            return Written(key=op.key, ok=True), _updated(current, op.key, data=op.data)
+        if isinstance(op, Amend):
+            if current is None or not amendable(current, op):
+                return Written(key=op.key, ok=False, item=current), None
+            counters = {name: (current.get(name) or 0) + delta for name, delta in op.add.items()}
+            return Written(key=op.key, ok=True), _updated(current, op.key, data={**op.data, **counters})
+        if isinstance(op, Transact):
+            raise ValueError("a transaction cannot hold another transaction")
+        if not held_by(current, op.owner):
+            return Written(key=op.key, ok=False, item=current), None
+        if isinstance(op, Complete):
+            item = _updated(current, op.key, state=LeaseState.DONE, expires_at=op.expires_at, data=op.data)
+        elif isinstance(op, Release):
+            item = _updated(current, op.key, state=LeaseState.RELEASED, expires_at=op.expires_at,
+                            attempts_delta=op.attempts_delta, data=op.data)
+        elif isinstance(op, Renew):
+            item = _updated(current, op.key, lease_until=op.lease_until, expires_at=op.expires_at, data=op.data)
+        else:
+            item = _updated(current, op.key, owner=op.to_owner, expires_at=op.expires_at, data=op.data)
+        return Written(key=op.key, ok=True), item
+
+    def _acquire(self, op: Acquire, current: LeaseItem | None) -> tuple[Written, LeaseItem | None]:
         if not acquirable(current, op):
-            return Written(key=op.key, ok=False, item=current)
+            return Written(key=op.key, ok=False, item=current), None
         before = None if current is None or current.past_ttl(op.now) else current
         fingerprint = {"fingerprint": op.fingerprint, "fp_version": op.fp_version} if op.fingerprint else {}
-        self._put(_updated(before, op.key, state=LeaseState.HELD, owner=op.owner, lease_until=op.lease_until,
-                           expires_at=op.expires_at, attempts_delta=1 if op.count_attempt else 0,
-                           data=op.data, **fingerprint))
-        return Written(key=op.key, ok=True, item=before)
+        item = _updated(before, op.key, state=LeaseState.HELD, owner=op.owner, lease_until=op.lease_until,
+                        expires_at=op.expires_at, attempts_delta=1 if op.count_attempt else 0,
+                        data=op.data, **fingerprint)
+        return Written(key=op.key, ok=True, item=before), item
 
     def _put(self, item: LeaseItem) -> None:
         self._items[item.key] = item

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from sqsjobs.errors import ReservedAttributeError
+
+if TYPE_CHECKING:
+    from sqsjobs.job import Job
 
 #: the attribute namespace only sqsjobs writes (compared without case: SQS names are case-sensitive, people are not)
 RESERVED_PREFIX = "sqsjobs."
@@ -58,6 +62,8 @@ class JobMessage:
     queue: str = DEFAULT_QUEUE
     #: a standard queue's ``MessageGroupId`` (SQS fair queues); never set on a FIFO queue
     tenant: str | None = None
+    #: the job that built it (``Job.message``); groups and chains check members against their app with it
+    source: Job[Any, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         reserved = sorted(n for n in self.extra_attributes if n.lower().startswith(RESERVED_PREFIX))

@@ -1,10 +1,12 @@
 """The idempotency table's item, as one pynamodb model.
 
 Every item of the table is a lease (``sqsjobs.lease``): a job's record (key =
-the job key), a scheduled job's period lock (``lock#...``) or a chunked run's
-checkpoint (``run#...``). They share the lease attributes and each kind adds
-its own; the model lists them all, so it is the schema of the whole table
-(names, types, the TTL attribute) in one place.
+the job key), a scheduled job's period lock (``lock#...``), a chunked run's
+checkpoint (``run#...``), or a group's and a chain's records (``group#...``,
+``chain#...``: settled items nobody acquires, see ``sqsjobs.groups`` and
+``sqsjobs.chains``). They share the lease attributes and each kind adds its
+own; the model lists them all, so it is the schema of the whole table (names,
+types, the TTL attribute) in one place.
 
 The model never talks to DynamoDB itself: the DynamoDB store builds its
 requests through the model's attributes and sends them with the injected
@@ -67,6 +69,37 @@ class TableItem(Model):
     reason = UnicodeAttribute(null=True)
     #: ``attempts`` when the job was last dead-lettered: a redrive starts counting afresh from there
     spent_attempts = NumberAttribute(null=True)
+
+    #: a group member's record: the terminal outcome its group counted (so nothing counts it twice)
+    counted_as = UnicodeAttribute(null=True)
+
+    # -- a group (sqsjobs.groups): its head (group#<id>), its counter shards and its member lists
+    name = UnicodeAttribute(null=True)
+    #: running, succeeded, completed_with_failures or cancelled
+    group_state = UnicodeAttribute(null=True)
+    #: members of the group (head) or steps of the chain
+    total = NumberAttribute(null=True)
+    shards = NumberAttribute(null=True)
+    member_pages = NumberAttribute(null=True)
+    created_at = NumberAttribute(null=True)
+    cancelled_at = NumberAttribute(null=True)
+    #: the callbacks' messages (JSON), and when each was sent
+    on_success = UnicodeAttribute(null=True)
+    on_complete = UnicodeAttribute(null=True)
+    on_success_sent = NumberAttribute(null=True)
+    on_complete_sent = NumberAttribute(null=True)
+    #: a shard's counts: members not yet terminal, and members by terminal outcome
+    members_pending = NumberAttribute(null=True)
+    members_succeeded = NumberAttribute(null=True)
+    members_dead_lettered = NumberAttribute(null=True)
+    members_cancelled = NumberAttribute(null=True)
+    members_expired = NumberAttribute(null=True)
+    #: a member list page: the members' keys (JSON)
+    members = UnicodeAttribute(null=True)
+
+    # -- a chain (sqsjobs.chains): chain#<id>
+    #: the steps' messages (JSON)
+    steps = UnicodeAttribute(null=True)
 
     # -- a chunked run's checkpoint (sqsjobs.chunked)
     run_id = UnicodeAttribute(null=True)

@@ -15,12 +15,17 @@ Faults, each at a stated rate, decided by one seeded ``random.Random``:
   escapes ``process_batch`` like a SIGKILL/timeout would: nothing after it runs,
   nothing is deleted, the whole batch comes back after the visibility timeout);
 - the producer sends some jobs twice;
+- a share of the jobs are members of job groups (``app.group``) with an
+  ``on_complete`` and an ``on_success`` callback; members suffer the same
+  faults, and some of their messages are sent twice too;
 - DynamoDB answers some requests with ``ProvisionedThroughputExceededException``
   at the botocore layer (a ``before-send`` hook returns the 400), so
   botocore's own retry handler has to absorb them.
 
 The ledger is built from three independent sources (the side-effect log, the
-queues, the table) and fails the run on any lost job. Run the full size with
+queues, the table) and fails the run on any lost job, and, per group, on a
+count that does not add up or a callback that did not run exactly once
+(``on_success`` only for a group whose members all succeeded). Run the full size with
 ``make chaos`` (``python -m chaos.harness --jobs 10000`` with ``tests`` on the
 path); ``tests/chaos/test_chaos.py`` runs a few hundred jobs in ``make test``.
 
@@ -85,6 +90,9 @@ class ChaosConfig:
     pollers: int = 2
     backoff_base: float = 2.0
     backoff_cap: float = 60.0
+    #: the share of jobs that are members of groups, and the members per group
+    grouped: float = 0.2
+    group_size: int = 50
 
 
 class VirtualClock:
@@ -224,6 +232,8 @@ class Ledger:
     lost_keys: list[str] = field(default_factory=list)
     dlq_by_reason: Counter[str] = field(default_factory=Counter)
     dlq_moved_by_queue: int = 0
+    #: of those, messages whose last receive before SQS's redrive (the backstop) was in a killed invocation
+    dlq_moved_after_a_kill: int = 0
     messages_acked: int = 0
     messages_unaccounted: list[str] = field(default_factory=list)
     left_in_queue: int = 0
@@ -247,6 +257,12 @@ class Ledger:
     stale_in_progress: int = 0
     virtual_seconds: float = 0.0
     wall_seconds: float = 0.0
+    groups: int = 0
+    group_members: int = 0
+    groups_succeeded: int = 0
+    #: (group id, callback) → runs of the callback's side effect
+    callback_runs: Counter[tuple[str, str]] = field(default_factory=Counter)
+    callbacks_exposed: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -281,7 +297,9 @@ class Ledger:
                                       f"{self.outcomes['duplicate']} duplicates, "
                                       f"{self.outcomes['dead_lettered']} dead-lettered by the worker)"),
             ("DLQ messages by reason", dict(sorted(self.dlq_by_reason.items()))),
-            ("DLQ messages without a reason", f"{self.dlq_moved_by_queue} (moved by SQS's own redrive: the "
+            ("DLQ messages without a reason", f"{self.dlq_moved_by_queue}, of which {self.dlq_moved_after_a_kill} "
+                                              "had their backstop receive in a killed invocation (moved by SQS's "
+                                              "own redrive: the "
                                               "backstop; the worker writes a reason on every letter)"),
             ("batches / job executions", f"{self.batches} / {self.executions}"),
             ("faults injected", dict(sorted(self.faults.items()))),
@@ -301,6 +319,14 @@ class Ledger:
             ("store errors / fences lost", f"{self.store_errors} / {self.fence_lost}"),
             ("stale HELD records", f"{self.stale_in_progress} (left by kills whose message was then dead-lettered "
                                    "as lost; their lease has expired)"),
+            ("groups", f"{self.groups} groups of {self.config.group_size}: {self.group_members} members, "
+                       f"{self.groups_succeeded} succeeded, {self.groups - self.groups_succeeded} completed with "
+                       "failures; counts add up in each"),
+            ("callbacks", f"on_complete ran {sum(n for (_, c), n in self.callback_runs.items() if c == 'on_complete')}"
+                          f" times for {self.groups} groups, on_success "
+                          f"{sum(n for (_, c), n in self.callback_runs.items() if c == 'on_success')} for "
+                          f"{self.groups_succeeded} succeeded groups; each exactly once (runs a kill may repeat: "
+                          f"{self.callbacks_exposed})"),
             ("time", f"{self.virtual_seconds:,.0f} virtual s, {self.wall_seconds:.1f} wall s"),
         ]
         width = max(len(k) for k, _ in rows)
@@ -341,12 +367,16 @@ class ChaosRun:
         self._since_check = WAVE_CHECK_EVERY
         self._started = clock()
         self.exposed: set[str] = set()
+        #: message ids whose backstop receive (maxReceiveCount) was in a killed invocation
+        self.killed_at_backstop: set[str] = set()
         #: message id → (virtual time of the retry decision, delay asked for)
         self.pending_retry: dict[str, tuple[float, float]] = {}
         self.acked: dict[str, str] = {}
         #: message id → key of every message the producer sent
         self.sent: dict[str, str] = {}
         self._ratios: list[float] = []
+        #: group id → member count
+        self.groups: dict[str, int] = {}
 
     # ------------------------------------------------------------------ setup
     def _resources(self) -> None:
@@ -389,6 +419,13 @@ class ChaosRun:
             with self._lock:
                 self.ledger.faults[name] += 1
 
+        @app.job("chaos-callback", key="chaos-callback:{name}:{kind}")
+        def chaos_callback(name: str, kind: str) -> None:
+            # Fault-free: what the ledger checks is that it runs once per group.
+            with self._lock:
+                self.ledger.callback_runs[(name, kind)] += 1
+            self._local.effects.append(f"callback:{name}:{kind}")
+
         @app.job("chaos", key="chaos:{n}")
         def chaos(n: int) -> None:
             with self._lock:
@@ -418,10 +455,18 @@ class ChaosRun:
         return app
 
     def _enqueue(self, app: Any, first: int, count: int) -> None:
-        """Send jobs ``first`` .. ``first + count - 1``, some twice; records message id → key in ``sent``."""
+        """Send jobs ``first`` .. ``first + count - 1``, some twice; records message id → key in ``sent``.
+
+        The first ``grouped`` share of the wave goes out as groups (each enqueued by ``group.enqueue()``);
+        some of their members are sent twice more, with the rest of the wave.
+        """
         job = app.get_job("chaos")
         messages = []
-        for n in range(first, first + count):
+        size = self.config.group_size
+        in_groups = int(count * self.config.grouped) // size * size
+        for start in range(first, first + in_groups, size):
+            messages.extend(self._enqueue_group(app, range(start, start + size)))
+        for n in range(first + in_groups, first + count):
             messages.append(job.message(n=n))
             if self.faults.random() < self.config.duplicate:
                 messages.append(job.message(n=n))
@@ -431,10 +476,36 @@ class ChaosRun:
         report = app.enqueue_many(messages)
         if not report.ok:
             raise RuntimeError(f"the producer failed to send {len(report.failed)} messages: {report.failed[:3]}")
-        self.ledger.jobs += count
+        self.ledger.jobs += count - in_groups
         self.ledger.messages_sent += report.sent
         self.ledger.producer_calls += report.calls
         self.sent.update({mid: messages[i].key for i, mid in report.message_ids.items()})
+
+    def _enqueue_group(self, app: Any, numbers: range) -> list[Any]:
+        """One group of ``numbers`` with both callbacks, enqueued; returns the copies to send again."""
+        job, callback = app.get_job("chaos"), app.get_job("chaos-callback")
+        name = f"g{numbers.start}"
+        group = app.group(on_complete=callback.message(name=name, kind="on_complete"),
+                          on_success=callback.message(name=name, kind="on_success"), name=name)
+        group.add_many(job.message(n=n) for n in numbers)
+        sent: list[tuple[list[Any], Any]] = []
+        enqueue_many = app.enqueue_many
+        app.enqueue_many = lambda batch: sent.append((list(batch), enqueue_many(batch))) or sent[-1][1]
+        try:
+            group_id = group.enqueue()
+        finally:
+            del app.enqueue_many
+        for batch, report in sent:
+            self.ledger.producer_calls += report.calls
+            self.ledger.messages_sent += report.sent
+            self.sent.update({mid: batch[i].key for i, mid in report.message_ids.items()})
+        self.groups[group_id] = len(numbers)
+        self.ledger.jobs += len(numbers)
+        self.ledger.groups += 1
+        self.ledger.group_members += len(numbers)
+        copies = [m for m in group.messages if self.faults.random() < self.config.duplicate]
+        self.ledger.duplicates_sent += len(copies)
+        return copies
 
     # ------------------------------------------------------------------ polling
     def _record(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -494,9 +565,13 @@ class ChaosRun:
                 result = app.process_batch(event, context)
             except Killed:
                 # Lambda reports the invocation failed: every record of the batch stays in flight
-                # and comes back after the visibility timeout, with its receive count spent.
+                # and comes back after the visibility timeout, with its receive count spent. One at its
+                # backstop receive is then moved by SQS's redrive: the worker never got to re-send it.
                 with self._lock:
                     self.exposed.update(self._local.effects)
+                    self.killed_at_backstop.update(
+                        m["MessageId"] for m in received
+                        if int(m.get("Attributes", {}).get("ApproximateReceiveCount", 0)) > self.config.max_attempts)
                     self._busy -= 1
                 self.clock.advance(BATCH_SECONDS)
                 continue
@@ -638,6 +713,7 @@ class ChaosRun:
                 # given up on and dead-letters the rest itself (a last attempt that never reported: "lost"),
                 # so SQS's backstop should never have to.
                 lg.dlq_moved_by_queue += 1
+                lg.dlq_moved_after_a_kill += message["MessageId"] in self.killed_at_backstop
                 in_dlq.add(message["MessageId"])
                 continue
             lg.dlq_by_reason[reason] += 1
@@ -666,7 +742,9 @@ class ChaosRun:
         # to run again (the lease bounds it), and the batch reports each such write in store_errors.
         lg.duplicate_bound = lg.faults["killed after the side effect"] + lg.store_errors
         lg.unexplained_duplicate_keys = sorted(duplicated - self.exposed)
-        lg.completed_without_effect = sorted(k for k in completed & keys if k not in self.effects)
+        self._check_groups(app_status=self._status_app())
+        # A group's member runs under its key scoped to the group; its side effect is the job's own key.
+        lg.completed_without_effect = sorted(k for k in completed & keys if k.split("@")[0] not in self.effects)
         lg.retry_delay_mean_ratio = sum(self._ratios) / len(self._ratios) if self._ratios else 0.0
         lg.throttles_injected = self.throttler.injected
         lg.dynamodb_requests = self.throttler.requests
@@ -677,7 +755,9 @@ class ChaosRun:
             (not lg.left_in_queue, "messages left in the queue"),
             (lg.completed_keys + lg.dead_lettered_keys - lg.completed_and_dead_lettered_keys == lg.jobs,
              "sent != completed + dead-lettered"),
-            (not lg.dlq_moved_by_queue, f"{lg.dlq_moved_by_queue} DLQ messages without a reason"),
+            (lg.dlq_moved_by_queue == lg.dlq_moved_after_a_kill,
+             f"{lg.dlq_moved_by_queue - lg.dlq_moved_after_a_kill} DLQ messages without a reason, and not "
+             "explained by a kill at their backstop receive"),
             (not lg.unexplained_duplicate_keys,
              f"duplicate side effects not explained by a kill: {lg.unexplained_duplicate_keys[:5]}"),
             (lg.duplicate_effects <= lg.duplicate_bound,
@@ -691,6 +771,39 @@ class ChaosRun:
             (self.config.throttle == 0 or lg.throttles_injected > 0, "no throttling was injected"),
         ]
         lg.problems.extend(message for ok, message in checks if not ok)
+
+    def _status_app(self) -> Any:
+        from sqsjobs import JobApp
+
+        return JobApp(table_name=self.table, dynamodb_client=self.dynamodb, queue_url=self.queue_url,
+                      emit_metrics=lambda line: None)
+
+    def _check_groups(self, app_status: Any) -> None:
+        """Each group: every member counted once, the state its counts say, each callback run exactly once."""
+        lg = self.ledger
+        names = {}
+        for group_id, size in self.groups.items():
+            status = app_status.group_status(group_id)
+            if status is None:
+                lg.problems.append(f"group {group_id} has no record")
+                continue
+            names[status.name] = status
+            if (status.total, status.pending, status.succeeded + status.failed) != (size, 0, size):
+                lg.problems.append(f"group {status.name}: total {status.total}, pending {status.pending}, "
+                                   f"succeeded {status.succeeded} + failed {status.failed}, expected {size} members")
+            expected_state = "succeeded" if status.failed == 0 else "completed_with_failures"
+            lg.groups_succeeded += status.state == "succeeded"
+            if status.state != expected_state:
+                lg.problems.append(f"group {status.name} is {status.state}, its counts say {expected_state}")
+            for kind, due in (("on_complete", 1), ("on_success", int(status.state == "succeeded"))):
+                runs = lg.callback_runs[(status.name, kind)]
+                exposed = f"callback:{status.name}:{kind}" in self.exposed
+                lg.callbacks_exposed += int(exposed and runs > due)
+                if runs != due and not (exposed and runs > due):
+                    lg.problems.append(f"group {status.name}: {kind} ran {runs} times, expected {due}")
+        stray = [f"{name}:{kind}" for name, kind in lg.callback_runs if name not in names]
+        if stray:
+            lg.problems.append(f"callbacks of unknown groups ran: {stray[:5]}")
 
     def run(self) -> Ledger:
         """Set up, enqueue, poll until drained, and build the ledger."""
@@ -734,12 +847,14 @@ def main(argv: list[str] | None = None, print_: Callable[[str], None] = print) -
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--pollers", type=int, default=2)
+    parser.add_argument("--grouped", type=float, default=ChaosConfig.grouped,
+                        help="the share of jobs that are members of job groups")
     args = parser.parse_args(argv)
     # Nothing here may reach AWS: fake credentials, and the endpoint is always the local server.
     for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
                         ("AWS_DEFAULT_REGION", "us-east-1")):
         os.environ.setdefault(name, value)
-    ledger = run_chaos(ChaosConfig(jobs=args.jobs, seed=args.seed, pollers=args.pollers))
+    ledger = run_chaos(ChaosConfig(jobs=args.jobs, seed=args.seed, pollers=args.pollers, grouped=args.grouped))
     print_(ledger.render())
     return 0 if not ledger.problems else 1
 

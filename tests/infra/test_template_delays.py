@@ -34,11 +34,13 @@ def test_only_this_accounts_scheduler_group_may_assume_the_delivery_role(templat
     assert "schedule-group/${DelayedJobsScheduleGroup}" in trust["Condition"]["ArnEquals"]["aws:SourceArn"]["Fn::Sub"]
 
 
-def test_the_delivery_role_may_only_send_to_the_jobs_queue_and_its_dlq(template: dict[str, Any]) -> None:
+def test_the_delivery_role_may_only_send_to_the_jobs_queues_and_their_dlq(template: dict[str, Any]) -> None:
     (policy,) = template["Resources"]["SchedulerDeliveryRole"]["Properties"]["Policies"]
     (statement,) = policy["PolicyDocument"]["Statement"]
     assert statement["Action"] == "sqs:SendMessage"
-    assert statement["Resource"] == [{"Fn::GetAtt": ["JobsQueue", "Arn"]}, {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}]
+    # A delayed job's schedule targets its job's own queue: the jobs queue or the critical queue.
+    assert statement["Resource"] == [{"Fn::GetAtt": ["JobsQueue", "Arn"]}, {"Fn::GetAtt": ["CriticalQueue", "Arn"]},
+                                     {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}]
 
 
 @pytest.mark.parametrize("function", SCHEDULING_FUNCTIONS)

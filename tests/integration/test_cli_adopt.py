@@ -47,7 +47,7 @@ def flat(output: str) -> str:
 def test_jobs_lists_the_registered_jobs_with_their_options(in_repo: None) -> None:
     table = invoke("jobs")
     assert table.exit_code == 0, table.output
-    for name in ("invoice-email", "nightly-report", "process-order", "reindex-products"):
+    for name in ("billing-run-report", "invoice-email", "nightly-report", "process-order", "reindex-products"):
         assert name in table.output
     rows = {row["name"]: row for row in json.loads(invoke("jobs", "--json").output)}
     assert rows["nightly-report"]["schedule"] == "cron(0 2 * * ? *)"

@@ -1,5 +1,8 @@
 """One contract, two stores: the in-memory store behaves exactly like DynamoDB's (moto), for every
-operation of the lease and for its three users: job records, scheduler locks and chunked runs."""
+operation of the lease and for its three users: job records, scheduler locks and chunked runs.
+
+The DynamoDB store runs twice: on moto in-process, and on the local cloud's moto server (its DynamoDB
+requests serialized, its transactions checked before they write: ``sqsjobs.local``)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from sqsjobs.dynamodb_store import DynamoDBStore
 from sqsjobs.guard import Claim, ClaimResult, JobState, Verdict
 from sqsjobs.lease import (
     Acquire,
+    Amend,
     Annotate,
     Close,
     Complete,
@@ -26,6 +30,7 @@ from sqsjobs.lease import (
     LeaseStore,
     Release,
     Renew,
+    Transact,
 )
 from sqsjobs.locks import PeriodLocks, lock_key
 
@@ -33,10 +38,29 @@ NOW = 1_000_000.0
 TTL = 86_400.0
 
 
-@pytest.fixture(params=["memory", "dynamodb"])
+@pytest.fixture(scope="module")
+def local_endpoint() -> Iterator[str]:
+    from sqsjobs.local.serial_moto import serving
+
+    with serving() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(params=["memory", "dynamodb", "local cloud"])
 def store(request: pytest.FixtureRequest) -> Iterator[LeaseStore]:
     if request.param == "memory":
         yield InMemoryStore()
+        return
+    if request.param == "local cloud":
+        import uuid
+
+        client = boto3.client("dynamodb", region_name="us-east-1",
+                              endpoint_url=request.getfixturevalue("local_endpoint"))
+        table = f"contract-{uuid.uuid4().hex[:8]}"
+        create_table(client, table)
+        local = DynamoDBStore(client, table)
+        yield local
+        local.close()
         return
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
@@ -179,6 +203,77 @@ def test_submit_returns_at_once_and_its_future_tells_the_answer(store: LeaseStor
     acquire(store, "k", "a")
     future = store.submit(Complete(key="k", owner="a", expires_at=NOW + TTL))
     assert future.result().ok and store.get("k").state is LeaseState.DONE
+
+
+def test_close_can_expect_fields(store: LeaseStore) -> None:
+    counted = {"counted_as": "expired"}
+    assert store.write(Close(key="new", now=NOW, expires_at=NOW + TTL, state=LeaseState.RELEASED, data=counted,
+                             expect={"counted_as": None})).ok
+    refused = store.write(Close(key="new", now=NOW, expires_at=NOW + TTL, state=LeaseState.RELEASED,
+                                data={"counted_as": "dead_lettered"}, expect={"counted_as": None}))
+    assert refused.refused and refused.item.get("counted_as") == "expired"
+    assert store.write(Close(key="new", now=NOW, expires_at=NOW + TTL, state=LeaseState.RELEASED,
+                             data={"outcome": "x"}, expect={"counted_as": "expired"})).ok
+    assert store.get("new").get("outcome") == "x"
+
+
+def test_amend_adds_to_counters_and_sets_fields_when_its_expectations_hold(store: LeaseStore) -> None:
+    assert store.write(Amend(key="shard", add={"members_pending": -1})).refused  # absent: refused, not created
+    store.write(Close(key="shard", now=NOW, expires_at=NOW + TTL, data={"members_pending": 2}))
+    assert store.write(Amend(key="shard", add={"members_pending": -1, "members_succeeded": 1},
+                             above={"members_pending": 1})).ok
+    refused = store.write(Amend(key="shard", add={"members_pending": -1}, above={"members_pending": 1}))
+    assert refused.refused and refused.item.get("members_pending") == 1
+    assert store.write(Amend(key="shard", add={"members_pending": -1}, data={"finished_at": NOW},
+                             expect={"members_pending": 1, "status": "DONE"})).ok
+    item = store.get("shard")
+    assert (item.get("members_pending"), item.get("members_succeeded"), item.get("finished_at")) == (0, 1, NOW)
+    assert store.write(Amend(key="shard", data={"name": "x"}, expect={"group_state": None})).ok
+    assert store.write(Amend(key="shard", data={"name": "y"}, expect={"status": "HELD"})).refused
+    assert store.write(Amend(key="shard", data={"name": "y"}, above={"members_cancelled": 0})).refused  # absent
+    assert store.get("shard").get("name") == "x"
+    assert store.write(Amend(key="shard", data={"name": None})).ok  # only removes a field
+    assert store.get("shard").get("name") is None
+
+
+def test_a_transaction_writes_everything_or_nothing(store: LeaseStore) -> None:
+    acquire(store, "job", "a")
+    store.write(Close(key="shard", now=NOW, expires_at=NOW + TTL, data={"members_pending": 1}))
+    count = Amend(key="shard", add={"members_pending": -1, "members_succeeded": 1}, above={"members_pending": 1})
+    done = Complete(key="job", owner="a", expires_at=NOW + TTL, data={"outcome": "succeeded", "counted_as": "s"})
+    refused = store.write(Transact(ops=(done, count)))
+    assert refused.refused and refused.refused_at == 1 and refused.item.get("members_pending") == 1
+    assert store.get("job").state is LeaseState.HELD and store.get("shard").get("members_succeeded") is None
+    last = Amend(key="shard", add={"members_pending": -1, "members_succeeded": 1}, expect={"members_pending": 1})
+    assert store.write(Transact(ops=(done, last))).ok
+    assert store.get("job").get("counted_as") == "s" and store.get("job").state is LeaseState.DONE
+    assert store.get("shard").get("members_pending") == 0
+    # The completion is fenced: a repeat is refused by the job's record, and counts nothing.
+    again = store.write(Transact(ops=(done, Amend(key="shard", add={"members_succeeded": 1}))))
+    assert again.refused and again.refused_at == 0 and again.item.state is LeaseState.DONE
+    assert store.get("shard").get("members_succeeded") == 1
+
+
+def test_a_transaction_settles_what_nobody_holds_and_refuses_an_item_past_its_ttl(store: LeaseStore) -> None:
+    store.write(Close(key="shard", now=NOW, expires_at=NOW + TTL, data={"members_pending": 5}))
+    settle = Close(key="job", now=NOW, expires_at=NOW + TTL, state=LeaseState.RELEASED,
+                   data={"outcome": "expired", "counted_as": "expired"}, expect={"counted_as": None})
+    count = Amend(key="shard", add={"members_pending": -1, "members_expired": 1})
+    assert store.write(Transact(ops=(settle, count))).ok
+    assert store.write(Transact(ops=(settle, count))).refused_at == 0  # counted once
+    assert store.get("shard").get("members_pending") == 4
+    store.write(Close(key="old", now=NOW, expires_at=NOW + 10))
+    stale = Close(key="old", now=NOW + 11, expires_at=NOW + TTL, state=LeaseState.RELEASED)
+    assert store.write(Transact(ops=(stale, count))).refused_at == 0
+    assert store.get("shard").get("members_pending") == 4
+
+
+def test_get_many_reads_the_items_that_exist(store: LeaseStore) -> None:
+    for i in range(3):
+        store.write(Close(key=f"k{i}", now=NOW, expires_at=NOW + TTL, data={"members_pending": i}))
+    keys = [f"k{i}" for i in range(130)] + ["k1"]  # more than one BatchGetItem call
+    found = store.get_many(keys)
+    assert sorted(found) == ["k0", "k1", "k2"] and found["k2"].get("members_pending") == 2
 
 
 # ---------------------------------------------------------------- user 1: job records (sqsjobs.guard)

@@ -240,7 +240,7 @@ def test_the_cli_shows_and_cancels_a_job_by_key(make_app: Any, aws: Any, monkeyp
     runner = CliRunner()
     no_table = runner.invoke(cli, ["job", "k"], env={"SQSJOBS_TABLE": ""})
     assert no_table.exit_code == 2 and "--table" in no_table.output
-    monkeypatch.setattr(lifecycle, "_app", lambda table, endpoint, region: app)
+    monkeypatch.setattr(lifecycle, "table_app", lambda table, endpoint, region: app)
     shown = runner.invoke(cli, ["job", "invoice-email:1", "--json", "--table", "t"])
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.stdout)["state"] == "succeeded"

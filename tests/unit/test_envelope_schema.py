@@ -13,7 +13,16 @@ from jsonschema import Draft202012Validator
 
 from sqsjobs.arguments import MAX_LIST_ITEMS
 from sqsjobs.cli.schema import load_schema, schema_text
-from sqsjobs.envelope import ENVELOPE_VERSION, MAX_BODY_BYTES, MAX_KEY_BYTES, SUPPORTED_VERSIONS, Envelope
+from sqsjobs.envelope import (
+    ENVELOPE_VERSION,
+    MAX_BODY_BYTES,
+    MAX_INDEX,
+    MAX_KEY_BYTES,
+    SUPPORTED_VERSIONS,
+    Envelope,
+    MemberOf,
+    StepOf,
+)
 from sqsjobs.errors import MalformedMessageError
 
 VALIDATOR = Draft202012Validator(load_schema())
@@ -63,6 +72,8 @@ def test_the_schema_states_the_limits_the_code_enforces() -> None:
     assert list_rule["maxItems"] == MAX_LIST_ITEMS
     assert str(MAX_BODY_BYTES) in schema["description"]
     assert schema["required"] == ["v", "job"]
+    for name, index in (("member_of", "shard"), ("step_of", "step")):
+        assert properties[name]["properties"][index]["maximum"] == MAX_INDEX
 
 
 REJECTED = {
@@ -93,6 +104,16 @@ REJECTED = {
     "job_version fractional": '{"v": 1, "job": "ok", "job_version": 2.5}',
     "enqueued_at as string": '{"v": 1, "job": "ok", "enqueued_at": "2026-01-01"}',
     "enqueued_at boolean": '{"v": 1, "job": "ok", "enqueued_at": true}',
+    "member_of a string": '{"v": 1, "job": "ok", "member_of": "g1"}',
+    "member_of without shard": '{"v": 1, "job": "ok", "member_of": {"group": "g1"}}',
+    "member_of with more": '{"v": 1, "job": "ok", "member_of": {"group": "g1", "shard": 0, "x": 1}}',
+    "member_of bad group id": '{"v": 1, "job": "ok", "member_of": {"group": "g#1", "shard": 0}}',
+    "member_of empty group id": '{"v": 1, "job": "ok", "member_of": {"group": "", "shard": 0}}',
+    "member_of negative shard": '{"v": 1, "job": "ok", "member_of": {"group": "g1", "shard": -1}}',
+    "member_of shard true": '{"v": 1, "job": "ok", "member_of": {"group": "g1", "shard": true}}',
+    "step_of step too large": json.dumps({"v": 1, "job": "ok", "step_of": {"chain": "c1", "step": MAX_INDEX + 1}}),
+    "step_of fractional step": '{"v": 1, "job": "ok", "step_of": {"chain": "c1", "step": 1.5}}',
+    "step_of chain a number": '{"v": 1, "job": "ok", "step_of": {"chain": 7, "step": 1}}',
 }
 
 
@@ -115,6 +136,9 @@ ACCEPTED = {
     "unknown properties are ignored": '{"v": 1, "job": "ok", "trace": "abc"}',
     "empty list argument": '{"v": 1, "job": "ok", "args": {"ids": []}}',
     "key of exactly the limit": json.dumps({"v": 1, "job": "ok", "key": "k" * MAX_KEY_BYTES}),
+    "a group member": '{"v": 1, "job": "ok", "member_of": {"group": "3f2a-9c_1", "shard": 7}}',
+    "a chain step": json.dumps({"v": 1, "job": "ok", "step_of": {"chain": "c" * 64, "step": MAX_INDEX}}),
+    "null relations": '{"v": 1, "job": "ok", "member_of": null, "step_of": null}',
 }
 
 
@@ -141,6 +165,13 @@ def test_integral_float_versions_decode_as_integers() -> None:
     assert type(envelope.v) is int and type(envelope.job_version) is int
 
 
+def test_relations_round_trip() -> None:
+    envelope = Envelope(job="ok", key="ok:1@group:g1", member_of=MemberOf("g1", 3), step_of=StepOf("c1", 0))
+    assert Envelope.decode(envelope.encode()) == envelope
+    assert schema_accepts(envelope.encode())
+    assert "member_of" not in Envelope(job="ok", key="ok:1").encode()
+
+
 def test_encode_never_writes_what_decode_refuses() -> None:
     with pytest.raises(ValueError):
         Envelope(job="ok", key="ok:1", args={"ratio": math.nan}).encode()
@@ -160,6 +191,11 @@ FIELDS = {
     "args": st.one_of(st.dictionaries(st.text(max_size=4), st.one_of(SCALARS, st.lists(SCALARS, max_size=4),
                                                                       JSON_VALUES), max_size=3), JSON_VALUES),
     "enqueued_at": st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False), JSON_VALUES),
+    "member_of": st.one_of(st.none(), st.fixed_dictionaries({"group": st.text(alphabet="ab-#", max_size=3),
+                                                             "shard": st.integers(-1, 2)}), JSON_VALUES),
+    "step_of": st.one_of(st.fixed_dictionaries({"chain": st.text(alphabet="c_", min_size=1, max_size=2),
+                                                "step": st.one_of(st.integers(0, 2), st.just(1.0), st.booleans())},
+                                               optional={"x": SCALARS}), JSON_VALUES),
     "extra": JSON_VALUES,
 }
 

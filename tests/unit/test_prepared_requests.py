@@ -11,11 +11,13 @@ from pynamodb.expressions.operand import Value
 
 from sqsjobs import dynamodb_store
 from sqsjobs.dynamodb_store import _values, prepare
-from sqsjobs.lease import Acquire, Annotate, Close, Complete, HandOver, LeaseState, Operation, Release
+from sqsjobs.lease import Acquire, Amend, Annotate, Close, Complete, HandOver, LeaseState, Operation, Release
 
 texts = st.text(min_size=1, max_size=30).filter(lambda s: "\x00" not in s)
 times = st.floats(min_value=0, max_value=4e9, allow_nan=False) | st.integers(min_value=0, max_value=4_000_000_000)
 data = st.dictionaries(st.sampled_from(["job", "outcome", "last_error", "cursor"]), texts | st.none(), max_size=3)
+expect = st.dictionaries(st.sampled_from(["status", "counted_as", "group_state"]), texts | st.none(), max_size=2)
+counters = st.sampled_from(["members_pending", "members_succeeded", "members_expired"])
 
 
 def per_call(op: Operation, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
@@ -34,7 +36,10 @@ ops = st.one_of(
     st.builds(Complete, key=texts, owner=texts, expires_at=times, data=data),
     st.builds(Release, key=texts, owner=texts, expires_at=times, attempts_delta=st.integers(-1, 1), data=data),
     st.builds(HandOver, key=texts, owner=texts, to_owner=texts, expires_at=times, data=data),
-    st.builds(Close, key=texts, now=times, expires_at=times, state=st.sampled_from(list(LeaseState)), data=data),
+    st.builds(Close, key=texts, now=times, expires_at=times, state=st.sampled_from(list(LeaseState)), data=data,
+              expect=expect),
+    st.builds(Amend, key=texts, add=st.dictionaries(counters, st.integers(-3, 3), min_size=1, max_size=2), data=data,
+              expect=expect, above=st.dictionaries(counters, st.integers(0, 3), max_size=2)),
     st.builds(Annotate, key=texts, now=times, data=data),
 )
 

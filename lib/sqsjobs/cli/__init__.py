@@ -21,7 +21,9 @@ from sqsjobs.extras import Extra, install_hint, missing
 if TYPE_CHECKING:
     import typer
 
-COMMAND_MODULES = ("check", "schema", "jobs", "enqueue", "status", "redrive", "lifecycle", "console", "local", "init")
+COMMAND_MODULES = (
+    "check", "schema", "jobs", "enqueue", "status", "redrive", "lifecycle", "groups", "console", "local", "init",
+)
 
 
 def build_app() -> typer.Typer:

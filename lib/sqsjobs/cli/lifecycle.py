@@ -11,6 +11,7 @@ given the group deletes it too.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
@@ -57,14 +58,9 @@ def register(app: typer.Typer) -> None:
 
         console = Console(stderr=json_output)
         with exit_on_errors(console):
-            status = _app(table, endpoint_url, region).status(key)
-        if status is None:
-            console.print(f"no record for {key!r}: no delivery of it has been claimed (or its record expired)")
-            raise typer.Exit(EXIT_NOT_FOUND)
-        if json_output:
-            typer.echo(json.dumps(asdict(status), sort_keys=True))
-            return
-        render(console, status)
+            status = table_app(table, endpoint_url, region).status(key)
+        show(console, status, json_output=json_output, render=render,
+             missing=f"no record for {key!r}: no delivery of it has been claimed (or its record expired)")
 
     @app.command("cancel")
     def cancel_command(
@@ -83,7 +79,7 @@ def register(app: typer.Typer) -> None:
 
         console = Console()
         with exit_on_errors(console):
-            app = _app(table, endpoint_url, region)
+            app = table_app(table, endpoint_url, region)
             if schedule_group:
                 from sqsjobs.queues import make_scheduler_client
 
@@ -142,18 +138,30 @@ def render(console: Any, status: JobStatus) -> None:
                                    ("last error", status.last_error)]
     if status.result is not None:
         rows.append(("result", json.dumps(status.result)))
-    rows += [(name.replace("_", " "), _when(getattr(status, name)))
+    rows += [(name.replace("_", " "), when(getattr(status, name)))
              for name in ("enqueued_at", "started_at", "finished_at", "updated_at")]
     for name, value in rows:
         table.add_row(name, "-" if value is None else str(value))
     console.print(table)
 
 
-def _when(epoch: float | None) -> str | None:
+def show(console: Any, found: Any, *, json_output: bool, render: Callable[[Any, Any], None], missing: str,
+         as_json: Callable[[Any], Any] = asdict) -> None:
+    """``found`` as JSON (``--json``) or rendered; ``missing`` and exit 3 when there is nothing to show."""
+    if found is None:
+        console.print(missing)
+        raise typer.Exit(EXIT_NOT_FOUND)
+    if json_output:
+        typer.echo(json.dumps(as_json(found), sort_keys=True))
+        return
+    render(console, found)
+
+
+def when(epoch: float | None) -> str | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
 
-def _app(table: str | None, endpoint_url: str | None, region: str | None) -> JobApp:
+def table_app(table: str | None, endpoint_url: str | None, region: str | None) -> JobApp:
     """An app with no jobs, on ``table``: enough to read and write job records."""
     from sqsjobs.app import JobApp
     from sqsjobs.errors import ConfigurationError

@@ -260,10 +260,11 @@ async def lookup_page(console: Console, request: Request) -> Response:
 
 
 async def runs_page(console: Console, request: Request) -> Response:
-    """Chunked runs and scheduled leases (a bounded scan), and one run by ``JOB:RUN_ID``."""
+    """Chunked runs and scheduled leases (a bounded scan), one run by ``JOB:RUN_ID``, one job group by its id."""
     table = console.sources.table
     run_ref = _param(request, "run")
-    data = found = error = None
+    group_id = _param(request, "group")
+    data = found = group = error = None
     if table is None:
         error = "runs and leases live in the idempotency table: pass --table or set SQSJOBS_TABLE"
     else:
@@ -274,8 +275,10 @@ async def runs_page(console: Console, request: Request) -> Response:
                 error = f"a run is JOB:RUN_ID, got {run_ref!r}"
             else:
                 found, error = await console.read(runs.read_run, console.sources.dynamodb, table, *parsed)
+        if group_id is not None and error is None:
+            group, error = await console.read(runs.read_group, console.sources.dynamodb, table, group_id)
     return console.page(request, "runs.html", active="runs", title="Runs & leases", data=data, found=found,
-                        run_ref=run_ref, error=error)
+                        run_ref=run_ref, group=group, group_id=group_id, error=error)
 
 
 # -- helpers ------------------------------------------------------------------------------------------------

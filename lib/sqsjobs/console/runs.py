@@ -1,4 +1,4 @@
-"""Chunked runs and scheduled leases: the ``run#`` and ``lock#`` records of the idempotency table.
+"""Chunked runs, job groups and scheduled leases: the ``run#``, ``group#`` and ``lock#`` records.
 
 The table has one key (``pk``) and no index by prefix, so finding them is a
 ``Scan`` with a prefix filter, bounded by ``max_items`` items read (about
@@ -6,7 +6,9 @@ The table has one key (``pk``) and no index by prefix, so finding them is a
 the bound cut the scan short, and a run can still be looked up exactly by
 ``JOB:RUN_ID``. Each record found is read through its owner's code
 (:class:`sqsjobs.chunked.RunStore`, :class:`sqsjobs.locks.PeriodLocks`), so
-the page shows what ``sqsjobs status --run`` and the scheduler see.
+the page shows what ``sqsjobs status --run`` and the scheduler see. A job
+group is looked up by its id through ``app.group_status`` (what ``sqsjobs
+group ID`` shows): one read of its head and one of its counter shards.
 
 Example:
     >>> parse_run_ref("reindex-products:2026-08-05")
@@ -28,6 +30,8 @@ from sqsjobs.records import KEY_ATTRIBUTE
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+    from sqsjobs.groups import GroupStatus
 
 #: items a look at the runs page reads at most (the scan's cost bound)
 DEFAULT_SCAN_ITEMS: Final = 20_000
@@ -92,6 +96,13 @@ def read_runs_and_leases(dynamodb: DynamoDBClient, table: str, *,
 def read_run(dynamodb: DynamoDBClient, table: str, job: str, run_id: str) -> RunStatus | None:
     """One run by its job and id (exact, no scan), as ``sqsjobs status --run JOB:RUN_ID`` shows it."""
     return _runs(DynamoDBStore(dynamodb, table)).status(job, run_id)
+
+
+def read_group(dynamodb: DynamoDBClient, table: str, group_id: str) -> GroupStatus | None:
+    """One job group by its id (exact, no scan): its counts and state, as ``app.group_status`` answers."""
+    from sqsjobs.app import JobApp
+
+    return JobApp(table_name=table, dynamodb_client=dynamodb).group_status(group_id)
 
 
 def _runs(store: DynamoDBStore) -> RunStore:

@@ -14,7 +14,8 @@ This is a workaround for the emulator only; the runtime (``sqsjobs`` outside
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -41,9 +42,12 @@ def serial_dynamodb(app: WSGIApp) -> WSGIApp:
 
 
 def moto_app() -> WSGIApp:
-    """moto's server application, with DynamoDB made atomic."""
+    """moto's server application, with DynamoDB made atomic (and its transactions cheap: ``moto_transactions``)."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
+    from sqsjobs.local.moto_transactions import install
+
+    install()
     return serial_dynamodb(DomainDispatcherApplication(create_backend_app))
 
 
@@ -69,3 +73,18 @@ def threaded_server() -> Any:
             self._server.serve_forever()
 
     return SerialMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+
+
+@contextmanager
+def serving() -> Iterator[str]:
+    """``threaded_server()`` started on 127.0.0.1 for the block; yields its endpoint URL (quiet access log)."""
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    server = threaded_server()
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()

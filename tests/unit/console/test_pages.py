@@ -180,6 +180,26 @@ def test_runs_and_leases_are_found_and_a_run_is_looked_up_exactly(stack: Stack) 
     assert "a run is JOB:RUN_ID, got &#39;no-run-id&#39;" in bad
 
 
+def test_a_job_group_is_looked_up_by_its_id_with_its_counts(stack: Stack) -> None:
+    from sqsjobs import JobApp
+
+    app = JobApp(queue_url=stack.queue_url, table_name=TABLE, sqs_client=stack.sqs, dynamodb_client=stack.dynamodb)
+
+    @app.job("resize", key="resize:{n}")
+    def resize(n: int) -> None: ...
+
+    group = app.group(name="nightly <resize>")
+    group.add_many(resize.message(n=n) for n in range(3))
+    group_id = group.enqueue()
+    client = stack.client()
+
+    found = text_of(client.get(f"/runs?group={group_id}").text)
+    missing = text_of(client.get("/runs?group=no-such-group").text)
+
+    assert "group nightly &lt;resize&gt;: running , 3 members: 3 pending, 0 succeeded, 0 failed" in found
+    assert "no job group no-such-group: it was never enqueued" in missing
+
+
 def test_pages_without_the_table_say_how_to_name_it(stack: Stack) -> None:
     sources = stack.sources()
     from dataclasses import replace
