@@ -111,7 +111,8 @@ class Demo:
                 self.console.print("[bold green]demo OK[/]: every invoice e-mailed once, duplicates skipped, "
                                    "outage failures retried, poison dead-lettered with reasons, DLQ paged; "
                                    "orders went through the outbox, the reindex ran in pages, the schedule ran "
-                                   "once, a job two hours ahead waited in a schedule until fired early, "
+                                   "once, a job two hours ahead waited in a schedule until fired early, a job "
+                                   "was looked up by key and one cancelled before delivery (not run), "
                                    "the billing run's group reported once, and a redrive brought back the jobs "
                                    "whose orders committed late.")
             if self.keep:
@@ -162,6 +163,8 @@ class Demo:
         self.patterns.schedule_runs = patterns.fire_schedule_twice(cloud)
         self.phase = "delayed job: two hours ahead, fired early"
         patterns.delay_and_fire_early(cloud, app, self.patterns, wait=lambda ready: self._wait(ready, stop, 30.0))
+        self.phase = "job lifecycle: a status lookup by key, a cancel before delivery"
+        patterns.look_up_and_cancel(cloud, app, self.patterns, wait=lambda ready: self._wait(ready, stop, 30.0))
         self.phase = "poison messages"
         for message in messages(app, w.poison):
             self.sent += 1

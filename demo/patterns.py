@@ -26,6 +26,8 @@ RUN_ID = "demo"
 REINDEX_PAGES = 5  # 2,000 demo products: four pages of 500 and the empty fifth
 # Processed two hours after it was placed (a one-time schedule), fired early by the demo.
 DELAYED_ORDER = 960
+# Cancelled by key before its job was delivered: the delivery is acknowledged without running.
+CANCELLED_ORDER = 970
 # A billing run as a job group: 20 invoices e-mailed, one of them missing (its e-mail is dead-lettered);
 # the report (on_complete) runs once, when all 20 are done.
 BILLING_RUN = "demo"
@@ -53,6 +55,12 @@ class PatternsOutcome:
     delayed_due: str = ""
     delayed_waited: bool = False
     delayed_processed: bool = False
+    #: ``app.status`` of the first outbox order's job: (state, attempts)
+    looked_up: tuple[str, int] = ("not found", 0)
+    #: what ``app.cancel`` answered before the cancelled order's job was sent
+    cancel_answer: str = ""
+    #: the cancelled order's delivery was acknowledged without running (JobCancelled; the order stays NEW)
+    cancel_skipped: bool = False
     group_id: str = ""
     group_counts: tuple[int, int, int, int] = (0, 0, 0, 0)
     group_state: str = ""
@@ -83,6 +91,11 @@ class PatternsOutcome:
         if not (self.delayed_due and self.delayed_waited and self.delayed_processed):
             found.append(f"delayed order {DELAYED_ORDER}: scheduled for {self.delayed_due or 'nothing'}, "
                          f"waited={self.delayed_waited}, processed when fired early={self.delayed_processed}")
+        if self.looked_up != ("succeeded", 1):
+            found.append(f"status of process-order:{ORDERS[0]}: {self.looked_up}, expected ('succeeded', 1)")
+        if self.cancel_answer != "not_found_but_cancelled" or not self.cancel_skipped:
+            found.append(f"cancel of process-order:{CANCELLED_ORDER}: {self.cancel_answer or 'nothing'}, "
+                         f"acknowledged without running={self.cancel_skipped}")
         return found
 
     def lines(self) -> list[str]:
@@ -105,6 +118,10 @@ class PatternsOutcome:
             f"EventBridge Scheduler schedule (due {self.delayed_due or '?'}), "
             f"{'not on the queue' if self.delayed_waited else 'NOT held back'}; fired early (sqsjobs local fire "
             f"process-order:{DELAYED_ORDER}) it was {'processed' if self.delayed_processed else 'NOT processed'}",
+            f"lifecycle: app.status('process-order:{ORDERS[0]}') -> {self.looked_up[0]} after "
+            f"{self.looked_up[1]} attempt(s); app.cancel('process-order:{CANCELLED_ORDER}') before delivery -> "
+            f"{self.cancel_answer or '?'}, and its delivery was "
+            f"{'acknowledged without running (JobCancelled)' if self.cancel_skipped else 'NOT skipped'}",
         ]
 
 
@@ -188,6 +205,25 @@ def delay_and_fire_early(cloud: Any, app: Any, outcome: PatternsOutcome, wait: A
     fired = cloud.fire_delayed(key)
     outcome.delayed_processed = bool(fired) and all(f.ok for f in fired) and wait(
         lambda: _order_status(cloud, DELAYED_ORDER) == "PROCESSED")
+
+
+def look_up_and_cancel(cloud: Any, app: Any, outcome: PatternsOutcome, wait: Any) -> None:
+    """Ask what happened to a job by its key; cancel one before its delivery, which then does not run."""
+    from sqsjobs.local.timeline import metric_total
+
+    dynamodb = cloud.clients.get("dynamodb")
+    dynamodb.put_item(TableName=orders_table(cloud), Item={"pk": {"S": f"order#{CANCELLED_ORDER}"},
+                                                           "total_cents": {"N": "990"}, "status": {"S": "NEW"}})
+    key = f"process-order:{CANCELLED_ORDER}"
+    with cloud.producing(app) as producer:  # the app as the template configures its functions
+        wait(lambda: getattr(producer.status(f"process-order:{ORDERS[0]}"), "state", None) == "succeeded")
+        done = producer.status(f"process-order:{ORDERS[0]}")
+        outcome.looked_up = (done.state, done.attempts) if done is not None else ("not found", 0)
+        before = metric_total(cloud, "JobCancelled", Job="process-order")
+        outcome.cancel_answer = producer.cancel(key, reason="the customer cancelled the order")
+        producer.enqueue("process-order", order_id=CANCELLED_ORDER)
+    outcome.cancel_skipped = wait(lambda: metric_total(cloud, "JobCancelled", Job="process-order") > before) \
+        and _order_status(cloud, CANCELLED_ORDER) == "NEW"
 
 
 def _order_status(cloud: Any, order_id: int) -> str | None:
