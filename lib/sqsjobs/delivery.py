@@ -238,7 +238,14 @@ class Delivery:
             self.error = error
 
     def deferred(self, limiter: str, *, delay: float) -> None:
-        """Over ``limiter``: back to the queue for ``delay`` seconds (its next window), no attempt used."""
+        """Over ``limiter``: back to the queue for ``delay`` seconds (its next window), no attempt used.
+
+        Only before the job runs: a delivery already decided (``to_ack`` may go back to the queue when
+        its group's count fails, but never as a deferral) cannot be deferred.
+        """
+        if self.state not in (State.DECODED, State.CLAIMED):
+            raise IllegalTransition(f"{self.message_id}: {self.state.value} -> {State.TO_RETURN.value} is not a "
+                                    "legal move (a deferral comes before the job runs)")
         self._move(State.TO_RETURN)
         self.outcome, self.delay, self.deferred_by = Outcome.DEFERRED, delay, limiter
 

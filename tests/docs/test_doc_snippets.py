@@ -56,6 +56,10 @@ def test_the_python_snippets_of_the_page_run(page: Path, monkeypatch: pytest.Mon
                             ("SQSJOBS_SCHEDULE_GROUP", "docs-delayed"),
                             ("SQSJOBS_SCHEDULER_ROLE_ARN", "arn:aws:iam::123456789012:role/docs-delivery")):
             monkeypatch.setenv(name, value)
+        # A page that imports the reference app gets it fresh, configured by this page's environment
+        # (an earlier test may have imported it under another one); the old modules come back afterwards.
+        for name in [n for n in sys.modules if n == "handlers" or n.startswith("handlers.")]:
+            monkeypatch.delitem(sys.modules, name)
         namespace: dict[str, Any] = {"__name__": "__snippet__"}
         for block in blocks:
             for table in block.names("tables"):
