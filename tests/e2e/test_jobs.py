@@ -81,7 +81,8 @@ def test_a_malformed_body_is_dead_lettered_as_malformed(local_cloud: LocalCloudS
 
 def test_a_killed_invocations_messages_come_back_and_are_processed_once(local_cloud: LocalCloudSession) -> None:
     invoice = next(_ids)
-    poller = local_cloud.sqs_pollers[0]
+    jobs_queue = local_cloud.queue_url("JobsQueue")
+    (poller,) = [p for p in local_cloud.sqs_pollers if p.mapping.queue_url == jobs_queue]  # not the critical queue's
     failed_before = poller.stats.failed_batches
 
     local_cloud.crash_next_invocations("WorkerFunction")
