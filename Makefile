@@ -8,7 +8,7 @@ SAM_VENV := .venv-sam
 SAM_STAMP := $(SAM_VENV)/.installed
 SAM_APP_DIR := $(SAM_VENV)/app-dir
 
-.PHONY: test lint typecheck unit demo clean
+.PHONY: test lint typecheck doctest unit demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,7 +41,11 @@ browser:
 
 # Template checks (sam build among them) come before pytest: tests/infra/test_bundle.py inspects
 # the fresh .aws-sam/build they leave.
-test: lint typecheck template-checks unit
+test: lint typecheck template-checks doctest unit
+
+# Every `>>>` example under lib/sqsjobs runs (none is skipped): no network, moto or botocore's Stubber.
+doctest: $(STAMP)
+	$(BIN)/pytest -p no:cacheprovider -q --doctest-modules lib/sqsjobs
 
 # KEEP=1 leaves the local cloud and the operator console running after the demo (Ctrl-C stops them).
 demo: $(STAMP)

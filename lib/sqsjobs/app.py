@@ -481,8 +481,15 @@ class JobApp:
         instead, which also unschedules.
 
         Example:
-            >>> app.unschedule("invoice-email:42")  # doctest: +SKIP
-            True
+            >>> from botocore.stub import Stubber
+            >>> from sqsjobs.clients import scheduler_client
+            >>> client = scheduler_client(region_name="eu-west-1")
+            >>> app = JobApp(queue_url="https://sqs.example/q", schedule_group="jobs", scheduler_client=client)
+            >>> with Stubber(client) as stub:  # the first call finds the schedule, the second finds none
+            ...     stub.add_response("delete_schedule", {})
+            ...     stub.add_client_error("delete_schedule", "ResourceNotFoundException")
+            ...     app.unschedule("invoice-email:42"), app.unschedule("invoice-email:42")
+            (True, False)
         """
         from sqsjobs.delays import schedule_name
         from sqsjobs.guard import checked_key
@@ -514,10 +521,13 @@ class JobApp:
     def transaction(self) -> Transaction:
         """Business writes and job enqueues in one DynamoDB transaction (the outbox).
 
+        Nothing is written until the ``with`` block ends (``sqsjobs.outbox.Transaction`` shows a commit).
+
         Example:
-            >>> with app.transaction() as tx:  # doctest: +SKIP
-            ...     tx.put("orders", {"pk": "order#7"}, condition="attribute_not_exists(pk)")
-            ...     tx.enqueue("process-order", order_id=7)
+            >>> tx = JobApp(queue_url="https://sqs.example/q").transaction()
+            >>> tx.put("orders", {"pk": "order#7"}, condition="attribute_not_exists(pk)")
+            >>> len(tx.items), tx.committed
+            (1, False)
         """
         from sqsjobs.outbox import Transaction
 
@@ -667,8 +677,14 @@ class JobApp:
         """Where chunked run ``run_id`` of ``job`` is (pages done, cursor, times), or None.
 
         Example:
-            >>> app.run_status("reindex-products", "r1").pages_done  # doctest: +SKIP
-            21
+            >>> app = JobApp()
+            >>> @app.job("reindex-products", key="reindex-products:{run_id}:{cursor}", chunked=True)
+            ... def reindex(run_id: str, cursor: int = 0) -> int | None:
+            ...     return None if cursor >= 1000 else cursor + 500
+            >>> with app.testing() as t:
+            ...     _ = reindex.start(run_id="r1"), t.drain()
+            ...     app.run_status("reindex-products", "r1").pages_done
+            3
         """
         from sqsjobs.chunked import RunStore
 

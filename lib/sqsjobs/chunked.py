@@ -125,8 +125,10 @@ class ChunkedJob(Job[P, R]):
         ...     return None if cursor >= 1000 else cursor + 500
         >>> reindex(run_id="r1", cursor=0)
         500
-        >>> reindex.start(run_id="r1")  # doctest: +SKIP
-        'r1'
+        >>> with app.testing() as t:  # start enqueues the first page; each page enqueues the next
+        ...     run_id, _ = reindex.start(run_id="r1"), t.drain()
+        ...     run_id, [m.key for m in t.enqueued()]
+        ('r1', ['reindex-products:r1:0', 'reindex-products:r1:500', 'reindex-products:r1:1000'])
     """
 
     def __init__(self, app: JobApp, name: str, fn: Callable[P, R], options: JobOptions) -> None:

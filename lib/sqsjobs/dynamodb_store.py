@@ -75,7 +75,14 @@ class DynamoDBStore(ConcurrentStore):
     """The leases of one DynamoDB table (partition key ``pk``), sent through an injected client.
 
     Example:
-        >>> store = DynamoDBStore(client, "sqsjobs-idempotency")  # doctest: +SKIP
+        >>> from botocore.stub import Stubber
+        >>> from sqsjobs.clients import dynamodb_client
+        >>> client = dynamodb_client(region_name="eu-west-1")
+        >>> store = DynamoDBStore(client, "sqsjobs-idempotency")
+        >>> with Stubber(client) as stub:
+        ...     stub.add_response("get_item", {})  # no item: no delivery ever claimed the key
+        ...     store.get("invoice-email:42") is None
+        True
     """
 
     def __init__(self, client: DynamoDBClient, table_name: str, *, random: RandomSource | None = None,

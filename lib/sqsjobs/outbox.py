@@ -91,10 +91,20 @@ class Transaction:
     registered with ``on_commit`` run only after a successful commit.
 
     Example:
-        >>> with app.transaction() as tx:  # doctest: +SKIP
+        >>> from botocore.stub import Stubber
+        >>> from sqsjobs import JobApp
+        >>> from sqsjobs.clients import dynamodb_client
+        >>> app = JobApp(queue_url="https://sqs.example/q", outbox_table="outbox")
+        >>> @app.job("process-order", key="process-order:{order_id}")
+        ... def process_order(order_id: int) -> None: ...
+        >>> client = dynamodb_client(region_name="eu-west-1")
+        >>> with Stubber(client) as stub, app.use(dynamodb_client=client), app.transaction() as tx:
+        ...     stub.add_response("transact_write_items", {})  # DynamoDB accepts the two items at once
         ...     tx.put("orders", {"pk": "order#7", "total_cents": 1250}, condition="attribute_not_exists(pk)")
         ...     tx.enqueue("process-order", order_id=7)
         ...     tx.on_commit(lambda: print("order 7 placed"))
+        'process-order:7'
+        order 7 placed
     """
 
     def __init__(self, app: JobApp, *, client: DynamoDBClient | None = None, outbox_table: str | None = None,
@@ -119,7 +129,11 @@ class Transaction:
         """Put ``item`` (plain Python values) into ``table``, if ``condition`` holds.
 
         Example:
-            >>> tx.put("orders", {"pk": "order#7"}, condition="attribute_not_exists(pk)")  # doctest: +SKIP
+            >>> from sqsjobs import JobApp
+            >>> tx = JobApp(queue_url="https://sqs.example/q").transaction()
+            >>> tx.put("orders", {"pk": "order#7"}, condition="attribute_not_exists(pk)")
+            >>> tx.items[0]["Put"]["Item"], tx.items[0]["Put"]["ConditionExpression"]
+            ({'pk': {'S': 'order#7'}}, 'attribute_not_exists(pk)')
         """
         self._add("Put", {"TableName": table, "Item": _serialize_map(item)}, condition, names, values)
 
@@ -128,8 +142,11 @@ class Transaction:
         """Apply an ``UpdateExpression`` to the item at ``key``.
 
         Example:
-            >>> tx.update("stock", {"pk": "sku#1"}, "SET qty = qty - :n", condition="qty >= :n",
-            ...           values={":n": 1})  # doctest: +SKIP
+            >>> from sqsjobs import JobApp
+            >>> tx = JobApp(queue_url="https://sqs.example/q").transaction()
+            >>> tx.update("stock", {"pk": "sku#1"}, "SET qty = qty - :n", condition="qty >= :n", values={":n": 1})
+            >>> tx.items[0]["Update"]["ExpressionAttributeValues"]
+            {':n': {'N': '1'}}
         """
         request = {"TableName": table, "Key": _serialize_map(key), "UpdateExpression": expression}
         self._add("Update", request, condition, names, values)
@@ -148,7 +165,16 @@ class Transaction:
         """Put a pynamodb model instance (with an optional pynamodb condition).
 
         Example:
-            >>> tx.put_model(Order("order#7", total_cents=1250), condition=Order.pk.does_not_exist())  # doctest: +SKIP
+            >>> from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+            >>> from pynamodb.models import Model
+            >>> class Order(Model):
+            ...     class Meta: table_name = "orders"
+            ...     pk = UnicodeAttribute(hash_key=True); total_cents = NumberAttribute()
+            >>> from sqsjobs import JobApp
+            >>> tx = JobApp(queue_url="https://sqs.example/q").transaction()
+            >>> tx.put_model(Order("order#7", total_cents=1250), condition=Order.pk.does_not_exist())
+            >>> tx.items[0]["Put"]["Item"]
+            {'pk': {'S': 'order#7'}, 'total_cents': {'N': '1250'}}
         """
         kwargs = instance.get_save_kwargs_from_instance(condition=condition)
         kwargs.pop("ReturnValuesOnConditionCheckFailure", None)
@@ -168,8 +194,13 @@ class Transaction:
         the guard would run it once anyway).
 
         Example:
-            >>> tx.enqueue("process-order", order_id=7)  # doctest: +SKIP
-            'process-order:7'
+            >>> from sqsjobs import JobApp
+            >>> app = JobApp(queue_url="https://sqs.example/q", outbox_table="outbox")
+            >>> @app.job("process-order", key="process-order:{order_id}")
+            ... def process_order(order_id: int) -> None: ...
+            >>> tx = app.transaction()
+            >>> tx.enqueue("process-order", order_id=7), tx.items[0]["Put"]["TableName"]
+            ('process-order:7', 'outbox')
         """
         message = self.app.get_job(job).message(delay=delay, group=group, trace_id=trace_id, tenant=tenant, **args)
         if message.due_at is not None:

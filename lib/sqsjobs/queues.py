@@ -28,8 +28,12 @@ def resolve_queue_url(sqs_client: SQSClient, ref: str) -> str:
     """A queue URL from a URL, an ARN or a name.
 
     Example:
-        >>> resolve_queue_url(sqs, "https://sqs.eu-west-1.amazonaws.com/1/jobs-dlq")  # doctest: +SKIP
-        'https://sqs.eu-west-1.amazonaws.com/1/jobs-dlq'
+        >>> from moto import mock_aws
+        >>> with mock_aws():
+        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     _ = sqs.create_queue(QueueName="jobs-dlq")
+        ...     resolve_queue_url(sqs, "arn:aws:sqs:eu-west-1:123456789012:jobs-dlq")
+        'https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq'
     """
     if ref.startswith(("https://", "http://")):
         return ref
@@ -86,8 +90,11 @@ def queue_arn(sqs_client: SQSClient, url: str) -> str:
     """The queue's ARN (``GetQueueAttributes``).
 
     Example:
-        >>> queue_arn(sqs, "http://127.0.0.1:5000/123456789012/jobs-dlq")  # doctest: +SKIP
-        'arn:aws:sqs:us-east-1:123456789012:jobs-dlq'
+        >>> from moto import mock_aws
+        >>> with mock_aws():
+        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     queue_arn(sqs, sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"])
+        'arn:aws:sqs:eu-west-1:123456789012:jobs-dlq'
     """
     attrs = sqs_client.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
     return attrs["QueueArn"]
@@ -97,7 +104,12 @@ def queue_depth(sqs_client: SQSClient, url: str) -> int:
     """Approximate messages in the queue: visible + in flight + delayed.
 
     Example:
-        >>> queue_depth(sqs, dlq_url)  # doctest: +SKIP
+        >>> from moto import mock_aws
+        >>> with mock_aws():
+        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     url = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
+        ...     ids = [sqs.send_message(QueueUrl=url, MessageBody="{}", DelaySeconds=d) for d in (0, 0, 60)]
+        ...     queue_depth(sqs, url)
         3
     """
     attrs = sqs_client.get_queue_attributes(
@@ -115,7 +127,14 @@ def dead_letter_queue_of(sqs_client: SQSClient, queue_url: str) -> str | None:
     """The URL of the DLQ that ``queue_url``'s redrive policy names, or None.
 
     Example:
-        >>> dead_letter_queue_of(sqs, jobs_url)  # doctest: +SKIP
+        >>> import json
+        >>> from moto import mock_aws
+        >>> with mock_aws():
+        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     policy = {"deadLetterTargetArn": "arn:aws:sqs:eu-west-1:123456789012:jobs-dlq", "maxReceiveCount": 5}
+        ...     _ = sqs.create_queue(QueueName="jobs-dlq")
+        ...     jobs = sqs.create_queue(QueueName="jobs", Attributes={"RedrivePolicy": json.dumps(policy)})
+        ...     dead_letter_queue_of(sqs, jobs["QueueUrl"])
         'https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq'
     """
     import json
@@ -131,7 +150,14 @@ def dead_letter_sources(sqs_client: SQSClient, dlq_url: str) -> Iterator[str]:
     """The queues whose redrive policy names ``dlq_url`` (``ListDeadLetterSourceQueues``).
 
     Example:
-        >>> list(dead_letter_sources(sqs, dlq_url))  # doctest: +SKIP
+        >>> import json
+        >>> from moto import mock_aws
+        >>> with mock_aws():
+        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     dlq_url = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
+        ...     policy = {"deadLetterTargetArn": queue_arn(sqs, dlq_url), "maxReceiveCount": 5}
+        ...     _ = sqs.create_queue(QueueName="jobs", Attributes={"RedrivePolicy": json.dumps(policy)})
+        ...     list(dead_letter_sources(sqs, dlq_url))
         ['https://sqs.eu-west-1.amazonaws.com/123456789012/jobs']
     """
     paginator = sqs_client.get_paginator("list_dead_letter_source_queues")
@@ -143,7 +169,7 @@ def make_sqs_client(*, endpoint_url: str | None = None, region: str | None = Non
     """An SQS client for AWS or the local cloud (``AWS_ENDPOINT_URL`` is honoured).
 
     Example:
-        >>> make_sqs_client(endpoint_url="http://127.0.0.1:5000").meta.endpoint_url  # doctest: +SKIP
+        >>> make_sqs_client(endpoint_url="http://127.0.0.1:5000", region="eu-west-1").meta.endpoint_url
         'http://127.0.0.1:5000'
     """
     import boto3
@@ -155,7 +181,7 @@ def make_cloudwatch_client(*, endpoint_url: str | None = None, region: str | Non
     """A CloudWatch client for AWS or the local cloud (``AWS_ENDPOINT_URL`` is honoured).
 
     Example:
-        >>> make_cloudwatch_client(region="eu-west-1").meta.region_name  # doctest: +SKIP
+        >>> make_cloudwatch_client(region="eu-west-1").meta.region_name
         'eu-west-1'
     """
     import boto3
@@ -167,7 +193,7 @@ def make_dynamodb_client(*, endpoint_url: str | None = None, region: str | None 
     """A DynamoDB client for AWS or the local cloud (``AWS_ENDPOINT_URL`` is honoured).
 
     Example:
-        >>> make_dynamodb_client(region="eu-west-1").meta.region_name  # doctest: +SKIP
+        >>> make_dynamodb_client(region="eu-west-1").meta.region_name
         'eu-west-1'
     """
     import boto3
@@ -180,7 +206,7 @@ def make_scheduler_client(*, endpoint_url: str | None = None,
     """An EventBridge Scheduler client for AWS or the local cloud (delayed jobs' schedules).
 
     Example:
-        >>> make_scheduler_client(region="eu-west-1").meta.region_name  # doctest: +SKIP
+        >>> make_scheduler_client(region="eu-west-1").meta.region_name
         'eu-west-1'
     """
     import boto3

@@ -182,9 +182,17 @@ class Redrive:
     send) move once; the other copies are deleted after that send succeeded.
 
     Example:
-        >>> import boto3  # doctest: +SKIP
-        >>> opts = RedriveOptions(dlq="jobs-dlq", job="invoice-email", dry_run=True)  # doctest: +SKIP
-        >>> Redrive(opts, sqs_client=boto3.client("sqs")).run().planned  # doctest: +SKIP
+        >>> import json
+        >>> from moto import mock_aws
+        >>> from sqsjobs.queues import make_sqs_client
+        >>> with mock_aws():
+        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     dlq, jobs = (sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("jobs-dlq", "jobs"))
+        ...     for job in ("invoice-email", "sync"):
+        ...         _ = sqs.send_message(QueueUrl=dlq, MessageBody=json.dumps({"job": job, "key": f"{job}:1"}))
+        ...     opts = RedriveOptions(dlq="jobs-dlq", to="jobs", job="invoice-email", dry_run=True, wait_time_seconds=0)
+        ...     sorted((p.job, p.action) for p in Redrive(opts, sqs_client=sqs).run().planned)
+        [('invoice-email', 'move'), ('sync', 'skip:filtered')]
     """
 
     def __init__(
@@ -663,9 +671,18 @@ def redrive(
     """Run one redrive and return its summary; with ``records``, letters whose key was cancelled stay.
 
     Example:
-        >>> summary = redrive(RedriveOptions(dlq="jobs-dlq"), sqs_client=sqs)  # doctest: +SKIP
-        >>> summary.moved, dict(summary.skipped), summary.left  # doctest: +SKIP
-        (12, {'poison': 1}, 1)
+        >>> import json
+        >>> from moto import mock_aws
+        >>> from sqsjobs.queues import make_sqs_client
+        >>> with mock_aws():
+        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     dlq, jobs = (sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("jobs-dlq", "jobs"))
+        ...     for job in ("invoice-email", "sync"):
+        ...         _ = sqs.send_message(QueueUrl=dlq, MessageBody=json.dumps({"job": job, "key": f"{job}:1"}))
+        ...     opts = RedriveOptions(dlq="jobs-dlq", to="jobs", job="sync", wait_time_seconds=0)
+        ...     summary, moved = redrive(opts, sqs_client=sqs), sqs.receive_message(QueueUrl=jobs)["Messages"]
+        ...     summary.moved, summary.left, [json.loads(m["Body"])["job"] for m in moved]
+        (1, 1, ['sync'])
     """
     engine = Redrive(options, sqs_client=sqs_client, clock=clock, sleep=sleep, remaining_time=remaining_time,
                      records=records)
@@ -814,9 +831,18 @@ def handle_redrive_event(
     With ``records`` (the idempotency table), letters whose key was cancelled stay in the DLQ.
 
     Example:
-        >>> event = {"job": "invoice-email", "max": 100}
-        >>> handle_redrive_event(event, context, sqs_client=sqs)  # doctest: +SKIP
-        {'moved': 100, 'stopped': 'max', 'left': 20, ...}
+        >>> import json
+        >>> from moto import mock_aws
+        >>> from sqsjobs.queues import make_sqs_client
+        >>> with mock_aws():
+        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     dlq, jobs = (sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("jobs-dlq", "jobs"))
+        ...     for job in ("invoice-email", "sync"):
+        ...         _ = sqs.send_message(QueueUrl=dlq, MessageBody=json.dumps({"job": job, "key": f"{job}:1"}))
+        ...     event = {"dlq": "jobs-dlq", "to": "jobs", "max": 1, "wait_time_seconds": 0}
+        ...     result = handle_redrive_event(event, None, sqs_client=sqs, environ={})
+        ...     result["moved"], result["stopped"], result["left"]
+        (1, 'max', 1)
     """
     options = options_from_event(event, environ=environ)
     if _flag(event, "status"):

@@ -53,8 +53,16 @@ def start_native_redrive(
     ``rate`` caps messages per second (SQS's default: as fast as it can).
 
     Example:
-        >>> start_native_redrive("jobs-dlq", rate=50, sqs_client=sqs)  # doctest: +SKIP
-        'eyJ0YXNrSWQiOi...'
+        >>> from botocore.stub import Stubber
+        >>> from sqsjobs.clients import sqs_client
+        >>> sqs, arn = sqs_client(region_name="eu-west-1"), "arn:aws:sqs:eu-west-1:123456789012:jobs-dlq"
+        >>> dlq = "https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq"
+        >>> with Stubber(sqs) as stub:
+        ...     stub.add_response("get_queue_attributes", {"Attributes": {"QueueArn": arn}})
+        ...     stub.add_response("start_message_move_task", {"TaskHandle": "task-1"},
+        ...                           {"SourceArn": arn, "MaxNumberOfMessagesPerSecond": 50})
+        ...     start_native_redrive(dlq, rate=50, sqs_client=sqs)
+        'task-1'
     """
     source_arn = queue_arn(sqs_client, resolve_queue_url(sqs_client, dlq))
     kwargs: dict[str, Any] = {"SourceArn": source_arn}
@@ -70,8 +78,15 @@ def native_redrive_status(dlq: str, *, sqs_client: SQSClient) -> tuple[MoveTask,
     """The DLQ's recent move tasks, newest first (SQS keeps the last 10).
 
     Example:
-        >>> [t.status for t in native_redrive_status("jobs-dlq", sqs_client=sqs)]  # doctest: +SKIP
-        ['RUNNING']
+        >>> from botocore.stub import Stubber
+        >>> from sqsjobs.clients import sqs_client
+        >>> sqs, arn = sqs_client(region_name="eu-west-1"), "arn:aws:sqs:eu-west-1:123456789012:jobs-dlq"
+        >>> dlq = "https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq"
+        >>> with Stubber(sqs) as stub:
+        ...     stub.add_response("get_queue_attributes", {"Attributes": {"QueueArn": arn}})
+        ...     stub.add_response("list_message_move_tasks", {"Results": [{"Status": "RUNNING", "TaskHandle": "t"}]})
+        ...     [(t.status, t.handle) for t in native_redrive_status(dlq, sqs_client=sqs)]
+        [('RUNNING', 't')]
     """
     source_arn = queue_arn(sqs_client, resolve_queue_url(sqs_client, dlq))
     with _move_tasks_supported(sqs_client):
@@ -98,7 +113,16 @@ def cancel_native_redrive(dlq: str, *, sqs_client: SQSClient) -> int:
     Messages already moved stay moved; the rest stay in the DLQ.
 
     Example:
-        >>> cancel_native_redrive("jobs-dlq", sqs_client=sqs)  # doctest: +SKIP
+        >>> from botocore.stub import Stubber
+        >>> from sqsjobs.clients import sqs_client
+        >>> sqs, arn = sqs_client(region_name="eu-west-1"), "arn:aws:sqs:eu-west-1:123456789012:jobs-dlq"
+        >>> dlq = "https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq"
+        >>> with Stubber(sqs) as stub:
+        ...     stub.add_response("get_queue_attributes", {"Attributes": {"QueueArn": arn}})
+        ...     stub.add_response("list_message_move_tasks", {"Results": [{"Status": "RUNNING", "TaskHandle": "t"}]})
+        ...     stub.add_response("cancel_message_move_task", {"ApproximateNumberOfMessagesMoved": 420},
+        ...                       {"TaskHandle": "t"})
+        ...     cancel_native_redrive(dlq, sqs_client=sqs)
         420
     """
     tasks = native_redrive_status(dlq, sqs_client=sqs_client)

@@ -146,9 +146,15 @@ class Scheduler:
     """Fires scheduled jobs behind a lease per job and period.
 
     Example:
-        >>> scheduler = Scheduler(app)  # doctest: +SKIP
-        >>> scheduler.fire("nightly-report", at=datetime(2026, 8, 5, 2, tzinfo=UTC)).fired  # doctest: +SKIP
-        True
+        >>> import logging
+        >>> from sqsjobs import InMemoryStore, JobApp
+        >>> app = JobApp(queue_url="https://sqs.example/q", store=InMemoryStore(), logger=logging.getLogger("doc"))
+        >>> @app.scheduled("nightly-report", schedule="cron(0 2 * * ? *)")
+        ... def nightly_report(period: str) -> None: ...
+        >>> at = datetime(2026, 8, 5, 2, tzinfo=UTC)
+        >>> scheduler = Scheduler(app)  # a second fire in the same period is refused by its lease
+        >>> scheduler.fire("nightly-report", at=at).fired, scheduler.fire("nightly-report", at=at).fired
+        (True, False)
     """
 
     #: how often a tick waiting for another holder's lease looks again (seconds)

@@ -235,8 +235,19 @@ def collect_status(
     are counted per job.
 
     Example:
-        >>> report = collect_status(sqs_client=sqs, cloudwatch_client=cw, queue="jobs")  # doctest: +SKIP
-        >>> report.dlq.depth, [g.job for g in report.dlq_groups]  # doctest: +SKIP
+        >>> import json
+        >>> from moto import mock_aws
+        >>> from sqsjobs.queues import make_sqs_client
+        >>> with mock_aws():
+        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     dlq_url = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
+        ...     policy = json.dumps({"deadLetterTargetArn": "arn:aws:sqs:eu-west-1:123456789012:jobs-dlq",
+        ...                          "maxReceiveCount": 5})
+        ...     _ = sqs.create_queue(QueueName="jobs", Attributes={"RedrivePolicy": policy})
+        ...     for i in (1, 2):
+        ...         _ = sqs.send_message(QueueUrl=dlq_url, MessageBody=json.dumps({"job": "invoice-email"}))
+        ...     report = collect_status(sqs_client=sqs, queue="jobs")  # the DLQ is found from the redrive policy
+        ...     report.dlq.depth, [g.job for g in report.dlq_groups]
         (2, ['invoice-email'])
     """
     # The environment's queue (the CLI's default): the app's named queues (SQSJOBS_QUEUE_URL_<NAME>) show too.
@@ -513,8 +524,17 @@ def peek_dead_letters(sqs_client: SQSClient, dlq_url: str, *, sample: int = DEFA
     The operator console shows a sample of each group with its body.
 
     Example:
-        >>> [m["MessageId"] for m in peek_dead_letters(sqs, dlq_url, sample=2)]  # doctest: +SKIP
-        ['9f1c...', '03ab...']
+        >>> import json
+        >>> from moto import mock_aws
+        >>> from sqsjobs.queues import make_sqs_client
+        >>> with mock_aws():
+        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     dlq_url = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
+        ...     for i in (1, 2):
+        ...         _ = sqs.send_message(QueueUrl=dlq_url, MessageBody=json.dumps({"job": "invoice-email"}))
+        ...     peeked = peek_dead_letters(sqs, dlq_url, sample=1)
+        ...     [json.loads(m["Body"])["job"] for m in peeked], read_queue_status(sqs, dlq_url).visible
+        (['invoice-email'], 2)
     """
     received: dict[str, MessageTypeDef] = {}
     try:
@@ -554,8 +574,16 @@ def read_queue_status(sqs_client: SQSClient, url: str, *, cloudwatch_client: Clo
     """One queue's depth and oldest age, as ``collect_status`` reads it (``letters``: a peek of it, if any).
 
     Example:
-        >>> read_queue_status(sqs, dlq_url, cloudwatch_client=cw).visible  # doctest: +SKIP
-        3
+        >>> import json
+        >>> from moto import mock_aws
+        >>> from sqsjobs.queues import make_sqs_client
+        >>> with mock_aws():
+        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     dlq_url = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
+        ...     for i in (1, 2):
+        ...         _ = sqs.send_message(QueueUrl=dlq_url, MessageBody=json.dumps({"job": "invoice-email"}))
+        ...     read_queue_status(sqs, dlq_url).visible
+        2
     """
     return _queue_status(sqs_client, _Watch(cloudwatch_client, []), url, letters=list(letters), now=clock())
 

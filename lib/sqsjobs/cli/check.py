@@ -104,10 +104,6 @@ def run_check(
 
     Returns cfn-lint's exit code: 0 when there are no errors (no warnings
     either, with ``strict``), non-zero otherwise.
-
-    Example:
-        >>> run_check(Path("template.yaml"), parameters={"WorkerTimeoutSeconds": "300"})  # doctest: +SKIP
-        2
     """
     command = lint_command(template, margin=margin, strict=strict, output_format=output_format, regions=regions)
     env = dict(os.environ)

@@ -56,11 +56,7 @@ def parse_arguments(pairs: list[str]) -> dict[str, Any]:
 
 
 def local_target() -> dict[str, str]:
-    """Environment that points the app at the running local cloud.
-
-    Example:
-        >>> local_target()["AWS_ENDPOINT_URL"]  # doctest: +SKIP
-        'http://127.0.0.1:41237'"""
+    """Environment that points the app at the running local cloud."""
     from sqsjobs.local.aws import local_environment
     from sqsjobs.local.control import read_state
 

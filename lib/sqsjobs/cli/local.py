@@ -37,11 +37,7 @@ def parse_parameters(pairs: list[str]) -> dict[str, str]:
 
 
 def summary(cloud: LocalCloud) -> list[str]:
-    """The lines ``local up`` prints: where everything is and how to reach it.
-
-    Example:
-        >>> summary(cloud)[0]  # doctest: +SKIP
-        'moto server   http://127.0.0.1:41237  (export AWS_ENDPOINT_URL=http://127.0.0.1:41237)'"""
+    """The lines ``local up`` prints: where everything is and how to reach it."""
     d = cloud.deployment
     lines = [f"moto server   {cloud.endpoint}  (export AWS_ENDPOINT_URL={cloud.endpoint})"]
     lines += [f"queue         {k:<24} {q.url}" for k, q in d.queues.items()]

@@ -5,12 +5,6 @@ re-fetches a page every few seconds and swaps the regions marked
 ``data-refresh``, keeping the scroll position. AWS is called in a worker
 thread (boto3 blocks); a failed call shows as a one-line error on the page,
 with endpoints and environment values redacted.
-
-Example:
-    >>> from starlette.testclient import TestClient
-    >>> app = create_app(config, sources)  # doctest: +SKIP
-    >>> TestClient(app).get("/").status_code  # doctest: +SKIP
-    200
 """
 
 from __future__ import annotations

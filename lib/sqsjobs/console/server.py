@@ -2,12 +2,6 @@
 
 The socket is bound before uvicorn starts, so a port in use is a one-line
 error and ``--port 0`` prints the port it got.
-
-Example:
-    >>> server = ConsoleServer.start(ConsoleConfig(queue="jobs", port=0), sources)  # doctest: +SKIP
-    >>> server.url  # doctest: +SKIP
-    'http://127.0.0.1:41817/'
-    >>> server.stop()  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -2,11 +2,6 @@
 
 Resolved once at start, so a misspelt queue is a one-line error before the
 port opens, not a broken page.
-
-Example:
-    >>> sources = Sources.connect(ConsoleConfig(queue="jobs"))  # doctest: +SKIP
-    >>> sources.queue_url  # doctest: +SKIP
-    'https://sqs.eu-west-1.amazonaws.com/123456789012/jobs'
 """
 
 from __future__ import annotations

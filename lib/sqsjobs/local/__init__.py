@@ -9,12 +9,6 @@ laptop.
 It is developer tooling: no runtime path of ``sqsjobs`` (``JobApp``, the
 consumer, the handlers) may import it, and its imports (moto, samtranslator)
 are paid only by ``sqsjobs local``, the pytest plugin and the demo.
-
-Example:
-    >>> from sqsjobs.local import LocalCloud
-    >>> with LocalCloud.start("template.yaml") as cloud:  # doctest: +SKIP
-    ...     cloud.enqueue("invoice-email", invoice_id=42)
-    ...     cloud.drain()
 """
 
 from __future__ import annotations

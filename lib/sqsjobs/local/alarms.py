@@ -74,12 +74,7 @@ def statistic(values: list[float], stat: str) -> Value:
 
 
 class AlarmEvaluator:
-    """Evaluates alarms against a :class:`MetricStore` and reports transitions.
-
-    Example:
-        >>> evaluator = AlarmEvaluator(alarms, store, on_transition=print)  # doctest: +SKIP
-        >>> evaluator.evaluate_all()  # doctest: +SKIP
-    """
+    """Evaluates alarms against a :class:`MetricStore` and reports transitions."""
 
     def __init__(
         self,

@@ -34,13 +34,7 @@ def local_environment(endpoint: str, region: str = REGION) -> dict[str, str]:
 
 
 class Clients:
-    """One thread-safe boto3 client per service, created on first use.
-
-    Example:
-        >>> clients = Clients("http://127.0.0.1:5000")
-        >>> clients.get("sqs").meta.endpoint_url  # doctest: +SKIP
-        'http://127.0.0.1:5000'
-    """
+    """One thread-safe boto3 client per service, created on first use."""
 
     def __init__(self, endpoint: str, region: str = REGION) -> None:
         self.endpoint = endpoint

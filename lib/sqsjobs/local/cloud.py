@@ -44,14 +44,7 @@ _TICK_S = 1.0
 
 
 class LocalCloud:
-    """A running local cloud. Start it with :meth:`start`; stop it with :meth:`stop`.
-
-    Example:
-        >>> with LocalCloud.start("template.yaml") as cloud:  # doctest: +SKIP
-        ...     cloud.send("JobsQueue", '{"v": 1, ...}')
-        ...     cloud.drain()
-        ...     cloud.emails()
-    """
+    """A running local cloud. Start it with :meth:`start`; stop it with :meth:`stop`."""
 
     def __init__(self, *, server: MotoServer, template: Template, deployment: Deployment, output: Output) -> None:
         self.server = server
@@ -290,13 +283,7 @@ class LocalCloud:
         raise KeyError(f"no alarm {name!r}; alarms: {', '.join(a.logical_id for a in self.deployment.alarms)}")
 
     def set_alarm_state(self, name: str, state: str, reason: str = "set by hand") -> None:
-        """CloudWatch's ``SetAlarmState``: the state until the next evaluation, which notifies if it changes.
-
-        Example:
-            >>> cloud.set_alarm_state("DeadLetterAlarm", "OK")  # doctest: +SKIP
-            >>> cloud.evaluate_alarms()[0].new  # doctest: +SKIP
-            'ALARM'
-        """
+        """CloudWatch's ``SetAlarmState``: the state until the next evaluation, which notifies if it changes."""
         for alarm in self.deployment.alarms:
             if name in (alarm.name, alarm.logical_id):
                 self.clients.get("cloudwatch").set_alarm_state(AlarmName=alarm.name, StateValue=state,
@@ -371,10 +358,6 @@ class LocalCloud:
         Queue, DLQ, idempotency table, schedule group and delivery role come
         from the worker's environment; the clients are this cloud's. So
         ``app.enqueue(..., delay=timedelta(hours=2))`` creates its schedule here.
-
-        Example:
-            >>> with cloud.producing(app) as producer:  # doctest: +SKIP
-            ...     producer.enqueue("invoice-email", invoice_id=42, delay=timedelta(hours=2))
         """
         from sqsjobs.settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, Settings
 
@@ -471,13 +454,7 @@ class LocalCloud:
         return self.pools[schedule.function].invoke(scheduled_event(schedule, self.clients.region, at))
 
     def fire_delayed(self, key: str) -> list[Fired]:
-        """Fire the one-time schedules of job key ``key`` now (a delayed job, early); [] when it has none.
-
-        Example:
-            >>> app.enqueue("invoice-email", invoice_id=42, delay=timedelta(hours=2))  # doctest: +SKIP
-            >>> [f.ok for f in cloud.fire_delayed("invoice-email:42")]  # doctest: +SKIP
-            [True]
-        """
+        """Fire the one-time schedules of job key ``key`` now (a delayed job, early); [] when it has none."""
         return self.one_time.fire_key(key) if self.one_time is not None else []
 
     def find_schedule(self, name: str) -> Schedule:
@@ -580,11 +557,7 @@ def _check_parameters(template: Template, parameters: dict[str, str]) -> None:
 
 @contextmanager
 def running(template: str | Path, **options: Any) -> Iterator[LocalCloud]:
-    """``with running("template.yaml") as cloud:`` — start, yield, always stop.
-
-    Example:
-        >>> with running("template.yaml", parameters={"SenderEmail": "me@example.com"}) as cloud:  # doctest: +SKIP
-        ...     cloud.drain()"""
+    """``with running("template.yaml") as cloud:`` — start, yield, always stop."""
     cloud = LocalCloud.start(template, **options)
     try:
         yield cloud

@@ -89,11 +89,7 @@ def read_state(path: Path | None = None) -> dict[str, Any]:
 
 
 def call(state: dict[str, Any], action: str, payload: dict[str, Any], timeout: float = 120.0) -> dict[str, Any]:
-    """POST ``payload`` to the control endpoint's ``action`` and return its JSON answer.
-
-    Example:
-        >>> call(read_state(), "fire", {"name": "nightly-report"})  # doctest: +SKIP
-        {'ok': True, ...}"""
+    """POST ``payload`` to the control endpoint's ``action`` and return its JSON answer."""
     request = urllib.request.Request(
         f"{state['control']}/{action}",
         data=json.dumps(payload).encode(),

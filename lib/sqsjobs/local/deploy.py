@@ -21,14 +21,7 @@ from sqsjobs.local.template import Template
 
 
 def deploy(template: Template, clients: Clients, *, stack_name: str, parameters: dict[str, str]) -> Deployment:
-    """Create every resource of ``template`` against ``clients``' server.
-
-    Example:
-        >>> d = deploy(Template.load("template.yaml"), Clients(endpoint),  # doctest: +SKIP
-        ...            stack_name="sqsjobs-local", parameters={})
-        >>> d.queues["JobsQueue"].url  # doctest: +SKIP
-        'http://127.0.0.1:5123/123456789012/sqsjobs-local-JobsQueue'
-    """
+    """Create every resource of ``template`` against ``clients``' server."""
     deployment = Deployment(stack_name=stack_name)
     resolver = Resolver(
         parameters=_parameter_values(template, parameters),

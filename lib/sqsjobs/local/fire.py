@@ -16,12 +16,7 @@ from sqsjobs.local.errors import LocalCloudError
 
 
 def fire_local(name: str) -> dict[str, Any]:
-    """Ask the running local cloud to fire schedule ``name``; return its result.
-
-    Example:
-        >>> fire_local("nightly-report")  # doctest: +SKIP
-        {'ok': True, 'request_id': '...', 'payload': None, ...}
-    """
+    """Ask the running local cloud to fire schedule ``name``; return its result."""
     state = read_state()
     answer = call(state, "fire", {"name": name})
     if "error" in answer:
@@ -30,11 +25,7 @@ def fire_local(name: str) -> dict[str, Any]:
 
 
 def fire_remote(name: str, *, endpoint_url: str | None, region: str | None, profile: str | None) -> dict[str, Any]:
-    """Invoke the Lambda target of EventBridge rule or Scheduler schedule ``name``.
-
-    Example:
-        >>> fire_remote("nightly-report", endpoint_url=None, region="eu-west-1", profile="prod")  # doctest: +SKIP
-        {'ok': True, 'payload': {...}, 'error_type': ''}"""
+    """Invoke the Lambda target of EventBridge rule or Scheduler schedule ``name``."""
     import boto3
 
     session = boto3.session.Session(profile_name=profile, region_name=region)

@@ -193,13 +193,7 @@ def _lambda_env(spec: FunctionSpec) -> dict[str, str]:
 
 
 class FunctionPool:
-    """Warm workers for one function; ``invoke`` blocks until the result or the deadline.
-
-    Example:
-        >>> pool = FunctionPool(spec, base_env={}, log=print)  # doctest: +SKIP
-        >>> pool.invoke({"Records": []}).ok  # doctest: +SKIP
-        True
-    """
+    """Warm workers for one function; ``invoke`` blocks until the result or the deadline."""
 
     def __init__(
         self,

@@ -59,13 +59,7 @@ class Fired:
 
 
 class OneTimeScheduleRunner:
-    """Fires the ``at(...)`` schedules of ``groups`` when due; ``tick(now)`` is one look (tests call it directly).
-
-    Example:
-        >>> runner = OneTimeScheduleRunner(clients, groups=["g"], report=print)  # doctest: +SKIP
-        >>> runner.tick(now=time.time())  # doctest: +SKIP
-        []
-    """
+    """Fires the ``at(...)`` schedules of ``groups`` when due; ``tick(now)`` is one look (tests call it directly)."""
 
     def __init__(self, clients: Any, *, groups: list[str], report: Callable[[str, str], None],
                  clock: Callable[[], float] = time.time) -> None:

@@ -51,10 +51,6 @@ class LocalCloudSession:
 
     Attribute access falls through to the cloud (``drain``, ``emails``,
     ``queue_url``, ``alarm_state``, ``peek``, ...).
-
-    Example:
-        >>> session = LocalCloudSession(cloud, app="handlers.app:app")  # doctest: +SKIP
-        >>> session.enqueue("invoice-email", invoice_id=42)  # doctest: +SKIP
     """
 
     def __init__(self, cloud: Any, *, app: str = DEFAULT_APP) -> None:

@@ -59,12 +59,7 @@ _TABLE_KEYS = (
 
 
 class ResourceCreator:
-    """Per-type creation; each method records what Ref and GetAtt return.
-
-    Example:
-        >>> creator = ResourceCreator(template, clients, resolver, Deployment(stack_name="s"))  # doctest: +SKIP
-        >>> creator.create("JobsQueue", template.resources["JobsQueue"])  # doctest: +SKIP
-    """
+    """Per-type creation; each method records what Ref and GetAtt return."""
 
     def __init__(self, template: Template, clients: Clients, resolver: Resolver, deployment: Deployment) -> None:
         self.template = template

@@ -62,14 +62,7 @@ def ensure_port_free(port: int) -> None:
 
 @dataclass
 class MotoServer:
-    """A moto server child process on ``127.0.0.1:port``.
-
-    Example:
-        >>> server = MotoServer.start()  # doctest: +SKIP
-        >>> server.endpoint  # doctest: +SKIP
-        'http://127.0.0.1:53121'
-        >>> server.stop()  # doctest: +SKIP
-    """
+    """A moto server child process on ``127.0.0.1:port``."""
 
     port: int
     process: subprocess.Popen[bytes]

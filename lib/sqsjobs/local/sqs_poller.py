@@ -54,13 +54,7 @@ class MappingStats:
 
 
 def to_lambda_record(message: dict[str, Any], mapping: SqsMapping, region: str) -> dict[str, Any]:
-    """One ReceiveMessage entry in the shape Lambda hands to the function.
-
-    Example:
-        >>> m = {"MessageId": "1", "ReceiptHandle": "h", "Body": "b", "MD5OfBody": "x", "Attributes": {}}
-        >>> to_lambda_record(m, mapping, "us-east-1")["eventSource"]  # doctest: +SKIP
-        'aws:sqs'
-    """
+    """One ReceiveMessage entry in the shape Lambda hands to the function."""
     attributes = {}
     for name, value in message.get("MessageAttributes", {}).items():
         binary = value.get("BinaryValue")
@@ -124,12 +118,7 @@ def failed_ids(result: InvocationResult, batch_ids: list[str], report_failures: 
 
 
 class SqsPoller:
-    """Runs one SQS mapping until ``stop()``.
-
-    Example:
-        >>> poller = SqsPoller(mapping, pool, sqs_client, region="us-east-1", report=print)  # doctest: +SKIP
-        >>> poller.start()  # doctest: +SKIP
-    """
+    """Runs one SQS mapping until ``stop()``."""
 
     def __init__(
         self,

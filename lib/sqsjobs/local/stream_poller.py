@@ -71,11 +71,7 @@ def first_failure(result: InvocationResult, sequence_numbers: list[str], report:
 
 
 class StreamPoller:
-    """Runs one stream mapping (every shard) until ``stop()``.
-
-    Example:
-        >>> poller = StreamPoller(mapping, pool, streams_client, report=print)  # doctest: +SKIP
-        >>> poller.start()  # doctest: +SKIP"""
+    """Runs one stream mapping (every shard) until ``stop()``."""
 
     def __init__(
         self,

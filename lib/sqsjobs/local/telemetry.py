@@ -29,12 +29,7 @@ QUEUE_DEPTH_ATTRIBUTES = tuple(attribute for _, attribute in _QUEUE_METRICS)
 
 
 class Telemetry:
-    """Metrics and alarms of one deployment.
-
-    Example:
-        >>> telemetry = Telemetry(deployment, clients, report=print)  # doctest: +SKIP
-        >>> telemetry.tick(oldest_sent={})  # doctest: +SKIP
-    """
+    """Metrics and alarms of one deployment."""
 
     def __init__(self, deployment: Deployment, clients: Clients, *, report: Callable[[str, str], None]) -> None:
         self.deployment = deployment

@@ -23,13 +23,7 @@ _PLACEHOLDER_BUCKET = "sqsjobs-local-code"
 
 @dataclass(frozen=True, kw_only=True)
 class Template:
-    """A translated template: CloudFormation resources plus where each function's code lives.
-
-    Example:
-        >>> t = Template.load("template.yaml")  # doctest: +SKIP
-        >>> sorted(t.resources)[:2]  # doctest: +SKIP
-        ['DeadLetterQueue', 'JobsQueue']
-    """
+    """A translated template: CloudFormation resources plus where each function's code lives."""
 
     path: Path
     resources: dict[str, dict[str, Any]]
