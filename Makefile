@@ -44,8 +44,10 @@ browser:
 test: lint typecheck template-checks doctest unit
 
 # Every `>>>` example under lib/sqsjobs runs (none is skipped): no network, moto or botocore's Stubber.
+# Every >>> example under lib/ runs; fake credentials and no instance metadata: the examples never leave 127.0.0.1.
 doctest: $(STAMP)
-	$(BIN)/pytest -p no:cacheprovider -q --doctest-modules lib/sqsjobs
+	AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_EC2_METADATA_DISABLED=true \
+		$(BIN)/pytest -p no:cacheprovider -q --doctest-modules lib/sqsjobs
 
 # KEEP=1 leaves the local cloud and the operator console running after the demo (Ctrl-C stops them).
 demo: $(STAMP)
