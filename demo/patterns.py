@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from demo import workload
 from sqsjobs.chunked import RunStore
 from sqsjobs.delays import schedule_name
 from sqsjobs.dynamodb_store import DynamoDBStore
@@ -31,7 +32,7 @@ CANCELLED_ORDER = 970
 # A billing run as a job group: 20 invoices e-mailed, one of them missing (its e-mail is dead-lettered);
 # the report (on_complete) runs once, when all 20 are done.
 BILLING_RUN = "demo"
-BILLING_INVOICES = (*range(201, 220), -220)
+BILLING_INVOICES = workload.BILLING_INVOICES
 
 
 @dataclass

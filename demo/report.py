@@ -20,7 +20,7 @@ class Outcome:
 
     Example:
         >>> Outcome(counts={}, dead_letters=[], emails=[], alarms=[], wall_s=1.0).problems(Workload.default())[0]
-        'e-mailed 0 distinct invoices, expected 52'
+        'e-mailed 0 distinct invoices, expected 71'
     """
 
     counts: dict[str, dict[str, int]]

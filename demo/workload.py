@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 JOB = "invoice-email"
+# The billing run (demo/patterns.py): one group of invoice e-mails, one of them missing (dead-lettered).
+BILLING_INVOICES = (*range(201, 220), -220)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -18,7 +20,7 @@ class Workload:
 
     Example:
         >>> w = Workload.default()
-        >>> w.expected_done == len(set(w.invoices) | set(w.outage_invoices))
+        >>> w.expected_done == len(set(w.invoices) | set(w.outage_invoices)) + 19  # the billing run's
         True
     """
 
@@ -27,6 +29,8 @@ class Workload:
     outage_invoices: tuple[int, ...]
     poison: tuple[int, ...]
     malformed: tuple[str, ...]
+    #: invoices e-mailed as the members of one job group (negative: missing, dead-lettered)
+    billing_run: tuple[int, ...] = ()
     notes: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -39,17 +43,18 @@ class Workload:
             # Negative ids do not exist: the job raises PermanentError.
             poison=(-1, -2, -3, -4),
             malformed=("{not json", '{"v": 99, "job": "invoice-email"}'),
+            billing_run=BILLING_INVOICES,
         )
 
     @property
     def expected_done(self) -> int:
         """Distinct invoices that must be e-mailed exactly once."""
-        return len(set(self.invoices) | set(self.outage_invoices))
+        return len(set(self.invoices) | set(self.outage_invoices) | {i for i in self.billing_run if i > 0})
 
     @property
     def expected_dead(self) -> int:
         """Messages that must end on the DLQ."""
-        return len(self.poison) + len(self.malformed)
+        return len(self.poison) + len(self.malformed) + sum(1 for i in self.billing_run if i < 0)
 
     @property
     def total_messages(self) -> int:
