@@ -1,6 +1,6 @@
 """IDs-and-scalars arguments, checked against the job function's signature.
 
-Payloads carry identifiers and scalars only (the seed's rule 2): the job
+Payloads carry identifiers and scalars only (docs/jobs.md): the job
 re-fetches fresh state, and a deploy that changes a class can never break a
 message already in flight. Allowed values: ``str``, ``int``, ``float``
 (finite), ``bool``, ``None``, and flat lists of those.

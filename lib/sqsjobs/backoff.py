@@ -1,9 +1,9 @@
 """Retry delays: exponential backoff with full jitter.
 
 ``delay = uniform(0, min(cap, base * 2 ** (attempt - 1)))``, attempt counted
-from 1 (SQS's ``ApproximateReceiveCount``). Full jitter is the default on
-purpose: retries without it arrive in lockstep and stampede the dependency
-that just recovered (the seed's first gotcha).
+from 1 (the runs that started, as the job's record counts them: docs/worker.md).
+Full jitter is the default on purpose: retries without it arrive in lockstep
+and stampede the dependency that just recovered (docs/jobs.md).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 A redriven message is one more delivery of the same job: it passes the same
 idempotency guard as the first one, so a job that completed meanwhile is
-acknowledged as a duplicate and a job that failed runs once more (invariant 7
-in DESIGN.md). This module only moves bytes; it never runs a job.
+acknowledged as a duplicate and a job that failed runs once more
+(docs/runbook.md, "DLQ not empty"). This module only moves bytes; it never runs a job.
 
 What it must never do:
 
@@ -37,6 +37,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from sqsjobs.backoff import MAX_VISIBILITY_SECONDS
 from sqsjobs.batching import SQS_MAX_BYTES, SQS_MAX_ENTRIES, batches
 from sqsjobs.budget import remaining_seconds
 from sqsjobs.dlq_message import MAX_MESSAGE_ATTRIBUTES, DlqMessage, dedup_id, resend_attributes
@@ -145,8 +146,8 @@ class RedriveOptions:
             raise RedriveError(f"malformed must be 'move' or 'skip', got {self.malformed!r}")
         if not 0 <= self.wait_time_seconds <= 20:
             raise RedriveError(f"wait_time_seconds must be 0..20, got {self.wait_time_seconds}")
-        if not 1 <= self.visibility_timeout <= 43200:
-            raise RedriveError(f"visibility_timeout must be 1..43200, got {self.visibility_timeout}")
+        if not 1 <= self.visibility_timeout <= MAX_VISIBILITY_SECONDS:
+            raise RedriveError(f"visibility_timeout must be 1..{MAX_VISIBILITY_SECONDS}, got {self.visibility_timeout}")
         if not self.record_ttl > 0 or math.isinf(self.record_ttl):
             raise RedriveError(f"record_ttl must be a positive number of seconds, got {self.record_ttl}")
 

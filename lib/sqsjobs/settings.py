@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from sqsjobs.backoff import MAX_VISIBILITY_SECONDS
 from sqsjobs.errors import ConfigurationError
 from sqsjobs.metrics import DEFAULT_NAMESPACE
 
@@ -93,7 +94,7 @@ class Settings:
             raise ConfigurationError(
                 f"max_attempts must be 1..1000, got {self.max_attempts}"
             )
-        if self.backoff_base < 0 or self.backoff_cap < 0 or self.backoff_cap > 43_200:
+        if self.backoff_base < 0 or self.backoff_cap < 0 or self.backoff_cap > MAX_VISIBILITY_SECONDS:
             raise ConfigurationError(
                 "backoff_base and backoff_cap must be >= 0 and the cap at most 43200 s "
                 "(the longest visibility timeout SQS allows)"

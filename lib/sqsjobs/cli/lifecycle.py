@@ -20,7 +20,7 @@ import typer
 
 from sqsjobs.cli.exits import exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, Region
-from sqsjobs.settings import ENV_SCHEDULE_GROUP
+from sqsjobs.settings import ENV_SCHEDULE_GROUP, ENV_TABLE
 
 if TYPE_CHECKING:
     from sqsjobs.app import JobApp
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 #: ``sqsjobs job KEY``: no delivery ever claimed the key
 EXIT_NOT_FOUND = 3
 
-Table = Annotated[str | None, typer.Option(envvar="SQSJOBS_TABLE", help="The idempotency table.")]
+Table = Annotated[str | None, typer.Option(envvar=ENV_TABLE, help="The idempotency table.")]
 ScheduleGroup = Annotated[
     str | None, typer.Option(envvar=ENV_SCHEDULE_GROUP, help="The schedule group delayed jobs wait in.")
 ]

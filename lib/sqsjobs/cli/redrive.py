@@ -31,7 +31,7 @@ from sqsjobs.redrive import (
     refuse_filters_for_native,
 )
 from sqsjobs.redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
-from sqsjobs.settings import DEFAULT_RECORD_TTL, ENV_DLQ_URL, ENV_QUEUE_URL, ENV_RECORD_TTL
+from sqsjobs.settings import DEFAULT_RECORD_TTL, ENV_DLQ_URL, ENV_QUEUE_URL, ENV_RECORD_TTL, ENV_TABLE
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -118,7 +118,7 @@ def register(app: typer.Typer) -> None:
         ] = 1,
         table: Annotated[
             str | None,
-            typer.Option(envvar="SQSJOBS_TABLE",
+            typer.Option(envvar=ENV_TABLE,
                          help="The idempotency table: letters whose key was cancelled stay in the DLQ."),
         ] = None,
         endpoint_url: EndpointUrl = None,

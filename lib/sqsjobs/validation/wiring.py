@@ -19,10 +19,11 @@ import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
+from sqsjobs.settings import ENV_QUEUE_URL
 from sqsjobs.validation.problems import Problem, Severity
 
 RULES_PACKAGE = "sqsjobs_rules"
-QUEUE_VARIABLE = "SQSJOBS_QUEUE_URL"
+QUEUE_VARIABLE = ENV_QUEUE_URL
 
 
 def wiring(document: Mapping[str, Any], overrides: Mapping[str, str]) -> Any:
