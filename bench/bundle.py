@@ -34,7 +34,7 @@ NOT_RUNTIME_DISTRIBUTIONS = ("typer", "click", "rich", "pygments", "shellingham"
                              "flask", "werkzeug", "aws_sam_translator", "cfn_lint")
 #: the modules of the extras that the sqsjobs wheel itself carries
 NOT_RUNTIME_SUBPACKAGES = ("sqsjobs/cli", "sqsjobs/local", "sqsjobs/console", "sqsjobs/scaffold", "sqsjobs/validation",
-                           "sqsjobs/testing", "sqsjobs/pytest_plugin.py")
+                           "sqsjobs/testing", "sqsjobs/testing/pytest_plugin.py")
 
 
 def not_runtime_entries(bundle: Path) -> list[str]:

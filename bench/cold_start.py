@@ -87,7 +87,7 @@ def first_invocation(endpoint: str, reps: int, profile_dir: Path | None = None) 
     behind each framework's DynamoDB idempotency table. The run is checked (no
     failed record, 10 records written) so a broken run cannot pass for a fast one.
     """
-    from sqsjobs.settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_TABLE
+    from sqsjobs._settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_TABLE
 
     sqs, dynamodb, ses = client("sqs", endpoint), client("dynamodb", endpoint), client("ses", endpoint)
     queue, dlq = create_queues(sqs, "bench-first")

@@ -245,8 +245,8 @@ def _pynamodb_requests(batches: int) -> float:
     Each operation's expressions are prepared once through the pynamodb model
     (``dynamodb_store.prepare``); each call binds its values.
     """
-    from sqsjobs import guard
-    from sqsjobs.dynamodb_store import DynamoDBStore, _values
+    from sqsjobs.store._dynamodb import DynamoDBStore, _values
+    from sqsjobs.worker import _job_records as guard
 
     store = DynamoDBStore(None, "t")  # type: ignore[arg-type]  # builds requests only
     started = time.process_time()
@@ -415,8 +415,8 @@ LOCAL_PARAMETERS = {"SenderEmail": "billing@example.com", "WorkerTimeoutSeconds"
 
 
 def redrive_throughput(endpoint: str, messages: int, reps: int) -> dict[str, Stat]:
-    """Messages/s moved DLQ → queue: ``sqsjobs.redrive`` vs a raw receive → send → delete loop."""
-    from sqsjobs.redrive import RedriveOptions, redrive
+    """Messages/s moved DLQ → queue: ``sqsjobs.ops._redrive`` vs a raw receive → send → delete loop."""
+    from sqsjobs.ops._redrive import RedriveOptions, redrive
 
     sqs = client("sqs", endpoint)
     out: dict[str, list[float]] = {"sqsjobs": [], "raw": []}

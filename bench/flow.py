@@ -23,7 +23,7 @@ from typing import Any
 
 from bench.figures import LATENCY, ROOT
 from bench.support import CallLog, Stat, add_latency, client, create_queues, create_table, sequential_depth
-from sqsjobs.metrics import DEFERRED
+from sqsjobs._metrics import DEFERRED
 
 #: the issue's scenarios
 RATE_JOBS, RATE, RATE_POLLERS = 200, 10, 2
@@ -159,14 +159,14 @@ class _cloud:
 
 
 def _send(cloud: Any, messages: list[Any]) -> None:
-    from sqsjobs.producer import Producer
+    from sqsjobs.enqueue._producer import Producer
 
     Producer(cloud.clients.get("sqs"), cloud.queue_url(cloud.app_queue(messages[0].queue))).send_many(messages)
 
 
 def _statuses(cloud: Any, keys: list[str]) -> list[int | None]:
-    from sqsjobs import guard
-    from sqsjobs.dynamodb_store import DynamoDBStore
+    from sqsjobs.store._dynamodb import DynamoDBStore
+    from sqsjobs.worker import _job_records as guard
 
     store = DynamoDBStore(cloud.clients.get("dynamodb"), cloud.function_env("WorkerFunction")["SQSJOBS_TABLE"])
     return [None if (s := guard.status(store, key)) is None else s.attempts for key in keys]

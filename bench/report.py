@@ -162,7 +162,7 @@ def render(r: Results) -> str:
         add(f"serialization, endpoint resolution, event hooks) is {floor.median:.0f} µs per message here, "
             f"{floor.median / r.cpu['powertools'].median:.0%} of Powertools' total: a framework making these calls")
         add("through a default client cannot spend less, so 0.5x is out of reach by construction. sqsjobs' own")
-        add("DynamoDB client (`sqsjobs.clients`) skips botocore's parameter validation, as pynamodb's client does")
+        add("DynamoDB client (`sqsjobs._clients`) skips botocore's parameter validation, as pynamodb's client does")
         add("(the requests are built by the pynamodb model, once per shape, and filled per call: "
             f"{pyn.median if pyn else 0:.0f} µs);")
         add("Powertools gets boto3's default client, which is what its persistence layer builds. The rest of")
@@ -249,7 +249,7 @@ METHOD = """## Method
   checks 0.2 s apart, and those 0.6 s count against sqsjobs.
 - **Worker loop** (context): this harness's own receive → `handle_batch` → delete loop against the
   in-process moto server, next to a raw receive → delete loop.
-- **Redrive**: `sqsjobs.redrive.redrive(RedriveOptions(dlq=..., to=..., wait_time_seconds=0))` moving N
+- **Redrive**: `sqsjobs.ops._redrive.redrive(RedriveOptions(dlq=..., to=..., wait_time_seconds=0))` moving N
   dead letters (with the worker's reason attributes) back, against a raw receive → SendMessageBatch →
   DeleteMessageBatch loop on the same server.
 

@@ -91,7 +91,7 @@ def first_invocation_section(first: FirstInvocation) -> list[str]:
     lines += [
         "",
         "What sqsjobs does about it (docs/cold-start.md has the detail): its clients come from one botocore",
-        "session shared with the jobs' own clients (`sqsjobs.clients.client`), so the service models, the",
+        "session shared with the jobs' own clients (`sqsjobs._clients.client`), so the service models, the",
         "endpoint data (1.2 MB of JSON) and the credentials are read once; it never imports boto3 (which",
         "brings s3transfer and multiprocessing); and its data loader checks that a service exists by looking",
         "at that service's directory instead of listing all ~400 that botocore ships. Powertools builds its",

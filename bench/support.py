@@ -44,7 +44,7 @@ def client(service: str, endpoint: str | None, framework: str | None = None) -> 
     """A boto3 client on the local endpoint (or unconnected, for the Stubber), fake credentials.
 
     ``framework="sqsjobs"`` gives the DynamoDB client sqsjobs builds for itself in Lambda
-    (``sqsjobs.clients.dynamodb_client``: no parameter validation, as pynamodb's own client);
+    (``sqsjobs._clients.dynamodb_client``: no parameter validation, as pynamodb's own client);
     Powertools gets boto3's default, which is what its persistence layer builds.
     """
     import boto3
@@ -52,7 +52,7 @@ def client(service: str, endpoint: str | None, framework: str | None = None) -> 
     kwargs: dict[str, Any] = {"endpoint_url": endpoint or "http://127.0.0.1:9", "region_name": REGION,
                               "aws_access_key_id": "bench", "aws_secret_access_key": "bench"}
     if framework == "sqsjobs" and service == "dynamodb":
-        from sqsjobs.clients import dynamodb_client
+        from sqsjobs._clients import dynamodb_client
 
         return dynamodb_client(**kwargs)
     return boto3.client(service, **kwargs)

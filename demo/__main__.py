@@ -121,7 +121,7 @@ class Demo:
         return 1 if problems else 0
 
     def _app(self) -> Any:
-        from sqsjobs.loading import load_app
+        from sqsjobs._loading import load_app
 
         return load_app("handlers.app:app")
 

@@ -7,10 +7,10 @@ from typing import Any
 
 from rich.console import Console
 
+from sqsjobs._errors import ConsoleError
 from sqsjobs.console.config import DEFAULT_PORT, ConsoleConfig
 from sqsjobs.console.server import ConsoleServer
 from sqsjobs.console.sources import Sources
-from sqsjobs.errors import ConsoleError
 
 
 def start_console(cloud: Any, **options: Any) -> ConsoleServer:

@@ -12,12 +12,12 @@ from datetime import timedelta
 from typing import Any
 
 from demo import workload
-from sqsjobs.chunked import RunStore
-from sqsjobs.delays import schedule_name
-from sqsjobs.dynamodb_store import DynamoDBStore
-from sqsjobs.errors import TransactionError
-from sqsjobs.outbox import Transaction
-from sqsjobs.redrive import Redrive, RedriveOptions
+from sqsjobs._errors import TransactionError
+from sqsjobs.enqueue._delays import schedule_name
+from sqsjobs.ops._redrive import Redrive, RedriveOptions
+from sqsjobs.store._dynamodb import DynamoDBStore
+from sqsjobs.workflows._chunked import RunStore
+from sqsjobs.workflows._outbox import Transaction
 
 ORDERS = tuple(range(1, 9))
 # Enqueued before their orders were committed (the mistake the outbox prevents):
@@ -168,7 +168,7 @@ def start_billing_run(cloud: Any, app: Any) -> str:
 
 def _on_cloud(cloud: Any, app: Any) -> Any:
     """The app, producing onto the local cloud's queue and reading its table, for a ``with`` block."""
-    from sqsjobs.dynamodb_store import DynamoDBStore
+    from sqsjobs.store._dynamodb import DynamoDBStore
 
     worker = cloud.function_env("WorkerFunction")
     return app.use(store=DynamoDBStore(cloud.clients.get("dynamodb"), worker["SQSJOBS_TABLE"]),

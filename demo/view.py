@@ -9,7 +9,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from sqsjobs import metrics as m
+from sqsjobs import _metrics as m
 
 COLUMNS = (
     ("done", m.SUCCEEDED),

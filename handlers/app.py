@@ -31,7 +31,7 @@ app = JobApp(queues={"critical": None})
 @lru_cache(maxsize=1)
 def ses_client() -> Any:
     """The SES client, made once from the worker's own botocore session (no second session, no boto3 import)."""
-    from sqsjobs.clients import client
+    from sqsjobs._clients import client
 
     return client("ses")
 
@@ -65,7 +65,7 @@ ORDERS_TABLE_ENV = "SQSJOBS_ORDERS_TABLE"
 @lru_cache(maxsize=1)
 def orders_client() -> Any:
     """The DynamoDB client of the orders table, made once from the same session."""
-    from sqsjobs.clients import client
+    from sqsjobs._clients import client
 
     return client("dynamodb")
 

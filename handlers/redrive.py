@@ -14,14 +14,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs.queues import make_dynamodb_client, make_sqs_client
-from sqsjobs.redrive import handle_redrive_event
-from sqsjobs.settings import Settings
+from sqsjobs._settings import Settings
+from sqsjobs.ops._queues import make_dynamodb_client, make_sqs_client
+from sqsjobs.ops._redrive import handle_redrive_event
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-    from sqsjobs.lease import LeaseStore
+    from sqsjobs.store._lease import LeaseStore
 
 
 @lru_cache(maxsize=1)
@@ -33,7 +33,7 @@ def _sqs() -> SQSClient:
 @lru_cache(maxsize=1)
 def _records() -> LeaseStore | None:
     # The idempotency table (SQSJOBS_TABLE), so letters whose key was cancelled stay in the DLQ.
-    from sqsjobs.dynamodb_store import DynamoDBStore
+    from sqsjobs.store._dynamodb import DynamoDBStore
 
     table = Settings.from_env().table_name
     return DynamoDBStore(make_dynamodb_client(), table) if table else None

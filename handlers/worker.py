@@ -2,7 +2,7 @@
 
 With the template's ``SnapStart=true``, the first batch's set-up (clients,
 store, processor, the reference app's SES and orders clients) happens before
-the snapshot instead (``sqsjobs.snapstart``); without it, this costs nothing.
+the snapshot instead (``sqsjobs.worker._snapstart``); without it, this costs nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from app import app, orders_client, ses_client  # type: ignore[import-not-found]
 
-from sqsjobs.snapstart import prepare
+from sqsjobs.worker._snapstart import prepare
 
 prepare(app, ses_client, orders_client)
 

@@ -27,7 +27,7 @@ def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
                  "SQSJOBS_FUNCTION_TIMEOUT", "SQSJOBS_SCHEDULE_GROUP", "SQSJOBS_SCHEDULER_ROLE_ARN",
                  "POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE"):
         monkeypatch.delenv(name, raising=False)
-    for name in [n for n in os.environ if n.startswith("SQSJOBS_QUEUE_URL_")]:  # named queues (sqsjobs.routing)
+    for name in [n for n in os.environ if n.startswith("SQSJOBS_QUEUE_URL_")]:  # named queues (enqueue/_routing.py)
         monkeypatch.delenv(name, raising=False)
 
 

@@ -27,7 +27,7 @@ from moto.server import ThreadedMotoServer
 from sqsjobs import JobApp, Outcome
 from sqsjobs.cli.schema import load_schema
 from sqsjobs.testing import receive_event
-from sqsjobs.tracing import current_trace_id
+from sqsjobs._tracing import current_trace_id
 
 HERE = Path(__file__).resolve().parent
 REGION = "us-east-1"

@@ -21,7 +21,7 @@ from typing import Any
 from sqsjobs_rules import _wiring
 from sqsjobs_rules._wiring import Path, Wiring
 
-#: lib/sqsjobs/settings.py's names (the rules load without the sqsjobs package; a test ties them)
+#: lib/sqsjobs/_settings.py's names (the rules load without the sqsjobs package; a test ties them)
 GROUP_VARIABLE = "SQSJOBS_SCHEDULE_GROUP"
 ROLE_VARIABLE = "SQSJOBS_SCHEDULER_ROLE_ARN"
 QUEUE_VARIABLE = "SQSJOBS_QUEUE_URL"

@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover - loaded by path from a checkout, packag
     sys.path.append(str(FilePath(__file__).resolve().parent.parent))
     from sqsjobs_rules import _base
 
-#: lib/sqsjobs/settings.py's ENV_RECORD_TTL (the rules load without the sqsjobs package; a test ties them)
+#: lib/sqsjobs/_settings.py's ENV_RECORD_TTL (the rules load without the sqsjobs package; a test ties them)
 RECORD_TTL_VARIABLE = "SQSJOBS_RECORD_TTL_SECONDS"
 #: what the default TTL adds to the DLQ's retention: a week to redrive
 REDRIVE_WINDOW_SECONDS = 7 * 24 * 3600

@@ -7,14 +7,9 @@ Example:
     ... def send_invoice_email(invoice_id: int) -> None: ...
 """
 
-from sqsjobs.app import JobApp
-from sqsjobs.backoff import BackoffPolicy
-from sqsjobs.budget import time_left
-from sqsjobs.cancellation import cancel_requested
-from sqsjobs.chains import Chain, ChainStatus, chain
-from sqsjobs.chunked import ChunkedJob, RunStatus
-from sqsjobs.delivery import BatchResult, Outcome
-from sqsjobs.errors import (
+from sqsjobs._app import JobApp
+from sqsjobs._backoff import BackoffPolicy
+from sqsjobs._errors import (
     ChainError,
     ConfigurationError,
     EnqueueError,
@@ -39,15 +34,20 @@ from sqsjobs.errors import (
     TransactionError,
     UnknownJobError,
 )
-from sqsjobs.groups import Group, GroupStatus
-from sqsjobs.guard import JobStatus
-from sqsjobs.job import Job
-from sqsjobs.lease import InMemoryStore, LeaseStore
-from sqsjobs.message import JobMessage
-from sqsjobs.outbox import OutboxRelay, Transaction
-from sqsjobs.producer import EnqueueReport
-from sqsjobs.scheduled_job import ScheduledJob
-from sqsjobs.settings import Settings
+from sqsjobs._job import Job
+from sqsjobs._settings import Settings
+from sqsjobs.enqueue._message import JobMessage
+from sqsjobs.enqueue._producer import EnqueueReport
+from sqsjobs.schedules._receipt import ScheduledJob
+from sqsjobs.store._lease import InMemoryStore, LeaseStore
+from sqsjobs.worker._budget import time_left
+from sqsjobs.worker._cancellation import cancel_requested
+from sqsjobs.worker._delivery import BatchResult, Outcome
+from sqsjobs.worker._job_records import JobStatus
+from sqsjobs.workflows._chains import Chain, ChainStatus, chain
+from sqsjobs.workflows._chunked import ChunkedJob, RunStatus
+from sqsjobs.workflows._groups import Group, GroupStatus
+from sqsjobs.workflows._outbox import OutboxRelay, Transaction
 
 __all__ = [
     "BackoffPolicy",
@@ -98,3 +98,12 @@ __all__ = [
     "time_left",
 ]
 __version__ = "0.1.0"
+
+# A traceback names an error where users import it from (``sqsjobs.GroupError``, not the private module that
+# defines it), as httpx's ``__init__`` does. Only the errors: other classes keep their module, where their
+# docstring examples are collected.
+for _name in __all__:
+    _value = globals()[_name]
+    if isinstance(_value, type) and issubclass(_value, Exception):
+        _value.__module__ = "sqsjobs"
+del _name, _value

@@ -64,7 +64,7 @@ WAVE_CHECK_EVERY = 10
 VIRTUAL_TIME_LIMIT = 7 * 24 * 3600.0
 REASON_ATTRIBUTE = "sqsjobs.reason"
 ORIGINAL_ID_ATTRIBUTE = "sqsjobs.original_message_id"
-#: the worker's reasons (sqsjobs.dead_letter.Reason); imported late, so ``--help`` stays instant
+#: the worker's reasons (sqsjobs.worker._dead_letters.Reason); imported late, so ``--help`` stays instant
 REASONS = frozenset({"permanent", "exhausted", "malformed", "lost", "key_conflict", "crashed", "result_too_large",
                      "result_not_json"})
 
@@ -637,7 +637,7 @@ class ChaosRun:
                 f"{message['MessageId']}: back after {self.clock() - decided_at:.1f} s, delay {delay:.1f} s")
 
     def _check_delay(self, d: Any, batch_started: float) -> None:
-        from sqsjobs.backoff import BackoffPolicy
+        from sqsjobs._backoff import BackoffPolicy
 
         # The visibility change happened at or after the batch began (another poller may have moved
         # the clock since), so "back no sooner than start + delay" is the check that always holds.

@@ -10,9 +10,9 @@ from datetime import timedelta
 from typing import Any
 
 from sqsjobs import JobApp
-from sqsjobs.delays import schedule_name
+from sqsjobs.enqueue._delays import schedule_name
 from sqsjobs.local.pytest_plugin import LocalCloudSession
-from sqsjobs.one_time_schedules import DelayedMessage, ScheduledJob
+from sqsjobs.schedules._one_time import DelayedMessage, ScheduledJob
 
 _ids = itertools.count(5000)
 

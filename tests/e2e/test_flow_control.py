@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 from e2e.e2e_support import E2E_PARAMETERS
 
-from sqsjobs import guard
-from sqsjobs import metrics as m
-from sqsjobs.dynamodb_store import DynamoDBStore
+from sqsjobs import _metrics as m
+from sqsjobs.enqueue._producer import Producer
 from sqsjobs.local.cloud import LocalCloud
 from sqsjobs.local.output import Output
 from sqsjobs.local.pytest_plugin import LocalCloudSession
 from sqsjobs.local.timeline import busy_seconds, calls, metric_total, most_at_once, most_in_window
-from sqsjobs.producer import Producer
+from sqsjobs.store._dynamodb import DynamoDBStore
+from sqsjobs.worker import _job_records as guard
 
 ROOT = Path(__file__).resolve().parents[2]
 _ids = itertools.count(1)

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from e2e.e2e_support import E2E_PARAMETERS
 
-from sqsjobs.dynamodb_store import DynamoDBStore
 from sqsjobs.local.pytest_plugin import LocalCloudSession
+from sqsjobs.store._dynamodb import DynamoDBStore
 from sqsjobs.testing import messages_in
 
 MEMBERS = int(os.environ.get("SQSJOBS_GROUP_SCALE_MEMBERS", "200"))

@@ -6,10 +6,10 @@ import itertools
 from datetime import UTC, datetime
 from typing import Any
 
-from sqsjobs.chunked import RunStore
-from sqsjobs.dynamodb_store import DynamoDBStore
 from sqsjobs.local.pytest_plugin import LocalCloudSession
-from sqsjobs.outbox import Transaction
+from sqsjobs.store._dynamodb import DynamoDBStore
+from sqsjobs.workflows._chunked import RunStore
+from sqsjobs.workflows._outbox import Transaction
 
 _orders = itertools.count(5000)
 

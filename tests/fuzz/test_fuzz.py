@@ -37,9 +37,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqsjobs import JobApp, Outcome, PermanentError, RetryableError
-from sqsjobs.dead_letter import Reason
-from sqsjobs.lease import InMemoryStore, LeaseState, LeaseStore
+from sqsjobs.store._lease import InMemoryStore, LeaseState, LeaseStore
 from sqsjobs.testing import FakeContext
+from sqsjobs.worker._dead_letters import Reason
 
 EXAMPLES = int(os.environ.get("SQSJOBS_FUZZ_EXAMPLES", "200"))
 REASONS = {reason.value for reason in Reason}
@@ -190,7 +190,7 @@ def dynamodb_store() -> Iterator[LeaseStore]:
     import boto3
     from moto import mock_aws
 
-    from sqsjobs.dynamodb_store import DynamoDBStore
+    from sqsjobs.store._dynamodb import DynamoDBStore
 
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")

@@ -40,7 +40,7 @@ entry = getattr(importlib.import_module(module_name), attribute)
 import sqsjobs
 for info in pkgutil.walk_packages(sqsjobs.__path__, "sqsjobs."):
     importlib.import_module(info.name)
-from sqsjobs import clients
+from sqsjobs import _clients as clients
 clients.dynamodb_client(), clients.sqs_client()
 allowed = (bundle, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"])
 outside = sorted(name for name, m in list(sys.modules.items())

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from template_support import DELETE, get_att, lint, load_template, mutate
 
-from sqsjobs.settings import ENV_QUEUE_URL_PREFIX
+from sqsjobs._settings import ENV_QUEUE_URL_PREFIX
 
 CRITICAL_ENV = f"{ENV_QUEUE_URL_PREFIX}CRITICAL"
 

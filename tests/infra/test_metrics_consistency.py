@@ -1,7 +1,7 @@
 """The template's alarms and dashboard read exactly the metrics the code emits.
 
 "What the code emits" is not a copied list: the test runs the runtime's own
-EMF emitter (``sqsjobs.metrics.BatchMetrics``) and collects the
+EMF emitter (``sqsjobs._metrics.BatchMetrics``) and collects the
 ``(namespace, metric, dimension names)`` triples from its output. Every
 framework metric an alarm or a dashboard widget reads must be one of them,
 and the failure-rate alarm must read both of ``FAILURE_RATE_INPUTS`` over
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from template_support import load_template
 
-from sqsjobs import metrics
+from sqsjobs import _metrics as metrics
 
 # Placeholders for the parameters the template's metrics are namespaced with.
 NAMESPACE = "<MetricsNamespace>"

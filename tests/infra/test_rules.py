@@ -302,7 +302,7 @@ def test_record_ttl_in_globals_and_in_plain_cloudformation() -> None:
 
 
 def test_record_ttl_rule_knows_the_settings_variable() -> None:
-    from sqsjobs.settings import DEFAULT_RECORD_TTL, ENV_RECORD_TTL
+    from sqsjobs._settings import DEFAULT_RECORD_TTL, ENV_RECORD_TTL
     from sqsjobs_rules.record_ttl import RECORD_TTL_VARIABLE
 
     assert RECORD_TTL_VARIABLE == ENV_RECORD_TTL
@@ -435,7 +435,7 @@ def test_policies_the_rule_cannot_read_are_not_guessed() -> None:
 
 
 def test_the_delayed_job_rules_know_the_settings_variables() -> None:
-    from sqsjobs.settings import ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_SCHEDULER_ROLE_ARN
+    from sqsjobs._settings import ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_SCHEDULER_ROLE_ARN
     from sqsjobs_rules._delayed_jobs import GROUP_VARIABLE, QUEUE_VARIABLE, ROLE_VARIABLE
 
     assert (GROUP_VARIABLE, ROLE_VARIABLE, QUEUE_VARIABLE) == (ENV_SCHEDULE_GROUP, ENV_SCHEDULER_ROLE_ARN,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from template_support import load_template
 
-from sqsjobs.settings import DEFAULT_RECORD_TTL, ENV_MAX_ATTEMPTS, ENV_RECORD_TTL
+from sqsjobs._settings import DEFAULT_RECORD_TTL, ENV_MAX_ATTEMPTS, ENV_RECORD_TTL
 
 RECORD_FUNCTIONS = ("WorkerFunction", "SchedulerFunction", "RedriveFunction")
 RETAINED = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from sqsjobs import EnqueueError, Outcome, time_left
-from sqsjobs.chunked import run_key
 from sqsjobs.testing import FakeContext, messages_in, receive_event
+from sqsjobs.workflows._chunked import run_key
 
 ITEMS = list(range(1, 10_001))
 PAGE = 500

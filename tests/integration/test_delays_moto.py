@@ -20,12 +20,12 @@ from typer.testing import CliRunner
 
 from sqsjobs import JobApp, Outcome, RetryableError
 from sqsjobs.cli import build_app
-from sqsjobs.delays import schedule_name
-from sqsjobs.delivery import State
+from sqsjobs.enqueue._delays import schedule_name
 from sqsjobs.local.one_time import OneTimeScheduleRunner
-from sqsjobs.one_time_schedules import OneTimeSchedules, ScheduledJob, ScheduleOutcome
-from sqsjobs.status import collect_status
+from sqsjobs.ops._status import collect_status
+from sqsjobs.schedules._one_time import OneTimeSchedules, ScheduledJob, ScheduleOutcome
 from sqsjobs.testing import messages_in, queue_arn, receive_event, sqs_event
+from sqsjobs.worker._delivery import State
 
 GROUP = "jobs-delayed"
 ROLE = "arn:aws:iam::123456789012:role/sqsjobs-SchedulerDeliveryRole"
@@ -386,7 +386,7 @@ def test_the_emulator_fires_at_its_time_and_dead_letters_what_the_queue_refuses(
                                      dead_letter_url=aws.dlq_url)
     emulator = runner(aws, scheduler)
     gone = aws.sqs.create_queue(QueueName="gone")["QueueUrl"]
-    from sqsjobs.one_time_schedules import DelayedMessage
+    from sqsjobs.schedules._one_time import DelayedMessage
 
     for name, url in (("job-a", aws.queue_url), ("job-b", gone)):
         schedules_api.create(DelayedMessage(name=name, job="j", key=name, body=f'{{"to": "{name}"}}',

@@ -16,10 +16,10 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from sqsjobs import ConfigurationError, EnqueueError, JobApp
-from sqsjobs.errors import MessageTooLargeError
-from sqsjobs.message import ATTR_JOB, ATTR_TRACE_ID, JobMessage
-from sqsjobs.producer import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, SEND_RETRY_BACKOFF, Producer
-from sqsjobs.tracing import reset_trace_id, set_trace_id
+from sqsjobs._errors import MessageTooLargeError
+from sqsjobs._tracing import reset_trace_id, set_trace_id
+from sqsjobs.enqueue._message import ATTR_JOB, ATTR_TRACE_ID, JobMessage
+from sqsjobs.enqueue._producer import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, SEND_RETRY_BACKOFF, Producer
 
 
 def receive_all(sqs: Any, queue_url: str) -> list[dict[str, Any]]:

@@ -10,10 +10,10 @@ import pytest
 from aws_support import MAX_ATTEMPTS, CallRecorder, create_queues
 
 from sqsjobs import JobApp, Outcome
-from sqsjobs import metrics as m
-from sqsjobs.lease import Acquire, LeaseState
-from sqsjobs.message import ATTR_RESENDS
-from sqsjobs.permits import LIMIT_TTL_SECONDS, SLOT_PROBES
+from sqsjobs import _metrics as m
+from sqsjobs.enqueue._message import ATTR_RESENDS
+from sqsjobs.flow._permits import LIMIT_TTL_SECONDS, SLOT_PROBES
+from sqsjobs.store._lease import Acquire, LeaseState
 from sqsjobs.testing import messages_in, receive_event, sqs_event, sqs_record
 
 

@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 from sqsjobs import JobApp, Outcome
-from sqsjobs.lease import LeaseState
+from sqsjobs.store._lease import LeaseState
 from sqsjobs.testing import FakeContext, sqs_event
 
 ROOT = Path(__file__).resolve().parents[2]

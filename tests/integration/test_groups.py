@@ -11,12 +11,12 @@ import pytest
 from aws_support import Serialized
 
 from sqsjobs import JobApp, Outcome, PermanentError
-from sqsjobs.delivery import BatchResult
-from sqsjobs.followups import BatchFollowups
-from sqsjobs.groups import head_key
-from sqsjobs.lease import Amend
-from sqsjobs.redrive import RedriveOptions, redrive
+from sqsjobs.ops._redrive import RedriveOptions, redrive
+from sqsjobs.store._lease import Amend
 from sqsjobs.testing import messages_in, receive_event
+from sqsjobs.worker._delivery import BatchResult
+from sqsjobs.workflows._groups import head_key
+from sqsjobs.workflows._stage import BatchFollowups
 
 
 class Killed(BaseException):

@@ -11,9 +11,9 @@ from aws_lambda_powertools import Logger
 from aws_support import MAX_ATTEMPTS
 
 from sqsjobs import InvalidArgumentsError, Outcome, PermanentError
-from sqsjobs.dead_letter import ATTR_REASON, ATTR_REDRIVE_COUNT, ATTR_SOURCE_QUEUE
-from sqsjobs.lease import Acquire, LeaseState
+from sqsjobs.store._lease import Acquire, LeaseState
 from sqsjobs.testing import given_attempts, messages_in, queue_arn, receive_event, sqs_event
+from sqsjobs.worker._dead_letters import ATTR_REASON, ATTR_REDRIVE_COUNT, ATTR_SOURCE_QUEUE
 
 
 def attr(message: dict[str, Any], name: str) -> str | None:

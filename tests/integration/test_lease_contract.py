@@ -14,11 +14,9 @@ import pytest
 from aws_support import create_table
 from moto import mock_aws
 
-from sqsjobs import guard
-from sqsjobs.chunked import RunStore
-from sqsjobs.dynamodb_store import DynamoDBStore
-from sqsjobs.guard import Claim, ClaimResult, JobState, Verdict
-from sqsjobs.lease import (
+from sqsjobs.schedules._period_locks import PeriodLocks, lock_key
+from sqsjobs.store._dynamodb import DynamoDBStore
+from sqsjobs.store._lease import (
     Acquire,
     Amend,
     Annotate,
@@ -32,7 +30,9 @@ from sqsjobs.lease import (
     Renew,
     Transact,
 )
-from sqsjobs.locks import PeriodLocks, lock_key
+from sqsjobs.worker import _job_records as guard
+from sqsjobs.worker._job_records import Claim, ClaimResult, JobState, Verdict
+from sqsjobs.workflows._chunked import RunStore
 
 NOW = 1_000_000.0
 TTL = 86_400.0
@@ -276,7 +276,7 @@ def test_get_many_reads_the_items_that_exist(store: LeaseStore) -> None:
     assert sorted(found) == ["k0", "k1", "k2"] and found["k2"].get("members_pending") == 2
 
 
-# ---------------------------------------------------------------- user 1: job records (sqsjobs.guard)
+# ---------------------------------------------------------------- user 1: job records (sqsjobs.worker._job_records)
 def claim(store: LeaseStore, key: str, owner: str, *, now: float = NOW, fingerprint: str = "f",
           message_id: str = "m-1", version: int = 1) -> ClaimResult:
     request = Claim(key=key, job="invoice-email", owner=owner, now=now, lease_until=now + 60, expires_at=now + TTL,
@@ -349,7 +349,7 @@ def test_status_of_a_key_never_claimed_is_none(store: LeaseStore) -> None:
     assert guard.status(store, "never") is None
 
 
-# ---------------------------------------------------------------- user 2: scheduler locks (sqsjobs.locks)
+# ---------------------------------------------------------------- user 2: period locks (schedules/_period_locks.py)
 def test_period_locks(store: LeaseStore) -> None:
     locks = PeriodLocks(store)
     key = lock_key("nightly-report:2026-08-05")
@@ -364,7 +364,7 @@ def test_period_locks(store: LeaseStore) -> None:
     assert done.done and done.reason == "already done by b"
 
 
-# ---------------------------------------------------------------- user 3: chunked runs (sqsjobs.chunked)
+# ---------------------------------------------------------------- user 3: chunked runs (sqsjobs.workflows._chunked)
 def test_run_records_are_handed_from_page_to_page(store: LeaseStore) -> None:
     runs = RunStore(store, ttl=TTL)
     assert runs.begin("reindex", "r1", cursor="0", now=NOW)

@@ -10,8 +10,8 @@ from aws_support import MAX_ATTEMPTS
 from typer.testing import CliRunner
 
 from sqsjobs import ConfigurationError, InvalidArgumentsError, Outcome, cancel_requested
-from sqsjobs import metrics as m
-from sqsjobs.lease import Acquire
+from sqsjobs import _metrics as m
+from sqsjobs.store._lease import Acquire
 from sqsjobs.testing import FakeContext, given_attempts, messages_in, receive_event, sqs_event
 
 
@@ -254,7 +254,7 @@ def test_the_cli_shows_and_cancels_a_job_by_key(make_app: Any, aws: Any, monkeyp
 
 def test_redrive_skips_and_counts_letters_whose_key_was_cancelled_after_the_dlq(make_app: Any, aws: Any) -> None:
     from sqsjobs import PermanentError
-    from sqsjobs.redrive import RedriveOptions, redrive
+    from sqsjobs.ops._redrive import RedriveOptions, redrive
 
     app = make_app()
 

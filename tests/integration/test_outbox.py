@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from sqsjobs import Outcome, TransactionError
-from sqsjobs.outbox import MAX_TRANSACTION_ITEMS, OutboxRelay
 from sqsjobs.testing import drain_queue, messages_in, receive_event
+from sqsjobs.workflows._outbox import MAX_TRANSACTION_ITEMS, OutboxRelay
 
 OUTBOX = "outbox"
 ORDERS = "orders"

@@ -13,8 +13,8 @@ from aws_support import MAX_ATTEMPTS
 from botocore.exceptions import EndpointConnectionError
 
 from sqsjobs import Outcome, PermanentError, RetryableError
-from sqsjobs.dlq_message import ATTR_REDRIVE_COUNT
-from sqsjobs.redrive import RedriveOptions, redrive
+from sqsjobs.ops._dlq_letters import ATTR_REDRIVE_COUNT
+from sqsjobs.ops._redrive import RedriveOptions, redrive
 from sqsjobs.testing import messages_in, receive_event
 
 

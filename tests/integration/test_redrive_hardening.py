@@ -17,10 +17,10 @@ import pytest
 from botocore.exceptions import ClientError
 from integration.test_redrive_moto import FlakyClient, drain, make_queues, options, sqs, visible
 
-from sqsjobs.dlq_message import ATTR_REDRIVE_COUNT
-from sqsjobs.redrive import NoteKind, Redrive, RedriveOptions, redrive
-from sqsjobs.settings import DEFAULT_RECORD_TTL
-from sqsjobs.status import collect_status
+from sqsjobs._settings import DEFAULT_RECORD_TTL
+from sqsjobs.ops._dlq_letters import ATTR_REDRIVE_COUNT
+from sqsjobs.ops._redrive import NoteKind, Redrive, RedriveOptions, redrive
+from sqsjobs.ops._status import collect_status
 
 __all__ = ["sqs"]  # the fixture, shared with test_redrive_moto.py
 
@@ -332,7 +332,7 @@ def test_status_shows_copies_as_one_letter(sqs: Any) -> None:
 
 
 def test_redrive_options_refuse_a_record_ttl_that_is_not_positive() -> None:
-    from sqsjobs.errors import RedriveError
+    from sqsjobs._errors import RedriveError
 
     for bad in (0, -1, float("nan"), float("inf")):
         with pytest.raises(RedriveError, match="record_ttl must be a positive number of seconds"):
@@ -396,8 +396,8 @@ def test_cli_redrive_warns_about_letters_older_than_the_record_ttl(sqs: Any, mon
 
 
 def test_the_redrive_lambda_reads_the_record_ttl_and_caps_its_notes(sqs: Any) -> None:
-    from sqsjobs.errors import RedriveError
-    from sqsjobs.redrive import LAMBDA_PLANNED_LINES, handle_redrive_event, options_from_event
+    from sqsjobs._errors import RedriveError
+    from sqsjobs.ops._redrive import LAMBDA_PLANNED_LINES, handle_redrive_event, options_from_event
 
     src, dlq = make_queues(sqs)
     env = {"SQSJOBS_DLQ_URL": dlq, "SQSJOBS_QUEUE_URL": src, "SQSJOBS_RECORD_TTL_SECONDS": "1209600"}

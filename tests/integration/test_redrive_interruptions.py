@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from sqsjobs.queues import queue_depth
-from sqsjobs.redrive import Redrive, RedriveOptions
+from sqsjobs.ops._queues import queue_depth
+from sqsjobs.ops._redrive import Redrive, RedriveOptions
 
 KEYS = [f"k{i}" for i in range(13)]  # two receive rounds, the second one short
 

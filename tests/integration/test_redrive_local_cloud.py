@@ -125,7 +125,7 @@ def test_status_then_dry_run_then_redrive_as_the_runbook_says(cloud: Any, shell_
 
 @pytest.mark.usefixtures("empty_dlq")
 def test_the_deployed_redrive_function_moves_through_the_guard(cloud: Any, shell_env: dict[str, str]) -> None:
-    from sqsjobs.queues import queue_depth
+    from sqsjobs.ops._queues import queue_depth
 
     sqs = cloud.clients.get("sqs")
     dlq = cloud.queue_url("DeadLetterQueue")

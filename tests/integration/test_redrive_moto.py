@@ -11,9 +11,9 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 from moto import mock_aws
 
-from sqsjobs.dlq_message import ATTR_REDRIVE_COUNT, STALE_REASON_ATTRIBUTES, dedup_id
-from sqsjobs.queues import queue_depth
-from sqsjobs.redrive import Redrive, RedriveOptions, redrive
+from sqsjobs.ops._dlq_letters import ATTR_REDRIVE_COUNT, STALE_REASON_ATTRIBUTES, dedup_id
+from sqsjobs.ops._queues import queue_depth
+from sqsjobs.ops._redrive import Redrive, RedriveOptions, redrive
 
 REGION = "us-east-1"
 

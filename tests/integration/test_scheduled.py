@@ -15,9 +15,9 @@ import boto3
 import pytest
 
 from sqsjobs import JobApp, Outcome, PeriodBusyError
-from sqsjobs.dynamodb_store import DynamoDBStore
-from sqsjobs.lease import LeaseState
-from sqsjobs.locks import PeriodLocks, lock_key
+from sqsjobs.schedules._period_locks import PeriodLocks, lock_key
+from sqsjobs.store._dynamodb import DynamoDBStore
+from sqsjobs.store._lease import LeaseState
 from sqsjobs.testing import FakeContext, receive_event
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from sqsjobs.cli import build_app
 from sqsjobs.cli.schema import load_schema, schema_text
-from sqsjobs.message import ATTR_JOB, ATTR_TRACE_ID
+from sqsjobs.enqueue._message import ATTR_JOB, ATTR_TRACE_ID
 from sqsjobs.testing import messages_in
 
 VALIDATOR = Draft202012Validator(load_schema())

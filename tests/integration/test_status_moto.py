@@ -11,9 +11,9 @@ import pytest
 from moto import mock_aws
 from typer.testing import CliRunner
 
+from sqsjobs._errors import StatusError
 from sqsjobs.cli import build_app
-from sqsjobs.errors import StatusError
-from sqsjobs.status import collect_status
+from sqsjobs.ops._status import collect_status
 
 REGION = "us-east-1"
 PAGE = "arn:aws:sns:us-east-1:123456789012:jobs-page"

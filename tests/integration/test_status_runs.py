@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from sqsjobs.chunked import RunStore, _encode
+from sqsjobs._errors import StatusError
 from sqsjobs.cli import build_app
-from sqsjobs.dynamodb_store import DynamoDBStore
-from sqsjobs.errors import StatusError
-from sqsjobs.status import collect_status
+from sqsjobs.ops._status import collect_status
+from sqsjobs.store._dynamodb import DynamoDBStore
+from sqsjobs.workflows._chunked import RunStore, _encode
 
 
 def test_status_shows_a_runs_pages_and_cursor(aws: Any) -> None:

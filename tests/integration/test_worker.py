@@ -9,8 +9,11 @@ import pytest
 from aws_support import MAX_ATTEMPTS, create_queues
 
 from sqsjobs import InvalidEventError, Outcome, PermanentError, RetryableError
-from sqsjobs.backoff import BackoffPolicy
-from sqsjobs.dead_letter import (
+from sqsjobs._backoff import BackoffPolicy
+from sqsjobs.enqueue._message import ATTR_JOB
+from sqsjobs.store._lease import Acquire, LeaseState
+from sqsjobs.testing import FakeContext, messages_in, receive_event, sqs_event
+from sqsjobs.worker._dead_letters import (
     ATTR_ATTEMPTS,
     ATTR_ERROR_MESSAGE,
     ATTR_ERROR_TYPE,
@@ -19,9 +22,6 @@ from sqsjobs.dead_letter import (
     ATTR_REASON,
     ATTR_SOURCE_QUEUE,
 )
-from sqsjobs.lease import Acquire, LeaseState
-from sqsjobs.message import ATTR_JOB
-from sqsjobs.testing import FakeContext, messages_in, receive_event, sqs_event
 
 
 def attr(message: dict[str, Any], name: str) -> str:

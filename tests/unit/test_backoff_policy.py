@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from sqsjobs.backoff import MAX_VISIBILITY_SECONDS, BackoffPolicy, visibility_seconds
-from sqsjobs.errors import ConfigurationError
+from sqsjobs._backoff import MAX_VISIBILITY_SECONDS, BackoffPolicy, visibility_seconds
+from sqsjobs._errors import ConfigurationError
 
 
 class RecordingRandom:

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from sqsjobs import ConfigurationError, EnqueueError, JobApp, PermanentError, RetryableError
-from sqsjobs.lease import InMemoryStore, LeaseState
-from sqsjobs.message import JobMessage
+from sqsjobs.enqueue._message import JobMessage
+from sqsjobs.store._lease import InMemoryStore, LeaseState
 
 
 @pytest.fixture

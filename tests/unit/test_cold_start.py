@@ -44,7 +44,7 @@ def counting(self, *args, **kwargs):
 botocore.session.Session.__init__ = counting
 import worker
 worker.app.processor, worker.app.sqs, worker.ses_client(), worker.orders_client()
-from sqsjobs.clients import session
+from sqsjobs._clients import session
 # botocore caches each full listing of its service directories under this key (loaders.instance_cache).
 cached = session().get_component("data_loader")._cache
 print(json.dumps({"sessions": len(sessions), "boto3": "boto3" in sys.modules,
@@ -54,7 +54,7 @@ print(json.dumps({"sessions": len(sessions), "boto3": "boto3" in sys.modules,
 
 def test_the_first_batch_set_up_builds_one_botocore_session_and_never_imports_boto3() -> None:
     # The worker's clients and the reference app's SES and orders clients share one session
-    # (sqsjobs.clients), whose loader never lists every service directory botocore ships.
+    # (sqsjobs._clients), whose loader never lists every service directory botocore ships.
     out = subprocess.run([sys.executable, "-c", FIRST_BATCH_SET_UP], cwd=ROOT, capture_output=True, text=True,
                          check=True, env={"PATH": "", "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "x",
                                           "AWS_SECRET_ACCESS_KEY": "x", "SQSJOBS_TABLE": "idempotency",

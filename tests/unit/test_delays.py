@@ -12,7 +12,8 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from sqsjobs import ConfigurationError, InvalidArgumentsError, JobApp, RetryableError
-from sqsjobs.delays import (
+from sqsjobs._errors import MAX_RETRY_DELAY_SECONDS, InvalidDelayError, ScheduleError
+from sqsjobs.enqueue._delays import (
     MAX_DELAY_SECONDS,
     DelayPlan,
     at_expression,
@@ -22,9 +23,8 @@ from sqsjobs.delays import (
     retry_schedule_name,
     schedule_name,
 )
-from sqsjobs.delivery import Delivery, IllegalTransition, Outcome, State
-from sqsjobs.errors import MAX_RETRY_DELAY_SECONDS, InvalidDelayError, ScheduleError
-from sqsjobs.one_time_schedules import DelayedMessage, OneTimeSchedules, ScheduleOutcome
+from sqsjobs.schedules._one_time import DelayedMessage, OneTimeSchedules, ScheduleOutcome
+from sqsjobs.worker._delivery import Delivery, IllegalTransition, Outcome, State
 
 NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 QUEUE = "https://sqs.eu-west-1.amazonaws.com/123456789012/jobs"

@@ -15,8 +15,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from sqsjobs.cli.schema import load_schema
-from sqsjobs.envelope import Envelope
-from sqsjobs.message import ATTR_JOB, ATTR_TRACE_ID, JobMessage
+from sqsjobs.enqueue._envelope import Envelope
+from sqsjobs.enqueue._message import ATTR_JOB, ATTR_TRACE_ID, JobMessage
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 EXAMPLES = DOCS / "examples"

@@ -11,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from sqsjobs.arguments import MAX_LIST_ITEMS
+from sqsjobs._errors import MalformedMessageError
 from sqsjobs.cli.schema import load_schema, schema_text
-from sqsjobs.envelope import (
+from sqsjobs.enqueue._arguments import MAX_LIST_ITEMS
+from sqsjobs.enqueue._envelope import (
     ENVELOPE_VERSION,
     MAX_BODY_BYTES,
     MAX_INDEX,
@@ -23,7 +24,6 @@ from sqsjobs.envelope import (
     MemberOf,
     StepOf,
 )
-from sqsjobs.errors import MalformedMessageError
 
 VALIDATOR = Draft202012Validator(load_schema())
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from sqsjobs.extras import MODULES, Extra, install_hint, missing
+from sqsjobs._extras import MODULES, Extra, install_hint, missing
 
 # Runs the console script's entry point with some modules made unimportable, as if never installed
 # (a None entry in sys.modules makes both `import` and importlib.util.find_spec fail for that name).

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sqsjobs import ConfigurationError, InMemoryStore, InvalidArgumentsError, JobApp
-from sqsjobs.limits import ConcurrencyLimit, RateLimit
+from sqsjobs.flow._limits import ConcurrencyLimit, RateLimit
 
 
 @pytest.fixture
@@ -158,7 +158,8 @@ def test_celerys_rate_limit_and_priority_point_to_flow_control(app: JobApp) -> N
         app.job("mail", priority=9)
 
 
-@pytest.mark.parametrize("name", ["sqsjobs.limits", "sqsjobs.permits", "sqsjobs.limiter_memory", "sqsjobs.routing",
+@pytest.mark.parametrize("name", ["sqsjobs.flow._limits", "sqsjobs.flow._permits", "sqsjobs.flow._limiter_memory",
+                                  "sqsjobs.enqueue._routing",
                                   "sqsjobs.local.timeline"])
 def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from sqsjobs.consumer import resend_entry
-from sqsjobs.delivery import Delivery, IllegalTransition, Outcome, State
-from sqsjobs.message import ATTR_RESENDS
+from sqsjobs.enqueue._message import ATTR_RESENDS
 from sqsjobs.testing import DEFAULT_ARN, DEFAULT_FIFO_ARN, sqs_record
+from sqsjobs.worker._consumer import resend_entry
+from sqsjobs.worker._delivery import Delivery, IllegalTransition, Outcome, State
 
 
 def delivery(**options: Any) -> Delivery:

@@ -9,9 +9,10 @@ import pytest
 from botocore.stub import Stubber
 
 from sqsjobs import ChainError, GroupError, InMemoryStore, JobApp, JobMessage, chain
-from sqsjobs.dynamodb_store import DynamoDBStore
-from sqsjobs.envelope import MemberOf
-from sqsjobs.groups import (
+from sqsjobs.enqueue._envelope import MemberOf
+from sqsjobs.store._dynamodb import DynamoDBStore
+from sqsjobs.store._lease import Acquire, Close, Complete, LeaseState, Release, Transact
+from sqsjobs.workflows._groups import (
     MEMBERS_PER_SHARD,
     Callback,
     Count,
@@ -23,8 +24,7 @@ from sqsjobs.groups import (
     shard_count,
     shard_key,
 )
-from sqsjobs.lease import Acquire, Close, Complete, LeaseState, Release, Transact
-from sqsjobs.workflow import restored, stored
+from sqsjobs.workflows._members import restored, stored
 
 
 @pytest.fixture
@@ -109,7 +109,7 @@ def test_a_bad_name_is_refused(app: JobApp) -> None:
 
 
 def test_adding_after_enqueue_is_refused(app: JobApp, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sqsjobs.producer import EnqueueReport
+    from sqsjobs.enqueue._producer import EnqueueReport
 
     sent: list[list[JobMessage]] = []
     monkeypatch.setattr(JobApp, "enqueue_many", lambda self, messages: sent.append(list(messages)) or
@@ -125,8 +125,8 @@ def test_adding_after_enqueue_is_refused(app: JobApp, monkeypatch: pytest.Monkey
 
 
 def test_a_partly_sent_group_sends_the_rest_when_enqueued_again(app: JobApp, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sqsjobs.errors import EnqueueError
-    from sqsjobs.producer import EnqueueReport, FailedEntry
+    from sqsjobs._errors import EnqueueError
+    from sqsjobs.enqueue._producer import EnqueueReport, FailedEntry
 
     calls: list[list[str]] = []
 
@@ -276,13 +276,15 @@ def test_a_transaction_cancelled_by_a_conflict_is_sent_again() -> None:
 
 
 def test_shard_keys_are_reserved(app: JobApp) -> None:
-    from sqsjobs.lease import is_reserved
+    from sqsjobs.store._lease import is_reserved
 
     assert is_reserved(shard_key("g", 0)) and is_reserved(head_key("g")) and not is_reserved(member_key("k", "g"))
 
 
-@pytest.mark.parametrize("name", ["sqsjobs.groups", "sqsjobs.chains", "sqsjobs.workflow", "sqsjobs.envelope",
-                                  "sqsjobs.lease", "sqsjobs.app", "sqsjobs.cli.groups"])
+@pytest.mark.parametrize("name", ["sqsjobs.workflows._groups", "sqsjobs.workflows._chains",
+                                  "sqsjobs.workflows._members",
+                                  "sqsjobs.enqueue._envelope",
+                                  "sqsjobs.store._lease", "sqsjobs._app", "sqsjobs.cli.groups"])
 def test_docstring_examples(name: str) -> None:
     import doctest
     import importlib

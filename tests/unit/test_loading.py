@@ -1,4 +1,4 @@
-"""``sqsjobs.loading.load_app``: the one way the CLI, the local cloud's fixture and the demo find the app."""
+"""``sqsjobs._loading.load_app``: the one way the CLI, the local cloud's fixture and the demo find the app."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sqsjobs import ConfigurationError, JobApp
-from sqsjobs.loading import load_app
+from sqsjobs._loading import load_app
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,9 @@ import pytest
 from template_support import load_template
 
 from sqsjobs import ConfigurationError, InMemoryStore, InvalidEventError, JobApp, PeriodBusyError, UnknownJobError
-from sqsjobs.lease import Acquire, LeaseItem, LeaseState
-from sqsjobs.locks import Taken, lock_key
-from sqsjobs.scheduling import DAILY, HOURLY, MINUTELY, period_format, scheduled_time
+from sqsjobs.schedules._period_locks import Taken, lock_key
+from sqsjobs.schedules._periodic import DAILY, HOURLY, MINUTELY, period_format, scheduled_time
+from sqsjobs.store._lease import Acquire, LeaseItem, LeaseState
 from sqsjobs.testing import FakeContext
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sqsjobs import InMemoryStore, JobApp, PermanentError
-from sqsjobs import metrics as m
+from sqsjobs import _metrics as m
 from sqsjobs.testing import FakeContext, sqs_event
 
 

@@ -1,4 +1,4 @@
-"""The time limit (lib/sqsjobs/time_limit.py): it raises inside the job's own code and nowhere else.
+"""The time limit (lib/sqsjobs/worker/_time_limit.py): it raises inside the job's own code and nowhere else.
 
 Where an alarm lands is chosen here, not left to a timer: the handler is called
 directly with frames captured at chosen points, or ``signal.raise_signal``
@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from sqsjobs import time_limit
-from sqsjobs.errors import RetryableError, TimeLimitExceeded
-from sqsjobs.time_limit import TIME_LIMIT_REPEAT, TimeLimit, run_with_time_limit
+from sqsjobs._errors import RetryableError, TimeLimitExceeded
+from sqsjobs.worker import _time_limit as time_limit
+from sqsjobs.worker._time_limit import TIME_LIMIT_REPEAT, TimeLimit, run_with_time_limit
 
 #: long enough that the armed timer never fires during a test: alarms here are delivered by hand
 NEVER = 3600
@@ -176,7 +176,7 @@ def test_an_alarm_in_the_runner_frame_is_recorded_not_raised() -> None:
 
 
 class DisarmWatcher:
-    """Stands in for the ``signal`` module in lib/sqsjobs/time_limit.py: at the disarm, runs ``at_disarm``."""
+    """Stands in for the ``signal`` module in lib/sqsjobs/worker/_time_limit.py: at the disarm, runs ``at_disarm``."""
 
     def __init__(self, at_disarm: Callable[[], None]) -> None:
         self.at_disarm = at_disarm

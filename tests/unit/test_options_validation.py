@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from sqsjobs import ConfigurationError, InvalidArgumentsError, JobApp, PermanentError, RetryableError
-from sqsjobs.app import CELERY_NAMES
-from sqsjobs.errors import MalformedMessageError, TimeLimitExceeded
-from sqsjobs.job import CELERY_ENQUEUE_NAMES, JobOptions
+from sqsjobs._app import CELERY_NAMES
+from sqsjobs._errors import MalformedMessageError, TimeLimitExceeded
+from sqsjobs._job import CELERY_ENQUEUE_NAMES, JobOptions
 
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 

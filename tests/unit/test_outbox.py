@@ -10,9 +10,9 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from sqsjobs import ConfigurationError, InvalidArgumentsError, InvalidEventError, JobApp, TransactionError
-from sqsjobs.message import JobMessage
-from sqsjobs.outbox import OUTBOX_TTL_SECONDS, OutboxRelay, message_from_image, outbox_item_model
-from sqsjobs.producer import EnqueueReport, FailedEntry
+from sqsjobs.enqueue._message import JobMessage
+from sqsjobs.enqueue._producer import EnqueueReport, FailedEntry
+from sqsjobs.workflows._outbox import OUTBOX_TTL_SECONDS, OutboxRelay, message_from_image, outbox_item_model
 
 
 class FakeDynamoDB:

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pynamodb.expressions.operand import Value
 
-from sqsjobs import dynamodb_store
-from sqsjobs.dynamodb_store import _values, prepare
-from sqsjobs.lease import Acquire, Amend, Annotate, Close, Complete, HandOver, LeaseState, Operation, Release
+from sqsjobs.store import _dynamodb as dynamodb_store
+from sqsjobs.store._dynamodb import _values, prepare
+from sqsjobs.store._lease import Acquire, Amend, Annotate, Close, Complete, HandOver, LeaseState, Operation, Release
 
 texts = st.text(min_size=1, max_size=30).filter(lambda s: "\x00" not in s)
 times = st.floats(min_value=0, max_value=4e9, allow_nan=False) | st.integers(min_value=0, max_value=4_000_000_000)

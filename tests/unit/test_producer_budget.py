@@ -19,8 +19,8 @@ from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 
 from sqsjobs import ConfigurationError, EnqueueError, JobApp
-from sqsjobs.clients import client, sqs_client
-from sqsjobs.producer import MAX_CALLS_PER_MESSAGE, Producer, botocore_attempts
+from sqsjobs._clients import client, sqs_client
+from sqsjobs.enqueue._producer import MAX_CALLS_PER_MESSAGE, Producer, botocore_attempts
 
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 

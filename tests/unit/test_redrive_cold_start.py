@@ -17,7 +17,7 @@ created = []
 original = botocore.client.ClientCreator.create_client
 botocore.client.ClientCreator.create_client = lambda *a, **k: created.append(a) or original(*a, **k)
 import redrive
-import sqsjobs.status, sqsjobs.redrive_native, sqsjobs.queues, sqsjobs.dlq_message
+import sqsjobs.ops._status, sqsjobs.ops._redrive_native, sqsjobs.ops._queues, sqsjobs.ops._dlq_letters
 print(json.dumps({"clients": len(created), "boto3": "boto3" in sys.modules,
                   "handler": callable(redrive.handler)}))
 """

@@ -10,19 +10,19 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from sqsjobs import redrive as rd
-from sqsjobs.batching import batches
-from sqsjobs.dlq_message import DlqMessage, dedup_id
-from sqsjobs.errors import MoveTaskError, SqsJobsError
-from sqsjobs.queues import make_sqs_client, queue_name
-from sqsjobs.redrive import (
+from sqsjobs._errors import MoveTaskError, SqsJobsError
+from sqsjobs.enqueue._batching import batches
+from sqsjobs.ops import _redrive as rd
+from sqsjobs.ops._dlq_letters import DlqMessage, dedup_id
+from sqsjobs.ops._queues import make_sqs_client, queue_name
+from sqsjobs.ops._redrive import (
     RedriveError,
     RedriveOptions,
     handle_redrive_event,
     options_from_event,
     refuse_filters_for_native,
 )
-from sqsjobs.redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
+from sqsjobs.ops._redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
 
 DLQ_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs-dlq"
 DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:jobs-dlq"

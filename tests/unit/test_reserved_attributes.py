@@ -16,10 +16,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from sqsjobs.errors import EnqueueError, ReservedAttributeError, SqsJobsError
-from sqsjobs.message import ATTR_JOB, ATTR_TRACE_ID, JobMessage
-from sqsjobs.outbox import OutboxRelay, message_from_image
-from sqsjobs.producer import Producer
+from sqsjobs._errors import EnqueueError, ReservedAttributeError, SqsJobsError
+from sqsjobs.enqueue._message import ATTR_JOB, ATTR_TRACE_ID, JobMessage
+from sqsjobs.enqueue._producer import Producer
+from sqsjobs.workflows._outbox import OutboxRelay, message_from_image
 
 
 def message(**extra: str) -> JobMessage:
@@ -75,7 +75,7 @@ def test_an_outbox_item_carrying_a_reserved_attribute_is_not_relayed() -> None:
 
     class Recording:
         def send_many(self, messages: list[JobMessage]) -> Any:
-            from sqsjobs.producer import EnqueueReport
+            from sqsjobs.enqueue._producer import EnqueueReport
 
             sent.extend(messages)
             return EnqueueReport(message_ids={i: f"m-{i}" for i in range(len(messages))}, calls=1)

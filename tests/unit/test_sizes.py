@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sqsjobs import InvalidArgumentsError, JobApp
-from sqsjobs.errors import MessageTooLargeError
-from sqsjobs.message import JobMessage
-from sqsjobs.sizes import check_message, largest_arguments
+from sqsjobs._errors import MessageTooLargeError
+from sqsjobs.enqueue._message import JobMessage
+from sqsjobs.enqueue._sizes import check_message, largest_arguments
 
 
 def make() -> JobApp:

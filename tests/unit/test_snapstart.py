@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from sqsjobs import JobApp
-from sqsjobs import clients as clients_module
-from sqsjobs.snapstart import prepare, reseed, warm
+from sqsjobs import _clients as clients_module
+from sqsjobs.worker._snapstart import prepare, reseed, warm
 
 ROOT = Path(__file__).resolve().parents[2]
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
@@ -45,7 +45,7 @@ def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
 
 @pytest.fixture
 def made_clients(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every client sqsjobs.clients makes, by service."""
+    """Every client sqsjobs._clients makes, by service."""
     made: list[str] = []
     original = clients_module.client
 

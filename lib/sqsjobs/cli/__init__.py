@@ -15,8 +15,8 @@ import importlib
 import sys
 from typing import TYPE_CHECKING
 
+from sqsjobs._extras import Extra, install_hint, missing
 from sqsjobs.cli.exits import EXIT_USAGE
-from sqsjobs.extras import Extra, install_hint, missing
 
 if TYPE_CHECKING:
     import typer

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from sqsjobs._errors import CheckUnavailable
 from sqsjobs.cli.options import parse_pairs
-from sqsjobs.errors import CheckUnavailable
 
 if TYPE_CHECKING:
     from sqsjobs.validation import Problem

@@ -10,11 +10,11 @@ from typing import Annotated
 
 import typer
 
+from sqsjobs._metrics import DEFAULT_NAMESPACE
+from sqsjobs._settings import ENV_CONSOLE_TOKEN, ENV_NAMESPACE, ENV_SERVICE
 from sqsjobs.cli.exits import exit_on_errors
 from sqsjobs.cli.options import Dlq, EndpointUrl, Queue, Region, Table
-from sqsjobs.metrics import DEFAULT_NAMESPACE
-from sqsjobs.settings import ENV_CONSOLE_TOKEN, ENV_NAMESPACE, ENV_SERVICE
-from sqsjobs.status import DEFAULT_SAMPLE
+from sqsjobs.ops._status import DEFAULT_SAMPLE
 
 DEFAULT_PORT = 8765
 
@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
         """Serve the operator console: queues, alarms, DLQ with redrive, jobs, lookup, runs and leases."""
         from rich.console import Console
 
-        from sqsjobs.errors import ConsoleError
+        from sqsjobs._errors import ConsoleError
 
         console = Console()
         with exit_on_errors(console):

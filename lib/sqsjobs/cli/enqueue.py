@@ -15,10 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from sqsjobs.cli.exits import EXIT_FAILED
-from sqsjobs.cli.options import Region, parse_pairs
-from sqsjobs.loading import DEFAULT_APP, load_app
-from sqsjobs.settings import (
+from sqsjobs._loading import DEFAULT_APP, load_app
+from sqsjobs._settings import (
     ENV_APP,
     ENV_AWS_ENDPOINT_URL,
     ENV_AWS_PROFILE,
@@ -27,10 +25,12 @@ from sqsjobs.settings import (
     ENV_SCHEDULE_GROUP,
     Settings,
 )
+from sqsjobs.cli.exits import EXIT_FAILED
+from sqsjobs.cli.options import Region, parse_pairs
 
 if TYPE_CHECKING:
-    from sqsjobs.app import JobApp
-    from sqsjobs.message import JobMessage
+    from sqsjobs._app import JobApp
+    from sqsjobs.enqueue._message import JobMessage
 
 
 #: what a line of an --from file may carry besides its job and args (the enqueue options)
@@ -86,9 +86,9 @@ def messages_from_file(app: JobApp, path: Path, job: str | None, *, tenant: str 
         >>> messages_from_file(app, path, None)
         Traceback (most recent call last):
         ...
-        sqsjobs.errors.ConfigurationError: greet.jsonl:1: job 'greet': argument 'user_id' must be int, got str 'one'
+        sqsjobs.ConfigurationError: greet.jsonl:1: job 'greet': argument 'user_id' must be int, got str 'one'
     """
-    from sqsjobs.errors import ConfigurationError, SqsJobsError
+    from sqsjobs._errors import ConfigurationError, SqsJobsError
 
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -161,10 +161,10 @@ def register(app: typer.Typer) -> None:
         A schedule's ARN is printed past 900 s: enqueue options go with the arguments, and
         delay=7200 waits two hours in a one-time schedule.
         """
-        from sqsjobs.clients import sqs_client
-        from sqsjobs.errors import ConfigurationError, SqsJobsError
+        from sqsjobs._clients import sqs_client
+        from sqsjobs._errors import ConfigurationError, SqsJobsError
         from sqsjobs.local.errors import LocalCloudError
-        from sqsjobs.scheduled_job import ScheduledJob
+        from sqsjobs.schedules._receipt import ScheduledJob
 
         if from_file is None and job is None:
             raise typer.BadParameter("name the job (sqsjobs enqueue JOB key=value ...) or pass --from FILE.jsonl",

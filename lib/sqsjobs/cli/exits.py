@@ -25,7 +25,7 @@ def exit_on_errors(console: Console) -> Iterator[None]:
     Example:
         >>> import typer
         >>> from rich.console import Console
-        >>> from sqsjobs.errors import StatusError
+        >>> from sqsjobs._errors import StatusError
         >>> try:
         ...     with exit_on_errors(Console(quiet=True)):
         ...         raise StatusError("which queue?")
@@ -37,7 +37,7 @@ def exit_on_errors(console: Console) -> Iterator[None]:
     from botocore.exceptions import BotoCoreError, ClientError
     from rich.markup import escape
 
-    from sqsjobs.errors import SqsJobsError
+    from sqsjobs._errors import SqsJobsError
 
     try:
         yield

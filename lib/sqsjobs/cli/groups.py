@@ -17,8 +17,8 @@ from sqsjobs.cli.lifecycle import Table, show, table_app, when
 from sqsjobs.cli.options import EndpointUrl, Region
 
 if TYPE_CHECKING:
-    from sqsjobs.chains import ChainStatus
-    from sqsjobs.groups import GroupStatus, MemberFailure
+    from sqsjobs.workflows._chains import ChainStatus
+    from sqsjobs.workflows._groups import GroupStatus, MemberFailure
 
 
 def register(app: typer.Typer) -> None:
@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
         """Show a job group's counts and state, and its members that did not succeed, with their reasons."""
         from rich.console import Console
 
-        from sqsjobs.groups import GroupRecords
+        from sqsjobs.workflows._groups import GroupRecords
 
         console = Console(stderr=json_output)
         with exit_on_errors(console):

@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Write a new sqsjobs project into DIRECTORY: template.yaml, handlers/, tests/, configs, README."""
-        from sqsjobs.errors import ConfigurationError
+        from sqsjobs._errors import ConfigurationError
         from sqsjobs.scaffold import ProjectOptions, default_name, parse_extras, write
 
         try:

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from sqsjobs._loading import DEFAULT_APP, load_app
+from sqsjobs._settings import ENV_APP
 from sqsjobs.cli.exits import EXIT_USAGE
-from sqsjobs.loading import DEFAULT_APP, load_app
-from sqsjobs.settings import ENV_APP
 
 if TYPE_CHECKING:
-    from sqsjobs.app import JobApp
+    from sqsjobs._app import JobApp
 
 
 def describe_jobs(app: JobApp) -> list[dict[str, Any]]:
@@ -79,7 +79,7 @@ def register(app: typer.Typer) -> None:
         json_output: Annotated[bool, typer.Option("--json", help="Print the jobs as JSON.")] = False,
     ) -> None:
         """List the app's registered jobs with their options (key, attempts, backoff, schedule, queue, limits...)."""
-        from sqsjobs.errors import SqsJobsError
+        from sqsjobs._errors import SqsJobsError
 
         try:
             rows = describe_jobs(load_app(app_spec))

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from sqsjobs._settings import ENV_SCHEDULE_GROUP, ENV_TABLE
 from sqsjobs.cli.exits import exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, Region
-from sqsjobs.settings import ENV_SCHEDULE_GROUP, ENV_TABLE
 
 if TYPE_CHECKING:
-    from sqsjobs.app import JobApp
-    from sqsjobs.guard import JobStatus
+    from sqsjobs._app import JobApp
+    from sqsjobs.worker._job_records import JobStatus
 
 #: ``sqsjobs job KEY``: no delivery ever claimed the key
 EXIT_NOT_FOUND = 3
@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
         with exit_on_errors(console):
             app = table_app(table, endpoint_url, region)
             if schedule_group:
-                from sqsjobs.queues import make_scheduler_client
+                from sqsjobs.ops._queues import make_scheduler_client
 
                 with app.use(settings={"schedule_group": schedule_group},
                              scheduler_client=make_scheduler_client(endpoint_url=endpoint_url, region=region)):
@@ -100,9 +100,9 @@ def register(app: typer.Typer) -> None:
         """Delete the pending schedule of the delayed job KEY (exit 3 when none was pending)."""
         from rich.console import Console
 
-        from sqsjobs.app import JobApp
-        from sqsjobs.errors import ConfigurationError
-        from sqsjobs.queues import make_scheduler_client
+        from sqsjobs._app import JobApp
+        from sqsjobs._errors import ConfigurationError
+        from sqsjobs.ops._queues import make_scheduler_client
 
         console = Console()
         with exit_on_errors(console):
@@ -163,9 +163,9 @@ def when(epoch: float | None) -> str | None:
 
 def table_app(table: str | None, endpoint_url: str | None, region: str | None) -> JobApp:
     """An app with no jobs, on ``table``: enough to read and write job records."""
-    from sqsjobs.app import JobApp
-    from sqsjobs.errors import ConfigurationError
-    from sqsjobs.queues import make_dynamodb_client
+    from sqsjobs._app import JobApp
+    from sqsjobs._errors import ConfigurationError
+    from sqsjobs.ops._queues import make_dynamodb_client
 
     if not table:
         raise ConfigurationError("which idempotency table? pass --table or set SQSJOBS_TABLE")

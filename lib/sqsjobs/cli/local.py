@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
+from sqsjobs._extras import Extra, install_hint, missing
 from sqsjobs.cli.exits import EXIT_FAILED, EXIT_USAGE
 from sqsjobs.cli.options import parse_pairs
-from sqsjobs.extras import Extra, install_hint, missing
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from sqsjobs.settings import (
+from sqsjobs._settings import (
     ENV_AWS_DEFAULT_REGION,
     ENV_AWS_ENDPOINT_URL,
     ENV_AWS_REGION,

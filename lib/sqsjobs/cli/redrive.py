@@ -1,6 +1,6 @@
 """`sqsjobs redrive`: move dead letters back to their source queue, through the guard.
 
-Thin over :mod:`sqsjobs.redrive`: parse flags, build the client, show a
+Thin over :mod:`sqsjobs.ops._redrive`: parse flags, build the client, show a
 progress bar and a summary. Exit codes: 0 done, 1 something failed or an AWS
 error stopped the run, 2 bad options, 130 interrupted (nothing lost: run it
 again to continue).
@@ -13,33 +13,33 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from sqsjobs._errors import RedriveError
+from sqsjobs._settings import DEFAULT_RECORD_TTL, ENV_DLQ_URL, ENV_QUEUE_URL, ENV_RECORD_TTL, ENV_TABLE
 from sqsjobs.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, Region
 from sqsjobs.cli.render import format_age, plain
-from sqsjobs.errors import RedriveError
-from sqsjobs.queues import (
+from sqsjobs.ops._queues import (
     dead_letter_queue_of,
     dead_letter_sources,
     make_sqs_client,
     queue_depth,
     resolve_queue_url,
 )
-from sqsjobs.redrive import (
+from sqsjobs.ops._redrive import (
     Redrive,
     RedriveOptions,
     RedriveSummary,
     refuse_filters_for_native,
 )
-from sqsjobs.redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
-from sqsjobs.settings import DEFAULT_RECORD_TTL, ENV_DLQ_URL, ENV_QUEUE_URL, ENV_RECORD_TTL, ENV_TABLE
+from sqsjobs.ops._redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from rich.console import Console
 
-    from sqsjobs.lease import LeaseStore
-    from sqsjobs.redrive import PlannedMove
-    from sqsjobs.redrive_native import MoveTask
+    from sqsjobs.ops._redrive import PlannedMove
+    from sqsjobs.ops._redrive_native import MoveTask
+    from sqsjobs.store._lease import LeaseStore
 
 # A dry run lists each message up to this many, then groups them.
 PLAN_ROWS = 50
@@ -154,8 +154,8 @@ def register(app: typer.Typer) -> None:
                 return
             records = None
             if table:
-                from sqsjobs.dynamodb_store import DynamoDBStore
-                from sqsjobs.queues import make_dynamodb_client
+                from sqsjobs.ops._queues import make_dynamodb_client
+                from sqsjobs.store._dynamodb import DynamoDBStore
 
                 records = DynamoDBStore(make_dynamodb_client(endpoint_url=endpoint_url, region=region), table)
             summary = _run(console, options, sqs, json_output=json_output, records=records)

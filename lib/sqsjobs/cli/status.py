@@ -1,6 +1,6 @@
 """`sqsjobs status`: queue depth, oldest age, the DLQ by job and reason, alarms, recent failures, delayed jobs.
 
-Thin over :mod:`sqsjobs.status`: rich tables for people, ``--json`` for scripts.
+Thin over :mod:`sqsjobs.ops._status`: rich tables for people, ``--json`` for scripts.
 """
 
 from __future__ import annotations
@@ -10,18 +10,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from sqsjobs._settings import ENV_SCHEDULE_GROUP
 from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
 from sqsjobs.cli.options import Dlq, EndpointUrl, Queue, Region, Table
 from sqsjobs.cli.render import format_age, plain
-from sqsjobs.queues import make_cloudwatch_client, make_dynamodb_client, make_scheduler_client, make_sqs_client
-from sqsjobs.settings import ENV_SCHEDULE_GROUP
-from sqsjobs.status import DEFAULT_RECENT, DEFAULT_SAMPLE, DEFAULT_SKIPPED_HOURS, StatusReport, collect_status
+from sqsjobs.ops._queues import make_cloudwatch_client, make_dynamodb_client, make_scheduler_client, make_sqs_client
+from sqsjobs.ops._status import DEFAULT_RECENT, DEFAULT_SAMPLE, DEFAULT_SKIPPED_HOURS, StatusReport, collect_status
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from sqsjobs.one_time_schedules import PendingSummary
-    from sqsjobs.status import QueueStatus
+    from sqsjobs.ops._status import QueueStatus
+    from sqsjobs.schedules._one_time import PendingSummary
 
 
 
@@ -107,7 +107,7 @@ def print_report(console: Console, report: StatusReport) -> None:
     Example:
         >>> import io
         >>> from rich.console import Console
-        >>> from sqsjobs.status import StatusReport
+        >>> from sqsjobs.ops._status import StatusReport
         >>> console = Console(width=100, record=True, file=io.StringIO())
         >>> print_report(console, StatusReport(queue=None, dlq=None, dlq_groups=(),
         ...     dlq_sampled=0, alarms=(), recent_failures=(), notes=()))
@@ -182,7 +182,7 @@ def print_delayed(console: Console, delayed: PendingSummary) -> None:
     Example:
         >>> import io
         >>> from rich.console import Console
-        >>> from sqsjobs.one_time_schedules import PendingSummary
+        >>> from sqsjobs.schedules._one_time import PendingSummary
         >>> console = Console(width=100, record=True, file=io.StringIO())
         >>> print_delayed(console, PendingSummary(group="jobs-delayed", count=0, sampled=()))
         >>> "0 delayed job(s) waiting in jobs-delayed" in console.export_text()

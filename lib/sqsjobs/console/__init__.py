@@ -1,7 +1,7 @@
 """The operator console: ``sqsjobs console``, a local web page for the 3 a.m. page.
 
 It shows what ``sqsjobs status`` and ``sqsjobs redrive`` already compute
-(:mod:`sqsjobs.status`, :mod:`sqsjobs.redrive`), the job records of the
+(:mod:`sqsjobs.ops._status`, :mod:`sqsjobs.ops._redrive`), the job records of the
 idempotency table, the EMF metrics through CloudWatch's ``GetMetricData``,
 and chunked runs and scheduled leases; it redrives through the same engine.
 Installed with the extra ``sqsjobs[console]`` (Starlette, uvicorn, Jinja2);
@@ -12,7 +12,7 @@ One concept per module:
 - :mod:`~sqsjobs.console.config`: what the command was asked (host, token, queues);
 - :mod:`~sqsjobs.console.sources`: the AWS clients and the resolved queues;
 - :mod:`~sqsjobs.console.overview`, :mod:`~sqsjobs.console.dead_letters`,
-  :mod:`~sqsjobs.job_metrics`, :mod:`~sqsjobs.console.job_record`,
+  :mod:`~sqsjobs.ops._metrics_reader`, :mod:`~sqsjobs.console.job_record`,
   :mod:`~sqsjobs.console.runs`: one page's data each;
 - :mod:`~sqsjobs.console.thresholds`: each queue's alarm limits;
 - :mod:`~sqsjobs.console.redrive_actions`: dry run, confirm, the results journal;

@@ -25,11 +25,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from sqsjobs import job_metrics
+from sqsjobs._errors import SqsJobsError
 from sqsjobs.console import dead_letters, job_record, overview, redrive_actions, runs
 from sqsjobs.console.config import WINDOWS_HOURS, ConsoleConfig, is_loopback
 from sqsjobs.console.security import COOKIE, CSRF_FIELD, HEADERS, Guard, Redactor
-from sqsjobs.errors import SqsJobsError
+from sqsjobs.ops import _metrics_reader as job_metrics
 
 if TYPE_CHECKING:
     from jinja2 import Environment

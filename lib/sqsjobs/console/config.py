@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
-from sqsjobs.errors import ConsoleError
-from sqsjobs.metrics import DEFAULT_NAMESPACE
-from sqsjobs.settings import ENV_CONSOLE_TOKEN, ENV_DLQ_URL, ENV_NAMESPACE, ENV_QUEUE_URL, ENV_SERVICE, ENV_TABLE
-from sqsjobs.status import DEFAULT_SAMPLE
+from sqsjobs._errors import ConsoleError
+from sqsjobs._metrics import DEFAULT_NAMESPACE
+from sqsjobs._settings import ENV_CONSOLE_TOKEN, ENV_DLQ_URL, ENV_NAMESPACE, ENV_QUEUE_URL, ENV_SERVICE, ENV_TABLE
+from sqsjobs.ops._status import DEFAULT_SAMPLE
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765

@@ -1,9 +1,9 @@
 """The DLQ page's data: dead letters grouped by job, reason and error, a few samples of each.
 
 Read exactly as ``sqsjobs status`` reads them (a peek that makes every
-message visible again, :func:`sqsjobs.status.peek_dead_letters`), filtered
+message visible again, :func:`sqsjobs.ops._status.peek_dead_letters`), filtered
 exactly as ``sqsjobs redrive --job/--error`` filters them
-(:func:`sqsjobs.redrive.letter_matches`), so what the page lists is what a
+(:func:`sqsjobs.ops._redrive.letter_matches`), so what the page lists is what a
 redrive with the same filters moves.
 
 Example:
@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from sqsjobs.dlq_message import DlqMessage
-from sqsjobs.redrive import letter_matches
-from sqsjobs.status import DeadLetterGroup, QueueStatus, group_dead_letters, peek_dead_letters, read_queue_status
+from sqsjobs.ops._dlq_letters import DlqMessage
+from sqsjobs.ops._redrive import letter_matches
+from sqsjobs.ops._status import DeadLetterGroup, QueueStatus, group_dead_letters, peek_dead_letters, read_queue_status
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef

@@ -1,12 +1,12 @@
 """Job lookup by key: the console asks the job's record what ``app.status(key)`` answers.
 
-The page shows a :class:`sqsjobs.guard.JobStatus` — state, attempts, last
+The page shows a :class:`sqsjobs.worker._job_records.JobStatus` — state, attempts, last
 error, result and times — read with one consistent ``GetItem`` through the
 same code the CLI's ``sqsjobs job KEY`` and ``app.status`` use, so the three
 never disagree.
 
 Example:
-    >>> from sqsjobs.guard import JobStatus
+    >>> from sqsjobs.worker._job_records import JobStatus
     >>> status = JobStatus(key="invoice-email:42", job="invoice-email", state="succeeded", attempts=2,
     ...                    last_error=None, result={"sent": True}, enqueued_at=1.0, started_at=2.0,
     ...                    finished_at=3.0, updated_at=3.0)
@@ -21,12 +21,12 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from sqsjobs.envelope import MAX_KEY_BYTES
+from sqsjobs.enqueue._envelope import MAX_KEY_BYTES
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from sqsjobs.guard import JobStatus
+    from sqsjobs.worker._job_records import JobStatus
 
 __all__ = ["MAX_KEY_BYTES", "JobStatusView", "job_status"]
 
@@ -58,8 +58,8 @@ class JobStatusView:
 
 def job_status(dynamodb: DynamoDBClient, table: str, key: str) -> JobStatusView | None:
     """The status of the job with idempotency key ``key``, or None when no delivery ever claimed it."""
-    from sqsjobs import guard
-    from sqsjobs.dynamodb_store import DynamoDBStore
+    from sqsjobs.store._dynamodb import DynamoDBStore
+    from sqsjobs.worker import _job_records as guard
 
     status = guard.status(DynamoDBStore(dynamodb, table), key)
     return None if status is None else JobStatusView.of(status)

@@ -1,10 +1,10 @@
 """The overview page's data: every queue against its alarm limits, alarms, throughput and failure rate.
 
-The queues and alarms come from :func:`sqsjobs.status.collect_status` (the
+The queues and alarms come from :func:`sqsjobs.ops._status.collect_status` (the
 same report as ``sqsjobs status``); queues that the same alarms watch (for
 example the outbox relay's failure queue) join as rows of their own. The
 charts read the worker's EMF metrics with ``GetMetricData``
-(:mod:`sqsjobs.job_metrics`).
+(:mod:`sqsjobs.ops._metrics_reader`).
 
 Example:
     >>> from sqsjobs.console.thresholds import AGE_METRIC
@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 from sqsjobs.console.charts import Chart, line_chart
 from sqsjobs.console.thresholds import QueueLimit, queue_limits
-from sqsjobs.job_metrics import Throughput, Window, pick_service, throughput
-from sqsjobs.queues import resolve_queue_url
-from sqsjobs.status import QueueStatus, StatusReport, collect_status, read_queue_status
+from sqsjobs.ops._metrics_reader import Throughput, Window, pick_service, throughput
+from sqsjobs.ops._queues import resolve_queue_url
+from sqsjobs.ops._status import QueueStatus, StatusReport, collect_status, read_queue_status
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""Redrive from the page: a dry run first, then the same filters for real, through :class:`sqsjobs.redrive.Redrive`.
+"""Redrive from the page: a dry run first, then the same filters for real, through ``Redrive`` (``ops/_redrive.py``).
 
 The confirm step moves at most as many letters as the dry run said would
 move, so letters that arrive between the two clicks wait for the next
@@ -21,8 +21,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from sqsjobs.errors import RedriveError
-from sqsjobs.redrive import Redrive, RedriveOptions, RedriveSummary
+from sqsjobs._errors import RedriveError
+from sqsjobs.ops._redrive import Redrive, RedriveOptions, RedriveSummary
 
 if TYPE_CHECKING:
     from sqsjobs.console.sources import Sources

@@ -5,7 +5,7 @@ The table has one key (``pk``) and no index by prefix, so finding them is a
 1 KB each) so a big table costs a known amount per look; the page says when
 the bound cut the scan short, and a run can still be looked up exactly by
 ``JOB:RUN_ID``. Each record found is read through its owner's code
-(:class:`sqsjobs.chunked.RunStore`, :class:`sqsjobs.locks.PeriodLocks`), so
+(:class:`sqsjobs.workflows._chunked.RunStore`, :class:`sqsjobs.schedules._period_locks.PeriodLocks`), so
 the page shows what ``sqsjobs status --run`` and the scheduler see. A job
 group is looked up by its id through ``app.group_status`` (what ``sqsjobs
 group ID`` shows): one read of its head and one of its counter shards.
@@ -22,16 +22,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from sqsjobs.chunked import RUN_PREFIX, RunStatus, RunStore
-from sqsjobs.dynamodb_store import DynamoDBStore
-from sqsjobs.lease import LeaseItem
-from sqsjobs.locks import LOCK_PREFIX, PeriodLocks
-from sqsjobs.records import KEY_ATTRIBUTE
+from sqsjobs.schedules._period_locks import LOCK_PREFIX, PeriodLocks
+from sqsjobs.store._dynamodb import DynamoDBStore
+from sqsjobs.store._lease import LeaseItem
+from sqsjobs.store._table import KEY_ATTRIBUTE
+from sqsjobs.workflows._chunked import RUN_PREFIX, RunStatus, RunStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from sqsjobs.groups import GroupStatus
+    from sqsjobs.workflows._groups import GroupStatus
 
 #: items a look at the runs page reads at most (the scan's cost bound)
 DEFAULT_SCAN_ITEMS: Final = 20_000
@@ -100,7 +100,7 @@ def read_run(dynamodb: DynamoDBClient, table: str, job: str, run_id: str) -> Run
 
 def read_group(dynamodb: DynamoDBClient, table: str, group_id: str) -> GroupStatus | None:
     """One job group by its id (exact, no scan): its counts and state, as ``app.group_status`` answers."""
-    from sqsjobs.app import JobApp
+    from sqsjobs._app import JobApp
 
     return JobApp(table_name=table, dynamodb_client=dynamodb).group_status(group_id)
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqsjobs.queues import (
+from sqsjobs.ops._queues import (
     dead_letter_queue_of,
     make_cloudwatch_client,
     make_dynamodb_client,

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs._settings import ENV_LOG_LEVEL, ENV_QUEUE_URL
 from sqsjobs.local.alarms import AlarmTransition
 from sqsjobs.local.aws import Clients, local_environment
 from sqsjobs.local.control import ControlServer, remove_state, write_state
@@ -35,7 +36,6 @@ from sqsjobs.local.sqs_poller import SqsPoller
 from sqsjobs.local.stream_poller import StreamPoller
 from sqsjobs.local.telemetry import QUEUE_DEPTH_ATTRIBUTES, Telemetry
 from sqsjobs.local.template import Template
-from sqsjobs.settings import ENV_LOG_LEVEL, ENV_QUEUE_URL
 
 if TYPE_CHECKING:
     from sqsjobs.local.reload import ReloadLoop
@@ -341,7 +341,7 @@ class LocalCloud:
 
     def app_queue(self, name: str = "default") -> str:
         """Logical id of the app's queue ``name``: ``SQSJOBS_QUEUE_URL`` (or ``..._<NAME>``) in the functions' env."""
-        from sqsjobs.settings import ENV_QUEUE_URL, ENV_QUEUE_URL_PREFIX
+        from sqsjobs._settings import ENV_QUEUE_URL, ENV_QUEUE_URL_PREFIX
 
         variable = ENV_QUEUE_URL if name == "default" else f"{ENV_QUEUE_URL_PREFIX}{name.upper()}"
         for spec in self.deployment.functions.values():
@@ -359,7 +359,7 @@ class LocalCloud:
         from the worker's environment; the clients are this cloud's. So
         ``app.enqueue(..., delay=timedelta(hours=2))`` creates its schedule here.
         """
-        from sqsjobs.settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, Settings
+        from sqsjobs._settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, Settings
 
         # The function that knows the most: the queue, then the schedule group and the DLQ (the worker, here).
         producers = [dict(f.environment) for f in self.deployment.functions.values() if ENV_QUEUE_URL in f.environment]
@@ -374,7 +374,7 @@ class LocalCloud:
 
     def send_job(self, message: Any, queue: str | None = None) -> str:
         """Send a prepared ``JobMessage`` (from ``app.message(...)``) to its job's queue, as the producer would."""
-        from sqsjobs.producer import Producer
+        from sqsjobs.enqueue._producer import Producer
 
         url = self.queue_url(queue or self.app_queue(getattr(message, "queue", "default")))
         return Producer(self.clients.get("sqs"), url).send(message)

@@ -1,6 +1,6 @@
 """Errors of the local cloud, each one telling the developer what to do.
 
-    LocalCloudError (sqsjobs.errors: part of the one tree, under SqsJobsError)
+    LocalCloudError (sqsjobs._errors: part of the one tree, under SqsJobsError)
     ├── PortInUseError        the requested port is taken
     ├── ServerDiedError       the moto server exited under us
     ├── TemplateError         the template cannot be read, translated or resolved
@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from sqsjobs.errors import LocalCloudError
+from sqsjobs._errors import LocalCloudError
 
 __all__ = ["LocalCloudError", "NotRunningError", "PortInUseError", "ServerDiedError", "TemplateError"]
 

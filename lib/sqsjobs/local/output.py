@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sqsjobs.outcome_log import OUTCOME_MESSAGE
+from sqsjobs.worker._outcome_log import OUTCOME_MESSAGE
 
 EventSink = Callable[[str, str], None]
 """(level, text): level is one of info, warn, error, page, alarm-warn, ok."""

@@ -66,7 +66,7 @@ class LocalCloudSession:
     def app(self) -> Any:
         """The project's ``JobApp`` (imported from the template's directory), used to build messages."""
         if self._app is None:
-            from sqsjobs.loading import load_app
+            from sqsjobs._loading import load_app
 
             self._app = load_app(self.app_spec, root=self.cloud.template.path.parent)
         return self._app
@@ -87,7 +87,7 @@ class LocalCloudSession:
         """
         from dataclasses import asdict
 
-        from sqsjobs.settings import Settings
+        from sqsjobs._settings import Settings
 
         settings = Settings.from_env(self.cloud.app_environment())
         with self.app.use(sqs_client=self.cloud.clients.get("sqs"), dynamodb_client=self.cloud.clients.get("dynamodb"),
@@ -100,7 +100,7 @@ class LocalCloudSession:
         Read from the workers' ``job outcome`` log lines, oldest first (``outcome`` is ``succeeded``,
         ``duplicate``, ``retry``, ``dead_lettered``...).
         """
-        from sqsjobs.outcome_log import OUTCOME_MESSAGE
+        from sqsjobs.worker._outcome_log import OUTCOME_MESSAGE
 
         found = []
         for _, line in list(self.logs):
@@ -124,7 +124,10 @@ class LocalCloudSession:
 
 
 def _app_spec(config: pytest.Config) -> str:
-    """The app the fixtures load: ``--sqsjobs-app`` or ini ``sqsjobs_app`` (``sqsjobs.pytest_plugin`` declares them)."""
+    """The app the fixtures load: ``--sqsjobs-app`` or ini ``sqsjobs_app``.
+
+    ``sqsjobs.testing.pytest_plugin`` declares both.
+    """
     try:
         return str(config.getoption("--sqsjobs-app") or config.getini("sqsjobs_app"))
     except (ValueError, KeyError):  # the other plugin is not loaded (-p no:sqsjobs-testing)
@@ -187,7 +190,7 @@ def local_cloud(local_cloud_template: Path, local_cloud_parameters: dict[str, st
             local_cloud.enqueue("invoice-email", invoice_id=42)
             local_cloud.drain()
             assert any(m["subject"] == "Invoice 42" for m in local_cloud.emails())"""
-    from sqsjobs.extras import Extra, install_hint, missing
+    from sqsjobs._extras import Extra, install_hint, missing
 
     module = missing(Extra.LOCAL)
     if module is not None:

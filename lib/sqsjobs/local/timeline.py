@@ -72,7 +72,7 @@ def busy_seconds(cloud: Any, function: str, since: float, until: float) -> float
 
 def metric_total(cloud: Any, name: str, **dimensions: str) -> int:
     """The sum of framework metric ``name`` over the set ``{service, Job, ...dimensions}`` with these values."""
-    from sqsjobs import metrics as m
+    from sqsjobs import _metrics as m
 
     wanted = {m.DIMENSION_SERVICE, m.DIMENSION_JOB, *dimensions}
     total = 0.0

@@ -23,7 +23,7 @@ from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 
-from sqsjobs.errors import ConfigurationError
+from sqsjobs._errors import ConfigurationError
 
 #: a name that is a CloudFormation stack name, a service name and a Python project name at once
 PROJECT_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")

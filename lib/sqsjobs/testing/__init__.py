@@ -18,7 +18,7 @@ failed (``records``).
     1
 
 This package must not import moto or pytest at import time: it is part of the
-installed package. The pytest fixtures are in ``sqsjobs.pytest_plugin``
+installed package. The pytest fixtures are in ``sqsjobs.testing.pytest_plugin``
 (``jobs``, ``sqsjobs_app``) and ``sqsjobs.local.pytest_plugin``
 (``local_cloud``); pytest loads both through the package's entry points.
 """

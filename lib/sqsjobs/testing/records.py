@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sqsjobs.app import JobApp
-    from sqsjobs.message import JobMessage
+    from sqsjobs._app import JobApp
+    from sqsjobs.enqueue._message import JobMessage
 
 
 def given_attempts(app: JobApp, message: JobMessage, attempts: int, *, last_error: str = "RuntimeError: earlier",
@@ -30,9 +30,9 @@ def given_attempts(app: JobApp, message: JobMessage, attempts: int, *, last_erro
         >>> app.status("sync:1").state, app.status("sync:1").attempts
         ('retrying', 2)
     """
-    from sqsjobs.envelope import Envelope
-    from sqsjobs.guard import Claim, JobState
-    from sqsjobs.lease import Release, expiry
+    from sqsjobs.enqueue._envelope import Envelope
+    from sqsjobs.store._lease import Release, expiry
+    from sqsjobs.worker._job_records import Claim, JobState
 
     envelope = Envelope.decode(message.body)
     job = app.get_job(envelope.job)

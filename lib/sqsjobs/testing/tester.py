@@ -35,18 +35,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs.message import ATTR_TRACE_ID
+from sqsjobs.enqueue._message import ATTR_TRACE_ID
 from sqsjobs.testing.events import FakeContext, record_from_message
 from sqsjobs.testing.fake_sqs import FakeSQS, QueuedMessage, SqsCall
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from sqsjobs.app import JobApp
-    from sqsjobs.delivery import BatchResult, Outcome
-    from sqsjobs.dlq_message import DlqMessage
-    from sqsjobs.lease import LeaseStore
-    from sqsjobs.message import JobMessage
+    from sqsjobs._app import JobApp
+    from sqsjobs.enqueue._message import JobMessage
+    from sqsjobs.ops._dlq_letters import DlqMessage
+    from sqsjobs.store._lease import LeaseStore
+    from sqsjobs.worker._delivery import BatchResult, Outcome
 
 #: 2026-01-01T00:00:00Z: where a ManualClock starts
 EPOCH = 1_767_225_600.0
@@ -161,7 +161,7 @@ class JobTester:
             raise ValueError("run() needs at least one message (an empty batch is not an SQS event)")
         if attempt < 1:
             raise ValueError(f"attempt counts deliveries from 1, got {attempt}")
-        from sqsjobs.message import JobMessage
+        from sqsjobs.enqueue._message import JobMessage
         from sqsjobs.testing.records import given_attempts
 
         if attempt > 1:
@@ -212,7 +212,7 @@ class JobTester:
 
     def dead_letters(self) -> list[DlqMessage]:
         """The letters on the DLQ, read as ``sqsjobs status`` reads them (reason, error, original message id)."""
-        from sqsjobs.dlq_message import DlqMessage
+        from sqsjobs.ops._dlq_letters import DlqMessage
 
         return [DlqMessage.from_message(m.to_wire(), now=self.clock())  # type: ignore[arg-type]
                 for m in self.sqs.messages(self.dlq_url)]
@@ -258,7 +258,7 @@ def use(
     (``queues={"critical": None}``). ``dynamodb_client`` (e.g. moto's) is for jobs that use
     DynamoDB themselves: chunked and scheduled jobs, transactions.
     """
-    from sqsjobs.lease import InMemoryStore
+    from sqsjobs.store._lease import InMemoryStore
 
     clock = clock or ManualClock()
     sqs = sqs or FakeSQS(clock=clock)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqsjobs.settings import ENV_AWS_DEFAULT_REGION
+from sqsjobs._settings import ENV_AWS_DEFAULT_REGION
 from sqsjobs.validation.layout import code_location, handler_module, module_exists, serverless_functions
 from sqsjobs.validation.problems import Problem, Severity
 

@@ -25,7 +25,7 @@ def describe(module_name: str) -> dict[str, Any]:
         >>> describe("sqsjobs.validation.inspect_app")["apps"]
         []
     """
-    from sqsjobs.app import JobApp
+    from sqsjobs._app import JobApp
 
     module = importlib.import_module(module_name)
     apps = {id(v): v for v in vars(module).values() if isinstance(v, JobApp)}

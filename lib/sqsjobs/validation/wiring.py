@@ -19,7 +19,7 @@ import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
-from sqsjobs.settings import ENV_QUEUE_URL
+from sqsjobs._settings import ENV_QUEUE_URL
 from sqsjobs.validation.problems import Problem, Severity
 
 RULES_PACKAGE = "sqsjobs_rules"

@@ -14,7 +14,7 @@ from typing import Any
 
 from integration.local.local_support import FIXTURE
 
-from sqsjobs.delays import schedule_name
+from sqsjobs.enqueue._delays import schedule_name
 
 SQSJOBS = str(Path(sys.executable).with_name("sqsjobs"))
 

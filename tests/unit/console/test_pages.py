@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from unit.console.conftest import TABLE, Stack, csrf_of
 
-from sqsjobs.chunked import RunStore
-from sqsjobs.dynamodb_store import DynamoDBStore
-from sqsjobs.guard import Claim, cancel_marker, retrying, succeeded
-from sqsjobs.locks import PeriodLocks, lock_key
+from sqsjobs.schedules._period_locks import PeriodLocks, lock_key
+from sqsjobs.store._dynamodb import DynamoDBStore
+from sqsjobs.worker._job_records import Claim, cancel_marker, retrying, succeeded
+from sqsjobs.workflows._chunked import RunStore
 
 XSS_BODY = '<script>window.__xss=1</script>"><img src=x onerror="window.__xss=2">'
 XSS_JOB = '"><svg onload=alert(1)>'

@@ -9,10 +9,10 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 from unit.console.conftest import Stack, csrf_of
 
+from sqsjobs._errors import ConsoleError
 from sqsjobs.console.app import create_app
 from sqsjobs.console.config import ConsoleConfig
 from sqsjobs.console.security import COOKIE
-from sqsjobs.errors import ConsoleError
 
 PAGES = ("/", "/dlq", "/dlq?job=a", "/jobs", "/lookup?key=a:1", "/runs")
 TOKEN = "t0ken-that-is-long-enough"
@@ -115,8 +115,8 @@ def test_no_page_shows_a_credential_or_an_environment_value(stack: Stack, monkey
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
     stack.dead_letter("a", "permanent", "PermanentError", "boom")
-    from sqsjobs.dynamodb_store import DynamoDBStore
-    from sqsjobs.guard import cancel_marker
+    from sqsjobs.store._dynamodb import DynamoDBStore
+    from sqsjobs.worker._job_records import cancel_marker
 
     DynamoDBStore(stack.dynamodb, "records").write(cancel_marker("a:1", now=1.0, expires_at=9e9, reason="x"))
     import os

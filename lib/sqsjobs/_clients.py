@@ -1,0 +1,230 @@
+"""The AWS clients of a process: the runtime's own, and the jobs' (``client("ses")``), from one botocore session.
+
+Why it matters on a cold start (figures in BENCHMARKS.md, "first invocation"):
+
+- **one session**: a botocore session reads each service model, the endpoint
+  data (``endpoints.json``, 1.2 MB of JSON) and the credentials once. Every
+  client made here shares it: the guard's DynamoDB client, the SQS client and
+  the clients jobs make with ``client(...)``. A job calling ``boto3.client``
+  gets boto3's default session instead, which reads all of that again;
+- **no boto3**: the runtime builds clients with botocore directly; importing
+  boto3 also imports s3transfer and multiprocessing, which no batch uses;
+- **no directory scan**: botocore checks that a service exists by listing
+  every service directory it ships (about 400 of them, twice per first client).
+  ``ServiceLoader`` checks the one directory asked for and lists the rest only
+  if someone reads the whole list.
+
+Nothing is created at import; the session is made on first use, under a lock
+(clients are thread-safe, building them from one session is not).
+
+The DynamoDB client skips botocore's parameter validation, as pynamodb's own
+client does: every request the guard sends is built by the pynamodb model and
+checked by the tests, and validation is the largest single CPU cost of a call
+(about a third of botocore's per-request work, measured in bench/).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, overload
+
+from botocore.exceptions import DataNotFoundError
+from botocore.loaders import Loader
+
+from sqsjobs._errors import ConfigurationError
+from sqsjobs._settings import ENV_AWS_DEFAULT_REGION, ENV_AWS_PROFILE, ENV_AWS_REGION
+
+if TYPE_CHECKING:
+    from botocore.config import _RetryDict
+    from botocore.session import Session
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
+    from mypy_boto3_sqs import SQSClient
+
+#: enough connections for a batch's concurrent claims (at most 10 records)
+POOL_CONNECTIONS = 10
+#: botocore's standard retry mode (3 attempts, throttling and transient errors, with backoff)
+RETRIES: _RetryDict = {"mode": "standard"}
+
+#: what to do when no region is configured (one line, no botocore traceback)
+NO_REGION = (f"no AWS region is set: export {ENV_AWS_REGION} (or {ENV_AWS_DEFAULT_REGION}), give the profile a "
+             "region, or pass --region")
+
+_lock = threading.Lock()
+_session: Session | None = None
+
+
+def session() -> Session:
+    """The process's botocore session, made on first use (credentials and region as boto3 finds them).
+
+    Example:
+        >>> session() is session()
+        True
+    """
+    global _session
+    with _lock:
+        if _session is None:
+            from botocore.session import Session
+
+            made = Session()
+            made.register_component("data_loader", ServiceLoader.for_session(made))
+            _session = made
+        return _session
+
+
+def resolve_region(explicit: str | None = None, environ: Mapping[str, str] | None = None,
+                   profile: str | None = None) -> str:
+    """The region every client of sqsjobs uses: the argument, ``AWS_REGION``, ``AWS_DEFAULT_REGION``, the profile's.
+
+    botocore alone reads only ``AWS_DEFAULT_REGION``; Lambda sets both. A missing region is a
+    ``ConfigurationError`` naming the variables, never botocore's ``NoRegionError`` traceback.
+
+    Example:
+        >>> resolve_region(environ={"AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "us-east-1"})
+        'eu-west-1'
+        >>> resolve_region("ap-south-1", environ={})
+        'ap-south-1'
+    """
+    env = os.environ if environ is None else environ
+    region = explicit or env.get(ENV_AWS_REGION) or env.get(ENV_AWS_DEFAULT_REGION)
+    if region:
+        return region
+    from botocore.exceptions import BotoCoreError
+    from botocore.session import Session
+
+    try:
+        named = profile or env.get(ENV_AWS_PROFILE) or None
+        region = (Session(profile=named) if named else session()).get_config_variable("region")
+    except BotoCoreError as error:  # e.g. the profile named in AWS_PROFILE does not exist
+        raise ConfigurationError(f"{error}; {NO_REGION}") from None
+    if not region:
+        raise ConfigurationError(NO_REGION)
+    return str(region)
+
+
+def client(service_name: str, **kwargs: Any) -> Any:
+    """A client of ``service_name`` from the shared session; ``kwargs`` as for ``boto3.client``.
+
+    Jobs should make their clients here (once, e.g. behind ``functools.cache``):
+    they then cost a model read, not a second session.
+
+    Example:
+        >>> client("ses", region_name="eu-west-1").meta.region_name
+        'eu-west-1'
+    """
+    from botocore.config import Config
+
+    config = Config(retries=RETRIES)
+    if kwargs.get("config") is not None:
+        config = config.merge(kwargs.pop("config"))
+    kwargs.pop("config", None)
+    kwargs["region_name"] = resolve_region(kwargs.get("region_name"))
+    return session().create_client(service_name, config=config, **kwargs)
+
+
+def dynamodb_client(**kwargs: Any) -> DynamoDBClient:
+    """A DynamoDB client for the guard: no parameter validation, a pool for 10 concurrent calls.
+
+    Example (a value of the wrong type reaches the wire unchecked; a default client refuses it):
+        >>> from botocore.stub import Stubber
+        >>> guard_client = dynamodb_client(region_name="eu-west-1")
+        >>> with Stubber(guard_client) as stub:
+        ...     stub.add_response("get_item", {})
+        ...     guard_client.get_item(TableName="t", Key={"pk": {"S": "k"}}, ConsistentRead="yes")
+        {}
+        >>> dynamodb_client(region_name="eu-west-1").meta.config.max_pool_connections
+        10
+    """
+    from botocore.config import Config
+
+    config = Config(parameter_validation=False, max_pool_connections=POOL_CONNECTIONS)
+    made: DynamoDBClient = client("dynamodb", config=config, **kwargs)
+    return made
+
+
+def sqs_client(**kwargs: Any) -> SQSClient:
+    """An SQS client (botocore's defaults, standard retries).
+
+    Example:
+        >>> sqs_client(region_name="eu-west-1").meta.region_name
+        'eu-west-1'
+    """
+    made: SQSClient = client("sqs", **kwargs)
+    return made
+
+
+
+def scheduler_client(**kwargs: Any) -> EventBridgeSchedulerClient:
+    """An EventBridge Scheduler client from the shared session, for delayed jobs' one-time schedules.
+
+    Example:
+        >>> scheduler_client(region_name="eu-west-1").meta.service_model.service_name
+        'scheduler'
+    """
+    made: EventBridgeSchedulerClient = client("scheduler", **kwargs)
+    return made
+
+class ServiceLoader(Loader):
+    """botocore's data loader, minus the scan of every service directory on a service's first model.
+
+    botocore's ``load_service_model`` asks for the list of all services only to
+    test ``service_name in services``; this loader answers that test from the
+    service's own directory (``list_api_versions``, which the load reads next
+    anyway) and lists everything only if the whole list is read.
+    """
+
+    @classmethod
+    def for_session(cls, owner: Session) -> ServiceLoader:
+        """The loader botocore's session would build (same search path: ``AWS_DATA_PATH`` honoured)."""
+        import os
+
+        paths = owner.get_config_variable("data_path")
+        return cls(extra_search_paths=[p for p in (paths or "").split(os.pathsep) if p])
+
+    def list_available_services(self, type_name: str) -> list[str]:
+        return _KnownServices(self, type_name)  # type: ignore[return-value]  # a read-only list, listed lazily
+
+    def list_all_services(self, type_name: str) -> list[str]:
+        """Every service with a ``type_name`` model: botocore's own (full) listing."""
+        listed: list[str] = super().list_available_services(type_name)
+        return listed
+
+
+class _KnownServices(Sequence[str]):
+    """The sorted service names of one model type; ``in`` looks at one directory only."""
+
+    def __init__(self, loader: ServiceLoader, type_name: str) -> None:
+        self._loader = loader
+        self._type_name = type_name
+        self._all: list[str] | None = None
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        try:
+            self._loader.list_api_versions(name, self._type_name)
+        except DataNotFoundError:
+            return False
+        return True
+
+    def _listed(self) -> list[str]:
+        if self._all is None:
+            self._all = self._loader.list_all_services(self._type_name)
+        return self._all
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self._listed()[index]
+
+    def __len__(self) -> int:
+        return len(self._listed())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._listed())

@@ -1,0 +1,409 @@
+"""A registered job: the function, its options, and how to enqueue it.
+
+Declaring a job only records metadata and validates options; it never calls
+AWS (Chalice's rule). Sending goes through the app's producer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import string
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+
+from sqsjobs._backoff import BackoffPolicy
+from sqsjobs._errors import (
+    ConfigurationError,
+    InvalidArgumentsError,
+    MalformedMessageError,
+    PermanentError,
+    RetryableError,
+)
+from sqsjobs.enqueue._arguments import Signature
+from sqsjobs.enqueue._envelope import Envelope
+from sqsjobs.enqueue._message import JobMessage
+from sqsjobs.enqueue._routing import DEFAULT_QUEUE, check_tenant
+from sqsjobs.store._lease import RESERVED_PREFIXES, is_reserved
+
+if TYPE_CHECKING:
+    from datetime import datetime, timedelta
+
+    from sqsjobs._app import JobApp
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: keyword names ``enqueue``/``message`` keep for themselves
+ENQUEUE_OPTIONS = ("delay", "eta", "replace", "group", "trace_id", "expires_in", "tenant")
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+#: Celery ``apply_async`` options people pass to ``enqueue``, and what sqsjobs takes instead.
+CELERY_ENQUEUE_NAMES = {
+    "countdown": "delay= (seconds or a timedelta, up to 365 days)",
+    "queue": "@app.job(queue=...) (a job's queue is part of its declaration)",
+    "priority": "a job on its own queue: @app.job(queue=\"critical\")",
+    "headers": "trace_id= (the only message attribute a job reads)",
+}
+
+
+class Classification(StrEnum):
+    """What a failure of the job means."""
+
+    RETRY = "retry"  #: run it again after a full-jitter delay
+    PERMANENT = "permanent"  #: retrying cannot help: dead-letter it with the reason
+
+
+class OnCrash(StrEnum):
+    """What a delivery does when it finds that the previous run of its key died mid-way."""
+
+    RETRY = "retry"  #: run it again (at-least-once: the side effect may repeat)
+    DEAD_LETTER = "dead_letter"  #: never run it twice: dead-letter it with reason ``crashed``
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobOptions:
+    """A job's retry, time and routing options (validated when the job is declared).
+
+    Example:
+        >>> JobOptions(max_attempts=3, retry_on=(TimeoutError,)).classify(TimeoutError()).value
+        'retry'
+    """
+
+    key: str | None = None
+    group: str | None = None
+    max_attempts: int | None = None
+    backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
+    retry_on: tuple[type[BaseException], ...] = (Exception,)
+    permanent_on: tuple[type[BaseException], ...] = ()
+    time_limit: float | None = None
+    version: int = 1
+    #: store the return value (JSON, <= 4 KiB) with the completion; ``JobStatus.result`` shows it
+    store_result: bool = False
+    #: a delivery older than this (seconds since enqueue) is acknowledged without running
+    expires_in: float | None = None
+    on_crash: OnCrash = OnCrash.RETRY
+    #: limiters (``app.rate_limit``/``app.concurrency_limit`` names) every run must hold (docs/flow-control.md)
+    limits: tuple[str, ...] = ()
+    #: the queue the job is sent to (``JobApp(queues=...)``, ``SQSJOBS_QUEUE_URL_<NAME>``)
+    queue: str = DEFAULT_QUEUE
+    #: add a ``Tenant`` dimension (the enqueue's ``tenant=``) to the job's metrics
+    tenant_metrics: bool = False
+
+    def classify(self, error: BaseException) -> Classification:
+        """``'retry'`` or ``'permanent'`` for an exception the job raised.
+
+        First match wins: ``PermanentError`` → DLQ; ``RetryableError`` (and so
+        ``TimeLimitExceeded``) → retry; ``permanent_on`` → DLQ; ``retry_on`` →
+        retry; anything else (only possible when ``retry_on`` was narrowed) →
+        DLQ, as with Celery's ``autoretry_for``. The job's explicit
+        ``PermanentError``/``RetryableError`` come first because raising one is
+        a decision about this very failure; ``permanent_on`` is checked before
+        ``retry_on`` so it can carve exceptions out of a broad ``retry_on``.
+
+        Example:
+            >>> from sqsjobs._errors import RetryableError
+            >>> o = JobOptions(retry_on=(OSError,), permanent_on=(FileNotFoundError,))
+            >>> [o.classify(e).value for e in (ConnectionError(), FileNotFoundError(), KeyError())]
+            ['retry', 'permanent', 'permanent']
+            >>> JobOptions(permanent_on=(Exception,)).classify(RetryableError("rate limited")).value
+            'retry'
+        """
+        if isinstance(error, PermanentError):
+            return Classification.PERMANENT
+        if isinstance(error, RetryableError):
+            return Classification.RETRY
+        if isinstance(error, self.permanent_on):
+            return Classification.PERMANENT
+        if isinstance(error, self.retry_on):
+            return Classification.RETRY
+        return Classification.PERMANENT
+
+
+class Job(Generic[P, R]):
+    """A function registered with ``@app.job``; call it directly to run it in-process.
+
+    Example:
+        >>> from sqsjobs import JobApp
+        >>> app = JobApp(queue_url="https://sqs.example/q")
+        >>> @app.job("invoice-email", key="invoice-email:{invoice_id}")
+        ... def send_invoice_email(invoice_id: int) -> None: ...
+        >>> send_invoice_email.message(invoice_id=42).key
+        'invoice-email:42'
+    """
+
+    def __init__(self, app: JobApp, name: str, fn: Callable[P, R], options: JobOptions) -> None:
+        self.app = app
+        self.name = name
+        self.fn = fn
+        self.options = options
+        self.signature = Signature.of(fn, job=name)
+        self._defaults = _defaults(fn)
+        self._upcasters: dict[int, Upcaster] = {}
+        clash = set(self.signature.names) & set(ENQUEUE_OPTIONS)
+        if clash:
+            raise ConfigurationError(
+                f"job {name!r}: parameter(s) {sorted(clash)} clash with enqueue options {ENQUEUE_OPTIONS}; rename them"
+            )
+        for label, template in (("key", options.key), ("group", options.group)):
+            if template is not None:
+                _check_template(name, label, template, self.signature.names)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Job {self.name!r} -> {self.fn.__module__}.{self.fn.__qualname__}>"
+
+    # -- producing -------------------------------------------------------
+    def message(
+        self,
+        *,
+        delay: float | timedelta = 0,
+        eta: datetime | None = None,
+        replace: bool = False,
+        group: str | None = None,
+        trace_id: str | None = None,
+        expires_in: float | None = None,
+        tenant: str | None = None,
+        **args: Any,
+    ) -> JobMessage:
+        """Validate ``args`` and build the message, without sending it.
+
+        A ``delay`` (or ``eta``) up to 900 s becomes SQS's ``DelaySeconds``;
+        a longer one sets ``due_at``, and sending it creates a one-time
+        schedule (docs/delays.md).
+
+        Example:
+            >>> from datetime import timedelta
+            >>> from sqsjobs import JobApp
+            >>> app = JobApp(queue_url="https://sqs.example/q", clock=lambda: 1_767_225_600.0)
+            >>> @app.job("reminder", key="reminder:{user_id}")
+            ... def reminder(user_id: int) -> None: ...
+            >>> m = reminder.message(user_id=7, delay=300, trace_id="req-1")
+            >>> m.delay, m.due_at, m.trace_id, m.key
+            (300, None, 'req-1', 'reminder:7')
+            >>> reminder.message(user_id=7, delay=timedelta(hours=2)).due_at
+            1767232800.0
+        """
+        if "expires" in args and "expires" not in self.signature.names:
+            # Celery's apply_async(expires=...) is sqsjobs' expires_in (seconds).
+            expires_in = args.pop("expires") if expires_in is None else expires_in
+        celery = [name for name in args if name in CELERY_ENQUEUE_NAMES and name not in self.signature.names]
+        if celery:
+            raise InvalidArgumentsError(
+                f"job {self.name!r}: {celery[0]!r} is a Celery apply_async option; "
+                f"sqsjobs takes {CELERY_ENQUEUE_NAMES[celery[0]]}"
+            )
+        bound = self.signature.bind(args)
+        from sqsjobs.enqueue._delays import plan_delay
+
+        now = self.app.clock()
+        plan = plan_delay(self.name, delay=delay, eta=eta, now=now)
+        if type(replace) is not bool:
+            raise InvalidArgumentsError(f"job {self.name!r}: replace must be True or False, got {replace!r}")
+        key = self.key_for(bound)
+        if expires_in is not None:
+            expires_in = _positive_seconds(self.name, "expires_in", expires_in, InvalidArgumentsError)
+        _check_due_before_expiry(self.name, plan.due_at - now if plan.due_at is not None else plan.delay_seconds,
+                                 expires_in or self.options.expires_in)
+        envelope = Envelope(
+            job=self.name, key=key, args=bound, job_version=self.options.version, enqueued_at=now,
+            expires_in=expires_in,
+        )
+        group = group or (self._format(self.options.group, bound) if self.options.group else None)
+        from sqsjobs._tracing import current_trace_id
+        from sqsjobs.enqueue._sizes import check_message
+
+        message = JobMessage(
+            job=self.name,
+            key=key,
+            body=envelope.encode(),
+            delay=plan.delay_seconds,
+            group=group,
+            trace_id=trace_id or current_trace_id(),
+            due_at=plan.due_at,
+            replace=replace,
+            queue=self.options.queue,
+            tenant=None if tenant is None else check_tenant(self.name, tenant),
+            source=self,
+        )
+        check_message(message, bound)
+        return message
+
+    def enqueue(
+        self, *, delay: float | timedelta = 0, eta: datetime | None = None, replace: bool = False,
+        group: str | None = None, trace_id: str | None = None, expires_in: float | None = None,
+        tenant: str | None = None, **args: Any
+    ) -> str:
+        """Send one job message to the job's queue; returns the SQS message id, or for a long delay a ``ScheduledJob``.
+
+        ``delay`` (seconds or a ``timedelta``, up to 365 days) or ``eta`` (an
+        aware ``datetime``) say when it is due: up to 900 s SQS holds it back
+        (``DelaySeconds``), beyond it waits in a one-time EventBridge Scheduler
+        schedule and the return value is a ``ScheduledJob`` — a ``str`` (the
+        schedule's ARN) that also says when it is due and whether the key was
+        ``already_scheduled`` (then nothing changed, unless ``replace=True``
+        moved it). ``group`` (FIFO ``MessageGroupId``, overriding the job's
+        ``group`` template), ``trace_id`` (carried to the job's logs),
+        ``expires_in`` (seconds; an older delivery is acknowledged without
+        running) and ``tenant`` (a standard queue's ``MessageGroupId``: SQS fair
+        queues keep one noisy tenant from delaying the others; refused on a FIFO
+        queue) are enqueue options too, not job arguments.
+        """
+        return self.app.send(self.message(delay=delay, eta=eta, replace=replace, group=group, trace_id=trace_id,
+                                          expires_in=expires_in, tenant=tenant, **args))
+
+    def key_for(self, args: Mapping[str, Any]) -> str:
+        """The idempotency key for these (already validated) arguments.
+
+        Without a key template the key is the job name and a hash of the
+        arguments, so no argument value (a token, an e-mail address) reaches a
+        log line, a metric or a DLQ attribute unless the template names it.
+
+        Example:
+            >>> from sqsjobs import JobApp
+            >>> app = JobApp(queue_url="https://sqs.example/q")
+            >>> @app.job("reset-password")
+            ... def reset(user_id: int, token: str) -> None: ...
+            >>> key = reset.key_for({"user_id": 7, "token": "tok_SECRET_123"})
+            >>> key.startswith("reset-password:"), "SECRET" in key
+            (True, False)
+        """
+        if self.options.key is None:
+            key = f"{self.name}:{args_digest(self.name, args)}"
+        else:
+            values = {**self._defaults, **args}
+            empty = [name for name in _fields(self.options.key) if values.get(name) in ("", None)]
+            if empty:
+                raise InvalidArgumentsError(
+                    f"job {self.name!r}: key template {self.options.key!r} needs a value for {empty[0]!r}, got "
+                    f"{values.get(empty[0])!r}: an empty key field would make different jobs share one key"
+                )
+            key = self._format(self.options.key, args)
+        from sqsjobs.enqueue._sizes import check_key
+
+        check_key(self.name, key, template=self.options.key, args=args)
+        if is_reserved(key):
+            raise InvalidArgumentsError(
+                f"job {self.name!r}: the key {key[:80]!r} starts with a reserved prefix "
+                f"({', '.join(RESERVED_PREFIXES)}); those keys belong to sqsjobs' own records (locks, runs...)"
+            )
+        return key
+
+    def fingerprint(self, args: Mapping[str, Any]) -> str:
+        """What a key's record remembers of the call: a hash of the job and its arguments (``key_conflict``)."""
+        return args_digest(self.name, args)
+
+    def _format(self, template: str, args: Mapping[str, Any]) -> str:
+        return template.format_map({**self._defaults, **args})
+
+    # -- versions ----------------------------------------------------------
+    def upcaster(self, from_version: int) -> Callable[[Upcaster], Upcaster]:
+        """Register how arguments of ``from_version`` become those of ``from_version + 1``.
+
+        Example:
+            >>> from sqsjobs import JobApp
+            >>> app = JobApp(queue_url="https://sqs.example/q")
+            >>> @app.job("greet", version=2)
+            ... def greet(user_id: int, loud: bool) -> None: ...
+            >>> @greet.upcaster(from_version=1)
+            ... def add_loud(args: dict) -> dict:
+            ...     return {**args, "loud": False}
+            >>> greet.upcast(1, {"user_id": 7})
+            {'user_id': 7, 'loud': False}
+        """
+        if not 1 <= from_version < self.options.version:
+            raise ConfigurationError(
+                f"job {self.name!r}: an upcaster starts from a version below the job's version "
+                f"{self.options.version}, got {from_version}"
+            )
+
+        def register(fn: Upcaster) -> Upcaster:
+            self._upcasters[from_version] = fn
+            return fn
+
+        return register
+
+    def upcast(self, version: int, args: dict[str, Any]) -> dict[str, Any]:
+        """Bring ``args`` written for ``version`` up to the job's version, step by step."""
+        if version > self.options.version:
+            # A newer producer raced ahead of this worker's deploy: retrying lets new code take it.
+            raise RetryableError(
+                f"message is job_version {version}, this worker knows up to {self.options.version}; "
+                "retrying until the new version is deployed"
+            )
+        while version < self.options.version:
+            step = self._upcasters.get(version)
+            if step is None:
+                raise MalformedMessageError(
+                    f"job {self.name!r} has no upcaster from version {version} to {version + 1}"
+                )
+            args = step(dict(args))
+            version += 1
+        return args
+
+
+def args_digest(job: str, args: Mapping[str, Any]) -> str:
+    """A short, stable hash of a job call: the name and the canonical JSON of the arguments.
+
+    Example:
+        >>> args_digest("invoice-email", {"invoice_id": 42}) == args_digest("invoice-email", {"invoice_id": 42})
+        True
+        >>> len(args_digest("invoice-email", {"invoice_id": 42}))
+        32
+    """
+    canonical = json.dumps(dict(args), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{job}\n{canonical}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _check_due_before_expiry(job: str, wait: float, expires_in: float | None) -> None:
+    """A job due after its own expiry would only ever be acknowledged as expired: refuse it now."""
+    if expires_in is not None and wait >= expires_in:
+        from sqsjobs._errors import InvalidDelayError
+
+        raise InvalidDelayError(
+            f"job {job!r}: it is due in {wait:g} s but expires {expires_in:g} s after its enqueue "
+            "(expires_in counts from the enqueue, not from when it is due): it would never run; "
+            "raise expires_in above the delay"
+        )
+
+
+def _positive_seconds(job: str, label: str, value: Any, error: type[Exception]) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 or value != value:
+        raise error(f"job {job!r}: {label} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _fields(template: str) -> list[str]:
+    return [f.split(".")[0].split("[")[0] for _, f, _, _ in string.Formatter().parse(template) if f]
+
+
+def _defaults(fn: Callable[..., Any]) -> dict[str, Any]:
+    import inspect
+
+    return {
+        p.name: p.default for p in inspect.signature(fn).parameters.values() if p.default is not inspect.Parameter.empty
+    }
+
+
+def _check_template(job: str, label: str, template: str, names: tuple[str, ...]) -> None:
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as error:
+        raise ConfigurationError(f"job {job!r}: {label} template {template!r} is invalid: {error}") from None
+    unknown = [f for f in fields if f.split(".")[0].split("[")[0] not in names]
+    if unknown:
+        raise ConfigurationError(
+            f"job {job!r}: {label} template {template!r} names {unknown}, which are not parameters of the job "
+            f"({', '.join(names) or 'none'})"
+        )
+    if label == "group" and not fields:
+        raise ConfigurationError(
+            f"job {job!r}: group={template!r} is a constant, which puts every message in one FIFO group "
+            "and serialises all work on one consumer; use an argument such as '{account_id}'"
+        )
+

@@ -1,0 +1,209 @@
+"""Runtime settings: the environment the template sets, overridable in code.
+
+Explicit constructor arguments win over the environment; the environment wins
+over defaults. Reading settings never calls AWS.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from sqsjobs._backoff import MAX_VISIBILITY_SECONDS
+from sqsjobs._errors import ConfigurationError
+from sqsjobs._metrics import DEFAULT_NAMESPACE
+
+ENV_QUEUE_URL = "SQSJOBS_QUEUE_URL"
+#: ``SQSJOBS_QUEUE_URL_<NAME>``: the URL of named queue ``<name>`` (``sqsjobs.enqueue._routing``)
+ENV_QUEUE_URL_PREFIX = ENV_QUEUE_URL + "_"
+ENV_DLQ_URL = "SQSJOBS_DLQ_URL"
+ENV_TABLE = "SQSJOBS_TABLE"
+ENV_OUTBOX_TABLE = "SQSJOBS_OUTBOX_TABLE"
+ENV_MAX_ATTEMPTS = "SQSJOBS_MAX_ATTEMPTS"
+ENV_FUNCTION_TIMEOUT = "SQSJOBS_FUNCTION_TIMEOUT"
+ENV_RECORD_TTL = "SQSJOBS_RECORD_TTL_SECONDS"
+ENV_SCHEDULE_GROUP = "SQSJOBS_SCHEDULE_GROUP"
+ENV_SCHEDULER_ROLE_ARN = "SQSJOBS_SCHEDULER_ROLE_ARN"
+ENV_SERVICE = "POWERTOOLS_SERVICE_NAME"
+ENV_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+#: the operator console's access token (``sqsjobs console --token``); never a default
+ENV_CONSOLE_TOKEN = "SQSJOBS_CONSOLE_TOKEN"
+#: Powertools' log level (``sqsjobs local up`` sets DEBUG in its workers to see every job's outcome)
+ENV_LOG_LEVEL = "POWERTOOLS_LOG_LEVEL"
+#: AWS's own variables, read the same way by the runtime and every CLI command (Lambda sets both regions;
+#: botocore itself reads only AWS_DEFAULT_REGION)
+ENV_AWS_REGION = "AWS_REGION"
+ENV_AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"
+ENV_AWS_ENDPOINT_URL = "AWS_ENDPOINT_URL"
+ENV_AWS_PROFILE = "AWS_PROFILE"
+#: the JobApp the CLI commands load (``module:attribute``)
+ENV_APP = "SQSJOBS_APP"
+
+#: what EventBridge Scheduler takes as a group name, and as the role a schedule sends with
+_SCHEDULE_GROUP = re.compile(r"[0-9a-zA-Z\-_.]{1,64}")
+_ROLE_ARN = re.compile(r"arn:aws(-[a-z]+)*:iam:[a-z0-9-]*:\d{12}:role/[\w+=,.@/-]+")
+
+#: 21 days: the DLQ's longest retention (14 days) plus a week to redrive it
+DEFAULT_RECORD_TTL = 21 * 24 * 3600.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Where the jobs go and how the worker behaves.
+
+    Example:
+        >>> s = Settings.from_env({"SQSJOBS_MAX_ATTEMPTS": "7"}, table_name="jobs")
+        >>> (s.max_attempts, s.table_name)
+        (7, 'jobs')
+    """
+
+    queue_url: str | None = None
+    #: named queues besides the default one (``queue_url``): name -> URL (None: known by name, no URL here)
+    queues: Mapping[str, str | None] = field(default_factory=dict)
+    dlq_url: str | None = None
+    table_name: str | None = None
+    #: the transactional outbox table (``app.transaction()``), streamed to the relay
+    outbox_table: str | None = None
+    #: attempts the worker runs (runs that started) before it dead-letters; the queue's
+    #: ``maxReceiveCount`` is one more, SQS's redrive being only the backstop
+    max_attempts: int = 5
+    #: the Lambda function's timeout (seconds), when known: bounds ``time_limit``
+    function_timeout: float | None = None
+    service: str = "sqsjobs"
+    namespace: str = DEFAULT_NAMESPACE
+    #: full-jitter defaults: ``uniform(0, min(cap, base * 2 ** (attempt - 1)))``
+    backoff_base: float = 30.0
+    backoff_cap: float = 600.0
+    #: records are kept this long (DynamoDB TTL) after their last write, to absorb late duplicates and
+    #: DLQ replays: it must outlast the DLQ's retention (14 days) plus a redrive window (7 days)
+    record_ttl: float = DEFAULT_RECORD_TTL
+    #: records are not started with less than this left in the invocation
+    deadline_margin: float = 5.0
+    #: added to the remaining invocation time to form a claim's lease
+    lease_margin: float = 5.0
+    #: the EventBridge Scheduler schedule group of delayed jobs (delays beyond 15 minutes, docs/delays.md)
+    schedule_group: str | None = None
+    #: the role EventBridge Scheduler assumes to send a delayed job to the jobs queue (and its DLQ)
+    scheduler_role_arn: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_attempts <= 1000:
+            raise ConfigurationError(
+                f"max_attempts must be 1..1000, got {self.max_attempts}"
+            )
+        if self.backoff_base < 0 or self.backoff_cap < 0 or self.backoff_cap > MAX_VISIBILITY_SECONDS:
+            raise ConfigurationError(
+                "backoff_base and backoff_cap must be >= 0 and the cap at most 43200 s "
+                "(the longest visibility timeout SQS allows)"
+            )
+        if self.function_timeout is not None and self.function_timeout <= 0:
+            raise ConfigurationError(f"function_timeout must be positive, got {self.function_timeout}")
+        for name in ("record_ttl", "deadline_margin", "lease_margin"):
+            if getattr(self, name) < 0:
+                raise ConfigurationError(f"{name} must be >= 0")
+        if self.schedule_group is not None and not _SCHEDULE_GROUP.fullmatch(self.schedule_group):
+            raise ConfigurationError(
+                f"schedule_group ({ENV_SCHEDULE_GROUP}) must be an EventBridge Scheduler group name: 1..64 letters, "
+                f"digits, '-', '_' or '.', got {self.schedule_group!r}"
+            )
+        if self.scheduler_role_arn is not None and not _ROLE_ARN.fullmatch(self.scheduler_role_arn):
+            raise ConfigurationError(
+                f"scheduler_role_arn ({ENV_SCHEDULER_ROLE_ARN}) must be an IAM role ARN "
+                f"(arn:aws:iam::<account>:role/<name>), got {self.scheduler_role_arn!r}"
+            )
+        from sqsjobs.enqueue._routing import DEFAULT_QUEUE, check_queue_name
+
+        for name, url in self.queues.items():
+            check_queue_name(name)
+            if name == DEFAULT_QUEUE:
+                raise ConfigurationError(f"the default queue is queue_url ({ENV_QUEUE_URL}), not a named queue")
+            if url is not None and (not isinstance(url, str) or not url):
+                raise ConfigurationError(f"queue {name!r}: its URL must be non-empty text (or None: from "
+                                         f"{ENV_QUEUE_URL_PREFIX}{name.upper()}), got {url!r}")
+
+    def queue_urls(self) -> dict[str, str | None]:
+        """Every queue the app knows, by name: ``default`` (``queue_url``, maybe unset) and the named ones.
+
+        Example:
+            >>> s = Settings.from_env({"SQSJOBS_QUEUE_URL": "https://q/1/jobs",
+            ...                        "SQSJOBS_QUEUE_URL_CRITICAL": "https://q/1/critical"})
+            >>> s.queue_urls()
+            {'default': 'https://q/1/jobs', 'critical': 'https://q/1/critical'}
+        """
+        return {"default": self.queue_url, **dict(self.queues)}
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Build settings from ``environ`` (default ``os.environ``); ``overrides`` win.
+
+        ``None`` overrides are ignored so callers can pass optional arguments through.
+        """
+        env = os.environ if environ is None else environ
+        known = {f.name for f in fields(cls)}
+        unknown = set(overrides) - known
+        if unknown:
+            raise ConfigurationError(f"unknown setting(s) {sorted(unknown)}; known: {sorted(known)}")
+        values: dict[str, Any] = {}
+        if env.get(ENV_QUEUE_URL):
+            values["queue_url"] = env[ENV_QUEUE_URL]
+        named = {name[len(ENV_QUEUE_URL_PREFIX):].lower(): url for name, url in env.items()
+                 if name.startswith(ENV_QUEUE_URL_PREFIX) and url}
+        if named:
+            values["queues"] = dict(sorted(named.items()))
+        if env.get(ENV_DLQ_URL):
+            values["dlq_url"] = env[ENV_DLQ_URL]
+        if env.get(ENV_TABLE):
+            values["table_name"] = env[ENV_TABLE]
+        if env.get(ENV_OUTBOX_TABLE):
+            values["outbox_table"] = env[ENV_OUTBOX_TABLE]
+        if env.get(ENV_MAX_ATTEMPTS):
+            values["max_attempts"] = _number(env, ENV_MAX_ATTEMPTS, int)
+        if env.get(ENV_FUNCTION_TIMEOUT):
+            values["function_timeout"] = _number(env, ENV_FUNCTION_TIMEOUT, float)
+        if env.get(ENV_RECORD_TTL):
+            values["record_ttl"] = _number(env, ENV_RECORD_TTL, float)
+        if env.get(ENV_SCHEDULE_GROUP):
+            values["schedule_group"] = env[ENV_SCHEDULE_GROUP]
+        if env.get(ENV_SCHEDULER_ROLE_ARN):
+            values["scheduler_role_arn"] = env[ENV_SCHEDULER_ROLE_ARN]
+        if env.get(ENV_SERVICE):
+            values["service"] = env[ENV_SERVICE]
+        if env.get(ENV_NAMESPACE):
+            values["namespace"] = env[ENV_NAMESPACE]
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if "queues" in given:
+            # Named queues given in code add to the environment's; a URL given wins, a name given alone
+            # (None) takes its URL from the environment when there is one.
+            from_env = values.get("queues", {})
+            given["queues"] = {**from_env, **{name: url for name, url in given["queues"].items()
+                                              if url is not None or name not in from_env}}
+        values.update(given)
+        return cls(**values)
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        """A copy with some fields replaced."""
+        return replace(self, **overrides)
+
+    def require(self, name: str) -> str:
+        """The value of a string setting that an operation cannot do without."""
+        value = getattr(self, name)
+        if not value:
+            env = ENV_NAMES.get(name, "")
+            raise ConfigurationError(f"{name} is not set: pass {name}= to JobApp or set {env}")
+        return str(value)
+
+
+#: the variable each string setting is read from (for error messages)
+ENV_NAMES = {"queue_url": ENV_QUEUE_URL, "dlq_url": ENV_DLQ_URL, "table_name": ENV_TABLE,
+             "outbox_table": ENV_OUTBOX_TABLE, "schedule_group": ENV_SCHEDULE_GROUP,
+             "scheduler_role_arn": ENV_SCHEDULER_ROLE_ARN}
+
+
+def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float]) -> Any:
+    try:
+        return kind(env[name])
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a number, got {env[name]!r}") from None

@@ -1,0 +1,1 @@
+"""The producer's side: envelopes, messages, sizes, routing, delays and the SQS sends."""

@@ -1,0 +1,85 @@
+"""Cutting what goes to SQS into batch calls: at most 10 entries, and at most 256 KiB, per call.
+
+``SendMessageBatch``, ``DeleteMessageBatch`` and ``ChangeMessageVisibilityBatch``
+take 10 entries; a ``SendMessageBatch`` also takes at most 256 KiB in all.
+The producer, redrive and the worker cut their entries with ``batches``; the
+worker sends its dead letters and re-sent messages with ``send_entries``, which
+falls back to one call per entry when SQS refuses a batch as a whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+T = TypeVar("T")
+
+#: entries per SQS batch call
+SQS_MAX_ENTRIES = 10
+#: bytes per SendMessageBatch call (every message's body and attributes together)
+SQS_MAX_BYTES = 256 * 1024
+
+
+def batches(
+    items: Iterable[T],
+    *,
+    max_items: int = SQS_MAX_ENTRIES,
+    max_bytes: int | None = None,
+    size_of: Callable[[T], int] | None = None,
+) -> Iterator[list[T]]:
+    """Consecutive batches of ``items``, in order: at most ``max_items`` each and, with ``size_of``, ``max_bytes``.
+
+    An item bigger than ``max_bytes`` on its own still gets a batch (alone): callers refuse such items first.
+
+    Example:
+        >>> list(batches(range(5), max_items=2))
+        [[0, 1], [2, 3], [4]]
+        >>> list(batches(["aaaa", "bb", "cc", "d"], max_bytes=5, size_of=len))
+        [['aaaa'], ['bb', 'cc', 'd']]
+    """
+    if max_items < 1:
+        raise ValueError(f"max_items must be at least 1, got {max_items}")
+    batch: list[T] = []
+    total = 0
+    for item in items:
+        size = size_of(item) if size_of is not None else 0
+        full = len(batch) >= max_items or (max_bytes is not None and total + size > max_bytes)
+        if batch and full:
+            yield batch
+            batch, total = [], 0
+        batch.append(item)
+        total += size
+    if batch:
+        yield batch
+
+
+def send_entries(sqs: SQSClient, queue_url: str, entries: Sequence[dict[str, Any]]) -> dict[str, str | None]:
+    """Send ``SendMessageBatch`` entries (a unique ``Id`` each); returns each Id's error, or None when sent.
+
+    A call SQS refuses as a whole (``BatchRequestTooLong``, a throttle) is
+    retried entry by entry, so one oversized or unlucky entry never holds back
+    the others.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from sqsjobs.worker._dead_letters import entry_size
+
+    outcome: dict[str, str | None] = {}
+    for chunk in batches(entries, max_bytes=SQS_MAX_BYTES, size_of=entry_size):
+        try:
+            response = sqs.send_message_batch(QueueUrl=queue_url, Entries=chunk)  # type: ignore[arg-type]
+        except (ClientError, BotoCoreError) as error:
+            if len(chunk) == 1:
+                outcome[chunk[0]["Id"]] = str(error)
+                continue
+            for entry in chunk:  # the batch as a whole was refused: each entry on its own
+                outcome.update(send_entries(sqs, queue_url, [entry]))
+            continue
+        for ok in response.get("Successful", []):
+            outcome[ok["Id"]] = None
+        for bad in response.get("Failed", []):
+            outcome[bad["Id"]] = f"{bad.get('Code')}: {bad.get('Message')}"
+    return outcome

@@ -1,0 +1,157 @@
+"""Queue routing: named queues, and every message sent to the queue of its job.
+
+An app has a ``default`` queue (``SQSJOBS_QUEUE_URL``) and any number of
+named ones: ``JobApp(queues={"default": url, "critical": url})``, or the
+environment ``SQSJOBS_QUEUE_URL_CRITICAL`` (the name upper-cased). A job
+names its queue when it is declared (``@app.job(..., queue="critical")``);
+an unknown name is refused there, not at the first enqueue. Each queue gets
+its own event source mapping (and ``MaximumConcurrency``), so urgent jobs
+never wait behind a backlog of bulk ones.
+
+``QueueRouter`` keeps one producer per queue and splits ``send_many`` by
+queue, putting the answers back in the caller's order.
+
+A *tenant* (``enqueue(..., tenant="acme")``) becomes the message's
+``MessageGroupId`` on a standard queue: SQS fair queues then keep one noisy
+tenant from delaying the others. FIFO queues use the group id for ordering,
+so a tenant there is refused (``sqsjobs.enqueue._producer``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqsjobs._errors import ConfigurationError, InvalidArgumentsError
+from sqsjobs._settings import ENV_QUEUE_URL, ENV_QUEUE_URL_PREFIX
+from sqsjobs.enqueue._message import DEFAULT_QUEUE, JobMessage
+from sqsjobs.enqueue._producer import MESSAGE_GROUP_ID, EnqueueReport, FailedEntry
+
+if TYPE_CHECKING:
+    from sqsjobs.enqueue._producer import Producer
+
+#: a queue name: lower-case, so that ``SQSJOBS_QUEUE_URL_<NAME>`` maps back to exactly one name
+QUEUE_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+__all__ = ["DEFAULT_QUEUE", "QUEUE_NAME", "QueueRouter", "check_queue_name", "check_tenant", "job_queue"]
+
+
+def check_queue_name(name: Any) -> str:
+    """``name`` if it can name a queue, else a ``ConfigurationError``.
+
+    Example:
+        >>> check_queue_name("critical")
+        'critical'
+        >>> check_queue_name("Critical-Jobs")
+        Traceback (most recent call last):
+        ...
+        sqsjobs.ConfigurationError: queue name 'Critical-Jobs': use 1..40 lower-case letters, digits or '_', ...
+    """
+    if not isinstance(name, str) or not QUEUE_NAME.fullmatch(name):
+        raise ConfigurationError(f"queue name {name!r}: use 1..40 lower-case letters, digits or '_', starting with "
+                                 f"a letter (its environment variable is {ENV_QUEUE_URL_PREFIX}<NAME>)")
+    return name
+
+
+def check_tenant(job: str, tenant: Any) -> str:
+    """``tenant`` if SQS takes it as a ``MessageGroupId``, else an ``InvalidArgumentsError``.
+
+    Example:
+        >>> check_tenant("sync", "acme")
+        'acme'
+        >>> check_tenant("sync", "acme corp")
+        Traceback (most recent call last):
+        ...
+        sqsjobs.InvalidArgumentsError: job 'sync': tenant 'acme corp' is not a valid MessageGroupId: ...
+    """
+    if not isinstance(tenant, str) or not MESSAGE_GROUP_ID.fullmatch(tenant):
+        raise InvalidArgumentsError(f"job {job!r}: tenant {tenant!r} is not a valid MessageGroupId: use 1..128 ASCII "
+                                    "letters, digits or punctuation (no spaces), e.g. an account id")
+    return tenant
+
+
+def job_queue(job: str, queue: Any, known: Mapping[str, str | None]) -> str:
+    """The queue a job declares: ``default`` or a queue the app knows by name.
+
+    Example:
+        >>> job_queue("reset", "critical", {"default": None, "critical": "https://q/1/critical"})
+        'critical'
+        >>> job_queue("reset", "urgent", {"default": None, "critical": "https://q/1/critical"})
+        Traceback (most recent call last):
+        ...
+        sqsjobs.ConfigurationError: job 'reset': unknown queue 'urgent' (known: critical, default); pass ...
+    """
+    if not isinstance(queue, str) or queue not in known:
+        hint = ""
+        if isinstance(queue, str) and QUEUE_NAME.fullmatch(queue):
+            hint = f"; pass JobApp(queues={{{queue!r}: url}}) or set {ENV_QUEUE_URL_PREFIX}{queue.upper()}"
+        raise ConfigurationError(f"job {job!r}: unknown queue {queue!r} (known: {', '.join(sorted(known))}){hint}")
+    return queue
+
+
+class QueueRouter:
+    """Sends each message to its queue's producer (built on first use, one per queue).
+
+    Example:
+        >>> router = QueueRouter({"default": "https://sqs.example/1/jobs"}, make_producer=lambda url: None)
+        >>> router.url("default")
+        'https://sqs.example/1/jobs'
+        >>> router.url("critical")
+        Traceback (most recent call last):
+        ...
+        sqsjobs.ConfigurationError: no URL for queue 'critical' (known: default): pass JobApp(...) or set ...
+    """
+
+    def __init__(self, urls: Mapping[str, str | None], *, make_producer: Callable[[str], Producer]) -> None:
+        self.urls = dict(urls)
+        self._make_producer = make_producer
+        self._producers: dict[str, Producer] = {}
+
+    def url(self, queue: str) -> str:
+        """The URL of queue ``queue``; a clear error when it has none."""
+        url = self.urls.get(queue)
+        if not url:
+            known = ", ".join(sorted(name for name, u in self.urls.items() if u)) or "none"
+            if queue == DEFAULT_QUEUE:  # the one queue every app has: its own setting names it
+                raise ConfigurationError(f"queue_url is not set: pass queue_url= to JobApp or set {ENV_QUEUE_URL} "
+                                         f"(queues with a URL: {known})")
+            raise ConfigurationError(f"no URL for queue {queue!r} (known: {known}): pass JobApp(queues={{{queue!r}: "
+                                     f"url}}) or set {ENV_QUEUE_URL_PREFIX}{queue.upper()}")
+        return url
+
+    def producer(self, queue: str = DEFAULT_QUEUE) -> Producer:
+        """The producer of queue ``queue``."""
+        producer = self._producers.get(queue)
+        if producer is None:
+            producer = self._producers[queue] = self._make_producer(self.url(queue))
+        return producer
+
+    def send(self, message: JobMessage) -> str:
+        """Send one message to its queue; returns the SQS message id."""
+        return self.producer(message.queue).send(message)
+
+    def send_many(self, messages: Sequence[JobMessage],
+                  on_progress: Callable[[int], None] | None = None) -> EnqueueReport:
+        """Send in full batches per queue; the report's positions are those of ``messages``.
+
+        ``on_progress(n)`` is told after each call how many more messages SQS accepted (``Producer.send_many``).
+        """
+        progress = {} if on_progress is None else {"on_progress": on_progress}
+        by_queue: dict[str, list[int]] = {}
+        for i, message in enumerate(messages):
+            by_queue.setdefault(message.queue, []).append(i)
+        if len(by_queue) <= 1:
+            queue = next(iter(by_queue), DEFAULT_QUEUE)
+            return self.producer(queue).send_many(messages, **progress)
+        ids: dict[int, str] = {}
+        failed: list[FailedEntry] = []
+        calls = 0
+        for queue, positions in by_queue.items():
+            report = self.producer(queue).send_many([messages[i] for i in positions], **progress)
+            calls += report.calls
+            ids.update({positions[i]: message_id for i, message_id in report.message_ids.items()})
+            failed += [FailedEntry(index=positions[f.index], key=f.key, code=f.code, message=f.message,
+                                   sender_fault=f.sender_fault) for f in report.failed]
+        return EnqueueReport(message_ids=dict(sorted(ids.items())), failed=tuple(sorted(failed, key=lambda f: f.index)),
+                             calls=calls)

@@ -1,0 +1,1 @@
+"""Flow control: rate and concurrency limiters, taken as a batch's permits."""

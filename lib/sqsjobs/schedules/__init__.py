@@ -1,0 +1,1 @@
+"""Periodic jobs with their period locks, and one-time schedules (long delays)."""

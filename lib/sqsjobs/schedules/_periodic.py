@@ -1,0 +1,272 @@
+"""Scheduled jobs that fire once per period, however many schedulers tick.
+
+``@app.scheduled("nightly-report", schedule="cron(0 2 * * ? *)")`` registers a
+job taking ``period: str`` and a schedule for it. EventBridge Scheduler invokes
+``handlers/scheduler.py`` with ``{"job": ..., "scheduled_time": ...}``; the
+scheduler turns the *scheduled* time (not the arrival time, so a late or
+retried tick still names its own period) into a period such as
+``2026-08-05``, takes the lease ``lock#nightly-report:2026-08-05`` and only
+then runs the job (or enqueues it, ``enqueue=True``). A second scheduler in
+the same period finds the lease held or done, does nothing and logs why.
+
+The lease lasts the invocation's remaining time + ``lease_margin`` (or
+``lease_seconds``, when shorter): the holder cannot outlive its invocation,
+so that is the shortest lease that never lets two runs overlap, and the
+soonest a crashed holder's period can be taken over.
+
+A tick that finds the period held by another owner (a run still going, or one
+that died holding it) waits for that lease to end when it ends within this
+invocation, then takes the period over or finds it done. When the lease
+outlasts the invocation the tick *fails* (``PeriodBusyError``), so Lambda's
+asynchronous retry comes back later: a run killed while holding its lease
+never loses its period to a tick that said "fired: False".
+
+Declaring a schedule never calls AWS; the template's schedule and the
+decorator must name the same expression (a test checks it).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sqsjobs._errors import ConfigurationError, InvalidEventError, PeriodBusyError, StoreError, UnknownJobError
+from sqsjobs.schedules._period_locks import PeriodLocks, Taken, lock_key
+from sqsjobs.store._lease import expiry
+from sqsjobs.worker._budget import remaining_seconds
+
+if TYPE_CHECKING:
+    from sqsjobs._app import JobApp
+
+PERIOD = "period"
+DAILY = "%Y-%m-%d"
+HOURLY = "%Y-%m-%dT%H"
+MINUTELY = "%Y-%m-%dT%H:%M"
+_CRON = re.compile(r"^cron\((.+)\)$")
+_RATE = re.compile(r"^rate\(\s*(\d+)\s+(minutes?|hours?|days?)\s*\)$")
+_AT = re.compile(r"^at\((.+)\)$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleSpec:
+    """A registered schedule: which job, when, and how its period and lease are formed.
+
+    Example:
+        >>> ScheduleSpec(job="nightly-report", expression="cron(0 2 * * ? *)", period=DAILY).period_of(
+        ...     datetime(2026, 8, 5, 2, 0, tzinfo=UTC))
+        '2026-08-05'
+    """
+
+    job: str
+    expression: str
+    period: str
+    lease_seconds: float | None = None
+    enqueue: bool = False
+
+    def period_of(self, when: datetime) -> str:
+        """The period ``when`` (UTC) falls in."""
+        return when.astimezone(UTC).strftime(self.period)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FireResult:
+    """What one scheduler tick did.
+
+    Example:
+        >>> FireResult(job="nightly-report", period="2026-08-05", fired=False, owner="b",
+        ...            reason="already done by a").response()["fired"]
+        False
+    """
+
+    job: str
+    period: str
+    fired: bool
+    owner: str
+    reason: str
+    enqueued: str | None = None  #: the SQS message id, in enqueue mode
+
+    def response(self) -> dict[str, Any]:
+        """The Lambda response (also logged)."""
+        return {"job": self.job, "period": self.period, "fired": self.fired, "reason": self.reason,
+                "owner": self.owner, "enqueued": self.enqueued}
+
+
+def period_format(expression: str) -> str:
+    """The coarsest period in which ``expression`` fires at most once (UTC strftime format).
+
+    Example:
+        >>> period_format("cron(0 2 * * ? *)"), period_format("cron(15 * * * ? *)"), period_format("rate(5 minutes)")
+        ('%Y-%m-%d', '%Y-%m-%dT%H', '%Y-%m-%dT%H:%M')
+    """
+    text = expression.strip()
+    cron = _CRON.match(text)
+    if cron:
+        fields = cron.group(1).split()
+        if len(fields) != 6:
+            raise ConfigurationError(f"schedule {expression!r}: EventBridge cron has 6 fields "
+                                     "(minutes hours day-of-month month day-of-week year)")
+        minute, hour = fields[0], fields[1]
+        if minute.isdigit() and hour.isdigit():
+            return DAILY
+        return HOURLY if minute.isdigit() else MINUTELY
+    rate = _RATE.match(text)
+    if rate:
+        return {"d": DAILY, "h": HOURLY}.get(rate.group(2)[0], MINUTELY)
+    if _AT.match(text):
+        return MINUTELY
+    raise ConfigurationError(
+        f"schedule {expression!r} is not an EventBridge expression: use cron(...), rate(...) or at(...)"
+    )
+
+
+def scheduled_time(event: Any, now: float) -> datetime:
+    """The tick's scheduled time: Scheduler's ``scheduled_time``, an EventBridge rule's ``time``, or now.
+
+    Example:
+        >>> scheduled_time({"scheduled_time": "2026-08-05T02:00:00Z"}, 0).isoformat()
+        '2026-08-05T02:00:00+00:00'
+        >>> scheduled_time({"scheduled_time": "<aws.scheduler.scheduled-time>"}, 0).year  # not substituted
+        1970
+    """
+    for name in ("scheduled_time", "time"):
+        value = event.get(name) if isinstance(event, dict) else None
+        if isinstance(value, str):
+            try:
+                parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return datetime.fromtimestamp(now, UTC)
+
+
+class Scheduler:
+    """Fires scheduled jobs behind a lease per job and period.
+
+    Example:
+        >>> import logging
+        >>> from sqsjobs import InMemoryStore, JobApp
+        >>> app = JobApp(queue_url="https://sqs.example/q", store=InMemoryStore(), logger=logging.getLogger("doc"))
+        >>> @app.scheduled("nightly-report", schedule="cron(0 2 * * ? *)")
+        ... def nightly_report(period: str) -> None: ...
+        >>> at = datetime(2026, 8, 5, 2, tzinfo=UTC)
+        >>> scheduler = Scheduler(app)  # a second fire in the same period is refused by its lease
+        >>> scheduler.fire("nightly-report", at=at).fired, scheduler.fire("nightly-report", at=at).fired
+        (True, False)
+    """
+
+    #: how often a tick waiting for another holder's lease looks again (seconds)
+    POLL_SECONDS = 5.0
+    #: a bound on the looks, whatever the clock does (a 15-minute invocation polls ~180 times)
+    MAX_LOOKS = 1000
+
+    def __init__(self, app: JobApp, *, locks: PeriodLocks | None = None) -> None:
+        self.app = app
+        self._locks = locks
+
+    @property
+    def locks(self) -> PeriodLocks:
+        """The period locks (in the idempotency table)."""
+        if self._locks is None:
+            self._locks = PeriodLocks(self.app.store)
+        return self._locks
+
+    def handle(self, event: Any, context: Any = None) -> dict[str, Any]:
+        """The Lambda handler body for EventBridge Scheduler's invocation."""
+        name = event.get("job") if isinstance(event, dict) else None
+        if name is None and len(self.app.schedules) == 1:
+            name = next(iter(self.app.schedules))
+        if not isinstance(name, str):
+            raise InvalidEventError(
+                "the scheduler event names no job: the schedule's Input must be "
+                '{"job": "<name>", "scheduled_time": "<aws.scheduler.scheduled-time>"}'
+            )
+        return self.fire(name, at=scheduled_time(event, self.app.clock()), context=context).response()
+
+    def fire(self, job: str, *, at: datetime | None = None, context: Any = None) -> FireResult:
+        """Take the period's lease and run (or enqueue) ``job``; do nothing if the period is taken.
+
+        Raises what the job raised, after releasing the lease, so the invocation
+        fails and a retry in the same period can take the lease again; raises
+        ``PeriodBusyError`` when another holder's lease outlasts this invocation.
+        """
+        spec = self.app.schedules.get(job)
+        if spec is None:
+            known = ", ".join(sorted(self.app.schedules)) or "none"
+            raise UnknownJobError(f"no scheduled job named {job!r} (scheduled: {known})")
+        now = self.app.clock()
+        period = spec.period_of(at or datetime.fromtimestamp(now, UTC))
+        key = lock_key(f"{job}:{period}")
+        owner = uuid.uuid4().hex
+        settings = self.app.settings
+        fields = {"job": job, "period": period, "lock": key, "owner": owner}
+        taken = self._take(key, job, owner, spec, context)
+        if not taken.ok:
+            self.app.logger.info("scheduled job not fired: its period is taken", extra={**fields,
+                                                                                         "reason": taken.reason})
+            return FireResult(job=job, period=period, fired=False, owner=owner, reason=taken.reason)
+        target = self.app.get_job(job)
+        enqueued: str | None = None
+        try:
+            if spec.enqueue:
+                enqueued = self.app.enqueue(job, **{PERIOD: period})
+            else:
+                target.fn(**{PERIOD: period})
+        except BaseException:
+            # Give the period back, so the next tick (a retry) may run it.
+            if not self.locks.release(key, owner=owner, expires_at=expiry(self.app.clock(), settings.record_ttl)):
+                self.app.logger.warning("lease lost before release", extra=fields)
+            raise
+        if not self.locks.complete(key, owner=owner, expires_at=expiry(self.app.clock(), settings.record_ttl)):
+            self.app.logger.warning("lease ran out while the job ran; another scheduler may have fired too",
+                                    extra=fields)
+            return FireResult(job=job, period=period, fired=True, owner=owner, reason="lease lost",
+                              enqueued=enqueued)
+        self.app.logger.info("scheduled job fired", extra={**fields, "enqueued": enqueued})
+        return FireResult(job=job, period=period, fired=True, owner=owner, reason="acquired", enqueued=enqueued)
+
+    def _take(self, key: str, job: str, owner: str, spec: ScheduleSpec, context: Any) -> Taken:
+        """Acquire the period, waiting out another holder's lease when it ends within this invocation."""
+        settings = self.app.settings
+        started = self.app.clock()
+        remaining = remaining_seconds(context)
+        own_end = started + (remaining if remaining is not None else self._default_lease())
+        for _ in range(self.MAX_LOOKS):
+            now = self.app.clock()
+            lease_until = min(own_end + settings.lease_margin,
+                              now + spec.lease_seconds if spec.lease_seconds is not None else float("inf"))
+            taken = self.locks.acquire(key, owner=owner, now=now, lease_until=lease_until, job=job,
+                                       expires_at=expiry(now, settings.record_ttl, lease_until))
+            if taken.error is not None:
+                raise StoreError(taken.error)
+            if taken.ok or taken.done or taken.current is None:
+                return taken
+            holder_end = taken.current.lease_until
+            if holder_end is None or holder_end + 1.0 > own_end - settings.deadline_margin:
+                raise PeriodBusyError(
+                    f"scheduled job {job!r}: the period is {taken.reason}, past this invocation's end; failing the "
+                    "tick so that Lambda retries it after that lease (a run that died holding it is taken over then)"
+                )
+            self.app.sleep(max(min(self.POLL_SECONDS, holder_end + 1.0 - now), 0.0))
+        raise PeriodBusyError(f"scheduled job {job!r}: the period stayed held after {self.MAX_LOOKS} looks")
+
+    def _default_lease(self) -> float:
+        return self.app.settings.function_timeout or 900.0
+
+
+def schedule_spec(job: str, schedule: str, *, period: str | None, lease_seconds: float | None,
+                  enqueue: bool) -> ScheduleSpec:
+    """Validate a ``@app.scheduled`` declaration (no AWS)."""
+    fmt = period_format(schedule)  # also validates the expression
+    if period is not None:
+        if not isinstance(period, str) or "%" not in period:
+            raise ConfigurationError(f"scheduled job {job!r}: period must be a strftime format such as "
+                                     f"'%Y-%m-%d', got {period!r}")
+        fmt = period
+    if lease_seconds is not None and (isinstance(lease_seconds, bool) or not lease_seconds > 0):
+        raise ConfigurationError(f"scheduled job {job!r}: lease_seconds must be a positive number of seconds "
+                                 "(expected runtime + margin)")
+    return ScheduleSpec(job=job, expression=schedule.strip(), period=fmt, lease_seconds=lease_seconds,
+                        enqueue=enqueue)

@@ -1,0 +1,125 @@
+"""The idempotency table's item, as one pynamodb model.
+
+Every item of the table is a lease (``sqsjobs.store._lease``): a job's record (key =
+the job key), a scheduled job's period lock (``lock#...``), a chunked run's
+checkpoint (``run#...``), or a group's and a chain's records (``group#...``,
+``chain#...``: settled items nobody acquires, see ``sqsjobs.workflows._groups`` and
+``sqsjobs.workflows._chains``). They share the lease attributes and each kind adds its
+own; the model lists them all, so it is the schema of the whole table (names,
+types, the TTL attribute) in one place.
+
+The model never talks to DynamoDB itself: the DynamoDB store builds its
+requests through the model's attributes and sends them with the injected
+boto3 client, so tests can count and stub every call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
+
+KEY_ATTRIBUTE = "pk"
+TTL_ATTRIBUTE = "expires_at"
+
+
+class TableItem(Model):
+    """One item of the idempotency table.
+
+    Example:
+        >>> item = TableItem.from_raw_data({"pk": {"S": "invoice-email:42"}, "status": {"S": "DONE"},
+        ...                                 "attempts": {"N": "1"}})
+        >>> item.pk, item.status, item.attempts
+        ('invoice-email:42', 'DONE', 1)
+    """
+
+    class Meta:
+        # Requests carry the real table name per call; pynamodb wants one to build them.
+        table_name = "sqsjobs"
+        region = "us-east-1"
+
+    # -- the lease (sqsjobs.store._lease): every item has these
+    pk = UnicodeAttribute(hash_key=True, attr_name=KEY_ATTRIBUTE)
+    status = UnicodeAttribute()
+    owner = UnicodeAttribute(null=True)
+    lease_until = NumberAttribute(null=True)
+    #: epoch seconds; DynamoDB TTL deletes the item some time after
+    expires_at = NumberAttribute(null=True, attr_name=TTL_ATTRIBUTE)
+    #: what the lease was taken for (a job record: a hash of the job and its arguments)
+    fingerprint = UnicodeAttribute(null=True)
+    #: the job version the fingerprint was computed at (fingerprints of other versions are not compared)
+    fp_version = NumberAttribute(null=True)
+    #: how many times the lease was acquired to run (a job record: attempts that started)
+    attempts = NumberAttribute(null=True)
+
+    # -- a job's record (sqsjobs.worker._job_records)
+    job = UnicodeAttribute(null=True)
+    outcome = UnicodeAttribute(null=True)
+    last_error = UnicodeAttribute(null=True)
+    result = UnicodeAttribute(null=True)
+    enqueued_at = NumberAttribute(null=True)
+    started_at = NumberAttribute(null=True)
+    finished_at = NumberAttribute(null=True)
+    updated_at = NumberAttribute(null=True)
+    #: the SQS message id this record's job was dead-lettered with (a redelivery of it is not run again)
+    dead_letter_of = UnicodeAttribute(null=True)
+    cancel_requested = BooleanAttribute(null=True)
+    reason = UnicodeAttribute(null=True)
+    #: ``attempts`` when the job was last dead-lettered: a redrive starts counting afresh from there
+    spent_attempts = NumberAttribute(null=True)
+
+    #: a group member's record: the terminal outcome its group counted (so nothing counts it twice)
+    counted_as = UnicodeAttribute(null=True)
+
+    # -- a group (sqsjobs.workflows._groups): its head (group#<id>), its counter shards and its member lists
+    name = UnicodeAttribute(null=True)
+    #: running, succeeded, completed_with_failures or cancelled
+    group_state = UnicodeAttribute(null=True)
+    #: members of the group (head) or steps of the chain
+    total = NumberAttribute(null=True)
+    shards = NumberAttribute(null=True)
+    member_pages = NumberAttribute(null=True)
+    created_at = NumberAttribute(null=True)
+    cancelled_at = NumberAttribute(null=True)
+    #: the callbacks' messages (JSON), and when each was sent
+    on_success = UnicodeAttribute(null=True)
+    on_complete = UnicodeAttribute(null=True)
+    on_success_sent = NumberAttribute(null=True)
+    on_complete_sent = NumberAttribute(null=True)
+    #: a shard's counts: members not yet terminal, and members by terminal outcome
+    members_pending = NumberAttribute(null=True)
+    members_succeeded = NumberAttribute(null=True)
+    members_dead_lettered = NumberAttribute(null=True)
+    members_cancelled = NumberAttribute(null=True)
+    members_expired = NumberAttribute(null=True)
+    #: a member list page: the members' keys (JSON)
+    members = UnicodeAttribute(null=True)
+
+    # -- a chain (sqsjobs.workflows._chains): chain#<id>
+    #: the steps' messages (JSON)
+    steps = UnicodeAttribute(null=True)
+
+    # -- a chunked run's checkpoint (sqsjobs.workflows._chunked)
+    run_id = UnicodeAttribute(null=True)
+    #: cursors are JSON text, so 0, "0" and null stay different values
+    cursor = UnicodeAttribute(null=True)
+    prev_cursor = UnicodeAttribute(null=True)
+    pages_done = NumberAttribute(null=True)
+
+
+#: attribute name in the table -> the model's attribute, for serializing values by name
+ATTRIBUTES: Mapping[str, Any] = {attr.attr_name: attr for attr in TableItem.get_attributes().values()}
+#: the model's Python names (what lease data is keyed by) -> attribute
+FIELDS: Mapping[str, Any] = dict(TableItem.get_attributes())
+
+
+def field_names() -> frozenset[str]:
+    """Every field an item may hold (Python names).
+
+    Example:
+        >>> {"pk", "status", "cursor"} <= field_names()
+        True
+    """
+    return frozenset(FIELDS)

@@ -1,0 +1,1 @@
+"""The batch flow: an SQS batch in; each record claimed, run, recorded, then acknowledged, returned or dead-lettered."""

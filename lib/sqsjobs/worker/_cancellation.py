@@ -1,0 +1,64 @@
+"""Cooperative cancellation: a running job may ask whether its key was cancelled.
+
+``app.cancel(key)`` on a running job only flags its record; sqsjobs never
+kills a job halfway through a side effect. A long job polls
+``cancel_requested()`` between steps and stops cleanly (returning, or raising
+``PermanentError``) when it says True. Each call is one consistent read of the
+record (0.5 read units), so poll between units of work, not in a tight loop.
+
+This module must stay import-light: jobs import it on every cold start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqsjobs.store._lease import LeaseStore
+
+
+@dataclass(frozen=True)
+class _Running:
+    store: LeaseStore
+    key: str
+
+
+_current: ContextVar[_Running | None] = ContextVar("sqsjobs_running_job", default=None)
+
+
+def cancel_requested() -> bool:
+    """True when ``app.cancel(key)`` was called for the job running here (False outside a job).
+
+    Example:
+        >>> cancel_requested()  # not inside a job
+        False
+        >>> from sqsjobs import InMemoryStore
+        >>> from sqsjobs.worker._job_records import cancel_request
+        >>> from sqsjobs.store._lease import Acquire
+        >>> store = InMemoryStore()
+        >>> _ = store.write(Acquire(key="report:7", owner="me", now=0.0, lease_until=60.0, expires_at=900.0))
+        >>> with running_job(store, "report:7"):
+        ...     before = cancel_requested()
+        ...     _ = store.write(cancel_request("report:7", now=1.0))
+        ...     before, cancel_requested()
+        (False, True)
+    """
+    running = _current.get()
+    if running is None:
+        return False
+    item = running.store.get(running.key)
+    return bool(item is not None and item.get("cancel_requested"))
+
+
+@contextmanager
+def running_job(store: LeaseStore, key: str) -> Iterator[None]:
+    """Make ``key`` (its record in ``store``) the job ``cancel_requested()`` asks about, for the block."""
+    token = _current.set(_Running(store, key))
+    try:
+        yield
+    finally:
+        _current.reset(token)

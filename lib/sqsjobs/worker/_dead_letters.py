@@ -1,0 +1,181 @@
+"""Dead-lettering with a reason: what the worker writes to the DLQ.
+
+A message goes to the DLQ with its original body and, as message attributes,
+why it is there (docs/architecture.md lists them). Only after that send
+succeeded does the worker acknowledge the source message and write the job's
+record; a failed send leaves the message on its queue.
+
+Attributes under ``sqsjobs.*`` are the worker's: on a letter it writes its own
+and drops any other ``sqsjobs.*`` attribute the producer set, so nothing a
+producer sends can pose as a reason or steer redrive. Only the job name, the
+trace id and a well-formed redrive count are carried over.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from sqsjobs.enqueue._message import ATTR_JOB, ATTR_TRACE_ID
+
+ATTR_REASON = "sqsjobs.reason"
+ATTR_ERROR_TYPE = "sqsjobs.error_type"
+ATTR_ERROR_MESSAGE = "sqsjobs.error_message"
+ATTR_ATTEMPTS = "sqsjobs.attempts"
+ATTR_ORIGINAL_MESSAGE_ID = "sqsjobs.original_message_id"
+ATTR_FIRST_RECEIVE_TIME = "sqsjobs.first_receive_time"
+ATTR_SOURCE_QUEUE = "sqsjobs.source_queue"
+ATTR_REDRIVE_COUNT = "sqsjobs.redrive_count"
+#: the namespace only the worker writes
+NAMESPACE = "sqsjobs."
+
+
+class Reason(StrEnum):
+    """Why a message is in the DLQ (the ``sqsjobs.reason`` attribute)."""
+
+    PERMANENT = "permanent"  #: the job raised PermanentError (or an exception in ``permanent_on``)
+    EXHAUSTED = "exhausted"  #: its last attempt failed
+    MALFORMED = "malformed"  #: the body cannot be a job call
+    LOST = "lost"  #: its last attempt never reported: a timeout, a crash or running out of memory
+    KEY_CONFLICT = "key_conflict"  #: its key belongs to another job, or to other arguments
+    CRASHED = "crashed"  #: ``on_crash="dead_letter"``: the previous run died mid-way
+    RESULT_TOO_LARGE = "result_too_large"  #: ``store_result``: the return value is over 4 KiB as JSON
+    RESULT_NOT_JSON = "result_not_json"  #: ``store_result``: the return value is not JSON
+
+
+#: SQS refuses more than 10 attributes on a message, and a message over 256 KiB.
+MAX_ATTRIBUTES = 10
+MAX_MESSAGE_BYTES = 256 * 1024
+MAX_ERROR_MESSAGE = 1000
+#: registered job names are short, but a body may name anything
+MAX_JOB_ATTRIBUTE = 256
+#: the largest redrive count carried over; anything else is a forgery or garbage
+MAX_REDRIVE_COUNT = 1_000_000
+#: what SQS refuses in a string attribute value: control characters, lone surrogates, U+FFFE and U+FFFF
+#: (written as what it refuses, not as the complement of what it takes: 10x cheaper to compile at a cold start)
+_NOT_SQS_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+#: attributes the worker writes on every dead-lettering
+REASON_ATTRIBUTES = (
+    ATTR_REASON,
+    ATTR_ERROR_TYPE,
+    ATTR_ERROR_MESSAGE,
+    ATTR_ATTEMPTS,
+    ATTR_ORIGINAL_MESSAGE_ID,
+    ATTR_FIRST_RECEIVE_TIME,
+    ATTR_SOURCE_QUEUE,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeadLetter:
+    """Why one message is being dead-lettered.
+
+    Example:
+        >>> d = DeadLetter(message_id="m-1", body="{}", reason=Reason.PERMANENT, error_type="PermanentError",
+        ...                error_message="invoice 42 deleted", job="invoice-email", attempts=1,
+        ...                first_receive_time=0, source_queue="https://sqs/q",
+        ...                source_attributes={"sqsjobs.source_queue": {"stringValue": "https://evil",
+        ...                                                            "dataType": "String"}})
+        >>> d.attributes()[ATTR_REASON]["StringValue"], d.attributes()[ATTR_SOURCE_QUEUE]["StringValue"]
+        ('permanent', 'https://sqs/q')
+    """
+
+    message_id: str
+    body: str
+    reason: Reason
+    error_type: str
+    error_message: str
+    job: str
+    attempts: int
+    first_receive_time: int
+    source_queue: str
+    #: the record's ``messageAttributes`` in the Lambda event's shape
+    source_attributes: dict[str, Any]
+    group_id: str | None = None
+
+    def attributes(self, *, error_message_limit: int = MAX_ERROR_MESSAGE,
+                   carry: bool = True) -> dict[str, dict[str, str]]:
+        """The DLQ message's attributes: the worker's own first, then what the source may carry (10 at most)."""
+        attrs: dict[str, dict[str, str]] = {
+            ATTR_JOB: _string(self.job[:MAX_JOB_ATTRIBUTE]),
+            ATTR_REASON: _string(self.reason.value),
+            ATTR_ERROR_TYPE: _string(self.error_type),
+            ATTR_ERROR_MESSAGE: _string(self.error_message[:error_message_limit] or "-"),
+            ATTR_ATTEMPTS: {"DataType": "Number", "StringValue": str(self.attempts)},
+            ATTR_ORIGINAL_MESSAGE_ID: _string(self.message_id),
+            ATTR_FIRST_RECEIVE_TIME: {"DataType": "Number", "StringValue": str(self.first_receive_time)},
+            ATTR_SOURCE_QUEUE: _string(self.source_queue),
+        }
+        if not carry:
+            return attrs
+        for name in sorted(self.source_attributes, key=lambda n: (n not in (ATTR_TRACE_ID, ATTR_REDRIVE_COUNT), n)):
+            if len(attrs) >= MAX_ATTRIBUTES:
+                break
+            if name in attrs or (name.startswith(NAMESPACE) and name not in (ATTR_TRACE_ID, ATTR_REDRIVE_COUNT)):
+                continue  # the worker's own names are never taken from the producer
+            converted = sqs_attribute(self.source_attributes[name])
+            if converted is not None and (name != ATTR_REDRIVE_COUNT or _redrive_count(converted) is not None):
+                attrs[name] = converted
+        return attrs
+
+    def entry(self, entry_id: str, fifo: bool) -> dict[str, Any]:
+        """A ``SendMessageBatch`` entry for the DLQ, shrunk (error text, then carried attributes) to fit SQS."""
+        entry: dict[str, Any] = {"Id": entry_id, "MessageBody": self.body or "(empty body)",
+                                 "MessageAttributes": self.attributes()}
+        for shrink in ({"error_message_limit": 100}, {"error_message_limit": 100, "carry": False}):
+            if entry_size(entry) <= MAX_MESSAGE_BYTES:
+                break
+            entry["MessageAttributes"] = self.attributes(**shrink)  # type: ignore[arg-type]
+        if fifo:
+            entry["MessageGroupId"] = self.group_id or self.message_id
+            # Deterministic: dead-lettering the same delivery twice stores it once.
+            entry["MessageDeduplicationId"] = hashlib.sha256(f"dlq:{self.message_id}".encode()).hexdigest()
+        return entry
+
+
+def entry_size(entry: dict[str, Any]) -> int:
+    """Bytes SQS counts for a send entry: the body plus every attribute's name, type and value.
+
+    Example:
+        >>> entry_size({"MessageBody": "abc", "MessageAttributes": {"a": {"DataType": "String", "StringValue": "x"}}})
+        11
+    """
+    size = len(str(entry.get("MessageBody", "")).encode("utf-8", "surrogatepass"))
+    for name, attr in entry.get("MessageAttributes", {}).items():
+        size += len(name.encode("utf-8", "surrogatepass")) + len(str(attr.get("DataType") or "").encode())
+        size += len(str(attr.get("StringValue") or "").encode("utf-8", "surrogatepass"))
+    return size
+
+
+def _string(value: str) -> dict[str, str]:
+    # Values can carry text decoded from the body (an unknown job's name, an error quoting it). SQS
+    # refuses the whole entry over one bad character, and a refused entry never reaches the DLQ.
+    return {"DataType": "String", "StringValue": _NOT_SQS_TEXT.sub("\ufffd", value) or "-"}
+
+
+def sqs_attribute(attr: Any) -> dict[str, str] | None:
+    """Lambda's ``{"stringValue", "dataType"}`` shape → SQS's ``{"StringValue", "DataType"}`` (None: not sendable).
+
+    Example:
+        >>> sqs_attribute({"stringValue": "acme", "dataType": "String"}), sqs_attribute({"dataType": None})
+        ({'DataType': 'String', 'StringValue': 'acme'}, None)
+    """
+    if not isinstance(attr, dict):
+        return None
+    data_type = attr.get("dataType") or attr.get("DataType")
+    value = attr.get("stringValue", attr.get("StringValue"))
+    if not isinstance(data_type, str) or not isinstance(value, str) or data_type.startswith("Binary"):
+        return None
+    return {"DataType": data_type, "StringValue": value}
+
+
+def _redrive_count(attr: dict[str, str]) -> int | None:
+    """A redrive count worth carrying: a whole number in 0..MAX_REDRIVE_COUNT, else None."""
+    text = attr["StringValue"].strip()
+    if not text.isdigit() or len(text) > 7:
+        return None
+    count = int(text)
+    return count if count <= MAX_REDRIVE_COUNT else None

@@ -1,0 +1,285 @@
+"""The idempotency guard: one record per job key, a lease (``sqsjobs.store._lease``) held while the job runs.
+
+A job's record walks the lease states, and says in ``outcome`` what that
+means for the job::
+
+    claim ──▶ HELD (running) ──complete──▶ DONE (succeeded)
+                │   │
+                │   └──release──▶ RELEASED (retrying | dead_lettered) ──claim──▶ HELD ...
+                └── lease runs out (the run died) ──claim (takeover)──▶ HELD ...
+    cancel ──▶ DONE (cancelled)        expire ──▶ RELEASED (expired)
+
+One claim is one conditional write that also returns what it found, so it
+tells in one round trip: claimed (and which attempt this is, and whether the
+previous run died), a duplicate of a success, a key held by a live run
+elsewhere, a cancelled key, a key that belongs to other arguments
+(``key_conflict``), or a redelivery of a message already dead-lettered.
+
+``attempts`` counts the runs that *started*: a claim adds one, and a claim
+returned without running gives it back, so a record that waited (the
+deadline, a FIFO group) never burns an attempt. A dead letter remembers how
+many were spent (``spent_attempts``): a redrive of it starts with fresh
+attempts, while ``JobStatus.attempts`` still counts every run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from sqsjobs.store._lease import Acquire, Annotate, Close, Complete, LeaseItem, LeaseState, LeaseStore, Release, Written
+
+#: the longest last error a record keeps (it stays under 1 KB: 1 WCU a write)
+MAX_ERROR_TEXT = 256
+#: the largest result a record keeps, as JSON
+MAX_RESULT_BYTES = 4096
+
+
+class JobState(StrEnum):
+    """What a job's record says about its key (``JobStatus.state``)."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    RETRYING = "retrying"
+    DEAD_LETTERED = "dead_lettered"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+class CancelResult(StrEnum):
+    """What ``app.cancel(key)`` did."""
+
+    CANCELLED = "cancelled"  #: it had not finished: no delivery of it will run
+    NOT_FOUND = "not_found_but_cancelled"  #: no delivery yet: a marker waits for the first one
+    RUNNING = "running"  #: it runs now: flagged for ``cancel_requested()``, never killed
+    ALREADY_FINISHED = "already_finished"  #: it succeeded, or was cancelled, before
+
+
+class Verdict(StrEnum):
+    """What a claim found."""
+
+    CLAIMED = "claimed"  #: this invocation holds the key: run the job
+    DUPLICATE = "duplicate"  #: it succeeded before: acknowledge without running
+    BUSY = "busy"  #: a live run elsewhere holds it: come back after its lease
+    CANCELLED = "cancelled"  #: cancelled: acknowledge without running
+    CONFLICT = "conflict"  #: the key belongs to another job or other arguments: dead-letter
+    ALREADY_DEAD_LETTERED = "already_dead_lettered"  #: this very message is in the DLQ: acknowledge
+    ERROR = "error"  #: the store failed: come back later
+
+
+@dataclass(frozen=True, kw_only=True)
+class Claim:
+    """Ask for ``key`` for one delivery of ``job``."""
+
+    key: str
+    job: str
+    owner: str
+    now: float
+    lease_until: float
+    expires_at: float
+    fingerprint: str
+    fp_version: int
+    message_id: str
+    enqueued_at: float | None = None
+
+    def operation(self) -> Acquire:
+        """The lease acquire that claims the key."""
+        return Acquire(
+            key=self.key, owner=self.owner, now=self.now, lease_until=self.lease_until, expires_at=self.expires_at,
+            fingerprint=self.fingerprint, fp_version=self.fp_version, not_for_message=self.message_id,
+            count_attempt=True,
+            data={"job": self.job, "outcome": JobState.RUNNING.value, "started_at": self.now, "updated_at": self.now,
+                  "enqueued_at": self.enqueued_at, "finished_at": None, "cancel_requested": None},
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClaimResult:
+    """A claim's verdict, with what the record said.
+
+    ``attempt`` is the attempt the claimed run is (1 = first); ``took_over`` is
+    True when the previous holder's lease ran out without a word (it died).
+    """
+
+    key: str
+    verdict: Verdict
+    attempt: int = 0
+    took_over: bool = False
+    previous: LeaseItem | None = None
+    lease_until: float | None = None
+    error: str | None = None
+
+    @classmethod
+    def of(cls, claim: Claim, written: Written) -> ClaimResult:
+        """Read a claim's ``Written`` answer."""
+        item = written.item
+        if written.ok:
+            took_over = item is not None and item.state is LeaseState.HELD
+            return cls(key=claim.key, verdict=Verdict.CLAIMED, attempt=attempts_this_episode(item) + 1,
+                       took_over=took_over, previous=item)
+        if written.error is not None:
+            return cls(key=claim.key, verdict=Verdict.ERROR, error=written.error)
+        if item is None:  # gone between the condition and the answer: another claim will tell
+            return cls(key=claim.key, verdict=Verdict.BUSY, lease_until=claim.now)
+        if item.state is LeaseState.RELEASED and item.get("dead_letter_of") == claim.message_id:
+            return cls(key=claim.key, verdict=Verdict.ALREADY_DEAD_LETTERED, previous=item)
+        if item.fingerprint is not None and item.fingerprint != claim.fingerprint \
+                and item.fp_version == claim.fp_version:
+            return cls(key=claim.key, verdict=Verdict.CONFLICT, previous=item)
+        if item.state is LeaseState.DONE:
+            cancelled = item.get("outcome") == JobState.CANCELLED.value
+            return cls(key=claim.key, verdict=Verdict.CANCELLED if cancelled else Verdict.DUPLICATE, previous=item)
+        return cls(key=claim.key, verdict=Verdict.BUSY, lease_until=item.lease_until, previous=item)
+
+
+# ---------------------------------------------------------------- the record's writes after a run
+def succeeded(key: str, owner: str, *, now: float, expires_at: float, result: str | None = None) -> Complete:
+    """The job returned: DONE, with its result (JSON) when the job stores results."""
+    return Complete(key=key, owner=owner, expires_at=expires_at,
+                    data={"outcome": JobState.SUCCEEDED.value, "finished_at": now, "updated_at": now,
+                          "result": result, "last_error": None})
+
+
+def retrying(key: str, owner: str, *, now: float, expires_at: float, error: BaseException) -> Release:
+    """The attempt failed and will be retried."""
+    return Release(key=key, owner=owner, expires_at=expires_at,
+                   data={"outcome": JobState.RETRYING.value, "updated_at": now, "last_error": error_text(error)})
+
+
+def not_started(key: str, owner: str, *, now: float, expires_at: float, previous: LeaseItem | None) -> Release:
+    """Claimed but never run (the deadline, a FIFO group): the attempt is given back."""
+    outcome = previous.get("outcome") if previous is not None and previous.state is LeaseState.RELEASED else None
+    return Release(key=key, owner=owner, expires_at=expires_at, attempts_delta=-1,
+                   data={"outcome": outcome or JobState.RETRYING.value, "updated_at": now})
+
+
+def dead_lettered(key: str, owner: str, *, now: float, expires_at: float, error: BaseException, reason: str,
+                  message_id: str, ran: bool, previous: LeaseItem | None) -> Release:
+    """The DLQ has the message: the record says so, and which message it was (a redelivery is not run).
+
+    The attempts spent so far are noted, so a redrive of the letter starts with fresh ones.
+    """
+    spent = (previous.attempts if previous is not None else 0) + (1 if ran else 0)
+    return Release(key=key, owner=owner, expires_at=expires_at, attempts_delta=0 if ran else -1,
+                   data={"outcome": JobState.DEAD_LETTERED.value, "updated_at": now, "finished_at": now,
+                         "last_error": error_text(error), "reason": reason, "dead_letter_of": message_id,
+                         "spent_attempts": spent})
+
+
+def attempts_this_episode(item: LeaseItem | None) -> int:
+    """The runs that started since the job was last dead-lettered (all of them, if it never was)."""
+    if item is None:
+        return 0
+    return item.attempts - int(item.get("spent_attempts") or 0)
+
+
+def expired(key: str, *, job: str, now: float, expires_at: float) -> Close:
+    """A delivery too old to run: the record says expired, and a later enqueue of the key may still run."""
+    return Close(key=key, now=now, expires_at=expires_at, state=LeaseState.RELEASED,
+                 data={"job": job, "outcome": JobState.EXPIRED.value, "finished_at": now, "updated_at": now})
+
+
+def cancel_marker(key: str, *, now: float, expires_at: float, reason: str | None) -> Close:
+    """A cancel: DONE, so no later delivery of the key runs (until the record's TTL)."""
+    return Close(key=key, now=now, expires_at=expires_at, state=LeaseState.DONE,
+                 data={"outcome": JobState.CANCELLED.value, "finished_at": now, "updated_at": now,
+                       "reason": reason})
+
+
+def cancel_request(key: str, *, now: float) -> Annotate:
+    """A cancel of a running job: flag it (the job may poll ``cancel_requested()``); it is never killed."""
+    return Annotate(key=key, now=now, data={"cancel_requested": True, "updated_at": now})
+
+
+def error_text(error: BaseException) -> str:
+    """``"Type: message"``, short enough for the record.
+
+    Example:
+        >>> error_text(ValueError("bad invoice"))
+        'ValueError: bad invoice'
+    """
+    return f"{type(error).__name__}: {error}"[:MAX_ERROR_TEXT]
+
+
+# ---------------------------------------------------------------- reading a record
+@dataclass(frozen=True, kw_only=True)
+class JobStatus:
+    """What happened to the job of one key (``app.status(key)``). Times are epoch seconds.
+
+    Example:
+        >>> item = LeaseItem(key="invoice-email:42", state=LeaseState.DONE, attempts=2,
+        ...                  data={"job": "invoice-email", "outcome": "succeeded", "result": "{\\"sent\\": true}"})
+        >>> status = JobStatus.of(item)
+        >>> status.state, status.attempts, status.result
+        ('succeeded', 2, {'sent': True})
+    """
+
+    key: str
+    job: str | None
+    state: str
+    attempts: int
+    last_error: str | None
+    result: Any
+    enqueued_at: float | None
+    started_at: float | None
+    finished_at: float | None
+    updated_at: float | None
+
+    @classmethod
+    def of(cls, item: LeaseItem) -> JobStatus:
+        """The status a record says."""
+        if item.state is LeaseState.HELD:
+            state = JobState.RUNNING.value
+        else:
+            state = str(item.get("outcome") or (JobState.SUCCEEDED.value if item.state is LeaseState.DONE
+                                                else JobState.RETRYING.value))
+        raw = item.get("result")
+        return cls(key=item.key, job=item.get("job"), state=state, attempts=item.attempts,
+                   last_error=item.get("last_error"), result=None if raw is None else json.loads(raw),
+                   enqueued_at=_float(item.get("enqueued_at")), started_at=_float(item.get("started_at")),
+                   finished_at=_float(item.get("finished_at")), updated_at=_float(item.get("updated_at")))
+
+
+def status(store: LeaseStore, key: str) -> JobStatus | None:
+    """The status of ``key``'s job, or None when no delivery (or cancel) ever wrote its record."""
+    item = store.get(checked_key(key))
+    return None if item is None else JobStatus.of(item)
+
+
+def checked_key(key: Any) -> str:
+    """A key an operator may look up or cancel: non-empty text, within DynamoDB's limit, not reserved.
+
+    Example:
+        >>> from sqsjobs._errors import InvalidArgumentsError
+        >>> checked_key("invoice-email:42")
+        'invoice-email:42'
+        >>> try:
+        ...     checked_key("lock#nightly-report:2026-01-02")
+        ... except InvalidArgumentsError as error:
+        ...     print(str(error)[:63])
+        the key 'lock#nightly-report:2026-01-02' starts with a reserved
+    """
+    from sqsjobs._errors import InvalidArgumentsError
+    from sqsjobs.enqueue._envelope import MAX_KEY_BYTES
+    from sqsjobs.store._lease import RESERVED_PREFIXES, is_reserved
+
+    if not isinstance(key, str) or not key:
+        raise InvalidArgumentsError(f"a job key must be non-empty text, got {key!r}")
+    try:
+        size = len(key.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidArgumentsError(f"the key {key[:80]!r} is not valid Unicode (a lone surrogate)") from None
+    if size > MAX_KEY_BYTES:
+        raise InvalidArgumentsError(f"the key is {size} bytes; keys are at most {MAX_KEY_BYTES} bytes")
+    if is_reserved(key):
+        raise InvalidArgumentsError(
+            f"the key {key[:80]!r} starts with a reserved prefix ({', '.join(RESERVED_PREFIXES)}): it is one of "
+            "sqsjobs' own records (a scheduler lock, a chunked run...), not a job"
+        )
+    return key
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)

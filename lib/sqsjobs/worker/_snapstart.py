@@ -1,0 +1,77 @@
+"""Lambda SnapStart: do the first batch's set-up before the snapshot, and make each restore unique again.
+
+With the template's ``SnapStart=true``, Lambda runs the worker's init once per
+published version, snapshots the memory, and resumes every new instance from
+that snapshot. ``prepare(app)`` (called by handlers/worker.py) registers two
+hooks with the runtime's ``snapshot_restore_py`` module; outside Lambda's
+python3.12+ runtimes that module is absent and ``prepare`` does nothing:
+
+- **before the snapshot** (``warm``): build what the first batch would build —
+  the botocore session and the SQS and DynamoDB clients (``sqsjobs._clients``),
+  the store with its request shapes, the batch processor, the logger — plus
+  whatever the app's own client factories build (``prepare(app, ses_client)``).
+  No AWS call is made: a connection opened before the snapshot would be stale
+  after a restore.
+- **after each restore** (``reseed``): the snapshot holds the random
+  generators' state, so every instance restored from it would draw the same
+  backoff jitter. ``reseed`` seeds the app's ``random`` and the ``random``
+  module again from the OS. Owner tokens (``uuid.uuid4``) come from
+  ``os.urandom`` on every call and need nothing.
+
+The trade-off is in docs/cold-start.md.
+
+Example (a stand-in for the runtime's module):
+    >>> import random, sys, types
+    >>> hooks = types.ModuleType("snapshot_restore_py")
+    >>> hooks.before, hooks.after = [], []
+    >>> hooks.register_before_snapshot = lambda fn, *a: hooks.before.append((fn, a))
+    >>> hooks.register_after_restore = lambda fn, *a: hooks.after.append((fn, a))
+    >>> sys.modules["snapshot_restore_py"] = hooks
+    >>> from sqsjobs import JobApp
+    >>> app = JobApp(queue_url="https://sqs.eu-west-1.amazonaws.com/1/jobs", random=random.Random(7))
+    >>> prepare(app)
+    True
+    >>> [fn.__name__ for fn, _ in hooks.before + hooks.after]
+    ['warm', 'reseed']
+    >>> del sys.modules["snapshot_restore_py"]
+"""
+
+from __future__ import annotations
+
+import random as _random
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqsjobs._app import JobApp
+
+
+def prepare(app: JobApp, *factories: Callable[[], object]) -> bool:
+    """Register ``warm`` and ``reseed`` for ``app`` with SnapStart; False when the runtime has no SnapStart hooks.
+
+    ``factories`` are the app's own builders (e.g. a job's cached client
+    factory): ``warm`` calls each one before the snapshot.
+    """
+    try:
+        from snapshot_restore_py import register_after_restore, register_before_snapshot
+    except ImportError:  # not in Lambda, or a runtime without SnapStart (before python3.12)
+        return False
+    register_before_snapshot(warm, app, *factories)
+    register_after_restore(reseed, app)
+    return True
+
+
+def warm(app: JobApp, *factories: Callable[[], object]) -> None:
+    """Build what the first batch would: clients, store, processor, logger, and the app's ``factories``."""
+    app.sqs  # noqa: B018 - building it is the point
+    app.processor  # noqa: B018 - builds the store (DynamoDB client, table model) and the logger
+    for factory in factories:
+        factory()
+
+
+def reseed(app: JobApp) -> None:
+    """Seed the app's random source and the ``random`` module from the OS again (after a restore)."""
+    seed = getattr(app.random, "seed", None)
+    if callable(seed):
+        seed()
+    _random.seed()

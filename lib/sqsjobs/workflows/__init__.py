@@ -1,0 +1,1 @@
+"""Work made of many jobs: groups, chains, chunked runs and the outbox."""

@@ -1,0 +1,612 @@
+"""Job groups: run many jobs, then a callback once, when they are all done.
+
+    group = app.group(on_success=report.message(run="2026-01"), name="January invoices")
+    group.add_many(invoice_email.message(invoice_id=i) for i in invoice_ids)
+    group_id = group.enqueue()
+    app.group_status(group_id)          # total, pending, succeeded, failed, state
+
+``on_success`` runs once when every member succeeded; ``on_complete`` runs
+once when every member reached a terminal outcome (succeeded, dead-lettered,
+cancelled or expired). docs/groups.md is the user's page; this module is the
+group's records and its counting.
+
+**Records** (the idempotency table, under the reserved ``group#`` prefix),
+all written before the first member is sent:
+
+- the head ``group#<id>``: name, total, shard count, state, the callbacks'
+  messages and when each was sent, created and finished times;
+- ``shards`` counter items ``group#<id>#shard#<s>``: how many of its members
+  are not yet terminal (``members_pending``), and how many ended each way;
+- member lists ``group#<id>#members#<p>``: the members' keys (for
+  ``cancel_group`` and the CLI's list of failures; read only then).
+
+**Counting, exactly once.** Member *i* is counted in shard *i mod N*, named
+in its envelope (``member_of``). The write that records a member's terminal
+outcome carries the count: one ``TransactWriteItems`` of the job record's
+write (fenced on the lease for a completion or a dead letter, conditioned on
+"not counted yet" for a settled record) and the shard's update. The record
+keeps what was counted (``counted_as``), so no duplicate, redelivery or
+redrive counts it twice; a dead-lettered member that is redriven and then
+succeeds *moves* its count (dead-lettered -1, succeeded +1).
+
+**Reaching zero.** The shard update is conditioned on ``members_pending > 1``;
+the one member that finds 1 is the shard's last, and writes again with
+``members_pending = 1``. Whoever empties a shard sums all shards (one
+``BatchGetItem``); when none is pending, it moves the head to its final
+state and sends the callbacks, whose keys are scoped to the group
+(``<key>@group:<id>:on_success``): a repeated send runs them once.
+
+**Shards.** A partition takes 1,000 WCU/s and a counting transaction costs
+the shard item 2 WCU, so one item takes at most 500 counts/s, and
+transactions on one item that overlap conflict (DynamoDB cancels one; the
+store sends it again). Each shard holds at most ``MEMBERS_PER_SHARD`` (100)
+members, a whole shard's lifetime being 200 WCU, a fifth of one
+partition-second; a group gets ``ceil(total / 100)`` shards, at most
+``MAX_SHARDS`` (100, one ``BatchGetItem`` to sum them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from sqsjobs._errors import EnqueueError, GroupError, StoreError
+from sqsjobs.enqueue._envelope import RELATION_ID, MemberOf
+from sqsjobs.store._lease import (
+    Amend,
+    Close,
+    LeaseItem,
+    LeaseState,
+    LeaseStore,
+    Transact,
+    TransactedOperation,
+    Written,
+    expiry,
+)
+from sqsjobs.worker._job_records import JobState, cancel_marker, cancel_request
+from sqsjobs.workflows._members import job_of, new_id, scoped, stored
+
+if TYPE_CHECKING:
+    from sqsjobs._app import JobApp
+    from sqsjobs.enqueue._message import JobMessage
+
+GROUP_PREFIX = "group#"
+#: a shard's whole lifetime of counts (2 WCU each) stays under a fifth of one partition-second
+MEMBERS_PER_SHARD = 100
+#: one BatchGetItem sums every shard
+MAX_SHARDS = 100
+#: a member list page stays well under DynamoDB's 400 KB item limit
+MEMBER_PAGE_BYTES = 300_000
+#: a callback's message, kept in the head
+MAX_CALLBACK_BYTES = 64 * 1024
+MAX_NAME = 256
+
+
+class GroupState(StrEnum):
+    """Where a group is (``GroupStatus.state``)."""
+
+    RUNNING = "running"  #: some members are not terminal yet
+    SUCCEEDED = "succeeded"  #: every member succeeded
+    COMPLETED_WITH_FAILURES = "completed_with_failures"  #: every member is terminal, some did not succeed
+    CANCELLED = "cancelled"  #: ``cancel_group``: pending members are acknowledged without running
+
+
+class Callback(StrEnum):
+    """A group's callbacks."""
+
+    ON_SUCCESS = "on_success"
+    ON_COMPLETE = "on_complete"
+
+
+#: a member's terminal outcome → the shard counter that counts it
+COUNTERS: Mapping[str, str] = {
+    JobState.SUCCEEDED.value: "members_succeeded",
+    JobState.DEAD_LETTERED.value: "members_dead_lettered",
+    JobState.CANCELLED.value: "members_cancelled",
+    JobState.EXPIRED.value: "members_expired",
+}
+PENDING = "members_pending"
+
+
+def head_key(group_id: str) -> str:
+    """The group's head record.
+
+    Example:
+        >>> head_key("3f2a"), shard_key("3f2a", 7), page_key("3f2a", 0)
+        ('group#3f2a', 'group#3f2a#shard#7', 'group#3f2a#members#0')
+    """
+    return f"{GROUP_PREFIX}{group_id}"
+
+
+def shard_key(group_id: str, shard: int) -> str:
+    """A counter shard of the group."""
+    return f"{GROUP_PREFIX}{group_id}#shard#{shard}"
+
+
+def page_key(group_id: str, page: int) -> str:
+    """A page of the group's member list."""
+    return f"{GROUP_PREFIX}{group_id}#members#{page}"
+
+
+def member_key(key: str, group_id: str) -> str:
+    """The key a member runs under: its own key, scoped to its group.
+
+    Example:
+        >>> member_key("invoice-email:42", "3f2a"), callback_key("report:1", "3f2a", Callback.ON_SUCCESS)
+        ('invoice-email:42@group:3f2a', 'report:1@group:3f2a:on_success')
+    """
+    return f"{key}@group:{group_id}"
+
+
+def callback_key(key: str, group_id: str, callback: Callback) -> str:
+    """The key a callback runs under (on_success and on_complete of one message are two runs)."""
+    return f"{key}@group:{group_id}:{callback.value}"
+
+
+def shard_count(total: int) -> int:
+    """How many counter shards a group of ``total`` members gets.
+
+    Example:
+        >>> shard_count(1), shard_count(100), shard_count(2000), shard_count(1_000_000)
+        (1, 1, 20, 100)
+    """
+    return min(MAX_SHARDS, max(1, math.ceil(total / MEMBERS_PER_SHARD)))
+
+
+# ---------------------------------------------------------------- status
+@dataclass(frozen=True, kw_only=True)
+class GroupStatus:
+    """What ``app.group_status(id)`` says: the counts over the members, and the group's state.
+
+    ``failed`` counts the members that reached a terminal outcome other than
+    success (dead-lettered, cancelled, expired), each also counted on its own.
+
+    Example:
+        >>> s = GroupStatus(id="3f2a", total=3, pending=0, succeeded=2, failed=1, state="completed_with_failures",
+        ...                 dead_lettered=1)
+        >>> s.finished
+        True
+    """
+
+    id: str
+    total: int
+    pending: int
+    succeeded: int
+    failed: int
+    state: str
+    name: str | None = None
+    dead_lettered: int = 0
+    cancelled: int = 0
+    expired: int = 0
+    created_at: float | None = None
+    finished_at: float | None = None
+
+    @property
+    def finished(self) -> bool:
+        """No member is pending any more."""
+        return self.pending == 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemberFailure:
+    """A member that did not succeed: its key, job, outcome, DLQ reason and last error."""
+
+    key: str
+    job: str | None
+    state: str
+    reason: str | None
+    last_error: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CancelledGroup:
+    """What ``app.cancel_group(id)`` did to the members: how many will not run, run now, had finished."""
+
+    id: str
+    state: str
+    cancelled: int = 0
+    running: int = 0
+    already_finished: int = 0
+
+
+def totals(shards: Iterable[LeaseItem]) -> dict[str, int]:
+    """The shards' counters summed.
+
+    Example:
+        >>> a = LeaseItem(key="a", state=LeaseState.DONE, data={"members_pending": 2, "members_succeeded": 3})
+        >>> totals([a, a])["members_pending"], totals([a, a])["members_expired"]
+        (4, 0)
+    """
+    summed = dict.fromkeys([PENDING, *COUNTERS.values()], 0)
+    for shard in shards:
+        for name in summed:
+            summed[name] += int(shard.get(name) or 0)
+    return summed
+
+
+def final_state(counts: Mapping[str, int]) -> GroupState:
+    """The state a group whose members are all terminal is in."""
+    failed = sum(counts[COUNTERS[o]] for o in COUNTERS if o != JobState.SUCCEEDED.value)
+    return GroupState.SUCCEEDED if failed == 0 else GroupState.COMPLETED_WITH_FAILURES
+
+
+# ---------------------------------------------------------------- counting
+@dataclass(frozen=True, kw_only=True)
+class Count:
+    """One member's terminal outcome, to be counted in its shard (``before``: what was counted already).
+
+    Example:
+        >>> Count(member=MemberOf("g", 0), outcome="succeeded").amend(last=False).above
+        {'members_pending': 1}
+        >>> Count(member=MemberOf("g", 0), outcome="succeeded", before="dead_lettered").amend(last=False).add
+        {'members_succeeded': 1, 'members_dead_lettered': -1}
+    """
+
+    member: MemberOf
+    outcome: str
+    before: str | None = None
+
+    @property
+    def moves(self) -> bool:
+        """It replaces an outcome counted before (a redriven dead letter): nothing pending changes."""
+        return self.before is not None
+
+    def amend(self, *, last: bool) -> Amend:
+        """The shard's update; ``last``: this member empties the shard."""
+        key = shard_key(self.member.group, self.member.shard)
+        add = {COUNTERS[self.outcome]: 1}
+        if self.before is not None:
+            add[COUNTERS[self.before]] = -1
+            return Amend(key=key, add=add)
+        add[PENDING] = -1
+        if last:
+            return Amend(key=key, add=add, expect={PENDING: 1})
+        return Amend(key=key, add=add, above={PENDING: 1})
+
+    def transact(self, record: TransactedOperation, *, last: bool = False) -> Transact:
+        """The record's write and the count, together."""
+        return Transact(ops=(record, self.amend(last=last)))
+
+
+def counted(record: TransactedOperation, outcome: str) -> TransactedOperation:
+    """``record`` marking ``outcome`` as counted (a settled record: only if nothing was counted yet)."""
+    data = {**record.data, "counted_as": outcome}
+    if isinstance(record, Close | Amend):  # settled, not held: the condition is "nothing counted yet"
+        return replace(record, data=data, expect={**record.expect, "counted_as": None})
+    return replace(record, data=data)  # fenced on the lease: only this run writes it
+
+
+def count_written(store: LeaseStore, count: Count, record: TransactedOperation,
+                  log: Any = None) -> tuple[Written, bool]:
+    """Write ``record`` with ``count`` (``record`` marked counted); returns the answer and "the shard emptied".
+
+    The first try expects other members pending in the shard; the member that
+    finds itself the last writes again expecting exactly one. A refusal by the
+    record (a lost fence, counted already) or a store failure is returned as
+    is. A shard that is missing (its group's records expired, or a forged
+    body) counts nothing: the record alone is written, so the job's outcome
+    is never lost.
+    """
+    marked = counted(record, count.outcome)
+    last = False
+    for _ in range(4):
+        answer = store.write(count.transact(marked, last=last))
+        if answer.ok:
+            return answer, last
+        if answer.refused_at != 1 or count.moves or answer.item is None:
+            break
+        pending = answer.item.get(PENDING)
+        if pending == 1 and not last:
+            last = True
+        elif isinstance(pending, int) and pending > 1 and last:
+            last = False
+        else:
+            break
+    if answer.refused_at != 1:
+        return answer, False
+    if log is not None:
+        log.warning("group member not counted: its group's shard is missing or inconsistent",
+                    extra={"group": count.member.group, "shard": count.member.shard, "key": record.key})
+    return store.write(record), False
+
+
+# ---------------------------------------------------------------- records
+class GroupRecords:
+    """A group's records in the idempotency table: written, read, finished, cancelled.
+
+    Example:
+        >>> from sqsjobs import InMemoryStore
+        >>> records = GroupRecords(InMemoryStore(), ttl=86400)
+        >>> records.create("g1", ["a@group:g1", "b@group:g1"], name="demo", callbacks={}, now=0.0)
+        >>> records.status("g1").pending, records.status("g1").state
+        (2, 'running')
+    """
+
+    def __init__(self, store: LeaseStore, *, ttl: float) -> None:
+        self.store = store
+        self.ttl = ttl
+
+    # ------------------------------------------------------------ creating
+    def create(self, group_id: str, keys: list[str], *, name: str | None, callbacks: Mapping[Callback, JobMessage],
+               now: float) -> None:
+        """Write the member lists, the shards, then the head (the group exists once its head does)."""
+        expires_at = expiry(now, self.ttl)
+        shards = shard_count(len(keys))
+        pages = _pages(keys)
+        lists = [Close(key=page_key(group_id, p), now=now, expires_at=expires_at,
+                       data={"members": json.dumps(page, separators=(",", ":"))}) for p, page in enumerate(pages)]
+        sizes = [len(range(s, len(keys), shards)) for s in range(shards)]
+        counters = [Close(key=shard_key(group_id, s), now=now, expires_at=expires_at,
+                          data={"total": size, PENDING: size}) for s, size in enumerate(sizes)]
+        for written in self.store.write_many([*lists, *counters]):
+            _created(written, group_id)
+        head = {"name": name, "group_state": GroupState.RUNNING.value, "total": len(keys), "shards": shards,
+                "member_pages": len(pages), "created_at": now,
+                **{c.value: stored(m) for c, m in callbacks.items()}}
+        _created(self.store.write(Close(key=head_key(group_id), now=now, expires_at=expires_at, data=head)), group_id)
+
+    # ------------------------------------------------------------ reading
+    def head(self, group_id: str) -> LeaseItem | None:
+        """The head record, or None (never enqueued, or expired)."""
+        return self.store.get(head_key(group_id))
+
+    def counts(self, group_id: str, shards: int) -> dict[str, int]:
+        """Every shard's counters, summed (one consistent BatchGetItem)."""
+        return totals(self.store.get_many([shard_key(group_id, s) for s in range(shards)]).values())
+
+    def status(self, group_id: str) -> GroupStatus | None:
+        """The group's counts and state, or None when there is no such group."""
+        if not isinstance(group_id, str):
+            raise GroupError(f"a group id is text, got {type(group_id).__name__}")
+        if not RELATION_ID.fullmatch(group_id):
+            return None
+        head = self.head(group_id)
+        if head is None:
+            return None
+        c = self.counts(group_id, int(head.get("shards") or 1))
+        state = str(head.get("group_state") or GroupState.RUNNING.value)
+        if state == GroupState.RUNNING.value and c[PENDING] == 0:
+            state = final_state(c).value  # all terminal; the member that emptied the last shard is finishing it
+        failed = sum(c[COUNTERS[o]] for o in COUNTERS if o != JobState.SUCCEEDED.value)
+        return GroupStatus(id=group_id, name=head.get("name"), total=int(head.get("total") or 0), pending=c[PENDING],
+                           succeeded=c[COUNTERS[JobState.SUCCEEDED.value]], failed=failed, state=state,
+                           dead_lettered=c[COUNTERS[JobState.DEAD_LETTERED.value]],
+                           cancelled=c[COUNTERS[JobState.CANCELLED.value]],
+                           expired=c[COUNTERS[JobState.EXPIRED.value]], created_at=head.get("created_at"),
+                           finished_at=head.get("finished_at"))
+
+    def member_keys(self, group_id: str) -> list[str]:
+        """Every member's key (the member lists; empty when there is no such group)."""
+        head = self.head(group_id)
+        if head is None:
+            return []
+        found = self.store.get_many([page_key(group_id, p) for p in range(int(head.get("member_pages") or 0))])
+        keys: list[str] = []
+        for p in range(int(head.get("member_pages") or 0)):
+            page = found.get(page_key(group_id, p))
+            keys.extend(json.loads(page.get("members") or "[]") if page is not None else [])
+        return keys
+
+    def failures(self, group_id: str) -> list[MemberFailure]:
+        """The members that reached a terminal outcome other than success, with why."""
+        records = self.store.get_many(self.member_keys(group_id))
+        failed = []
+        for key in sorted(records):
+            item = records[key]
+            outcome = item.get("counted_as") or item.get("outcome")
+            if item.state is not LeaseState.HELD and outcome in COUNTERS and outcome != JobState.SUCCEEDED.value:
+                failed.append(MemberFailure(key=key, job=item.get("job"), state=str(outcome),
+                                            reason=item.get("reason"), last_error=item.get("last_error")))
+        return failed
+
+    # ------------------------------------------------------------ finishing
+    def due(self, group_id: str, now: float) -> tuple[GroupState | None, list[tuple[Callback, str]]]:
+        """Move the head to its final state once no member is pending; returns it and the callbacks not yet sent.
+
+        ``None``: still running (or no such group). A group finished with
+        failures is summed again: a redriven member that succeeded may have
+        made it a success. A cancelled group sends no callback.
+        """
+        for _ in range(3):
+            head = self.head(group_id)
+            if head is None:
+                return None, []
+            state = GroupState(head.get("group_state") or GroupState.RUNNING.value)
+            if state is GroupState.SUCCEEDED or (state is GroupState.CANCELLED and head.get("finished_at")):
+                return state, _unsent(head, state)
+            counts = self.counts(group_id, int(head.get("shards") or 1))
+            if counts[PENDING] > 0:
+                return (None if state is GroupState.RUNNING else state), []
+            target = state if state is GroupState.CANCELLED else final_state(counts)
+            if target is not state or head.get("finished_at") is None:
+                data: dict[str, Any] = {"group_state": target.value, "updated_at": now}
+                if head.get("finished_at") is None:
+                    data["finished_at"] = now
+                moved = self.store.write(Amend(key=head_key(group_id), data=data, expect={"group_state": state.value}))
+                if moved.error is not None:
+                    raise StoreError(moved.error)
+                if not moved.ok:
+                    continue  # another finisher (or a cancel) moved it first: look again
+                head = replace(head, data={**head.data, **data})
+            return target, _unsent(head, target)
+        return None, []
+
+    def mark_sent(self, group_id: str, callback: Callback, now: float) -> None:
+        """Record that ``callback`` was sent (a send repeated after a crash is absorbed by its key)."""
+        self.store.write(Amend(key=head_key(group_id), data={f"{callback.value}_sent": now}))
+
+    # ------------------------------------------------------------ cancelling
+    def cancel(self, group_id: str, *, now: float, reason: str | None) -> CancelledGroup:
+        """Mark the group cancelled and each member's key cancelled (the lifecycle's marker)."""
+        head = self.head(group_id) if RELATION_ID.fullmatch(group_id) else None
+        if head is None:
+            raise GroupError(f"no group {group_id!r}: it was never enqueued, or its records expired")
+        state = GroupState(head.get("group_state") or GroupState.RUNNING.value)
+        if state is not GroupState.RUNNING:
+            return CancelledGroup(id=group_id, state=state.value)
+        moved = self.store.write(Amend(key=head_key(group_id), expect={"group_state": GroupState.RUNNING.value},
+                                       data={"group_state": GroupState.CANCELLED.value, "cancelled_at": now,
+                                             "updated_at": now}))
+        if moved.error is not None:
+            raise StoreError(moved.error)
+        if not moved.ok:
+            return self.cancel(group_id, now=now, reason=reason)
+        expires_at = expiry(now, self.ttl)
+        keys = self.member_keys(group_id)
+        answers = self.store.write_many([cancel_marker(k, now=now, expires_at=expires_at, reason=reason)
+                                         for k in keys])
+        running = [a.key for a in answers if not a.ok and a.item is not None and a.item.held_live(now)]
+        flagged = self.store.write_many([cancel_request(k, now=now) for k in running])
+        errors = [a.error for a in [*answers, *flagged] if a.error is not None]
+        if errors:
+            raise StoreError(f"group {group_id} is cancelled, but {len(errors)} members could not be marked "
+                             f"({errors[0]}); call cancel_group again")
+        cancelled, flagged_running = sum(a.ok for a in answers), sum(a.ok for a in flagged)
+        return CancelledGroup(id=group_id, state=GroupState.CANCELLED.value, cancelled=cancelled,
+                              running=flagged_running, already_finished=len(keys) - cancelled - flagged_running)
+
+
+def _unsent(head: LeaseItem, state: GroupState) -> list[tuple[Callback, str]]:
+    wanted: list[Callback] = []
+    if state in (GroupState.SUCCEEDED, GroupState.COMPLETED_WITH_FAILURES):
+        wanted.append(Callback.ON_COMPLETE)
+    if state is GroupState.SUCCEEDED:
+        wanted.append(Callback.ON_SUCCESS)
+    return [(c, head.get(c.value)) for c in wanted if head.get(c.value) and head.get(f"{c.value}_sent") is None]
+
+
+def _pages(keys: list[str]) -> list[list[str]]:
+    pages: list[list[str]] = [[]]
+    size = 0
+    for key in keys:
+        grow = len(key.encode("utf-8")) + 3
+        if pages[-1] and size + grow > MEMBER_PAGE_BYTES:
+            pages.append([])
+            size = 0
+        pages[-1].append(key)
+        size += grow
+    return pages
+
+
+def _created(written: Written, group_id: str) -> None:
+    if written.error is not None:
+        raise StoreError(f"group {group_id}: could not write its records ({written.error}); nothing was sent")
+    if not written.ok:
+        raise GroupError(f"group {group_id}: its records exist already; start a new group")
+
+
+# ---------------------------------------------------------------- the producer's side
+@dataclass(kw_only=True)
+class Group:
+    """Jobs that run on their own and report together: ``app.group(...)`` builds one.
+
+    ``add`` and ``add_many`` take ``job.message(...)``s of jobs registered on
+    the app and return each member's key (scoped to the group);
+    ``enqueue()`` writes the group's records and sends the members, and
+    returns the group's id. A group's members are fixed once ``enqueue()``
+    was called.
+
+    Example:
+        >>> from sqsjobs import InMemoryStore, JobApp
+        >>> app = JobApp(queue_url="https://sqs.example/q", store=InMemoryStore())
+        >>> @app.job("resize", key="resize:{image_id}")
+        ... def resize(image_id: int) -> None: ...
+        >>> group = app.group(name="thumbnails")
+        >>> group.add(resize.message(image_id=1)) == f"resize:1@group:{group.id}"
+        True
+        >>> group.add(resize.message(image_id=1))
+        Traceback (most recent call last):
+        ...
+        sqsjobs.GroupError: group thumbnails: 'resize:1' is already a member; each member needs its own key
+    """
+
+    app: JobApp = field(repr=False)
+    on_success: JobMessage | None = None
+    on_complete: JobMessage | None = None
+    name: str | None = None
+    id: str = field(default_factory=new_id)
+    _members: list[JobMessage] = field(default_factory=list, init=False, repr=False)
+    _keys: set[str] = field(default_factory=set, init=False, repr=False)
+    _recorded: bool = field(default=False, init=False, repr=False)
+    _unsent: list[JobMessage] | None = field(default=None, init=False, repr=False)
+    #: the members as sent (scoped keys, ``member_of`` in their envelopes), once ``enqueue()`` built them
+    messages: tuple[JobMessage, ...] = field(default=(), init=False)
+
+    def __post_init__(self) -> None:
+        if self.name is not None and (not isinstance(self.name, str) or not 0 < len(self.name) <= MAX_NAME):
+            raise GroupError(f"a group's name is text of 1..{MAX_NAME} characters, got {self.name!r}")
+        self._callbacks: dict[Callback, JobMessage] = {}
+        for kind, message in ((Callback.ON_SUCCESS, self.on_success), (Callback.ON_COMPLETE, self.on_complete)):
+            if message is None:
+                continue
+            job_of(self.app, message, kind.value, GroupError)
+            callback = scoped(message, callback_key(message.key, self.id, kind), kind.value, GroupError)
+            if len(stored(callback).encode("utf-8")) > MAX_CALLBACK_BYTES:
+                raise GroupError(f"{kind.value}: the callback's message is over {MAX_CALLBACK_BYTES} bytes; "
+                                 "pass ids, not data")
+            self._callbacks[kind] = callback
+
+    @property
+    def label(self) -> str:
+        """The name, else the id (for messages)."""
+        return self.name or self.id
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def add(self, message: JobMessage) -> str:
+        """Add one member; returns the key it runs under (``<key>@group:<id>``)."""
+        return self.add_many([message])[0]
+
+    def add_many(self, messages: Iterable[JobMessage]) -> list[str]:
+        """Add members, all or none (a bad one adds nothing); returns their keys."""
+        if self._recorded:
+            raise GroupError(f"group {self.label}: enqueue() was called, and a group's members are fixed then; "
+                             "start a new group with app.group(...)")
+        batch = list(messages)
+        keys: list[str] = []
+        for i, message in enumerate(batch):
+            what = f"member {len(self._members) + i}"
+            job_of(self.app, message, what, GroupError)
+            key = member_key(message.key, self.id)
+            if key in self._keys or key in keys:
+                raise GroupError(f"group {self.label}: {message.key!r} is already a member; "
+                                 "each member needs its own key")
+            scoped(message, key, what, GroupError, member_of=MemberOf(self.id, 0))  # refuse what cannot be sent
+            keys.append(key)
+        self._members.extend(batch)
+        self._keys.update(keys)
+        return keys
+
+    def enqueue(self) -> str:
+        """Write the group's records, then send its members; returns the group's id.
+
+        If SQS refuses some members, ``EnqueueError`` says how many; calling
+        ``enqueue()`` again sends the rest (a member sent twice runs once).
+        """
+        if self._unsent == []:
+            raise GroupError(f"group {self.label} was enqueued already (id {self.id})")
+        if not self._members:
+            raise GroupError(f"group {self.label} has no members; add jobs with group.add(job.message(...)) first")
+        if not self._recorded:
+            shards = shard_count(len(self._members))
+            self.messages = tuple(
+                scoped(m, member_key(m.key, self.id), f"member {i}", GroupError,
+                       member_of=MemberOf(self.id, i % shards)) for i, m in enumerate(self._members))
+            GroupRecords(self.app.store, ttl=self.app.settings.record_ttl).create(
+                self.id, [m.key for m in self.messages], name=self.name, callbacks=self._callbacks,
+                now=self.app.clock())
+            self._recorded = True
+            self._unsent = list(self.messages)
+        pending = self._unsent or []
+        report = self.app.enqueue_many(pending)
+        self._unsent = [pending[f.index] for f in report.failed]
+        if self._unsent:
+            first = report.failed[0]
+            raise EnqueueError(f"group {self.label}: {len(self._unsent)} of {len(self.messages)} members were not "
+                               f"sent ({first.code}: {first.message}); call enqueue() again to send them")
+        return self.id
