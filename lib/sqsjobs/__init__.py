@@ -39,7 +39,8 @@ from sqsjobs._settings import Settings
 from sqsjobs.enqueue._message import JobMessage
 from sqsjobs.enqueue._producer import EnqueueReport
 from sqsjobs.schedules._receipt import ScheduledJob
-from sqsjobs.store._lease import InMemoryStore, LeaseStore
+from sqsjobs.store._lease import LeaseStore
+from sqsjobs.store._memory import InMemoryStore
 from sqsjobs.worker._budget import time_left
 from sqsjobs.worker._cancellation import cancel_requested
 from sqsjobs.worker._delivery import BatchResult, Outcome

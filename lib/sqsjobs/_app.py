@@ -874,17 +874,44 @@ class JobApp:
 
     @property
     def processor(self) -> Any:
-        """The batch processor (built once per cold start)."""
+        """The batch consumer (built once per cold start), with every feature's stage plugged in."""
         if self._processor is None:
-            from sqsjobs.worker._consumer import JobBatchProcessor
+            from sqsjobs.flow._stage import LimitsStage
+            from sqsjobs.worker._cancellation import CancellationStage
+            from sqsjobs.worker._consumer import Consumer
+            from sqsjobs.worker._expiry import ExpiryStage
+            from sqsjobs.worker._fifo import FifoOrderStage
+            from sqsjobs.worker._time_limit import TimeLimitStage
+            from sqsjobs.workflows._stage import WorkflowStage
 
-            self._processor = JobBatchProcessor(
+            stages = [
+                ExpiryStage(record_ttl=self.settings.record_ttl, clock=self.clock),
+                FifoOrderStage(),
+                LimitsStage(store=self.store, limiters=self.limiters, clock=self.clock, sleep=self.sleep,
+                            logger=self.logger),
+                CancellationStage(self.store),
+                TimeLimitStage(),
+                WorkflowStage(store=self.store, send=self._send_followups, record_ttl=self.settings.record_ttl,
+                              clock=self.clock, logger=self.logger),
+            ]
+            self._processor = Consumer(
                 settings=self.settings, jobs=self.jobs, store=self.store, sqs=lambda: self.sqs, clock=self.clock,
-                random=self.random, logger=self.logger, emit=self.emit_metrics, limiters=self.limiters,
-                sleep=self.sleep,
-                schedules=self.one_time_schedules if self.settings.schedule_group else None,
+                random=self.random, logger=self.logger, emit=self.emit_metrics, stages=stages, sleep=self.sleep,
+                schedules=(lambda: self.one_time_schedules) if self.settings.schedule_group else None,
             )
         return self._processor
+
+    def _send_followups(self, messages: Any) -> list[bool]:
+        """Send a group's callbacks or a chain's next steps; whether each was sent."""
+        batch = list(messages)
+        if not batch:
+            return []
+        report = self.dispatcher.send_many(batch)
+        failed = {f.index for f in report.failed}
+        for entry in report.failed:
+            self.logger.error("could not send a callback or a chain's next step",
+                              extra={"key": entry.key, "error": f"{entry.code}: {entry.message}"})
+        return [i not in failed for i in range(len(batch))]
 
 
 def _exception_classes(job: str, label: str, kinds: Any) -> tuple[type[Exception], ...]:

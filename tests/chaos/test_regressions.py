@@ -36,7 +36,7 @@ def _copies_app() -> tuple[Any, Any]:
     from fuzz.strategies import RecordingSQS
 
     from sqsjobs import JobApp
-    from sqsjobs.store._lease import InMemoryStore
+    from sqsjobs.store._memory import InMemoryStore
 
     sqs = RecordingSQS()
     app = JobApp(queue_url="https://sqs.us-east-1.amazonaws.com/1/q", dlq_url="https://sqs.us-east-1.amazonaws.com/1/d",

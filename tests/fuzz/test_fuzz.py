@@ -37,7 +37,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqsjobs import JobApp, Outcome, PermanentError, RetryableError
-from sqsjobs.store._lease import InMemoryStore, LeaseState, LeaseStore
+from sqsjobs.store._lease import LeaseState, LeaseStore
+from sqsjobs.store._memory import InMemoryStore
 from sqsjobs.testing import FakeContext
 from sqsjobs.worker._dead_letters import Reason
 

@@ -61,7 +61,7 @@ def test_an_unknown_job_with_an_unsendable_name_still_reaches_the_dlq_with_its_r
     # sqsjobs.job made every DLQ send fail, so the message cycled until the queue's own redrive
     # policy moved it to the DLQ without any reason.
     from sqsjobs import JobApp
-    from sqsjobs.store._lease import InMemoryStore
+    from sqsjobs.store._memory import InMemoryStore
 
     sqs = RecordingSQS()
     app = JobApp(queue_url="https://sqs.us-east-1.amazonaws.com/1/q", dlq_url="https://sqs.us-east-1.amazonaws.com/1/d",
@@ -76,7 +76,7 @@ def test_an_unknown_job_with_an_unsendable_name_still_reaches_the_dlq_with_its_r
 
 def test_a_copy_of_a_dead_lettered_key_in_the_same_batch_is_not_counted_as_done() -> None:
     from sqsjobs import JobApp, PermanentError
-    from sqsjobs.store._lease import InMemoryStore
+    from sqsjobs.store._memory import InMemoryStore
 
     sqs = RecordingSQS()
     app = JobApp(queue_url="https://sqs.us-east-1.amazonaws.com/1/q", dlq_url="https://sqs.us-east-1.amazonaws.com/1/d",

@@ -107,6 +107,13 @@ def test_a_token_admits_one_start_per_window_across_invocations(make_app: Any, c
         assert sum(1 for s in starts if first <= s <= first + 2.0) <= 4
 
 
+def limiter_memory(app: Any) -> Any:
+    """What the worker's limits stage learned of its limiters (flow/_stage.py)."""
+    from sqsjobs.flow._stage import LimitsStage
+
+    return next(s for s in app.processor.stages.stages if isinstance(s, LimitsStage)).memory
+
+
 def test_ten_limited_jobs_cost_one_extra_round_trip_and_a_batch_without_any_costs_none(
         make_app: Any, aws: Any) -> None:
     app = make_app()
@@ -119,7 +126,7 @@ def test_ten_limited_jobs_cost_one_extra_round_trip_and_a_batch_without_any_cost
     def plain(n: int) -> None: ...
 
     # A warm container whose batches start their jobs 10 ms after the take: its tokens cover that, no more.
-    memory = app.processor.limiter_memory
+    memory = limiter_memory(app)
     memory.lag, memory.lag_deviation = 0.01, 0.005
     # Calls of one wave of ten are held until all ten arrived: they overlap however late their threads run.
     recorder = CallRecorder(aws.dynamodb, wave=10)
@@ -146,7 +153,7 @@ def test_a_job_starting_after_its_token_covers_waits_and_one_starting_early_give
         ran.append(n)
         clock.advance(work)
 
-    memory = app.processor.limiter_memory
+    memory = limiter_memory(app)
     taken = clock()
     result = app.process_batch(sqs_event([body(email, n=0, work=0.3), body(email, n=1)]))
     # A fresh process allows 0.22 s after the take for its jobs to start: n=1, 0.3 s later, is past what its
@@ -173,7 +180,7 @@ def test_a_token_taken_before_its_window_ends_waits_for_it_briefly_or_not_at_all
     def email(n: int) -> None:
         starts.append(clock())
 
-    memory = app.processor.limiter_memory
+    memory = limiter_memory(app)
     app.process_batch(sqs_event([body(email, n=0)]))
     # Batches of this container start their jobs about 0.5 s after the take: it takes a token that much before
     # the previous window ends, and does its claims meanwhile.

@@ -61,7 +61,7 @@ def test_two_jobs_sharing_a_key_do_not_swallow_each_other(make_app: Any, aws: An
     assert delivery.outcome is Outcome.DEAD_LETTERED and ran == ["welcome"]
     (dead,) = messages_in(aws.sqs, aws.dlq_url)
     assert attr(dead, ATTR_REASON) == "key_conflict"
-    assert "already belongs to job 'welcome-email'" in (attr(dead, "sqsjobs.error_message") or "")
+    assert "belongs to job 'welcome-email'" in (attr(dead, "sqsjobs.error_message") or "")
 
 
 def test_reserved_keys_can_never_be_claimed_from_a_message_or_an_enqueue(make_app: Any, aws: Any) -> None:

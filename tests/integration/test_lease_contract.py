@@ -23,13 +23,13 @@ from sqsjobs.store._lease import (
     Close,
     Complete,
     HandOver,
-    InMemoryStore,
     LeaseState,
     LeaseStore,
     Release,
     Renew,
     Transact,
 )
+from sqsjobs.store._memory import InMemoryStore
 from sqsjobs.worker import _job_records as guard
 from sqsjobs.worker._job_records import Claim, ClaimResult, JobState, Verdict
 from sqsjobs.workflows._chunked import RunStore
@@ -184,6 +184,14 @@ def test_a_fingerprint_of_the_same_version_must_match(store: LeaseStore) -> None
     assert store.get("k").fingerprint == "f2"
 
 
+def test_a_record_of_another_job_refuses_the_acquire_whatever_the_versions(store: LeaseStore) -> None:
+    acquire(store, "k", "a", job="charge-card", fingerprint="f1", fp_version=1, data={"job": "charge-card"})
+    store.write(Release(key="k", owner="a", expires_at=NOW + TTL))
+    refused = acquire(store, "k", "b", job="ship-order", fingerprint="f2", fp_version=2)
+    assert refused.refused and refused.item.get("job") == "charge-card"
+    assert acquire(store, "k", "b", job="charge-card", fingerprint="f1", fp_version=2).ok
+
+
 def test_a_message_that_was_dead_lettered_is_not_acquired_again(store: LeaseStore) -> None:
     acquire(store, "k", "a")
     store.write(Release(key="k", owner="a", expires_at=NOW + TTL, data={"dead_letter_of": "m-1"}))
@@ -234,6 +242,22 @@ def test_amend_adds_to_counters_and_sets_fields_when_its_expectations_hold(store
     assert store.get("shard").get("name") == "x"
     assert store.write(Amend(key="shard", data={"name": None})).ok  # only removes a field
     assert store.get("shard").get("name") is None
+
+
+def test_amend_counts_a_number_once_with_sets_and_answers_the_item_it_made(store: LeaseStore) -> None:
+    store.write(Close(key="shard", now=NOW, expires_at=NOW + TTL, data={"members_pending": 2}))
+    once = Amend(key="shard", add={"members_pending": -1, "members_dead_lettered": 1}, not_in_set={"counted": 7},
+                 add_to_set={"counted": 7, "failed": 7})
+    made = store.write(once)
+    assert made.ok and made.item.get("members_pending") == 1 and made.item.get("counted") == frozenset({7})
+    again = store.write(once)
+    assert again.refused and again.item.get("counted") == frozenset({7}) and again.item.get("members_pending") == 1
+    moved = store.write(Amend(key="shard", add={"members_dead_lettered": -1, "members_succeeded": 1},
+                              in_set={"failed": 7}, delete_from_set={"failed": 7}))
+    assert moved.ok and moved.item.get("failed") is None and moved.item.get("members_succeeded") == 1
+    assert store.write(Amend(key="shard", add={"members_succeeded": 1}, in_set={"failed": 7},
+                             delete_from_set={"failed": 7})).refused  # moved once only
+    assert store.get("shard").get("counted") == frozenset({7})
 
 
 def test_a_transaction_writes_everything_or_nothing(store: LeaseStore) -> None:

@@ -19,8 +19,8 @@ from sqsjobs._tracing import current_trace_id
 from sqsjobs.enqueue._message import ATTR_RESENDS, ATTR_TRACE_ID
 from sqsjobs.store._lease import LeaseState
 from sqsjobs.testing import given_attempts, messages_in, queue_arn, receive_event, sqs_event
-from sqsjobs.worker._consumer import MAX_RESENDS
 from sqsjobs.worker._dead_letters import ATTR_ATTEMPTS, ATTR_ERROR_MESSAGE, ATTR_ERROR_TYPE, ATTR_REASON
+from sqsjobs.worker._decision import MAX_RESENDS
 from sqsjobs.worker._time_limit import TIME_LIMIT_REPEAT, TimeLimit
 
 

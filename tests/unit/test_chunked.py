@@ -9,7 +9,8 @@ import pytest
 
 from sqsjobs import ConfigurationError, EnqueueError, JobApp, PermanentError, RetryableError
 from sqsjobs.enqueue._message import JobMessage
-from sqsjobs.store._lease import InMemoryStore, LeaseState
+from sqsjobs.store._lease import LeaseState
+from sqsjobs.store._memory import InMemoryStore
 
 
 @pytest.fixture

@@ -335,11 +335,13 @@ def delivery() -> Delivery:
 
 
 def test_a_retry_too_long_for_sqs_moves_to_schedule_then_leaves_or_returns() -> None:
+    from sqsjobs.worker._decision import Action, Decision
+
     scheduled, failed = delivery(), delivery()
     for d in (scheduled, failed):
         d._move(State.DECODED)
         d._move(State.CLAIMED)
-        d.to_return(Outcome.RETRY, delay=172_800)
+        d.decided(Decision(action=Action.SCHEDULE, outcome=Outcome.RETRY, delay=172_800, ran=True))
         d.to_schedule("retry-abc")
     scheduled.finished()
     failed.finished(sent=False, why="AccessDenied")
@@ -349,7 +351,7 @@ def test_a_retry_too_long_for_sqs_moves_to_schedule_then_leaves_or_returns() -> 
 
 def test_only_a_record_going_back_may_be_scheduled() -> None:
     d = delivery()
-    with pytest.raises(IllegalTransition, match="received -> to_schedule"):
+    with pytest.raises(IllegalTransition, match="received is not a delivery to schedule"):
         d.to_schedule("retry-abc")
 
 

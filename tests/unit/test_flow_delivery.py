@@ -10,6 +10,7 @@ import pytest
 from sqsjobs.enqueue._message import ATTR_RESENDS
 from sqsjobs.testing import DEFAULT_ARN, DEFAULT_FIFO_ARN, sqs_record
 from sqsjobs.worker._consumer import resend_entry
+from sqsjobs.worker._decision import Decision, Ending, Facts, decide
 from sqsjobs.worker._delivery import Delivery, IllegalTransition, Outcome, State
 
 
@@ -35,30 +36,34 @@ def test_a_standard_queues_group_id_is_a_tenant_and_a_fifo_queues_an_order() -> 
         sqs_record({}, group_id="a", tenant="b")
 
 
+def deferral(limiter: str, delay: float) -> Decision:
+    return decide(Facts(ending=Ending.DEFERRED, wait=delay, limiter=limiter))
+
+
 def test_a_deferral_goes_back_from_decoded_or_claimed_and_nowhere_else() -> None:
     before_claim = decoded()
-    before_claim.deferred("ses", delay=2)
+    before_claim.decided(deferral("ses", 2))
     assert (before_claim.state, before_claim.outcome, before_claim.deferred_by, before_claim.delay) == (
         State.TO_RETURN, Outcome.DEFERRED, "ses", 2)
     claimed = decoded()
     claimed.claimed(attempt=1, took_over=False, previous=None)
-    claimed.deferred("pdf", delay=1)
+    claimed.decided(deferral("pdf", 1))
     assert claimed.outcome is Outcome.DEFERRED and claimed.holds_lease
     done = decoded()
-    done.to_ack(Outcome.DUPLICATE)
-    with pytest.raises(IllegalTransition, match="to_ack -> to_return is not a legal move"):
-        done.deferred("ses", delay=1)
+    done.decided(decide(Facts(ending=Ending.DUPLICATE)))
+    with pytest.raises(IllegalTransition, match="decided twice"):
+        done.decided(deferral("ses", 1))
 
 
 def test_a_deferred_resend_keeps_its_delay_and_tenant_and_counts_no_resend() -> None:
     d = decoded(tenant="acme", attributes={ATTR_RESENDS: "3"})
-    d.deferred("ses", delay=7)
+    d.decided(deferral("ses", 7))
     entry = resend_entry(d, "0", fifo=False)
     assert entry["DelaySeconds"] == 7 and entry["MessageGroupId"] == "acme"
     assert entry["MessageAttributes"][ATTR_RESENDS]["StringValue"] == "3"
     waited = decoded()
-    waited.to_return(Outcome.UNSTARTED, delay=0)
+    waited.decided(decide(Facts(ending=Ending.NO_TIME)))
     assert resend_entry(waited, "0", fifo=False)["MessageAttributes"][ATTR_RESENDS]["StringValue"] == "1"
     fresh = decoded()
-    fresh.deferred("ses", delay=1)
+    fresh.decided(deferral("ses", 1))
     assert ATTR_RESENDS not in resend_entry(fresh, "0", fifo=False)["MessageAttributes"]

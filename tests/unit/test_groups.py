@@ -11,16 +11,15 @@ from botocore.stub import Stubber
 from sqsjobs import ChainError, GroupError, InMemoryStore, JobApp, JobMessage, chain
 from sqsjobs.enqueue._envelope import MemberOf
 from sqsjobs.store._dynamodb import DynamoDBStore
-from sqsjobs.store._lease import Acquire, Close, Complete, LeaseState, Release, Transact
+from sqsjobs.store._lease import Close, LeaseState, Transact
 from sqsjobs.workflows._groups import (
     MEMBERS_PER_SHARD,
     Callback,
     Count,
     GroupRecords,
     GroupState,
-    count_written,
+    count,
     head_key,
-    member_key,
     shard_count,
     shard_key,
 )
@@ -84,7 +83,7 @@ def test_add_many_adds_all_or_nothing_and_refuses_a_key_twice(app: JobApp) -> No
     with pytest.raises(GroupError, match="member 1 must be a job message"):
         group.add_many([app.message("resize", n=1), 7])  # type: ignore[list-item]
     assert len(group) == 0
-    assert group.add_many([app.message("resize", n=1)]) == [member_key("resize:1", group.id)]
+    assert group.add_many([app.message("resize", n=1)]) == ["resize:1"]  # the key the job declares
 
 
 @pytest.mark.parametrize("callback", ["report:1", 7, {"job": "report"}])
@@ -116,8 +115,8 @@ def test_adding_after_enqueue_is_refused(app: JobApp, monkeypatch: pytest.Monkey
                         EnqueueReport(message_ids={i: f"m{i}" for i in range(len(sent[-1]))}, calls=1))
     group = app.group()
     group.add(app.message("resize", n=1))
-    group_id = group.enqueue()
-    assert [m.key for m in sent[0]] == [member_key("resize:1", group_id)]
+    group.enqueue()
+    assert [m.key for m in sent[0]] == ["resize:1"]
     with pytest.raises(GroupError, match="enqueue\\(\\) was called, and a group's members are fixed then"):
         group.add(app.message("resize", n=2))
     with pytest.raises(GroupError, match="was enqueued already"):
@@ -144,7 +143,7 @@ def test_a_partly_sent_group_sends_the_rest_when_enqueued_again(app: JobApp, mon
     with pytest.raises(EnqueueError, match=r"1 of 2 members were not sent .*call enqueue\(\) again"):
         group.enqueue()
     assert group.enqueue() == group.id
-    assert calls[1] == [member_key("resize:2", group.id)]
+    assert calls[1] == ["resize:2"]
 
 
 def test_group_status_of_an_unknown_or_malformed_id_is_none_and_of_a_non_text_id_an_error(app: JobApp) -> None:
@@ -169,9 +168,10 @@ def test_chains_refuse_no_steps_and_steps_of_no_app(app: JobApp) -> None:
         chain(app.message("reindex", run_id="r", cursor=0))
 
 
-def test_a_step_twice_in_a_chain_runs_twice(app: JobApp) -> None:
-    steps = chain(app.message("resize", n=1), app.message("resize", n=1)).messages
-    assert steps[0].key != steps[1].key and all(re.search(r"@chain:[0-9a-f]{32}:\d$", s.key) for s in steps)
+def test_a_step_runs_under_the_key_its_job_declares(app: JobApp) -> None:
+    steps = chain(app.message("resize", n=1), app.message("resize", n=2)).messages
+    assert [s.key for s in steps] == ["resize:1", "resize:2"]
+    assert not any(re.search(r"@chain:", s.body) for s in steps)
 
 
 # ---------------------------------------------------------------- counting
@@ -180,45 +180,50 @@ def test_shards_hold_at_most_a_hundred_members() -> None:
     assert shard_count(10**7) == 100
 
 
-def held(store: InMemoryStore, key: str) -> Complete:
-    store.write(Acquire(key=key, owner="me", now=0.0, lease_until=60.0, expires_at=9e9))
-    return Complete(key=key, owner="me", expires_at=9e9, data={"outcome": "succeeded"})
+def member(i: int, shard: int = 0) -> MemberOf:
+    return MemberOf("g", shard, i)
 
 
-def test_the_shards_last_member_is_told_it_emptied_it() -> None:
+def test_the_shards_last_member_is_told_it_settled_it() -> None:
     store = InMemoryStore()
     records = GroupRecords(store, ttl=9e9)
     records.create("g", [f"k{i}" for i in range(3)], name=None, callbacks={}, now=0.0)  # one shard of 3
-    answers = [count_written(store, Count(member=MemberOf("g", 0), outcome="succeeded"), held(store, f"k{i}"))
-               for i in range(3)]
-    assert [(a.ok, emptied) for a, emptied in answers] == [(True, False), (True, False), (True, True)]
-    assert [store.get(f"k{i}").get("counted_as") for i in range(3)] == ["succeeded"] * 3
-    # A repeat is refused by the record's fence: counted nothing.
-    again, emptied = count_written(store, Count(member=MemberOf("g", 0), outcome="succeeded"),
-                                   Complete(key="k0", owner="me", expires_at=9e9, data={"outcome": "succeeded"}))
-    assert again.refused_at == 0 and not emptied
+    answers = [count(store, Count(member=member(i), outcome="succeeded")) for i in range(3)]
+    assert [(a.changed, a.settled) for a in answers] == [(True, False), (True, False), (True, True)]
+    # A repeat (a duplicate, a redelivery) counts nothing, and tells the shard is settled.
+    again = count(store, Count(member=member(0), outcome="succeeded"))
+    assert (again.changed, again.settled, again.error) == (False, True, None)
     assert records.status("g").succeeded == 3
+    assert store.get(shard_key("g", 0)).get("counted") == frozenset({0, 1, 2})
 
 
-def test_a_missing_shard_still_writes_the_record() -> None:
+def test_a_missing_shard_counts_nothing_and_fails_nothing() -> None:
     store = InMemoryStore()
-    answer, emptied = count_written(store, Count(member=MemberOf("gone", 4), outcome="succeeded"), held(store, "k"))
-    assert answer.ok and not emptied and store.get("k").state is LeaseState.DONE
-    assert store.get("k").get("counted_as") is None
+    answer = count(store, Count(member=MemberOf("gone", 4, 9), outcome="succeeded"))
+    assert (answer.changed, answer.settled, answer.error) == (False, False, None)
 
 
-def test_a_redriven_member_moves_its_count() -> None:
+def test_a_redriven_member_moves_its_count_once() -> None:
     store = InMemoryStore()
     records = GroupRecords(store, ttl=9e9)
     records.create("g", ["k"], name=None, callbacks={}, now=0.0)
-    held(store, "k")
-    dead = Release(key="k", owner="me", expires_at=9e9, data={"outcome": "dead_lettered"})
-    count_written(store, Count(member=MemberOf("g", 0), outcome="dead_lettered"), dead)
+    assert count(store, Count(member=member(0), outcome="dead_lettered")).settled
     assert records.status("g").state == GroupState.COMPLETED_WITH_FAILURES
-    answer, _ = count_written(store, Count(member=MemberOf("g", 0), outcome="succeeded", before="dead_lettered"),
-                              held(store, "k"))
+    moved = count(store, Count(member=member(0), outcome="succeeded"))
     status = records.status("g")
-    assert answer.ok and (status.succeeded, status.dead_lettered, status.pending) == (1, 0, 0)
+    assert moved.changed and (status.succeeded, status.dead_lettered, status.pending) == (1, 0, 0)
+    again = count(store, Count(member=member(0), outcome="succeeded"))
+    assert not again.changed and records.status("g").succeeded == 1
+
+
+def test_a_count_the_store_refuses_is_an_error_to_retry() -> None:
+    from sqsjobs.testing.flaky_store import FlakyStore
+
+    store = FlakyStore()
+    GroupRecords(store, ttl=9e9).create("g", ["k"], name=None, callbacks={}, now=0.0)
+    store.fail(lambda op: op.key.startswith("group#"), times=1)
+    assert count(store, Count(member=member(0), outcome="succeeded")).error is not None
+    assert count(store, Count(member=member(0), outcome="succeeded")).changed
 
 
 def test_due_finishes_once_and_lists_each_callback_until_it_is_marked_sent(app: JobApp) -> None:
@@ -227,7 +232,7 @@ def test_due_finishes_once_and_lists_each_callback_until_it_is_marked_sent(app: 
     callbacks = {c: app.message("report", run=c.value) for c in Callback}
     records.create("g", ["k"], name=None, callbacks=callbacks, now=0.0)
     assert records.due("g", 1.0) == (None, [])
-    count_written(store, Count(member=MemberOf("g", 0), outcome="succeeded"), held(store, "k"))
+    count(store, Count(member=member(0), outcome="succeeded"))
     state, due = records.due("g", 2.0)
     assert state is GroupState.SUCCEEDED and sorted(c.value for c, _ in due) == ["on_complete", "on_success"]
     assert restored(dict(due)[next(iter(dict(due)))]).job == "report"
@@ -278,7 +283,7 @@ def test_a_transaction_cancelled_by_a_conflict_is_sent_again() -> None:
 def test_shard_keys_are_reserved(app: JobApp) -> None:
     from sqsjobs.store._lease import is_reserved
 
-    assert is_reserved(shard_key("g", 0)) and is_reserved(head_key("g")) and not is_reserved(member_key("k", "g"))
+    assert is_reserved(shard_key("g", 0)) and is_reserved(head_key("g")) and not is_reserved("k")
 
 
 @pytest.mark.parametrize("name", ["sqsjobs.workflows._groups", "sqsjobs.workflows._chains",

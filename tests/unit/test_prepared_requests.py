@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from pynamodb.expressions.operand import Value
 
 from sqsjobs.store import _dynamodb as dynamodb_store
-from sqsjobs.store._dynamodb import _values, prepare
+from sqsjobs.store import _rules as r
+from sqsjobs.store._dynamodb import prepare
 from sqsjobs.store._lease import Acquire, Amend, Annotate, Close, Complete, HandOver, LeaseState, Operation, Release
 
 texts = st.text(min_size=1, max_size=30).filter(lambda s: "\x00" not in s)
@@ -18,14 +19,22 @@ times = st.floats(min_value=0, max_value=4e9, allow_nan=False) | st.integers(min
 data = st.dictionaries(st.sampled_from(["job", "outcome", "last_error", "cursor"]), texts | st.none(), max_size=3)
 expect = st.dictionaries(st.sampled_from(["status", "counted_as", "group_state"]), texts | st.none(), max_size=2)
 counters = st.sampled_from(["members_pending", "members_succeeded", "members_expired"])
+sets = st.sampled_from(["counted", "failed"])
 
 
 def per_call(op: Operation, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """What pynamodb builds when the values go straight into the expressions (no prepared shape)."""
-    values = _values(op)
+    values = op.values()
+
+    def direct(attribute: Any, operand: r.Operand, *, element: bool = False) -> Any:
+        value = operand.value if isinstance(operand, r.Const) else values[operand.name]
+        if element:
+            return value  # Path.contains serializes it as one of the set's numbers
+        return Value({value} if attribute.attr_type == "NS" else value, attribute=attribute)
+
     with monkeypatch.context() as patched:
-        patched.setattr(dynamodb_store, "param", lambda attribute, name: Value(values[name], attribute=attribute))
-        built = prepare(op)
+        patched.setattr(dynamodb_store, "_operand", direct)
+        built = prepare(op.rule())
     return built.bind("t", op.key, {})
 
 
@@ -39,7 +48,10 @@ ops = st.one_of(
     st.builds(Close, key=texts, now=times, expires_at=times, state=st.sampled_from(list(LeaseState)), data=data,
               expect=expect),
     st.builds(Amend, key=texts, add=st.dictionaries(counters, st.integers(-3, 3), min_size=1, max_size=2), data=data,
-              expect=expect, above=st.dictionaries(counters, st.integers(0, 3), max_size=2)),
+              expect=expect, above=st.dictionaries(counters, st.integers(0, 3), max_size=2),
+              in_set=st.dictionaries(sets, st.integers(0, 99), max_size=1),
+              not_in_set=st.dictionaries(sets, st.integers(0, 99), max_size=1),
+              add_to_set=st.dictionaries(sets, st.integers(0, 99), max_size=1)),
     st.builds(Annotate, key=texts, now=times, data=data),
 )
 
@@ -49,20 +61,20 @@ ops = st.one_of(
 def test_a_bound_request_equals_the_one_pynamodb_builds_per_call(op: Operation) -> None:
     with pytest.MonkeyPatch.context() as monkeypatch:
         expected = per_call(op, monkeypatch)
-    assert prepare(op).bind("t", op.key, _values(op)) == expected
+    assert prepare(op.rule()).bind("t", op.key, op.values()) == expected
 
 
 def test_a_request_is_built_once_per_shape() -> None:
     store = dynamodb_store.DynamoDBStore(client=None, table_name="t")  # type: ignore[arg-type]
     first = Complete(key="a", owner="o", expires_at=1.0, data={"outcome": "succeeded"})
     second = Complete(key="b", owner="p", expires_at=2.0, data={"outcome": "succeeded"})
-    assert store._prepare(first) is store._prepare(second)
-    assert store._prepare(Complete(key="c", owner="o", expires_at=1.0, data={"result": "1"})) is not \
-        store._prepare(first)
+    assert store._prepare(first.rule()) is store._prepare(second.rule())
+    assert store._prepare(Complete(key="c", owner="o", expires_at=1.0, data={"result": "1"}).rule()) is not \
+        store._prepare(first.rule())
 
 
 def test_unknown_data_fields_are_refused_when_the_request_is_built() -> None:
     with pytest.raises(ValueError, match="not a data field"):
-        prepare(Complete(key="k", owner="o", expires_at=1.0, data={"colour": "red"}))
+        prepare(Complete(key="k", owner="o", expires_at=1.0, data={"colour": "red"}).rule())
     with pytest.raises(ValueError, match="not a data field"):
-        prepare(Complete(key="k", owner="o", expires_at=1.0, data={"owner": "x"}))
+        prepare(Complete(key="k", owner="o", expires_at=1.0, data={"owner": "x"}).rule())

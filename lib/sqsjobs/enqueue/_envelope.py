@@ -34,23 +34,32 @@ MAX_KEY_BYTES = 2048
 RELATION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 #: the largest shard or step index a body may name
 MAX_INDEX = 9999
+#: a member's place in its group (groups are created with at most this many members)
+MAX_MEMBER_INDEX = 10_000_000
 
 
 @dataclass(frozen=True)
 class MemberOf:
-    """The job group a message belongs to, and the counter shard its outcome is counted in.
+    """The job group a message belongs to, the counter shard its outcome is counted in, and its place in the group.
+
+    ``index`` identifies the member in its shard's count (``workflows/_groups.py``);
+    a message written before members had one reads as ``None``.
 
     Example:
-        >>> MemberOf("3f2a9c", 2).wire()
-        {'group': '3f2a9c', 'shard': 2}
+        >>> MemberOf("3f2a9c", 2, 12).wire()
+        {'group': '3f2a9c', 'shard': 2, 'index': 12}
     """
 
     group: str
     shard: int
+    index: int | None = None
 
     def wire(self) -> dict[str, Any]:
         """The envelope's ``member_of`` object."""
-        return {"group": self.group, "shard": self.shard}
+        wire: dict[str, Any] = {"group": self.group, "shard": self.shard}
+        if self.index is not None:
+            wire["index"] = self.index
+        return wire
 
 
 @dataclass(frozen=True)
@@ -167,7 +176,7 @@ class Envelope:
         if expires_in is not None and (isinstance(expires_in, bool) or not isinstance(expires_in, int | float)
                                        or not expires_in > 0):
             raise MalformedMessageError("'expires_in' must be a positive number of seconds")
-        member = _relation(data.get("member_of"), "member_of", "group", "shard")
+        member = _relation(data.get("member_of"), "member_of", "group", "shard", optional="index")
         step = _relation(data.get("step_of"), "step_of", "chain", "step")
         # A missing key is filled in by the consumer from the job's key template.
         return cls(job=job, key=key or "", args=args, job_version=job_version, enqueued_at=enqueued_at,
@@ -175,18 +184,26 @@ class Envelope:
                    step_of=None if step is None else StepOf(*step), v=version)
 
 
-def _relation(value: Any, name: str, id_name: str, index_name: str) -> tuple[str, int] | None:
-    """``member_of``/``step_of``: null, or an object of exactly an id and an index."""
+def _relation(value: Any, name: str, id_name: str, index_name: str,
+              optional: str | None = None) -> tuple[Any, ...] | None:
+    """``member_of``/``step_of``: null, or an object of exactly an id and an index (and the ``optional`` one)."""
     if value is None:
         return None
-    if not isinstance(value, dict) or set(value) != {id_name, index_name}:
-        raise MalformedMessageError(f"'{name}' must be an object of exactly {id_name!r} and {index_name!r}")
+    allowed = {id_name, index_name} | ({optional} if optional else set())
+    if not isinstance(value, dict) or not {id_name, index_name} <= set(value) <= allowed:
+        raise MalformedMessageError(f"'{name}' must be an object of exactly {id_name!r} and {index_name!r}"
+                                    + (f" (and {optional!r})" if optional else ""))
     ident, index = value[id_name], _integer(value[index_name])
     if not isinstance(ident, str) or not RELATION_ID.fullmatch(ident):
         raise MalformedMessageError(f"'{name}.{id_name}' must be 1..64 letters, digits, '-' or '_'")
     if index is None or not 0 <= index <= MAX_INDEX:
         raise MalformedMessageError(f"'{name}.{index_name}' must be an integer within 0..{MAX_INDEX}")
-    return ident, index
+    if optional is None:
+        return ident, index
+    extra = _integer(value[optional]) if optional in value else None
+    if optional in value and (extra is None or not 0 <= extra <= MAX_MEMBER_INDEX):
+        raise MalformedMessageError(f"'{name}.{optional}' must be an integer within 0..{MAX_MEMBER_INDEX}")
+    return ident, index, extra
 
 
 def _reject_constant(name: str) -> Any:

@@ -25,6 +25,9 @@ ATTR_JOB = "sqsjobs.job"
 ATTR_TRACE_ID = "sqsjobs.trace_id"
 #: set by the worker on a message it re-sent instead of letting SQS's redrive move it
 ATTR_RESENDS = "sqsjobs.resends"
+#: on a finish copy (worker/_decision.py): the lease of the run that succeeded, and the result it stored
+ATTR_FINISH = "sqsjobs.finish"
+ATTR_RESULT = "sqsjobs.result"
 #: SQS's largest DelaySeconds; longer delays need a scheduler, not a queue.
 MAX_DELAY_SECONDS = 900
 #: the queue a job goes to unless it names another (``SQSJOBS_QUEUE_URL``; ``sqsjobs.enqueue._routing``)

@@ -1,17 +1,19 @@
-"""Leases on a DynamoDB table: each operation one conditional ``UpdateItem``.
+"""Leases on a DynamoDB table: each operation one conditional ``UpdateItem``, rendered from its rule.
 
-Requests are *prepared*: the table's pynamodb model (``records.TableItem``)
-builds each operation's update and condition expressions once, through its
-public attribute and condition API, with named parameters where the values go
-(``Param``); every call then binds its values, serialized by the model's
-attributes. Building an expression costs ~150 µs, binding ~5 µs, and the
-shape of an operation never changes, only its values.
+Each operation's ``Rule`` (``sqsjobs.store._rules``: a condition and updates,
+stated once in ``sqsjobs.store._lease``) is rendered here as pynamodb
+condition and update expressions through the table's model
+(``store._table.TableItem``), once per shape, with named parameters where the
+values go (``Hole``); every call then binds its values, serialized by the
+model's attributes. Building an expression costs ~150 µs, binding ~5 µs, and
+the shape of an operation never changes, only its values.
 
-``Acquire`` and ``Close`` return the item they found (``ReturnValues=ALL_OLD``)
-and every refusal returns the item that refused it
-(``ReturnValuesOnConditionCheckFailure=ALL_OLD``), so one round trip tells the
-caller everything. An item past its TTL is replaced whole (``PutItem``), as
-if it were absent: its old fields must not leak into the new lease.
+``Acquire`` and ``Close`` return the item they found (``ReturnValues=ALL_OLD``),
+``Amend`` the item it made (``ALL_NEW``), and every refusal returns the item that
+refused it (``ReturnValuesOnConditionCheckFailure=ALL_OLD``), so one round trip
+tells the caller everything. An item past its TTL is replaced whole
+(``PutItem``), as if it were absent: its old fields must not leak into the new
+lease.
 
 A ``Transact`` sends the same prepared updates in one ``TransactWriteItems``
 (each a 2-WCU transactional write); a refusal names the operation whose
@@ -22,46 +24,39 @@ cancels because another one held an item at the same moment
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from pynamodb.expressions.condition import Condition
+from pynamodb.attributes import NumberAttribute
+from pynamodb.expressions.condition import Condition, Contains
 from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import Action, Update
 
 from sqsjobs._backoff import BackoffPolicy, RandomSource
 from sqsjobs._errors import StoreError
+from sqsjobs.store import _rules as r
 from sqsjobs.store._dynamodb_errors import ConditionFailed, dynamodb_errors
 from sqsjobs.store._lease import (
-    Acquire,
-    Amend,
-    Annotate,
-    Close,
-    Complete,
-    ConcurrentStore,
-    FieldValue,
-    HandOver,
     LeaseItem,
     LeaseState,
+    LeaseStore,
     Operation,
-    Release,
-    Renew,
     SingleOperation,
     Transact,
     Written,
-    expected,
 )
+from sqsjobs.store._rules import LEASE_FIELDS, Rule
 from sqsjobs.store._table import FIELDS, KEY_ATTRIBUTE, TableItem
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-#: the fields the lease itself owns; everything else an item holds is the user's ``data``
-LEASE_FIELDS = frozenset({"pk", "status", "owner", "lease_until", "expires_at", "fingerprint", "fp_version",
-                          "attempts"})
+T = TypeVar("T")
 #: BatchGetItem reads at most this many keys a call
 BATCH_GET_KEYS = 100
 #: a transaction cancelled by a conflict is sent this often in all, with full-jitter pauses between
@@ -69,6 +64,50 @@ TRANSACTION_ATTEMPTS = 8
 TRANSACTION_BACKOFF = BackoffPolicy(base=0.02, cap=1.0)
 #: cancellation reasons that mean "another request held an item at that moment", not "a condition failed"
 CONFLICTS = frozenset({"TransactionConflict"})
+#: serializes one element of a number set (a condition's ``contains`` operand)
+_NUMBER = NumberAttribute()
+
+
+class ConcurrentStore(LeaseStore):
+    """A store whose operations wait on the network: run them on a small thread pool.
+
+    The pool is created on first use and kept for the process (a Lambda
+    container): a batch has at most 10 records, so its claims need 10
+    threads; its limiter probes (``sqsjobs.flow._permits``: a token per limited job
+    and limiter, a few slots per concurrency limiter) may need more, and a
+    thread is only started when a wave needs it.
+    """
+
+    POOL_SIZE = 32
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def write_many(self, ops: Sequence[Operation]) -> list[Written]:
+        if len(ops) <= 1:
+            return [self.write(op) for op in ops]
+        return list(self.pool.map(self.write, ops))
+
+    def submit(self, op: Operation) -> Future[Written]:
+        return self.pool.submit(self.write, op)
+
+    def run(self, work: Callable[[], T]) -> Future[T]:
+        return self.pool.submit(work)
+
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        """The thread pool (built once)."""
+        if self._pool is None:
+            with self._pool_lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(max_workers=self.POOL_SIZE, thread_name_prefix="sqsjobs-store")
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
 
 class DynamoDBStore(ConcurrentStore):
@@ -92,7 +131,7 @@ class DynamoDBStore(ConcurrentStore):
         self.table_name = table_name
         self.random = random
         self.sleep = sleep
-        self._prepared: dict[tuple[Any, ...], Prepared] = {}
+        self._prepared: dict[Rule, Prepared] = {}
 
     def get(self, key: str) -> LeaseItem | None:
         with dynamodb_errors("GetItem", self.table_name):
@@ -125,15 +164,15 @@ class DynamoDBStore(ConcurrentStore):
     def _apply(self, op: Operation) -> Written:
         if isinstance(op, Transact):
             return self._transact(op)
-        prepared = self._prepare(op)
-        request = prepared.bind(self.table_name, op.key, _values(op))
+        rule, values = op.rule(), op.values()
+        request = self._prepare(rule).bind(self.table_name, op.key, values)
         try:
             with dynamodb_errors("UpdateItem", self.table_name):
                 response = self.client.update_item(**request)
         except ConditionFailed as failed:
             found = lease_item(failed.item)
-            if isinstance(op, Acquire | Close) and found is not None and found.past_ttl(op.now):
-                return self._replace(op)
+            if rule.replaces_expired and found is not None and found.past_ttl(values["now"]):
+                return self._replace(op, rule, values)
             return Written(key=op.key, ok=False, item=found)
         return Written(key=op.key, ok=True, item=lease_item(response.get("Attributes")))
 
@@ -141,7 +180,7 @@ class DynamoDBStore(ConcurrentStore):
         """One ``TransactWriteItems``; a cancellation by conflict is retried, by a condition answered."""
         from botocore.exceptions import BotoCoreError, ClientError
 
-        items = [{"Update": self._prepare(inner).transact_update(self.table_name, inner.key, _values(inner))}
+        items = [{"Update": self._prepare(inner.rule()).transact_update(self.table_name, inner.key, inner.values())}
                  for inner in op.ops]
         for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
             try:
@@ -167,22 +206,20 @@ class DynamoDBStore(ConcurrentStore):
             self.sleep(TRANSACTION_BACKOFF.next_delay(attempt, self.random))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _replace(self, op: Acquire | Close) -> Written:
+    def _replace(self, op: SingleOperation, rule: Rule, values: Mapping[str, Any]) -> Written:
         """Write the item whole over one past its TTL (conditional on it still being past it)."""
-        if isinstance(op, Close) and not expected(None, op.expect):
+        if not rule.holds(None, values):
             return Written(key=op.key, ok=False, item=self.get(op.key))
-        fields: dict[str, FieldValue] = {name: value for name, value in op.data.items() if value is not None}
-        if isinstance(op, Acquire):
-            fields.update(status=LeaseState.HELD.value, owner=op.owner, lease_until=op.lease_until,
-                          expires_at=op.expires_at, fingerprint=op.fingerprint, fp_version=op.fp_version,
-                          attempts=1 if op.count_attempt else None)
-        else:
-            fields.update(status=op.state.value, expires_at=op.expires_at)
+        new = rule.apply(None, op.key, values)
         item = TableItem(op.key)
-        for name, value in fields.items():
-            if value is not None:
+        item.status = new.state.value
+        for name in LEASE_FIELDS - {"status"}:
+            value = getattr(new, name)
+            if value is not None and not (name == "attempts" and value == 0):
                 setattr(item, name, value)
-        request = item.get_save_kwargs_from_instance(condition=TableItem.expires_at < op.now,
+        for name, value in new.data.items():
+            setattr(item, name, set(value) if isinstance(value, frozenset) else value)
+        request = item.get_save_kwargs_from_instance(condition=TableItem.expires_at < values["now"],
                                                      return_values_on_condition_failure="ALL_OLD")
         request["TableName"] = self.table_name
         try:
@@ -192,57 +229,144 @@ class DynamoDBStore(ConcurrentStore):
             return Written(key=op.key, ok=False, item=lease_item(failed.item))
         return Written(key=op.key, ok=True, item=None)
 
-    def _prepare(self, op: SingleOperation) -> Prepared:
-        shape = _shape(op)
-        prepared = self._prepared.get(shape)
+    def _prepare(self, rule: Rule) -> Prepared:
+        prepared = self._prepared.get(rule)
         if prepared is None:
-            prepared = self._prepared[shape] = prepare(op)
+            prepared = self._prepared[rule] = prepare(rule)
         return prepared
 
 
 # ---------------------------------------------------------------- prepared requests
 @dataclass(frozen=True)
-class Param:
-    """A named hole in a prepared expression, filled by each call; ``attribute`` serializes its value."""
+class Hole:
+    """A named hole in a prepared expression, filled by each call; ``serialize`` turns its value into DynamoDB's."""
 
     name: str
-    attribute: Any
+    serialize: Callable[[Any], Any]
 
 
-def param(attribute: Any, name: str) -> Value:
-    """A pynamodb operand for the value ``name``, typed and serialized as ``attribute``."""
-    return Value({attribute.attr_type: Param(name, attribute)})
+def _attribute(name: str) -> Any:
+    """The model attribute of a field (``pk``, a lease field or a data field)."""
+    if name == r.KEY:
+        return TableItem.pk
+    attribute = FIELDS.get(name)
+    if attribute is None:
+        raise ValueError(f"{name!r} is not a data field of the idempotency table (store/_table.py)")
+    return attribute
 
 
-def assign(attribute: Any, name: str) -> Action:
-    """``SET attribute = :name`` (the value bound per call)."""
-    return Path(attribute).set(param(attribute, name))
+def _operand(attribute: Any, operand: r.Operand, *, element: bool = False) -> Any:
+    """A rule's operand for ``attribute``: a hole for a ``Param``, the value itself for a ``Const``."""
+    if isinstance(operand, r.Const):
+        return operand.value
+    if element:  # one number of a number set (``contains``)
+        return Value({"N": Hole(operand.name, _NUMBER.serialize)})
+    if attribute.attr_type == "NS":  # a set operand: the one number given, as a set
+        return Value({"NS": Hole(operand.name, _one_number_set(attribute))})
+    return Value({attribute.attr_type: Hole(operand.name, attribute.serialize)})
+
+
+def _one_number_set(attribute: Any) -> Callable[[Any], Any]:
+    def serialize(value: Any) -> Any:
+        return attribute.serialize({value})
+
+    return serialize
+
+
+def render_condition(condition: r.Condition) -> Condition | None:
+    """A rule's condition as a pynamodb condition (None: no condition)."""
+    if isinstance(condition, r.Always):
+        return None
+    if isinstance(condition, r.ItemMissing):
+        return cast(Condition, TableItem.pk.does_not_exist())
+    if isinstance(condition, r.And | r.Or):
+        parts = [render_condition(p) for p in condition.parts]
+        result = parts[0]
+        for part in parts[1:]:
+            assert result is not None and part is not None
+            result = (result & part) if isinstance(condition, r.And) else (result | part)
+        return cast(Condition, result)
+    if isinstance(condition, r.Not):
+        inner = render_condition(condition.part)
+        assert inner is not None
+        return cast(Condition, ~inner)
+    attribute = _attribute(condition.field)
+    path = Path(attribute)
+    if isinstance(condition, r.Missing):
+        return cast(Condition, path.does_not_exist())
+    if isinstance(condition, r.Present):
+        return cast(Condition, path.exists())
+    if isinstance(condition, r.Contains):
+        element = _operand(attribute, condition.operand, element=True)
+        # Path.contains serializes a raw number for a set's element type; a hole is already one.
+        return cast(Condition, Contains(path, element) if isinstance(element, Value)  # type: ignore[no-untyped-call]
+                    else path.contains(element))
+    value = _operand(attribute, condition.operand)
+    if isinstance(condition, r.Eq):
+        return cast(Condition, path == value)
+    if isinstance(condition, r.Lt):
+        return cast(Condition, path < value)
+    if isinstance(condition, r.Gt):
+        return cast(Condition, path > value)
+    return cast(Condition, path >= value)
+
+
+def render_update(update: r.Update) -> Action:
+    """One of a rule's updates as a pynamodb update action."""
+    attribute = _attribute(update.field)
+    path = Path(attribute)
+    if isinstance(update, r.Remove):
+        return path.remove()
+    value = _operand(attribute, update.operand)
+    if isinstance(update, r.Set):
+        return path.set(value)
+    if isinstance(update, r.Add | r.AddToSet):
+        return path.add(value)
+    return path.delete(value)
+
+
+def prepare(rule: Rule) -> Prepared:
+    """The request shape of ``rule``: its condition (not past its TTL, when it replaces expired items) and updates.
+
+    Example:
+        >>> from sqsjobs.store._lease import Complete
+        >>> prepared = prepare(Complete(key="k", owner="a", expires_at=9.0).rule())
+        >>> prepared.condition_expression, prepared.update_expression
+        ('(#0 = :0 AND #1 = :1)', 'SET #2 = :2, #1 = :3')
+    """
+    condition = render_condition(rule.condition)
+    if rule.replaces_expired:
+        # Past its TTL an item is refused here and replaced whole (``DynamoDBStore._replace``).
+        live = TableItem.expires_at.does_not_exist() | (TableItem.expires_at >= _operand(TableItem.expires_at,
+                                                                                       r.Param("now")))
+        condition = live if condition is None else live & condition
+    returns = {"old": "ALL_OLD", "new": "ALL_NEW"}.get(rule.returns, "NONE")
+    return Prepared(Update(*[render_update(u) for u in rule.updates]), condition, returns)
 
 
 class Prepared:
     """An operation's expressions, built once by pynamodb; ``bind`` fills in one call's values.
 
     Example:
-        >>> m = TableItem
-        >>> prepared = Prepared(Update(assign(m.owner, "owner")), m.status == "HELD", "NONE")
-        >>> request = prepared.bind("jobs", "k", {"owner": "a"})
-        >>> request["UpdateExpression"], request["ExpressionAttributeValues"]
-        ('SET #1 = :1', {':0': {'S': 'HELD'}, ':1': {'S': 'a'}})
+        >>> from sqsjobs.store._lease import Complete
+        >>> prepared = prepare(Complete(key="k", owner="a", expires_at=9.0).rule())
+        >>> prepared.bind("jobs", "k", {"owner": "a", "expires_at": 9.0})["ExpressionAttributeValues"]
+        {':1': {'S': 'HELD'}, ':3': {'S': 'DONE'}, ':0': {'S': 'a'}, ':2': {'N': '9.0'}}
     """
 
-    def __init__(self, update: Update, condition: Condition, return_values: str) -> None:
+    def __init__(self, update: Update, condition: Condition | None, return_values: str) -> None:
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
-        self.condition_expression = condition.serialize(names, values)
+        self.condition_expression = condition.serialize(names, values) if condition is not None else None
         self.update_expression = update.serialize(names, values)
         self.names = {placeholder: name for name, placeholder in names.items()}
         self.constants: dict[str, Any] = {}
-        #: (placeholder, DynamoDB type, parameter name, the attribute that serializes it)
-        self.holes: list[tuple[str, str, str, Any]] = []
+        #: (placeholder, DynamoDB type, the hole)
+        self.holes: list[tuple[str, str, Hole]] = []
         for placeholder, value in values.items():
             ((kind, inner),) = value.items()
-            if isinstance(inner, Param):
-                self.holes.append((placeholder, kind, inner.name, inner.attribute))
+            if isinstance(inner, Hole):
+                self.holes.append((placeholder, kind, inner))
             else:
                 self.constants[placeholder] = value
         self.return_values = return_values
@@ -256,147 +380,22 @@ class Prepared:
     def bind(self, table: str, key: str, values: Mapping[str, Any]) -> dict[str, Any]:
         """The request for ``key`` with ``values`` in the holes."""
         bound = dict(self.constants)
-        for placeholder, kind, name, attribute in self.holes:
-            value = values[name]
-            bound[placeholder] = {kind: attribute.serialize(value)}
-        request = {
+        for placeholder, kind, hole in self.holes:
+            bound[placeholder] = {kind: hole.serialize(values[hole.name])}
+        request: dict[str, Any] = {
             "TableName": table,
             "Key": {KEY_ATTRIBUTE: {"S": key}},
             "UpdateExpression": self.update_expression,
-            "ConditionExpression": self.condition_expression,
             "ExpressionAttributeNames": self.names,
             "ExpressionAttributeValues": bound,
             "ReturnValues": self.return_values,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
+        if self.condition_expression is not None:
+            request["ConditionExpression"] = self.condition_expression
         if not bound:  # an amend that only removes fields: DynamoDB refuses an empty map
             del request["ExpressionAttributeValues"]
         return request
-
-
-def prepare(op: SingleOperation) -> Prepared:
-    """The expressions of ``op``'s shape (its kind, which fields it sets or removes)."""
-    m = TableItem
-    actions: list[Action] = [*_data_actions(op.data)]
-    if isinstance(op, Acquire | Close):
-        # Past its TTL an item is refused here and replaced whole (``DynamoDBStore._replace``).
-        not_past_ttl = m.expires_at.does_not_exist() | (m.expires_at >= param(m.expires_at, "now"))
-        lease_ran_out = (m.status == LeaseState.HELD.value) & (m.lease_until < param(m.lease_until, "now"))
-    if isinstance(op, Acquire):
-        actions += [m.status.set(LeaseState.HELD.value), assign(m.owner, "owner"),
-                    assign(m.expires_at, "expires_at")]
-        actions.append(m.lease_until.remove() if op.lease_until is None
-                       else assign(m.lease_until, "lease_until"))
-        free: Condition = (m.status == LeaseState.RELEASED.value) | lease_ran_out
-        if op.fingerprint is not None:
-            actions += [assign(m.fingerprint, "fingerprint"),
-                        assign(m.fp_version, "fp_version")]
-            free = free & (m.fingerprint.does_not_exist() | (m.fingerprint == param(m.fingerprint, "fingerprint"))
-                           | (m.fp_version != param(m.fp_version, "fp_version")))
-        if op.not_for_message is not None:
-            free = free & ~(m.dead_letter_of == param(m.dead_letter_of, "not_for_message"))
-        if op.count_attempt:
-            actions.append(m.attempts.add(param(m.attempts, "one")))
-        return Prepared(Update(*actions), not_past_ttl & (m.pk.does_not_exist() | free), "ALL_OLD")
-    if isinstance(op, Close):
-        actions += [m.status.set(op.state.value), assign(m.expires_at, "expires_at"),
-                    m.owner.remove()]
-        closable = m.pk.does_not_exist() | (m.status == LeaseState.RELEASED.value) | lease_ran_out
-        return Prepared(Update(*actions), _expecting(not_past_ttl & closable, op.expect), "ALL_OLD")
-    if isinstance(op, Amend):
-        actions += [_field(name).add(param(_field(name), f"add_{name}")) for name in sorted(op.add)]
-        condition: Condition = m.pk.exists()
-        for name in sorted(op.above):
-            condition = condition & (_field(name) > param(_field(name), f"above_{name}"))
-        return Prepared(Update(*actions), _expecting(condition, op.expect), "NONE")
-    if isinstance(op, Annotate):
-        live = (m.status == LeaseState.HELD.value) & (
-            m.lease_until.does_not_exist() | (m.lease_until >= param(m.lease_until, "now")))
-        return Prepared(Update(*actions), live, "NONE")
-    fence = (m.owner == param(m.owner, "owner")) & (m.status == LeaseState.HELD.value)
-    actions.append(assign(m.expires_at, "expires_at"))
-    if isinstance(op, Complete):
-        actions.append(m.status.set(LeaseState.DONE.value))
-    elif isinstance(op, Release):
-        actions.append(m.status.set(LeaseState.RELEASED.value))
-        if op.attempts_delta:
-            actions.append(m.attempts.add(param(m.attempts, "attempts_delta")))
-    elif isinstance(op, Renew):
-        actions.append(assign(m.lease_until, "lease_until"))
-    else:
-        actions.append(assign(m.owner, "to_owner"))
-    return Prepared(Update(*actions), fence, "NONE")
-
-
-def _expecting(condition: Condition, expect: Mapping[str, FieldValue]) -> Condition:
-    """``condition`` and, for each expected field, its value (``None``: the field is absent)."""
-    for name in sorted(expect):
-        attribute = _field(name, lease_state=True)
-        condition = condition & (attribute.does_not_exist() if expect[name] is None
-                                 else attribute == param(attribute, f"expect_{name}"))
-    return condition
-
-
-def _field(name: str, *, lease_state: bool = False) -> Any:
-    """The model attribute of a data field (or of ``status`` when a condition may name the lease state)."""
-    attribute = FIELDS.get(name)
-    if attribute is None or (name in LEASE_FIELDS and not (lease_state and name == "status")):
-        raise ValueError(f"{name!r} is not a data field of the idempotency table (records.TableItem)")
-    return attribute
-
-
-def _data_actions(data: Mapping[str, FieldValue]) -> list[Action]:
-    actions: list[Action] = []
-    for name in sorted(data):
-        attribute = FIELDS.get(name)
-        if attribute is None or name in LEASE_FIELDS:
-            raise ValueError(f"{name!r} is not a data field of the idempotency table (records.TableItem)")
-        actions.append(attribute.remove() if data[name] is None else assign(attribute, name))
-    return actions
-
-
-def _shape(op: SingleOperation) -> tuple[Any, ...]:
-    data = tuple(sorted((name, value is None) for name, value in op.data.items()))
-    if isinstance(op, Acquire):
-        return (Acquire, data, op.lease_until is None, op.fingerprint is not None, op.not_for_message is not None,
-                op.count_attempt)
-    if isinstance(op, Release):
-        return (Release, data, bool(op.attempts_delta))
-    if isinstance(op, Close):
-        return (Close, data, op.state, _expect_shape(op.expect))
-    if isinstance(op, Amend):
-        return (Amend, data, tuple(sorted(op.add)), _expect_shape(op.expect), tuple(sorted(op.above)))
-    return (type(op), data)
-
-
-def _expect_shape(expect: Mapping[str, FieldValue]) -> tuple[tuple[str, bool], ...]:
-    return tuple(sorted((name, value is None) for name, value in expect.items()))
-
-
-def _values(op: SingleOperation) -> dict[str, Any]:
-    values: dict[str, Any] = {name: value for name, value in op.data.items() if value is not None}
-    if isinstance(op, Acquire):
-        values.update(owner=op.owner, now=op.now, lease_until=op.lease_until, expires_at=op.expires_at,
-                      fingerprint=op.fingerprint, fp_version=op.fp_version, not_for_message=op.not_for_message,
-                      one=1)
-    elif isinstance(op, Close):
-        values.update(now=op.now, expires_at=op.expires_at)
-        values.update({f"expect_{name}": value for name, value in op.expect.items() if value is not None})
-    elif isinstance(op, Amend):
-        values.update({f"add_{name}": delta for name, delta in op.add.items()})
-        values.update({f"expect_{name}": value for name, value in op.expect.items() if value is not None})
-        values.update({f"above_{name}": bound for name, bound in op.above.items()})
-    elif isinstance(op, Annotate):
-        values["now"] = op.now
-    elif isinstance(op, Complete):
-        values.update(owner=op.owner, expires_at=op.expires_at)
-    elif isinstance(op, Release):
-        values.update(owner=op.owner, expires_at=op.expires_at, attempts_delta=op.attempts_delta)
-    elif isinstance(op, HandOver):
-        values.update(owner=op.owner, to_owner=op.to_owner, expires_at=op.expires_at)
-    elif isinstance(op, Renew):
-        values.update(owner=op.owner, lease_until=op.lease_until, expires_at=op.expires_at)
-    return values
 
 
 def lease_item(raw: Mapping[str, Any] | None) -> LeaseItem | None:
@@ -419,7 +418,8 @@ fingerprint=None, fp_version=None, attempts=0, data={'job': 'j'})
         fingerprint=values.get("fingerprint"),
         fp_version=_int(values.get("fp_version")),
         attempts=_int(values.get("attempts")) or 0,
-        data={name: value for name, value in values.items() if name not in LEASE_FIELDS},
+        data={name: frozenset(value) if isinstance(value, set) else value
+              for name, value in values.items() if name not in LEASE_FIELDS and name != KEY_ATTRIBUTE},
     )
 
 

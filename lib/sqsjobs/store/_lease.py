@@ -1,8 +1,7 @@
-"""Leases: the one primitive behind the guard, the scheduler's locks and chunked runs.
+"""Leases: the one primitive behind every item of the idempotency table.
 
-A lease is an item of the idempotency table that one *owner* (a token per
-invocation) holds until ``lease_until``. Every user of the table speaks the
-same three states::
+A lease is an item that one *owner* (a token per invocation) holds until
+``lease_until``. Every user of the table speaks the same three states::
 
                  acquire                     complete
     (absent) ─────────────▶ HELD ──────────────────────────▶ DONE ──▶ (TTL)
@@ -11,46 +10,66 @@ same three states::
                    release   ▼ │                              │
                           RELEASED ───────────────────────────┘
 
-- ``acquire`` takes the lease when the item is absent, RELEASED, HELD by an
+- ``Acquire`` takes the lease when the item is absent, RELEASED, HELD by an
   owner whose lease ran out (it crashed: *takeover after expiry*), or past its
-  TTL. It never waits: a refusal returns the item that blocked it.
-- ``complete``, ``release`` and ``hand_over`` are *fenced*: they write only
-  while the caller still holds the lease, so an owner whose lease ran out can
-  never overwrite the one who took over.
-- ``close`` settles an item nobody holds (a cancel marker: DONE; an expired
-  job: RELEASED); ``annotate`` adds fields to a lease someone holds under a
-  live lease (a cancel request); ``renew`` moves the end of a lease its
-  holder still holds (fenced, like ``release``).
-- ``amend`` changes an item that exists whoever holds it, when its fields say
-  what the caller expects: counters (``add``) and fields (a group's shard
-  counts, a group's state); ``transact`` writes several operations on distinct
-  keys together or not at all (a job's completion and its group's count).
+  TTL, and when it is for the same work (``job``, ``fingerprint``). It never
+  waits: a refusal returns the item that blocked it.
+- ``Complete``, ``Release``, ``HandOver`` and ``Renew`` are *fenced*: they
+  write only while the caller still holds the lease, so an owner whose lease
+  ran out can never overwrite the one who took over.
+- ``Close`` settles an item nobody holds (a cancel marker: DONE; an expired
+  job: RELEASED); ``Annotate`` adds fields to a lease held under a live lease
+  (a cancel request).
+- ``Amend`` changes an item that exists, whoever holds it, when its fields
+  say what the caller expects: counters, fields, and number sets (a group's
+  shard: which members it counted); ``Transact`` writes several operations
+  on distinct keys together or not at all.
 
-Who uses what: a job's record (``sqsjobs.worker._job_records``: HELD while the job runs,
-RELEASED between attempts and after the DLQ, DONE once succeeded, cancelled or
-expired), a scheduled job's period (``sqsjobs.schedules._period_locks``: HELD while it fires,
-DONE once fired), a chunked run (``sqsjobs.workflows._chunked``: HELD by the page at
-the run's cursor, handed over page to page, DONE when the last page ran) and
-a limiter's tokens and slots (``sqsjobs.flow._permits``: a rate token HELD for its
-window after a start, a concurrency slot HELD by an invocation).
-
-Stores (``InMemoryStore``, ``DynamoDBStore``) implement the operations with
-the same conditions; one contract suite runs against both. A store failure is
-returned as a value (``Written.error``) from ``write``, never raised, so one
-bad call cannot break a batch. This module must not import boto3 or pynamodb.
+Each operation states its condition and its updates once, as a ``Rule``
+(``sqsjobs.store._rules``): the in-memory store (``sqsjobs.store._memory``)
+evaluates it, the DynamoDB store renders it as expressions; one contract suite
+runs against both. A store failure is returned as a value (``Written.error``),
+never raised, so one bad call cannot break a batch. This module must not import
+boto3 or pynamodb.
 """
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from sqsjobs._errors import StoreError
+from sqsjobs.store._rules import (
+    KEY,
+    LEASE_FIELDS,
+    Add,
+    AddToSet,
+    Condition,
+    Const,
+    Contains,
+    DeleteFromSet,
+    Eq,
+    Ge,
+    Gt,
+    ItemMissing,
+    Lt,
+    Missing,
+    Not,
+    Or,
+    Param,
+    Present,
+    Remove,
+    Rule,
+    Set,
+    Update,
+    all_of,
+)
+
+T = TypeVar("T")
 
 
 class LeaseState(StrEnum):
@@ -62,10 +81,10 @@ class LeaseState(StrEnum):
 
 
 #: Keys of items that are not job records; no message or enqueue may claim one.
-RESERVED_PREFIXES = ("lock#", "run#", "group#", "chain#", "limit#", "sched#", "sqsjobs#")
+RESERVED_PREFIXES = ("lock#", "run#", "group#", "chain#", "limit#", "sched#", "sqsjobs#", "dlq#", "redrive#")
 
-#: a field value as stored; ``None`` removes the field
-FieldValue = str | int | float | bool | None
+#: a field value as stored; ``None`` removes the field; a frozenset is a number set
+FieldValue = str | int | float | bool | frozenset[int] | None
 
 
 def is_reserved(key: str) -> bool:
@@ -121,11 +140,49 @@ class LeaseItem:
         return self.state is LeaseState.HELD and (self.lease_until is None or self.lease_until >= now)
 
 
+# ---------------------------------------------------------------- the parts rules share
+HELD, RELEASED, DONE = (Const(s.value) for s in (LeaseState.HELD, LeaseState.RELEASED, LeaseState.DONE))
+
+
+def fence() -> Condition:
+    """The caller still holds the lease (whatever its ``lease_until``)."""
+    return all_of(Eq("owner", Param("owner")), Eq("status", HELD))
+
+
+def free() -> Condition:
+    """Nobody holds it: RELEASED, or HELD by a lease that ran out."""
+    return Or(Eq("status", RELEASED), all_of(Eq("status", HELD), Lt("lease_until", Param("now"))))
+
+
+def data_updates(data: Mapping[str, FieldValue]) -> tuple[Update, ...]:
+    """Set each field of ``data`` (``None``: remove it), in a fixed order; a lease field is not data."""
+    for name in data:
+        if name in LEASE_FIELDS or name == KEY:
+            raise ValueError(f"{name!r} is not a data field of the idempotency table (store/_table.py): "
+                             "the lease owns it")
+    return tuple(Remove(name) if data[name] is None else Set(name, Param(f"data_{name}")) for name in sorted(data))
+
+
+def data_values(data: Mapping[str, FieldValue]) -> dict[str, Any]:
+    return {f"data_{name}": value for name, value in data.items() if value is not None}
+
+
+def expecting(expect: Mapping[str, FieldValue]) -> tuple[Condition, ...]:
+    """Each field of ``expect`` has its value (``None``: the field is missing; ``"status"``: the lease state)."""
+    return tuple(Missing(name) if expect[name] is None else Eq(name, Param(f"expect_{name}"))
+                 for name in sorted(expect))
+
+
+def expect_values(expect: Mapping[str, FieldValue]) -> dict[str, Any]:
+    return {f"expect_{name}": value for name, value in expect.items() if value is not None}
+
+
 # ---------------------------------------------------------------- operations
 @dataclass(frozen=True, kw_only=True)
 class Acquire:
     """Take the lease when the item is absent, RELEASED, HELD past its lease, or past its TTL.
 
+    ``job`` says whose record this is: a record of another job refuses it.
     ``fingerprint`` (with ``fp_version``) says what the lease is taken for: a
     stored fingerprint of the same version that differs refuses the acquire
     (the key belongs to other work). ``not_for_message`` refuses an item that
@@ -139,11 +196,38 @@ class Acquire:
     now: float
     lease_until: float | None
     expires_at: float
+    job: str | None = None
     fingerprint: str | None = None
     fp_version: int | None = None
     not_for_message: str | None = None
     count_attempt: bool = False
     data: Mapping[str, FieldValue] = field(default_factory=dict)
+
+    def rule(self) -> Rule:
+        """Absent, or free and for the same work; then HELD by ``owner``."""
+        fits = None
+        if self.fingerprint is not None:
+            fits = Or(Missing("fingerprint"), Eq("fingerprint", Param("fingerprint")),
+                      Not(Eq("fp_version", Param("fp_version"))))
+        same_job = Or(Missing("job"), Eq("job", Param("expect_job"))) if self.job is not None else None
+        not_dead_lettered_as = (Not(Eq("dead_letter_of", Param("not_for_message")))
+                                if self.not_for_message is not None else None)
+        updates: list[Update] = [*data_updates(self.data), Set("status", HELD), Set("owner", Param("owner")),
+                                 Set("expires_at", Param("expires_at")),
+                                 Remove("lease_until") if self.lease_until is None
+                                 else Set("lease_until", Param("lease_until"))]
+        if self.fingerprint is not None:
+            updates += [Set("fingerprint", Param("fingerprint")), Set("fp_version", Param("fp_version"))]
+        if self.count_attempt:
+            updates.append(Add("attempts", Const(1)))
+        return Rule(condition=Or(ItemMissing(), all_of(free(), same_job, fits, not_dead_lettered_as)),
+                    updates=tuple(updates), replaces_expired=True, returns="old")
+
+    def values(self) -> dict[str, Any]:
+        """The values the rule's parameters take."""
+        return {**data_values(self.data), "owner": self.owner, "now": self.now, "lease_until": self.lease_until,
+                "expires_at": self.expires_at, "fingerprint": self.fingerprint, "fp_version": self.fp_version,
+                "not_for_message": self.not_for_message, "expect_job": self.job}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,6 +238,13 @@ class Complete:
     owner: str
     expires_at: float
     data: Mapping[str, FieldValue] = field(default_factory=dict)
+
+    def rule(self) -> Rule:
+        return Rule(condition=fence(), updates=(*data_updates(self.data), Set("expires_at", Param("expires_at")),
+                                                Set("status", DONE)))
+
+    def values(self) -> dict[str, Any]:
+        return {**data_values(self.data), "owner": self.owner, "expires_at": self.expires_at}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,6 +257,17 @@ class Release:
     attempts_delta: int = 0
     data: Mapping[str, FieldValue] = field(default_factory=dict)
 
+    def rule(self) -> Rule:
+        updates: tuple[Update, ...] = (*data_updates(self.data), Set("expires_at", Param("expires_at")),
+                                       Set("status", RELEASED))
+        if self.attempts_delta:
+            updates += (Add("attempts", Param("attempts_delta")),)
+        return Rule(condition=fence(), updates=updates)
+
+    def values(self) -> dict[str, Any]:
+        return {**data_values(self.data), "owner": self.owner, "expires_at": self.expires_at,
+                "attempts_delta": self.attempts_delta}
+
 
 @dataclass(frozen=True, kw_only=True)
 class HandOver:
@@ -176,6 +278,14 @@ class HandOver:
     to_owner: str
     expires_at: float
     data: Mapping[str, FieldValue] = field(default_factory=dict)
+
+    def rule(self) -> Rule:
+        return Rule(condition=fence(), updates=(*data_updates(self.data), Set("expires_at", Param("expires_at")),
+                                                Set("owner", Param("to_owner"))))
+
+    def values(self) -> dict[str, Any]:
+        return {**data_values(self.data), "owner": self.owner, "to_owner": self.to_owner,
+                "expires_at": self.expires_at}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,6 +298,14 @@ class Renew:
     expires_at: float
     data: Mapping[str, FieldValue] = field(default_factory=dict)
 
+    def rule(self) -> Rule:
+        return Rule(condition=fence(), updates=(*data_updates(self.data), Set("expires_at", Param("expires_at")),
+                                                Set("lease_until", Param("lease_until"))))
+
+    def values(self) -> dict[str, Any]:
+        return {**data_values(self.data), "owner": self.owner, "lease_until": self.lease_until,
+                "expires_at": self.expires_at}
+
 
 @dataclass(frozen=True, kw_only=True)
 class Close:
@@ -197,7 +315,7 @@ class Close:
     RELEASED (a record of something that did not run: it may be acquired).
     The result's ``item`` is what was there before, or what refused it (HELD
     under a live lease, or DONE). ``expect`` adds conditions on data fields
-    (see ``Amend``): a group member's settled outcome is counted only once.
+    (see ``Amend``).
     """
 
     key: str
@@ -206,6 +324,16 @@ class Close:
     state: LeaseState = LeaseState.DONE
     data: Mapping[str, FieldValue] = field(default_factory=dict)
     expect: Mapping[str, FieldValue] = field(default_factory=dict)
+
+    def rule(self) -> Rule:
+        return Rule(condition=all_of(Or(ItemMissing(), free()), *expecting(self.expect)),
+                    updates=(*data_updates(self.data), Set("status", Const(self.state.value)),
+                             Set("expires_at", Param("expires_at")), Remove("owner")),
+                    replaces_expired=True, returns="old")
+
+    def values(self) -> dict[str, Any]:
+        return {**data_values(self.data), **expect_values(self.expect), "now": self.now,
+                "expires_at": self.expires_at}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -216,16 +344,25 @@ class Annotate:
     now: float
     data: Mapping[str, FieldValue] = field(default_factory=dict)
 
+    def rule(self) -> Rule:
+        live = all_of(Eq("status", HELD), Or(Missing("lease_until"), Ge("lease_until", Param("now"))))
+        return Rule(condition=live, updates=data_updates(self.data))
+
+    def values(self) -> dict[str, Any]:
+        return {**data_values(self.data), "now": self.now}
+
 
 @dataclass(frozen=True, kw_only=True)
 class Amend:
-    """Change an item that exists, held or not: add to counters and set fields, when ``expect`` holds.
+    """Change an item that exists, held or not, when ``expect`` holds; the answer carries the item as it became.
 
     ``expect`` maps a field to the value it must have (``None``: the field
     must be absent; ``"status"`` names the lease state); ``above`` maps a
-    counter to a value it must exceed (an absent counter exceeds nothing).
-    ``add`` adds to counters (an absent counter counts from 0). An absent
-    item refuses it: counters are created whole, with ``Close``.
+    counter to a value it must exceed (an absent counter exceeds nothing);
+    ``in_set``/``not_in_set`` map a number set to a number it must (not) hold.
+    ``add`` adds to counters (an absent counter counts from 0);
+    ``add_to_set``/``delete_from_set`` add a number to (remove one from) a
+    set. An absent item refuses it: counters are created whole, with ``Close``.
     """
 
     key: str
@@ -233,10 +370,33 @@ class Amend:
     data: Mapping[str, FieldValue] = field(default_factory=dict)
     expect: Mapping[str, FieldValue] = field(default_factory=dict)
     above: Mapping[str, int] = field(default_factory=dict)
+    in_set: Mapping[str, int] = field(default_factory=dict)
+    not_in_set: Mapping[str, int] = field(default_factory=dict)
+    add_to_set: Mapping[str, int] = field(default_factory=dict)
+    delete_from_set: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not self.add and not self.data:
-            raise ValueError("an amend adds to a counter or sets a field")
+        if not (self.add or self.data or self.add_to_set or self.delete_from_set):
+            raise ValueError("an amend adds to a counter or a set, or sets a field")
+
+    def rule(self) -> Rule:
+        condition = all_of(
+            Present("pk"), *expecting(self.expect),
+            *(Gt(name, Param(f"above_{name}")) for name in sorted(self.above)),
+            *(Contains(name, Param(f"in_{name}")) for name in sorted(self.in_set)),
+            *(Not(Contains(name, Param(f"not_in_{name}"))) for name in sorted(self.not_in_set)))
+        updates: tuple[Update, ...] = (
+            *data_updates(self.data),
+            *(Add(name, Param(f"add_{name}")) for name in sorted(self.add)),
+            *(AddToSet(name, Param(f"set_add_{name}")) for name in sorted(self.add_to_set)),
+            *(DeleteFromSet(name, Param(f"set_delete_{name}")) for name in sorted(self.delete_from_set)))
+        return Rule(condition=condition, updates=updates, returns="new")
+
+    def values(self) -> dict[str, Any]:
+        named = (("above", self.above), ("in", self.in_set), ("not_in", self.not_in_set), ("add", self.add),
+                 ("set_add", self.add_to_set), ("set_delete", self.delete_from_set))
+        return {**data_values(self.data), **expect_values(self.expect),
+                **{f"{prefix}_{n}": v for prefix, values in named for n, v in values.items()}}
 
 
 #: what a transaction may hold (``Acquire`` replaces an item past its TTL with a second request: not in one)
@@ -289,11 +449,11 @@ Operation = SingleOperation | Transact
 class Written:
     """What one operation did: ``ok`` when its condition held and the item was written.
 
-    ``item`` is the item before the write for ``Acquire`` and ``Close``, and the
-    item that refused the operation when ``ok`` is False (``None``: absent).
-    ``error`` is set when the store itself failed (then ``ok`` is False).
-    ``refused_at`` is, for a refused ``Transact``, the index of the operation
-    whose condition did not hold.
+    ``item`` is the item before the write for ``Acquire`` and ``Close``, the
+    item after it for ``Amend``, and the item that refused the operation when
+    ``ok`` is False (``None``: absent). ``error`` is set when the store itself
+    failed (then ``ok`` is False). ``refused_at`` is, for a refused
+    ``Transact``, the index of the operation whose condition did not hold.
     """
 
     key: str
@@ -308,55 +468,6 @@ class Written:
         return not self.ok and self.error is None
 
 
-# ---------------------------------------------------------------- conditions (the semantics)
-def acquirable(item: LeaseItem | None, op: Acquire) -> bool:
-    """Whether ``op`` may take ``item``: the rule both stores encode."""
-    if item is None or item.past_ttl(op.now):
-        return True
-    if not fingerprint_fits(item, op.fingerprint, op.fp_version):
-        return False
-    if op.not_for_message is not None and item.get("dead_letter_of") == op.not_for_message:
-        return False
-    return item.state is LeaseState.RELEASED or (item.state is LeaseState.HELD and not item.held_live(op.now))
-
-
-def fingerprint_fits(item: LeaseItem, fingerprint: str | None, version: int | None) -> bool:
-    """A fingerprint differs only when both were taken at the same version."""
-    return (fingerprint is None or item.fingerprint is None or item.fingerprint == fingerprint
-            or item.fp_version != version)
-
-
-def held_by(item: LeaseItem | None, owner: str) -> bool:
-    """The fence: ``owner`` still holds the lease (whatever its ``lease_until``)."""
-    return item is not None and item.state is LeaseState.HELD and item.owner == owner
-
-
-def closable(item: LeaseItem | None, now: float) -> bool:
-    """Whether ``Close`` may mark ``item`` DONE."""
-    if item is None or item.past_ttl(now):
-        return True
-    return item.state is LeaseState.RELEASED or (item.state is LeaseState.HELD and not item.held_live(now))
-
-
-def field_value(item: LeaseItem | None, name: str) -> Any:
-    """A field as a condition reads it: ``"status"`` is the lease state, anything else a data field."""
-    if item is None:
-        return None
-    return item.state.value if name == "status" else item.get(name)
-
-
-def expected(item: LeaseItem | None, expect: Mapping[str, FieldValue]) -> bool:
-    """Every field of ``expect`` has its value (``None``: the field is absent)."""
-    return all(field_value(item, name) == want for name, want in expect.items())
-
-
-def amendable(item: LeaseItem | None, op: Amend) -> bool:
-    """Whether ``op`` may change ``item``: it exists, ``expect`` holds, each ``above`` counter exceeds its value."""
-    if item is None or not expected(item, op.expect):
-        return False
-    return all(isinstance(have := item.get(name), int | float) and have > bound for name, bound in op.above.items())
-
-
 # ---------------------------------------------------------------- stores
 class LeaseStore(ABC):
     """A table of leases: conditional operations, each one round trip.
@@ -367,6 +478,7 @@ class LeaseStore(ABC):
     ``Written.error``.
 
     Example:
+        >>> from sqsjobs.store._memory import InMemoryStore
         >>> store = InMemoryStore()
         >>> take = Acquire(key="k", owner="a", now=0.0, lease_until=60.0, expires_at=1000.0)
         >>> [w.ok for w in store.write_many([take, take])]
@@ -392,9 +504,9 @@ class LeaseStore(ABC):
         """Start ``op`` and return at once; the future never raises."""
         return self.run(lambda: self.write(op))
 
-    def run(self, work: Callable[[], Written]) -> Future[Written]:
+    def run(self, work: Callable[[], T]) -> Future[T]:
         """Start ``work`` (writes that depend on each other's answers) like ``submit``; it must not raise."""
-        done: Future[Written] = Future()
+        done: Future[T] = Future()
         done.set_result(work())
         return done
 
@@ -415,167 +527,23 @@ class LeaseStore(ABC):
         """Release what the store holds (threads); it may not be used afterwards."""
 
 
-class ConcurrentStore(LeaseStore):
-    """A store whose operations wait on the network: run them on a small thread pool.
-
-    The pool is created on first use and kept for the process (a Lambda
-    container): a batch has at most 10 records, so its claims need 10
-    threads; its limiter probes (``sqsjobs.flow._permits``: a token per limited job
-    and limiter, a few slots per concurrency limiter) may need more, and a
-    thread is only started when a wave needs it.
-    """
-
-    POOL_SIZE = 32
-
-    def __init__(self) -> None:
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
-
-    def write_many(self, ops: Sequence[Operation]) -> list[Written]:
-        if len(ops) <= 1:
-            return [self.write(op) for op in ops]
-        return list(self.pool.map(self.write, ops))
-
-    def submit(self, op: Operation) -> Future[Written]:
-        return self.pool.submit(self.write, op)
-
-    def run(self, work: Callable[[], Written]) -> Future[Written]:
-        return self.pool.submit(work)
-
-    @property
-    def pool(self) -> ThreadPoolExecutor:
-        """The thread pool (built once)."""
-        if self._pool is None:
-            with self._pool_lock:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(max_workers=self.POOL_SIZE, thread_name_prefix="sqsjobs-store")
-        return self._pool
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
-
-
-class InMemoryStore(LeaseStore):
-    """Leases in a dict, with the DynamoDB store's semantics: unit tests, the in-process demo.
-
-    ``calls`` counts operations (each would be one DynamoDB request).
+def answer(op: SingleOperation, current: LeaseItem | None, *, in_transaction: bool = False
+           ) -> tuple[Written, LeaseItem | None]:
+    """What ``op`` answers on ``current``, and the item to store (None: nothing changes): its rule, evaluated.
 
     Example:
-        >>> store = InMemoryStore()
-        >>> store.write(Close(key="k", now=0.0, expires_at=100.0, data={"outcome": "cancelled"})).ok
-        True
-        >>> store.get("k").get("outcome"), store.calls
-        ('cancelled', 1)
+        >>> written, item = answer(Close(key="k", now=0.0, expires_at=9.0), None)
+        >>> written.ok, item.state.value
+        (True, 'DONE')
     """
-
-    def __init__(self) -> None:
-        self._items: dict[str, LeaseItem] = {}
-        self._lock = threading.Lock()
-        self.calls = 0
-
-    def get(self, key: str) -> LeaseItem | None:
-        return self._items.get(key)
-
-    def items(self) -> list[LeaseItem]:
-        """Every item (tests and tooling)."""
-        with self._lock:
-            return list(self._items.values())
-
-    def _apply(self, op: Operation) -> Written:
-        with self._lock:
-            self.calls += 1
-            if isinstance(op, Transact):
-                return self._transact(op)
-            written, item = self._outcome(op, self._items.get(op.key))
-            if item is not None:
-                self._put(item)
-            return written
-
-    def _transact(self, op: Transact) -> Written:
-        """All of ``op.ops`` or none: every condition is checked before anything is written."""
-        changed: list[LeaseItem] = []
-        for index, inner in enumerate(op.ops):
-            current = self._items.get(inner.key)
-            if isinstance(inner, Close) and current is not None and current.past_ttl(inner.now):
-                return Written(key=op.key, ok=False, item=current, refused_at=index)
-            written, item = self._outcome(inner, current)
-            if not written.ok:
-                return Written(key=op.key, ok=False, item=written.item, refused_at=index)
-            if item is not None:
-                changed.append(item)
-        for item in changed:
-            self._put(item)
-        return Written(key=op.key, ok=True)
-
-    def _outcome(self, op: Operation, current: LeaseItem | None) -> tuple[Written, LeaseItem | None]:
-        """What ``op`` answers on ``current``, and the item to store (None: nothing changes)."""
-        if isinstance(op, Acquire):
-            return self._acquire(op, current)
-        if isinstance(op, Close):
-            if not closable(current, op.now):
-                return Written(key=op.key, ok=False, item=current), None
-            base = None if current is None or current.past_ttl(op.now) else current
-            if not expected(base, op.expect):
-                return Written(key=op.key, ok=False, item=current), None
-            return Written(key=op.key, ok=True, item=base), _updated(
-                base, op.key, state=op.state, owner=None, expires_at=op.expires_at, data=op.data)
-        if isinstance(op, Annotate):
-            if current is None or not current.held_live(op.now):
-                return Written(key=op.key, ok=False, item=current), None
-            return Written(key=op.key, ok=True), _updated(current, op.key, data=op.data)
-        if isinstance(op, Amend):
-            if current is None or not amendable(current, op):
-                return Written(key=op.key, ok=False, item=current), None
-            counters = {name: (current.get(name) or 0) + delta for name, delta in op.add.items()}
-            return Written(key=op.key, ok=True), _updated(current, op.key, data={**op.data, **counters})
-        if isinstance(op, Transact):
-            raise ValueError("a transaction cannot hold another transaction")
-        if not held_by(current, op.owner):
+    rule, values = op.rule(), op.values()
+    live = current
+    if rule.replaces_expired and current is not None and current.past_ttl(values["now"]):
+        if in_transaction:  # replacing it whole takes a request of its own (DynamoDB's PutItem)
             return Written(key=op.key, ok=False, item=current), None
-        if isinstance(op, Complete):
-            item = _updated(current, op.key, state=LeaseState.DONE, expires_at=op.expires_at, data=op.data)
-        elif isinstance(op, Release):
-            item = _updated(current, op.key, state=LeaseState.RELEASED, expires_at=op.expires_at,
-                            attempts_delta=op.attempts_delta, data=op.data)
-        elif isinstance(op, Renew):
-            item = _updated(current, op.key, lease_until=op.lease_until, expires_at=op.expires_at, data=op.data)
-        else:
-            item = _updated(current, op.key, owner=op.to_owner, expires_at=op.expires_at, data=op.data)
-        return Written(key=op.key, ok=True), item
-
-    def _acquire(self, op: Acquire, current: LeaseItem | None) -> tuple[Written, LeaseItem | None]:
-        if not acquirable(current, op):
-            return Written(key=op.key, ok=False, item=current), None
-        before = None if current is None or current.past_ttl(op.now) else current
-        fingerprint = {"fingerprint": op.fingerprint, "fp_version": op.fp_version} if op.fingerprint else {}
-        item = _updated(before, op.key, state=LeaseState.HELD, owner=op.owner, lease_until=op.lease_until,
-                        expires_at=op.expires_at, attempts_delta=1 if op.count_attempt else 0,
-                        data=op.data, **fingerprint)
-        return Written(key=op.key, ok=True, item=before), item
-
-    def _put(self, item: LeaseItem) -> None:
-        self._items[item.key] = item
-
-
-_UNSET: Any = object()
-
-
-def _updated(item: LeaseItem | None, key: str, *, state: LeaseState | None = None, owner: Any = _UNSET,
-             lease_until: Any = _UNSET, expires_at: Any = _UNSET, fingerprint: Any = _UNSET,
-             fp_version: Any = _UNSET, attempts_delta: int = 0, data: Mapping[str, FieldValue]) -> LeaseItem:
-    """``item`` with the given fields written, as an UpdateItem would (None removes a data field)."""
-    base = item or LeaseItem(key=key, state=state or LeaseState.HELD)
-    merged = {**base.data, **data}
-    return LeaseItem(
-        key=key,
-        state=state or base.state,
-        owner=base.owner if owner is _UNSET else owner,
-        lease_until=base.lease_until if lease_until is _UNSET else lease_until,
-        expires_at=base.expires_at if expires_at is _UNSET else expires_at,
-        fingerprint=base.fingerprint if fingerprint is _UNSET else fingerprint,
-        fp_version=base.fp_version if fp_version is _UNSET else fp_version,
-        attempts=base.attempts + attempts_delta,
-        data={k: v for k, v in merged.items() if v is not None},
-    )
+        live = None
+    if not rule.holds(live, values):
+        return Written(key=op.key, ok=False, item=current), None
+    item = rule.apply(live, op.key, values)
+    shown = live if rule.returns == "old" else item if rule.returns == "new" else None
+    return Written(key=op.key, ok=True, item=shown), item

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import BooleanAttribute, NumberAttribute, NumberSetAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
 KEY_ATTRIBUTE = "pk"
@@ -94,6 +94,9 @@ class TableItem(Model):
     members_dead_lettered = NumberAttribute(null=True)
     members_cancelled = NumberAttribute(null=True)
     members_expired = NumberAttribute(null=True)
+    #: a shard's members (their index in the group) counted so far, and those counted as dead-lettered
+    counted = NumberSetAttribute(null=True)
+    failed = NumberSetAttribute(null=True)
     #: a member list page: the members' keys (JSON)
     members = UnicodeAttribute(null=True)
 

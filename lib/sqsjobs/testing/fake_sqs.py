@@ -100,6 +100,14 @@ class _Refusal:
     code: str
     times: int
     sender_fault: bool
+    #: only calls on this queue (None: any queue)
+    queue_url: str | None = None
+
+
+@dataclass(frozen=True)
+class _RedrivePolicy:
+    dlq_url: str
+    max_receive_count: int
 
 
 @dataclass(kw_only=True)
@@ -108,6 +116,7 @@ class _Queue:
     arn: str
     messages: list[QueuedMessage] = field(default_factory=list)
     visibility_timeout: int = DEFAULT_VISIBILITY_SECONDS
+    redrive: _RedrivePolicy | None = None
 
 
 class FakeSQS:
@@ -123,7 +132,9 @@ class FakeSQS:
         #: every message ever accepted, in order (deleting one does not remove it from here)
         self.sent: list[QueuedMessage] = []
         self._queues: dict[str, _Queue] = {}
-        self._refusals: dict[str, _Refusal] = {}
+        self._refusals: dict[str, list[_Refusal]] = {}
+        #: messages SQS's own redrive moved to a DLQ (the backstop), in order
+        self.moved: list[QueuedMessage] = []
         self._ids = itertools.count(1)
 
     # ------------------------------------------------------------ helpers for tests
@@ -142,12 +153,39 @@ class FakeSQS:
         return [m for m in self.sent if m.queue_url == queue_url]
 
     def refuse(self, operation: str, *, code: str = "ServiceUnavailable", times: int = 1,
-               sender_fault: bool = False) -> None:
+               sender_fault: bool = False, queue_url: str | None = None) -> None:
         """Make the next ``times`` calls of ``operation`` (``"SendMessageBatch"``...) fail with ``code``.
 
         For a batch call the whole call fails (``ClientError``), as when SQS throttles it.
+        ``queue_url`` limits the refusal to calls on that queue (the DLQ's sends, say).
         """
-        self._refusals[operation] = _Refusal(code=code, times=times, sender_fault=sender_fault)
+        self._refusals.setdefault(operation, []).append(
+            _Refusal(code=code, times=times, sender_fault=sender_fault, queue_url=queue_url))
+
+    def clear_refusals(self) -> None:
+        """Forget every ``refuse``: from now on every call is answered."""
+        self._refusals.clear()
+
+    def set_redrive_policy(self, queue_url: str, dlq_url: str, max_receive_count: int) -> None:
+        """Give a queue SQS's redrive policy: a receive past ``max_receive_count`` moves the message to the DLQ.
+
+        The move keeps the message's id, body and attributes, as SQS's does.
+
+        Example:
+            >>> sqs = FakeSQS(clock=lambda: 0.0)
+            >>> jobs, dlq = sqs.queue_url("jobs"), sqs.queue_url("jobs-dlq")
+            >>> sqs.set_redrive_policy(jobs, dlq, max_receive_count=1)
+            >>> sent = sqs.send_message(QueueUrl=jobs, MessageBody="x")["MessageId"]
+            >>> len(sqs.receive(jobs)), sqs.messages(jobs)[0].visible_at
+            (1, 30.0)
+            >>> sqs.messages(jobs)[0].visible_at = 0.0  # its visibility ran out
+            >>> sqs.receive(jobs), [m.message_id == sent for m in sqs.messages(dlq)]
+            ([], [True])
+        """
+        if max_receive_count < 1:
+            raise ValueError("maxReceiveCount is at least 1")
+        self._queue(queue_url).redrive = _RedrivePolicy(dlq_url=dlq_url, max_receive_count=max_receive_count)
+        self._queue(dlq_url)
 
     def receive(self, queue_url: str, max_messages: int = 10,
                 only: Collection[str] | None = None) -> list[QueuedMessage]:
@@ -161,7 +199,7 @@ class FakeSQS:
         blocked_groups: set[str] = set()
         # On a standard queue a group id is a tenant (a fair queue): it orders nothing.
         fifo = queue_url.endswith(".fifo")
-        for message in queue.messages:
+        for message in list(queue.messages):
             if len(taken) >= max_messages:
                 break
             visible = message.visible_at <= now
@@ -172,6 +210,9 @@ class FakeSQS:
                 if not visible:
                     blocked_groups.add(message.group_id)
             if not visible or (only is not None and message.message_id not in only):
+                continue
+            if queue.redrive is not None and message.receive_count >= queue.redrive.max_receive_count:
+                self._move(queue, message, queue.redrive.dlq_url)
                 continue
             message.receive_count += 1
             message.first_received_at = message.first_received_at or now
@@ -293,10 +334,19 @@ class FakeSQS:
     # ------------------------------------------------------------ internals
     def _call(self, operation: str, params: dict[str, Any]) -> None:
         self.calls.append(SqsCall(operation=operation, params=dict(params)))
-        refusal = self._refusals.get(operation)
-        if refusal is not None and refusal.times > 0:
-            refusal.times -= 1
-            raise _client_error(operation, refusal.code, "refused by FakeSQS.refuse")
+        for refusal in self._refusals.get(operation, []):
+            if refusal.times > 0 and refusal.queue_url in (None, params.get("QueueUrl")):
+                refusal.times -= 1
+                raise _client_error(operation, refusal.code, "refused by FakeSQS.refuse")
+
+    def _move(self, queue: _Queue, message: QueuedMessage, dlq_url: str) -> None:
+        queue.messages.remove(message)
+        message.queue_url = dlq_url
+        message.visible_at = self.clock()
+        message.receive_count = 0
+        message.receipt_handle = None
+        self._queue(dlq_url).messages.append(message)
+        self.moved.append(message)
 
     def _queue(self, url: str) -> _Queue:
         queue = self._queues.get(url)

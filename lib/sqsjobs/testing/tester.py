@@ -258,7 +258,7 @@ def use(
     (``queues={"critical": None}``). ``dynamodb_client`` (e.g. moto's) is for jobs that use
     DynamoDB themselves: chunked and scheduled jobs, transactions.
     """
-    from sqsjobs.store._lease import InMemoryStore
+    from sqsjobs.store._memory import InMemoryStore
 
     clock = clock or ManualClock()
     sqs = sqs or FakeSQS(clock=clock)

@@ -11,14 +11,17 @@ This module must stay import-light: jobs import it on every cold start.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from sqsjobs.worker._stages import Stage
 
 if TYPE_CHECKING:
     from sqsjobs.store._lease import LeaseStore
+    from sqsjobs.worker._delivery import Delivery
 
 
 @dataclass(frozen=True)
@@ -62,3 +65,17 @@ def running_job(store: LeaseStore, key: str) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+class CancellationStage(Stage):
+    """A stage (``worker/_stages.py``): inside a job's call, ``cancel_requested()`` reads its key's record."""
+
+    def __init__(self, store: LeaseStore) -> None:
+        self.store = store
+
+    def wrap_run(self, d: Delivery, call: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            with running_job(self.store, d.key):
+                return call()
+
+        return run

@@ -1,37 +1,33 @@
-"""The SQS batch consumer: every record claimed, run, recorded, and then acknowledged, returned or dead-lettered.
+"""The SQS batch consumer: every record decoded, claimed, run, recorded, then acknowledged, returned or dead-lettered.
 
-``JobBatchProcessor.run`` is the whole flow, top to bottom:
+``Consumer.run`` is the whole flow, top to bottom; it carries decisions out
+and decides nothing itself (``worker/_decision.py`` does), and it names no
+feature (features plug in as stages, ``worker/_stages.py``):
 
-1. parse the event; decode every body (a bad one is dead-lettered alone,
-   with reason ``malformed``); a delivery older than its ``expires_in`` is
-   acknowledged without running; the limited jobs take their rate tokens and
-   concurrency slots (``sqsjobs.flow._permits``, one round trip, none for a batch
-   without limited jobs), and those over a limit are deferred untouched;
-2. **claim** every distinct key at once: one DynamoDB round trip for the
-   batch (``sqsjobs.worker._job_records``), which also tells duplicates, cancelled keys,
-   keys held by a live run elsewhere, and keys that belong to other arguments;
-3. **run** the claimed jobs in order; each job's record is written the moment
-   it returns, on the store's thread pool, overlapped with the next job, so a
-   crash exposes at most the one job that was running (the crash window);
-4. **dead-letter** what failed for good (``SendMessageBatch`` to the DLQ, cut
-   by 10 entries and 256 KiB), then write those records, so a redelivery of a
-   dead-lettered message (a lost acknowledgement) is not run again;
-5. **groups and chains** (``sqsjobs.workflows._stage``): a member's terminal write
-   carried its group's count (one transaction); now the members that ended
-   without a write are counted, emptied groups finished (their callbacks
-   sent) and chains' next steps sent;
-6. **re-send** what goes back to the queue but has reached the backstop
-   receive (SQS's redrive would move it without a reason), **schedule** the
-   retries SQS cannot hold back that long (beyond its 12-hour visibility, or
-   beyond 900 s at the backstop: a one-time schedule re-sends the message at
-   its time, and only then is the original acknowledged), and set the
-   others' retry delays (``ChangeMessageVisibilityBatch``, full jitter);
-7. write the batch's metrics (EMF) and return ``batchItemFailures``.
+1. parse the event, and decode every body (its job, arguments and key);
+2. the stages' ``before_claim`` (too old to run, over a limiter);
+3. **claim** every distinct key at once: one DynamoDB round trip for the
+   batch (``worker/_job_records.py``), which also tells duplicates, cancelled
+   keys, keys held by a live run elsewhere, and keys that belong to another
+   job or to other arguments; a *finish copy* (a success whose completion a
+   previous invocation could not write) writes that completion instead;
+4. **run** the claimed jobs in order; each record is written the moment its
+   job returns, overlapped with the next job (``worker/_record_writes.py``),
+   so a crash exposes at most the one job that was running;
+5. **dead-letter** what failed for good (``SendMessageBatch`` to the DLQ),
+   then write those records, so a redelivery of a dead-lettered message (a
+   lost acknowledgement) is not run again;
+6. the stages' ``after_records`` (a group's count, its callbacks, a chain's
+   next step), then each decision is *settled* against what its writes did;
+7. **send back**: re-send what must not return at its backstop receive,
+   schedule the retries SQS cannot hold back that long, set the others' retry
+   delays (``ChangeMessageVisibilityBatch``, full jitter);
+8. write the batch's metrics (one EMF document a job) and return
+   ``batchItemFailures``.
 
-Each record moves through the states of ``sqsjobs.worker._delivery`` only by its
-transition methods. Attempts are the runs that *started* (the job's record
-counts them), not SQS receives: a record returned without running never
-burns one. This module must never raise out of a batch for a record's sake.
+Attempts are the runs that *started* (the job's record counts them), not SQS
+receives: a record returned without running never burns one. This module must
+never raise out of a batch for a record's sake.
 """
 
 from __future__ import annotations
@@ -42,11 +38,10 @@ import random as _random
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs import _metrics as m
-from sqsjobs._backoff import MAX_VISIBILITY_SECONDS, BackoffPolicy, RandomSource, visibility_seconds
+from sqsjobs._backoff import BackoffPolicy, RandomSource, visibility_seconds
 from sqsjobs._errors import (
     ConfigurationError,
     InvalidArgumentsError,
@@ -61,30 +56,26 @@ from sqsjobs._job import Classification, OnCrash
 from sqsjobs._tracing import reset_trace_id, set_trace_id
 from sqsjobs.enqueue._batching import batches, send_entries
 from sqsjobs.enqueue._envelope import Envelope
-from sqsjobs.enqueue._message import ATTR_RESENDS, MAX_DELAY_SECONDS
-from sqsjobs.flow._limiter_memory import LimiterMemory
-from sqsjobs.flow._permits import Permits, Refusal
-from sqsjobs.store._lease import Operation, Written, expiry
-from sqsjobs.worker import _job_records as guard
+from sqsjobs.enqueue._message import ATTR_FINISH, ATTR_RESENDS, ATTR_RESULT, MAX_DELAY_SECONDS
+from sqsjobs.store._lease import Operation, expiry
+from sqsjobs.worker import _job_records as records
+from sqsjobs.worker._batch import Batch, resends
 from sqsjobs.worker._budget import remaining_seconds
-from sqsjobs.worker._cancellation import running_job
-from sqsjobs.worker._dead_letters import DeadLetter, Reason, sqs_attribute
+from sqsjobs.worker._dead_letters import DeadLetter, sqs_attribute
+from sqsjobs.worker._decision import Action, Aftermath, Ending, settle
 from sqsjobs.worker._delivery import BatchResult, Delivery, Outcome, State
 from sqsjobs.worker._job_records import Claim, ClaimResult, Verdict
-from sqsjobs.worker._time_limit import run_with_time_limit
-from sqsjobs.workflows._stage import BatchFollowups, Followups
+from sqsjobs.worker._record_writes import RecordWrites
+from sqsjobs.worker._stages import Stage, Stages
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
     from sqsjobs._job import Job
     from sqsjobs._settings import Settings
-    from sqsjobs.flow._limits import Limiter
     from sqsjobs.schedules._one_time import OneTimeSchedules
     from sqsjobs.store._lease import LeaseStore
 
-#: a message the worker cannot start is re-sent at most this often before it is dead-lettered
-MAX_RESENDS = 10
 #: the counter each final outcome adds one to (re-sent records count as what they were: a retry still comes back)
 OUTCOME_METRICS = {
     Outcome.SUCCEEDED: m.SUCCEEDED,
@@ -95,29 +86,40 @@ OUTCOME_METRICS = {
     Outcome.EXPIRED: m.EXPIRED,
     Outcome.DEFERRED: m.DEFERRED,
 }
+#: outcomes of deliveries acknowledged without running: counted only once they are
+UNRUN_ACKS = frozenset({Outcome.DUPLICATE, Outcome.CANCELLED, Outcome.EXPIRED})
+#: a claim's verdict → how the delivery ends without running
+VERDICT_ENDINGS = {
+    Verdict.DUPLICATE: Ending.DUPLICATE,
+    Verdict.ALREADY_DEAD_LETTERED: Ending.ALREADY_DEAD_LETTERED,
+    Verdict.CANCELLED: Ending.CANCELLED,
+    Verdict.CONFLICT: Ending.KEY_CONFLICT,
+    Verdict.BUSY: Ending.BUSY,
+    Verdict.ERROR: Ending.STORE_FAILED,
+}
+#: what a group counts a delivery that was not run as, by the outcome of the record it found
+RECORD_COUNTS = {"succeeded": "succeeded", "cancelled": "cancelled", "dead_lettered": "dead_lettered"}
 
 
-class JobBatchProcessor:
-    """Runs one SQS batch through the guard (``JobApp`` builds one per cold start)."""
+class Consumer:
+    """Runs one SQS batch through the guard (the runtime builds one per cold start)."""
 
     def __init__(
         self,
         *,
         settings: Settings,
-        jobs: dict[str, Job[Any, Any]],
+        jobs: Mapping[str, Job[Any, Any]],
         store: LeaseStore,
         sqs: Callable[[], SQSClient],
         clock: Callable[[], float],
         random: RandomSource | None,
         logger: Any,
         emit: Callable[[str], None],
-        schedules: OneTimeSchedules | None = None,
-        limiters: Mapping[str, Limiter] | None = None,
+        stages: Sequence[Stage] = (),
+        schedules: Callable[[], OneTimeSchedules] | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.settings = settings
-        #: where retries too long for SQS wait (None: no schedule group; they wait 12 hours at most)
-        self.schedules = schedules
         self.jobs = jobs
         self.store = store
         #: the SQS client, built on first use: a batch of successes never needs one
@@ -126,14 +128,12 @@ class JobBatchProcessor:
         self.random = random
         self.log = logger
         self.emit = emit
+        self.stages = Stages(stages)
+        #: where retries too long for SQS wait (None: no schedule group; they wait 12 hours at most)
+        self.schedules = schedules
+        self.sleep = sleep
         self.default_backoff = BackoffPolicy(base=settings.backoff_base, cap=settings.backoff_cap)
         self._queue_urls: dict[str, str] = {}
-        self.limiters = limiters or {}
-        self.sleep = sleep
-        #: what this container learned of its limiters between batches (``sqsjobs.flow._permits``)
-        self.limiter_memory = LimiterMemory()
-        self.followups = Followups(store=store, sqs=sqs, settings=settings, clock=clock, random=random,
-                                   logger=logger)
 
     @property
     def sqs(self) -> SQSClient:
@@ -143,53 +143,44 @@ class JobBatchProcessor:
     # ------------------------------------------------------------------ the flow
     def run(self, event: Any, context: Any) -> BatchResult:
         """Process an SQS event; raises only ``InvalidEventError`` (the event is not a batch)."""
-        deliveries = parse_event(event)
-        owner = uuid.uuid4().hex
-        now = self.clock()
-        expired = [op for d in deliveries if (op := self._decode(d, now)) is not None]
-        permits = Permits(store=self.store, limiters=self.limiters, owner=owner, memory=self.limiter_memory,
-                          random=self.random or _random, clock=self.clock, sleep=self.sleep)
-        for d, refusal in permits.take(deliveries, now=now, lease_until=self._invocation_lease(now, context)):
-            d.deferred(refusal.limiter, delay=refusal.delay)
-        firsts = self._claim(deliveries, owner, now, context, expired)
-        followups = self.followups.batch()
-        writes = RecordWrites(self.store, followups)
-        blocked_groups: set[str] = set()
-        for d in deliveries:
-            if d.group_id in blocked_groups and d.state in (State.DECODED, State.CLAIMED):
-                # FIFO order: nothing after a record of its group that goes back may run first.
-                self._give_back_unstarted(d, owner, writes, Outcome.GROUP_BLOCKED)
-            elif d.state is State.CLAIMED:
-                self._run_claimed(d, owner, context, writes, permits)
+        batch = self._start(parse_event(event), context)                 # 1. parse
+        for d in batch.deliveries:
+            self._decode(batch, d)                                       # 1. decode
+        self.stages.before_claim(batch)                                  # 2. expired, over a limit
+        firsts = self._claim(batch)                                      # 3. claim
+        for d in batch.deliveries:                                       # 4. run, in order
+            if d.state is State.CLAIMED:
+                self._run(batch, d)
             elif d.state is State.DECODED:
-                self._follow(d, firsts.get(d.key))
-            if d.group_id is not None and d.state is State.TO_RETURN:
-                blocked_groups.add(d.group_id)
-        limiter_errors = permits.close().errors
-        writes.wait()
-        self._dead_letter(deliveries, owner, writes)
-        followups.finish(deliveries)
-        self._resend_or_return(deliveries)
-        batch = m.BatchMetrics(namespace=self.settings.namespace, service=self.settings.service, emit=self.emit)
-        for d in deliveries:
-            self._count(batch, d)
-        batch.flush()
-        for fence in writes.lost:
-            self.log.warning("fence lost: the lease ran out and another invocation took the key over",
-                             extra=self._fields(fence))
-        for failed, error in writes.errors:
-            self.log.error("could not write the job's record; its lease bounds the damage",
-                           extra={**self._fields(failed), "error": error})
-        for error in limiter_errors:
-            self.log.error("could not write a limiter's token or slot; its lease bounds the damage",
-                           extra={"error": error})
-        failures = tuple(d.message_id for d in deliveries if d.state is State.RETURNED)
-        return BatchResult(deliveries=tuple(deliveries), failures=failures, fence_lost=len(writes.lost),
-                           store_errors=len(writes.errors))
+                self._follow(batch, d, firsts.get(d.key))
+        self.stages.after_runs(batch)
+        batch.writes.wait()
+        self._dead_letter(batch)                                         # 5. the DLQ, then its records
+        followups = self.stages.after_records(batch)                     # 6. groups, chains
+        self._settle(batch, followups)
+        self._send_back(batch)                                           # 7. re-send, schedule, return
+        return self._finish(batch)                                       # 8. metrics, result
+
+    def _start(self, deliveries: list[Delivery], context: Any) -> Batch:
+        now = self.clock()
+        margin = self.settings.deadline_margin
+
+        def time_left() -> float | None:
+            remaining = remaining_seconds(context)
+            return None if remaining is None else remaining - margin
+
+        batch = Batch(
+            deliveries=deliveries, owner=uuid.uuid4().hex, now=now, context=context,
+            lease_until=self._invocation_lease(now, context), max_attempts=self.settings.max_attempts,
+            default_backoff=self.default_backoff, random=self.random or _random,
+            can_schedule=self.schedules is not None,
+            writes=RecordWrites(self.store, sleep=self.sleep, time_left=time_left, random=self.random),
+        )
+        batch.on_decided = lambda d: self.stages.after_decision(batch, d)
+        return batch
 
     # ------------------------------------------------------------------ 1. decode
-    def _decode(self, d: Delivery, now: float) -> Operation | None:
-        """Decode ``d``; returns the record write of a delivery that expired before it ran."""
+    def _decode(self, batch: Batch, d: Delivery) -> None:
         try:
             envelope = d.envelope = Envelope.decode(d.body)  # kept even if what follows fails: it names the job
             job = self.jobs.get(envelope.job)
@@ -198,126 +189,142 @@ class JobBatchProcessor:
             args = job.signature.bind(job.upcast(envelope.job_version, envelope.args))
             key = envelope.key or job.key_for(args)
         except MalformedMessageError as error:
-            d.to_dead_letter(Reason.MALFORMED, error)
-            return None
+            batch.conclude(d, Ending.MALFORMED, error=error)
+            return
         except (UnknownJobError, InvalidArgumentsError) as error:
-            d.to_dead_letter(Reason.MALFORMED, MalformedMessageError(f"{type(error).__name__}: {error}"))
-            return None
+            batch.conclude(d, Ending.MALFORMED, error=MalformedMessageError(f"{type(error).__name__}: {error}"))
+            return
         except RetryableError as error:
-            # A newer job_version than this deploy knows: back after the job's backoff, no attempt used,
-            # until new code takes it.
-            delay = self.default_backoff.next_delay(d.receive_count, self.random)
-            self._give_back(d, Outcome.RETRY, delay, error)
-            return None
+            # A newer job_version than this deploy knows: back after the backoff, no attempt used, until new
+            # code takes it.
+            batch.conclude(d, Ending.TOO_NEW, error=error)
+            return
         except Exception as error:  # an upcaster that raised is user code failing on this body
-            malformed = MalformedMessageError(f"{type(error).__name__} while decoding: {error}")
-            d.to_dead_letter(Reason.MALFORMED, malformed)
-            return None
+            batch.conclude(d, Ending.MALFORMED,
+                           error=MalformedMessageError(f"{type(error).__name__} while decoding: {error}"))
+            return
         d.decoded(envelope=envelope, job=job, args=args, key=key)
-        expires_in = envelope.expires_in or job.options.expires_in
-        sent = envelope.enqueued_at if envelope.enqueued_at is not None else d.sent_ms / 1000.0
-        if expires_in is not None and sent and now - sent > expires_in:
-            d.to_ack(Outcome.EXPIRED)
-            if envelope.member_of is not None:
-                return None  # its group's count writes its record (followups)
-            return guard.expired(key, job=job.name, now=now, expires_at=expiry(now, self.settings.record_ttl))
-        return None
 
-    # ------------------------------------------------------------------ 2. claim
-    def _claim(self, deliveries: Sequence[Delivery], owner: str, now: float, context: Any,
-               expired: list[Operation]) -> dict[str, Delivery]:
+    # ------------------------------------------------------------------ 3. claim
+    def _claim(self, batch: Batch) -> dict[str, Delivery]:
         """Claim each distinct key once (one round trip); later records of a key follow the first."""
         firsts: dict[str, Delivery] = {}
-        claims: list[tuple[Delivery, Claim]] = []
-        lease_until = self._invocation_lease(now, context)
-        if lease_until is not None:
-            for d in deliveries:
+        claims: list[tuple[Delivery, Claim | None, Operation]] = []
+        if batch.lease_until is not None:
+            for d in batch.deliveries:
                 if d.state is not State.DECODED or d.key in firsts or d.job is None or d.envelope is None:
                     continue
                 firsts[d.key] = d
-                claims.append((d, Claim(
-                    key=d.key, job=d.job.name, owner=owner, now=now, lease_until=lease_until,
-                    expires_at=expiry(now, self.settings.record_ttl, lease_until),
-                    fingerprint=d.job.fingerprint(d.args or {}), fp_version=d.job.options.version,
-                    message_id=d.message_id, enqueued_at=d.envelope.enqueued_at,
-                )))
-        written = self.store.write_many([c.operation() for _, c in claims] + expired)
-        for (d, claim), answer in zip(claims, written, strict=False):
-            self._on_claim(d, ClaimResult.of(claim, answer), now)
+                token = finish_token(d)
+                if token is None:
+                    asked = self._claim_of(batch, d)
+                    claims.append((d, asked, asked.operation()))
+                else:
+                    claims.append((d, None, records.succeeded(
+                        d.key, token, now=batch.now, expires_at=expiry(batch.now, self.settings.record_ttl),
+                        result=finish_result(d))))
+        wave = [op for *_, op in claims] + [op for _, op in batch.claim_wave]
+        written = self.store.write_many(wave)
+        late: list[tuple[Delivery, Claim]] = []
+        for (d, claim, _), answer in zip(claims, written, strict=False):
+            if claim is None:  # a finish copy: its completion, fenced on the lease of the run that succeeded
+                if answer.ok:
+                    d.counts_as = "succeeded"
+                    batch.conclude(d, Ending.DUPLICATE)
+                elif answer.error is not None:  # still a finish copy: it comes back and tries again
+                    batch.conclude(d, Ending.STORE_FAILED, error=RetryableError(
+                        f"idempotency store unavailable: {answer.error}"))
+                else:
+                    late.append((d, self._claim_of(batch, d)))  # not that lease any more: an ordinary delivery
+                continue
+            self._on_claim(batch, d, ClaimResult.of(claim, answer))
+        if late:
+            for (d, claim), answer in zip(late, self.store.write_many([c.operation() for _, c in late]),
+                                          strict=True):
+                self._on_claim(batch, d, ClaimResult.of(claim, answer))
         return firsts
 
-    def _on_claim(self, d: Delivery, claim: ClaimResult, now: float) -> None:
-        verdict = claim.verdict
-        if verdict is Verdict.CLAIMED:
-            d.claimed(attempt=claim.attempt, took_over=claim.took_over, previous=claim.previous)
-        elif verdict is Verdict.DUPLICATE:
-            d.to_ack(Outcome.DUPLICATE)
-        elif verdict is Verdict.ALREADY_DEAD_LETTERED:
-            d.notes.append("this message is already in the DLQ (its acknowledgement was lost)")
-            d.to_ack(Outcome.DUPLICATE)
-        elif verdict is Verdict.CANCELLED:
-            d.to_ack(Outcome.CANCELLED)
-        elif verdict is Verdict.CONFLICT:
-            stored = claim.previous
-            job = stored.get("job") if stored is not None else None
-            d.to_dead_letter(Reason.KEY_CONFLICT, PermanentError(
-                f"key {d.key!r} already belongs to job {job!r} with other arguments (hash "
-                f"{stored.fingerprint if stored else None}); this message's hash is "
-                f"{d.job.fingerprint(d.args or {}) if d.job else None}: give each job call its own key"))
-        elif verdict is Verdict.BUSY:
-            d.notes.append("lease held elsewhere")
-            wait = (claim.lease_until or now) - now
-            self._give_back(d, Outcome.UNSTARTED, min(max(wait + 1.0, 1.0), MAX_VISIBILITY_SECONDS))
-        else:
-            delay = self.default_backoff.next_delay(d.receive_count, self.random)
-            self._give_back(d, Outcome.RETRY, delay, RetryableError(f"idempotency store unavailable: {claim.error}"))
+    def _claim_of(self, batch: Batch, d: Delivery) -> Claim:
+        assert d.job is not None and d.envelope is not None and batch.lease_until is not None
+        return Claim(
+            key=d.key, job=d.job.name, owner=batch.owner, now=batch.now, lease_until=batch.lease_until,
+            expires_at=expiry(batch.now, self.settings.record_ttl, batch.lease_until),
+            fingerprint=d.job.fingerprint(d.args or {}), fp_version=d.job.options.version,
+            message_id=d.message_id, enqueued_at=d.envelope.enqueued_at,
+        )
 
-    # ------------------------------------------------------------------ 3. run
-    def _run_claimed(self, d: Delivery, owner: str, context: Any, writes: RecordWrites, permits: Permits) -> None:
+    def _on_claim(self, batch: Batch, d: Delivery, claim: ClaimResult) -> None:
+        if claim.verdict is Verdict.CLAIMED:
+            d.claimed(attempt=claim.attempt, took_over=claim.took_over, previous=claim.previous)
+            return
+        ending = VERDICT_ENDINGS[claim.verdict]
+        if ending in (Ending.DUPLICATE, Ending.ALREADY_DEAD_LETTERED, Ending.CANCELLED) and claim.previous:
+            d.counts_as = RECORD_COUNTS.get(str(claim.previous.get("outcome")), "succeeded")
+        if ending is Ending.ALREADY_DEAD_LETTERED:
+            d.notes.append("this message is already in the DLQ (its acknowledgement was lost)")
+        if ending is Ending.KEY_CONFLICT:
+            assert d.job is not None
+            text = records.conflict_text(d.key, d.job.name, claim.previous, d.job.fingerprint(d.args or {}))
+            batch.conclude(d, ending, error=PermanentError(text))
+        elif ending is Ending.BUSY:
+            batch.conclude(d, ending, wait=(claim.lease_until or batch.now) - batch.now)
+        elif ending is Ending.STORE_FAILED:
+            batch.conclude(d, ending, error=RetryableError(f"idempotency store unavailable: {claim.error}"))
+        else:
+            batch.conclude(d, ending)
+
+    # ------------------------------------------------------------------ 4. run
+    def _run(self, batch: Batch, d: Delivery) -> None:
         assert d.job is not None and d.args is not None
-        options = d.job.options
-        limit = self._max_attempts(d.job)
-        if not self._time_left(context):
-            self._give_back_unstarted(d, owner, writes, Outcome.UNSTARTED)
+        if not self._time_left(batch.context):
+            self._unstarted(batch, d, Ending.NO_TIME)
             return
         last_error = d.previous.get("last_error") if d.previous is not None else None
-        if d.took_over and options.on_crash is OnCrash.DEAD_LETTER:
-            d.to_dead_letter(Reason.CRASHED, PermanentError(
+        if d.took_over and d.job.options.on_crash is OnCrash.DEAD_LETTER:
+            batch.conclude(d, Ending.PREVIOUS_RUN_DIED, error=PermanentError(
                 f"the previous run of {d.key!r} died mid-way (on_crash='dead_letter'); last error: {last_error}"))
             return
+        limit = batch.job_attempts(d)
         if d.attempt > limit:
-            reason = Reason.LOST if d.took_over else Reason.EXHAUSTED
             what = "never reported (a timeout, a crash or running out of memory)" if d.took_over else "failed"
-            d.to_dead_letter(reason, RetryableError(
+            batch.conclude(d, Ending.ATTEMPTS_USED, error=RetryableError(
                 f"attempt {d.attempt - 1} of {limit} {what}; last error: {last_error}"))
             return
-        refusal = permits.start(d, now=self.clock())
-        if refusal is not None:  # its rate token is spent: it started too long after the batch took it
-            self._give_back_unstarted(d, owner, writes, Outcome.DEFERRED, refusal)
+        held_back = self.stages.before_run(batch, d)
+        if held_back is not None:  # a stage keeps it from starting (FIFO order, a limiter at its start)
+            self._unstarted(batch, d, held_back.ending, wait=held_back.wait, limiter=held_back.limiter)
             return
         error = self._execute(d)
-        permits.finished(d)
+        self.stages.after_run(batch, d)
         now = self.clock()
         expires_at = expiry(now, self.settings.record_ttl)
-        if error is None:
-            stored = self._stored_result(d) if options.store_result else None
-            if d.state is State.CLAIMED:  # (a result that cannot be stored dead-letters it)
-                d.to_ack(Outcome.SUCCEEDED, result=d.result)
-                writes.submit(d, guard.succeeded(d.key, owner, now=now, expires_at=expires_at, result=stored))
-        elif options.classify(error) is Classification.PERMANENT:
-            d.to_dead_letter(Reason.PERMANENT, error)
-        elif d.attempt >= limit:
-            d.to_dead_letter(Reason.EXHAUSTED, error)
-        else:
+        if error is not None:
+            options = d.job.options
             requested = error.delay if isinstance(error, RetryableError) else None
-            delay = requested if requested is not None else options.backoff.next_delay(d.attempt, self.random)
-            d.to_return(Outcome.RETRY, delay=delay, error=error)
-            writes.submit(d, guard.retrying(d.key, owner, now=now, expires_at=expires_at, error=error))
+            decision = batch.conclude(d, Ending.FAILED, error=error, requested_delay=requested,
+                                      permanent=options.classify(error) is Classification.PERMANENT)
+            if decision.action is not Action.DEAD_LETTER:
+                batch.writes.submit(d, records.retrying(d.key, batch.owner, now=now, expires_at=expires_at,
+                                                        error=error))
+            return
+        stored, unstorable = self._stored_result(d) if d.job.options.store_result else (None, None)
+        if unstorable is not None:
+            batch.conclude(d, unstorable[0], error=unstorable[1])
+            return
+        batch.conclude(d, Ending.SUCCEEDED)
+        batch.writes.submit(d, records.succeeded(d.key, batch.owner, now=now, expires_at=expires_at, result=stored))
+
+    def _unstarted(self, batch: Batch, d: Delivery, ending: Ending, **known: Any) -> None:
+        """A claimed delivery that does not start: its record gives the attempt back."""
+        now = self.clock()
+        batch.writes.submit(d, records.not_started(d.key, batch.owner, now=now, previous=d.previous,
+                                                   expires_at=expiry(now, self.settings.record_ttl)))
+        batch.conclude(d, ending, **known)
 
     def _execute(self, d: Delivery) -> BaseException | None:
-        """Run the job within its time limit; the exception it ended with, or None."""
+        """Run the job (inside the stages' wraps); the exception it ended with, or None."""
         assert d.job is not None and d.args is not None
-        job = d.job
+        job, args = d.job, d.args
         token = set_trace_id(d.trace_id or d.message_id)
         fields = self._fields(d)
         # The job's own log lines through app.logger carry the same fields.
@@ -325,8 +332,7 @@ class JobBatchProcessor:
         started = time.perf_counter()
         error: BaseException | None = None
         try:
-            with running_job(self.store, d.key):
-                d.result = run_with_time_limit(job.fn, d.args, job.options.time_limit, job.name)
+            d.result = self.stages.wrap_run(d, lambda: job.fn(**args))()
         except Exception as raised:
             error = raised
             self.log.warning("job failed", extra={"error": f"{type(error).__name__}: {error}"})
@@ -336,74 +342,64 @@ class JobBatchProcessor:
             reset_trace_id(token)
         return error
 
-    def _stored_result(self, d: Delivery) -> str | None:
-        """The job's return value as JSON for its record; a value that cannot be stored dead-letters it."""
+    def _stored_result(self, d: Delivery) -> tuple[str | None, tuple[Ending, BaseException] | None]:
+        """The job's return value as JSON for its record, or why it cannot be stored."""
         try:
             text = json.dumps(d.result, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError) as error:
-            d.to_dead_letter(Reason.RESULT_NOT_JSON, PermanentError(
+            return None, (Ending.RESULT_NOT_JSON, PermanentError(
                 f"job {d.job_name!r} returned a value that is not JSON ({error}); store_result=True needs one"))
-            return None
-        if len(text.encode()) > guard.MAX_RESULT_BYTES:
-            d.to_dead_letter(Reason.RESULT_TOO_LARGE, PermanentError(
+        if len(text.encode()) > records.MAX_RESULT_BYTES:
+            return None, (Ending.RESULT_TOO_LARGE, PermanentError(
                 f"job {d.job_name!r} returned {len(text.encode())} bytes of JSON; store_result keeps at most "
-                f"{guard.MAX_RESULT_BYTES}: return an ID and store the rest where it belongs"))
-            return None
-        return text
+                f"{records.MAX_RESULT_BYTES}: return an ID and store the rest where it belongs"))
+        return text, None
 
-    def _follow(self, d: Delivery, first: Delivery | None) -> None:
+    def _follow(self, batch: Batch, d: Delivery, first: Delivery | None) -> None:
         """A record that was not claimed: a later copy of a key follows the first, else it did not start."""
-        if first is None or first is d:
-            self._give_back(d, Outcome.UNSTARTED, 0)  # too close to the deadline to claim anything
+        if first is None or first is d or first.decision is None:
+            batch.conclude(d, Ending.NO_TIME)  # too close to the deadline to claim anything
             return
-        if d.job is not None and first.job is d.job and d.job.fingerprint(d.args or {}) != \
-                d.job.fingerprint(first.args or {}):
-            d.to_dead_letter(Reason.KEY_CONFLICT, PermanentError(
-                f"key {d.key!r} came twice in one batch with different arguments: give each job call its own key"))
-        elif first.state is State.TO_DEAD_LETTER and first.reason is not None and first.error is not None:
-            # The job never completed: this copy is no duplicate of a success. It goes to the DLQ with the
-            # same reason (a replay of either copy passes the guard, so one run at most).
-            d.to_dead_letter(first.reason, first.error)
-        elif first.state is State.TO_ACK and first.outcome is not None:
-            d.to_ack(Outcome.CANCELLED if first.outcome is Outcome.CANCELLED else Outcome.DUPLICATE)
-        elif first.outcome is Outcome.RETRY:
-            self._give_back(d, Outcome.RETRY, first.delay, first.error)
-        else:
-            self._give_back(d, Outcome.UNSTARTED, first.delay)
+        if d.job is not None and first.job is not None and (first.job is not d.job or d.job.fingerprint(
+                d.args or {}) != d.job.fingerprint(first.args or {})):
+            batch.conclude(d, Ending.KEY_CONFLICT, error=PermanentError(
+                f"key {d.key!r} came twice in one batch for different calls ({first.job_name}, {d.job_name}): "
+                "give each job call its own key"))
+            return
+        d.counts_as = first.counts_as
+        batch.conclude(d, Ending.FOLLOWS, first=first.decision)
 
-    # ------------------------------------------------------------------ 4. dead letters
-    def _dead_letter(self, deliveries: Sequence[Delivery], owner: str, writes: RecordWrites) -> None:
-        pending = [d for d in deliveries if d.state is State.TO_DEAD_LETTER]
+    # ------------------------------------------------------------------ 5. dead letters
+    def _dead_letter(self, batch: Batch) -> None:
+        pending = [d for d in batch.deliveries if d.state is State.TO_DEAD_LETTER]
         if not pending:
             return
         dlq_url = self.settings.dlq_url
         if dlq_url:
             fifo = dlq_url.endswith(".fifo")
-            entries = [self._dead_letter_of(d).entry(str(i), fifo) for i, d in enumerate(pending)]
-            sent = send_entries(self.sqs, dlq_url, entries)
+            sent = send_entries(self.sqs, dlq_url, [self._dead_letter_of(d).entry(str(i), fifo)
+                                                    for i, d in enumerate(pending)])
         else:
             sent = {str(i): "no DLQ configured (SQSJOBS_DLQ_URL)" for i in range(len(pending))}
         now = self.clock()
         expires_at = expiry(now, self.settings.record_ttl)
         for i, d in enumerate(pending):
-            assert d.reason is not None and d.error is not None
+            assert d.decision is not None and d.reason is not None and d.error is not None
             why = sent.get(str(i), "no answer")
-            if why is None:
-                self.log.warning("dead-lettered", extra={**self._fields(d), "reason": d.reason.value})
+            if why is not None:
+                self.log.error("DLQ send failed; leaving the message on its queue", extra={**self._fields(d),
+                                                                                           "error": why})
+                d.settled(settle(d.decision, Aftermath(dead_letter_refused=why), batch.facts[d.index], self.random))
                 if d.holds_lease:
-                    writes.submit(d, guard.dead_lettered(d.key, owner, now=now, expires_at=expires_at,
-                                                         error=d.error, reason=d.reason.value,
-                                                         message_id=d.message_id,
-                                                         ran=d.duration_ms is not None, previous=d.previous))
-                d.finished()
+                    batch.writes.submit(d, records.retrying(d.key, batch.owner, now=now, expires_at=expires_at,
+                                                            error=d.error))
                 continue
-            self.log.error("DLQ send failed; leaving the message on its queue", extra={**self._fields(d),
-                                                                                       "error": why})
-            error = d.error
-            d.dead_letter_failed(why, delay=self.default_backoff.next_delay(max(d.attempt, 1), self.random))
+            self.log.warning("dead-lettered", extra={**self._fields(d), "reason": d.reason.value})
             if d.holds_lease:
-                writes.submit(d, guard.retrying(d.key, owner, now=now, expires_at=expires_at, error=error))
-        writes.wait()
+                batch.writes.submit(d, records.dead_lettered(
+                    d.key, batch.owner, now=now, expires_at=expires_at, error=d.error, reason=d.reason.value,
+                    message_id=d.message_id, ran=d.duration_ms is not None, previous=d.previous))
+        batch.writes.wait()
 
     def _dead_letter_of(self, d: Delivery) -> DeadLetter:
         assert d.reason is not None and d.error is not None
@@ -414,56 +410,50 @@ class JobBatchProcessor:
             source_attributes=d.message_attributes, group_id=d.group_id,
         )
 
-    # ------------------------------------------------------------------ 5. back to the queue
-    def _resend_or_return(self, deliveries: Sequence[Delivery]) -> None:
-        backstop = self.settings.max_attempts + 1  # the queue's maxReceiveCount
-        for d in deliveries:
-            if d.state is State.TO_RETURN and self._needs_schedule(d, backstop):
-                from sqsjobs.enqueue._delays import retry_schedule_name  # only for retries SQS cannot hold back
+    # ------------------------------------------------------------------ 6. settle
+    def _settle(self, batch: Batch, followups: Mapping[int, str]) -> None:
+        """Each decision, against what its record write and its follow-ups did."""
+        for d in batch.deliveries:
+            if d.decision is None or d.state not in (State.TO_ACK, State.TO_DEAD_LETTER, State.TO_RESEND,
+                                                     State.TO_SCHEDULE):
+                continue
+            after = Aftermath(record_failed=batch.writes.failure(d) if d.outcome is Outcome.SUCCEEDED else None,
+                              followup_failed=followups.get(d.index))
+            d.settled(settle(d.decision, after, batch.facts[d.index], self.random))
 
-                d.to_schedule(retry_schedule_name(d.key or d.message_id, d.message_id))
-            elif d.state is State.TO_RETURN and d.receive_count >= backstop:
-                d.to_resend()
-            elif d.state is State.TO_ACK:
+    # ------------------------------------------------------------------ 7. back to the queue
+    def _send_back(self, batch: Batch) -> None:
+        for d in batch.deliveries:
+            if d.state in (State.TO_ACK, State.TO_DEAD_LETTER):
                 d.finished()
-        scheduling = [d for d in deliveries if d.state is State.TO_SCHEDULE]
-        self._schedule(scheduling)
-        resending = [d for d in deliveries if d.state is State.TO_RESEND]
-        self._resend(resending)
-        returning = [d for d in deliveries if d.state is State.TO_RETURN]
+        scheduling = [d for d in batch.deliveries if d.state is State.TO_SCHEDULE]
+        self._schedule(batch, scheduling)
+        resending = [d for d in batch.deliveries if d.state is State.TO_RESEND]
+        self._resend(batch, resending)
+        returning = [d for d in batch.deliveries if d.state is State.TO_RETURN]
         for d in returning:
             d.finished()
         # A message whose re-send or schedule failed goes back too, with its delay (12 hours at most).
         self._set_visibility(returning + [d for d in resending + scheduling if d.state is State.RETURNED])
 
-    def _needs_schedule(self, d: Delivery, backstop: int) -> bool:
-        """A retry SQS cannot hold back for its whole delay: beyond 12 hours, or beyond 900 s as a re-send."""
-        at_backstop = d.receive_count >= backstop and d.outcome is Outcome.RETRY
-        if d.delay <= MAX_VISIBILITY_SECONDS and not (at_backstop and d.delay > MAX_DELAY_SECONDS):
-            return False
-        if self.schedules is None:
-            if d.delay > MAX_VISIBILITY_SECONDS:
-                self.log.error("a retry asked for more than 12 hours but no schedule group is configured "
-                               "(SQSJOBS_SCHEDULE_GROUP): it comes back in 12 hours",
-                               extra={**self._fields(d), "delay": d.delay})
-            return False
-        return True
-
-    def _schedule(self, deliveries: Sequence[Delivery]) -> None:
+    def _schedule(self, batch: Batch, deliveries: Sequence[Delivery]) -> None:
         """Re-send each retry through a one-time schedule at its time; acknowledge it once the schedule exists."""
         if not deliveries:
             return
+        from sqsjobs.enqueue._delays import retry_schedule_name
         from sqsjobs.schedules._one_time import DelayedMessage
 
         assert self.schedules is not None
+        schedules = self.schedules()
         now = self.clock()
         for d in deliveries:
+            d.to_schedule(retry_schedule_name(d.key or d.message_id, d.message_id))
             assert d.schedule_name is not None
             url = self._queue_url(d)
             try:
-                scheduled = self.schedules.create(DelayedMessage(
+                scheduled = schedules.create(DelayedMessage(
                     name=d.schedule_name, job=d.job_name, key=d.key or d.message_id, body=d.body or "",
-                    due_at=now + d.delay, queue_arn=d.event_source_arn or self.schedules.queue_arn(url),
+                    due_at=now + d.delay, queue_arn=d.event_source_arn or schedules.queue_arn(url),
                     message_group_id=(d.group_id or d.message_id) if url.endswith(".fifo") else None,
                     purpose=f"retry of message {d.message_id}",
                 ))
@@ -476,19 +466,26 @@ class JobBatchProcessor:
                                                     "due": scheduled.due.isoformat()})
             d.finished()
 
-    def _resend(self, deliveries: Sequence[Delivery]) -> None:
+    def _resend(self, batch: Batch, deliveries: Sequence[Delivery]) -> None:
         by_queue: dict[str, list[Delivery]] = {}
         for d in deliveries:
             by_queue.setdefault(self._queue_url(d), []).append(d)
         for url, items in by_queue.items():
             fifo = url.endswith(".fifo")
-            sent = send_entries(self.sqs, url, [resend_entry(d, str(i), fifo) for i, d in enumerate(items)])
+            entries = [resend_entry(d, str(i), fifo, finish=self._finish_of(batch, d)) for i, d in enumerate(items)]
+            sent = send_entries(self.sqs, url, entries)
             for i, d in enumerate(items):
                 why = sent.get(str(i), "no answer")
                 if why is not None:
-                    self.log.error("could not re-send a message at its last receive", extra={**self._fields(d),
-                                                                                              "error": why})
+                    self.log.error("could not re-send a message", extra={**self._fields(d), "error": why})
                 d.finished(sent=why is None, why=why or "")
+
+    def _finish_of(self, batch: Batch, d: Delivery) -> str | None:
+        """The lease a re-sent copy finishes: this run's, when its completion could not be written (else a
+        finish copy's own, kept)."""
+        if d.outcome is Outcome.SUCCEEDED and batch.writes.failure(d) is not None:
+            return batch.owner
+        return finish_token(d)
 
     def _set_visibility(self, deliveries: Sequence[Delivery]) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -510,27 +507,24 @@ class JobBatchProcessor:
                     self.log.error("could not set a retry delay",
                                    extra={**self._fields(chunk[int(bad["Id"])]), "error": bad.get("Message")})
 
-    # ------------------------------------------------------------------ moves that decide
-    def _give_back(self, d: Delivery, outcome: Outcome, delay: float, error: BaseException | None = None) -> None:
-        """Return ``d`` to the queue, unless it was re-sent too often without starting: then the DLQ."""
-        if d.receive_count > self.settings.max_attempts and resends(d) >= MAX_RESENDS:
-            d.to_dead_letter(Reason.EXHAUSTED, error or RetryableError(
-                f"not started after {MAX_RESENDS} re-sends of {self.settings.max_attempts + 1} receives each"))
-            return
-        d.to_return(outcome, delay=delay, error=error)
+    # ------------------------------------------------------------------ 8. metrics, result
+    def _finish(self, batch: Batch) -> BatchResult:
+        metrics = m.BatchMetrics(namespace=self.settings.namespace, service=self.settings.service, emit=self.emit)
+        for d in batch.deliveries:
+            self._count(metrics, d)
+        metrics.flush()
+        writes = batch.writes
+        for fence in writes.lost:
+            self.log.warning("fence lost: the lease ran out and another invocation took the key over",
+                             extra=self._fields(fence))
+        for failed, error in writes.failed:
+            self.log.error("could not write the job's record, even after retries", extra={**self._fields(failed),
+                                                                                        "error": error})
+        unrecorded = tuple(d.key for d, _ in writes.failed if d.outcome is Outcome.SUCCEEDED)
+        failures = tuple(d.message_id for d in batch.deliveries if d.state is State.RETURNED)
+        return BatchResult(deliveries=tuple(batch.deliveries), failures=failures, fence_lost=len(writes.lost),
+                           store_errors=len(writes.failed), unrecorded=unrecorded)
 
-    def _give_back_unstarted(self, d: Delivery, owner: str, writes: RecordWrites, outcome: Outcome,
-                             refusal: Refusal | None = None) -> None:
-        if d.state is State.CLAIMED:
-            now = self.clock()
-            writes.submit(d, guard.not_started(d.key, owner, now=now, expires_at=expiry(now, self.settings.record_ttl),
-                                               previous=d.previous))
-        if refusal is not None:
-            d.deferred(refusal.limiter, delay=refusal.delay)
-        else:
-            d.to_return(outcome, delay=0)
-
-    # ------------------------------------------------------------------ helpers
     def _count(self, batch: m.BatchMetrics, d: Delivery) -> None:
         job = d.job_name if d.job is not None else m.UNKNOWN_JOB
         tenant = d.tenant if d.job is not None and d.job.options.tenant_metrics else None
@@ -538,15 +532,19 @@ class JobBatchProcessor:
         if d.duration_ms is not None:
             batch.duration(job, d.duration_ms, dimensions=dims)
         name = OUTCOME_METRICS.get(d.outcome) if d.outcome is not None else None
+        if d.outcome in UNRUN_ACKS and d.state is not State.ACKED:
+            name = None  # withheld: its redelivery is counted when it is acknowledged
         if name is not None:
             limiter = {m.DIMENSION_LIMITER: d.deferred_by} if d.deferred_by else {}
             batch.count(job, name, dimensions={**dims, **limiter})
         if d.schedule_name is not None and d.state is State.ACKED:
             batch.count(job, m.SCHEDULED)
-        ran_and_failed = d.error is not None and (d.duration_ms is not None or d.reason is Reason.MALFORMED)
+        ran_and_failed = d.error is not None and (d.duration_ms is not None or (
+            d.reason is not None and d.reason.value == "malformed"))
         if ran_and_failed and d.outcome in (Outcome.RETRY, Outcome.DEAD_LETTERED):
             batch.count(job, m.FAILED, dimensions=dims)
 
+    # ------------------------------------------------------------------ helpers
     def _fields(self, d: Delivery) -> dict[str, Any]:
         # A message sent without a trace id starts a trace named by its message id (what _execute makes current).
         # Job names and keys come from message bodies: a lone surrogate there would make the JSON
@@ -554,22 +552,17 @@ class JobBatchProcessor:
         return {"job": _loggable(d.job_name), "key": _loggable(d.key), "message_id": d.message_id,
                 "attempt": d.attempt or None, "trace_id": d.trace_id or d.message_id}
 
-    def _max_attempts(self, job: Job[Any, Any]) -> int:
-        return min(job.options.max_attempts or self.settings.max_attempts, self.settings.max_attempts)
-
     def _time_left(self, context: Any) -> bool:
         remaining = remaining_seconds(context)
         return remaining is None or remaining >= self.settings.deadline_margin
-
-    def _default_lease(self) -> float:
-        return self.settings.function_timeout or 900.0
 
     def _invocation_lease(self, now: float, context: Any) -> float | None:
         """Until when this invocation's leases last (records, slots); None when it is too late to start any."""
         remaining = remaining_seconds(context)
         if remaining is not None and remaining < self.settings.deadline_margin:
             return None
-        return now + (remaining if remaining is not None else self._default_lease()) + self.settings.lease_margin
+        default = self.settings.function_timeout or 900.0
+        return now + (remaining if remaining is not None else default) + self.settings.lease_margin
 
     def _queue_url(self, d: Delivery) -> str:
         arn = d.event_source_arn
@@ -582,63 +575,43 @@ class JobBatchProcessor:
         return url
 
 
-class RecordWrites:
-    """The job records a batch writes as its jobs end: started at once, waited for together.
-
-    A group member's terminal write carries its group's count (``followups``).
-    """
-
-    def __init__(self, store: LeaseStore, followups: BatchFollowups | None = None) -> None:
-        self.store = store
-        self.followups = followups
-        self._pending: list[tuple[Delivery, Future[Written]]] = []
-        self.lost: list[Delivery] = []
-        self.errors: list[tuple[Delivery, str]] = []
-
-    def submit(self, d: Delivery, op: Operation) -> None:
-        """Start writing ``d``'s record (the next job runs meanwhile)."""
-        counting = self.followups.counting(d, op) if self.followups is not None else None
-        self._pending.append((d, self.store.submit(op) if counting is None else self.store.run(counting)))
-
-    def wait(self) -> None:
-        """Wait for every write started so far."""
-        for d, future in self._pending:
-            answer = future.result()
-            self.count(d, answer)
-            if self.followups is not None:
-                self.followups.answered(d, answer)
-        self._pending.clear()
-
-    def count(self, d: Delivery, answer: Written) -> None:
-        """Note a write that did not happen: a lost fence, or a store failure."""
-        if answer.error is not None:
-            self.errors.append((d, answer.error))
-        elif not answer.ok:
-            self.lost.append(d)
-
-
-def resends(d: Delivery) -> int:
-    """How often the worker re-sent this message already (its ``sqsjobs.resends``; garbage counts as 0)."""
-    attr = d.message_attributes.get(ATTR_RESENDS)
+def finish_token(d: Delivery) -> str | None:
+    """The lease of the run a finish copy completes (``sqsjobs.finish``), or None for any other message."""
+    attr = d.message_attributes.get(ATTR_FINISH)
     text = attr.get("stringValue") if isinstance(attr, dict) else None
-    return int(text) if isinstance(text, str) and text.isdigit() and len(text) < 6 else 0
+    return text if isinstance(text, str) and len(text) == 32 and text.isalnum() else None
 
 
-def resend_entry(d: Delivery, entry_id: str, fifo: bool) -> dict[str, Any]:
+def finish_result(d: Delivery) -> str | None:
+    """The stored result a finish copy carries (``sqsjobs.result``)."""
+    attr = d.message_attributes.get(ATTR_RESULT)
+    text = attr.get("stringValue") if isinstance(attr, dict) else None
+    return text if isinstance(text, str) and len(text.encode()) <= records.MAX_RESULT_BYTES else None
+
+
+def resend_entry(d: Delivery, entry_id: str, fifo: bool, *, finish: str | None = None) -> dict[str, Any]:
     """A fresh copy of ``d`` for its own queue: same body, attributes and tenant, one more re-send counted.
 
     A deferral (over a limiter: the job is only waiting its turn) is not
     counted: a job behind a long backlog is re-sent as often as it takes,
-    never dead-lettered for waiting (docs/flow-control.md).
+    never dead-lettered for waiting (docs/flow-control.md). ``finish`` makes
+    the copy a *finish copy*: its job succeeded under that lease, and its next
+    delivery only writes the completion.
     """
     attributes: dict[str, Any] = {}
     for name, attr in d.message_attributes.items():
         converted = sqs_attribute(attr)
-        if converted is not None and name != ATTR_RESENDS:
+        if converted is not None and name not in (ATTR_RESENDS, ATTR_FINISH, ATTR_RESULT):
             attributes[name] = converted
-    count = resends(d) + (0 if d.outcome is Outcome.DEFERRED else 1)
+    count = resends(d) + (0 if d.outcome is Outcome.DEFERRED or finish is not None else 1)
     if count:
         attributes[ATTR_RESENDS] = {"DataType": "Number", "StringValue": str(count)}
+    if finish is not None:
+        attributes[ATTR_FINISH] = {"DataType": "String", "StringValue": finish}
+        ran = d.outcome is Outcome.SUCCEEDED and d.job is not None and d.job.options.store_result
+        stored = json.dumps(d.result, separators=(",", ":")) if ran else finish_result(d)
+        if stored is not None:
+            attributes[ATTR_RESULT] = {"DataType": "String", "StringValue": stored}
     entry: dict[str, Any] = {"Id": entry_id, "MessageBody": d.body or "", "MessageAttributes": attributes}
     if fifo:
         entry["MessageGroupId"] = d.group_id or d.message_id
@@ -661,12 +634,12 @@ def parse_event(event: Any) -> list[Delivery]:
     """
     if not isinstance(event, dict):
         raise InvalidEventError(f"handle_batch expects the SQS event (a dict), got {type(event).__name__}")
-    records = event.get("Records")
-    if not isinstance(records, list):
+    found = event.get("Records")
+    if not isinstance(found, list):
         raise InvalidEventError("the event has no 'Records' list: is this an SQS event?")
-    if not records:
+    if not found:
         raise InvalidEventError("the SQS event has no records (an empty batch is not an SQS event)")
-    return [Delivery.parse(record, i) for i, record in enumerate(records)]
+    return [Delivery.parse(record, i) for i, record in enumerate(found)]
 
 
 def queue_url_from_arn(arn: str, configured_url: str | None, endpoint_url: str) -> str:

@@ -3,34 +3,27 @@
 ::
 
     RECEIVED ──decoded──▶ DECODED ──claimed──▶ CLAIMED
-       │                    │  │                 │ │ │
-       │ malformed          │  │ duplicate,      │ │ └── succeeded ──────────────▶ TO_ACK ──▶ ACKED
-       │                    │  │ cancelled,      │ │                                 ▲
-       │                    │  │ expired ────────┼─┼─────────────────────────────────┘
-       │                    │  │                 │ └──── retry, not started, deferred,
-       │                    │  └─ busy, blocked, ┼────── FIFO-blocked ───────────▶ TO_RETURN ──▶ RETURNED
-       │                    │     deferred       │
-       │                    │                    │                                 │     ▲
-       ▼                    ▼                    ▼                                 │     │
-    TO_DEAD_LETTER ◀── key_conflict ◀── permanent, exhausted, lost ...             │  (send failed)
-       │    └── DLQ send failed ──▶ TO_RETURN              at the backstop receive ▼     │
-       └── DLQ send succeeded ──▶ ACKED                            TO_RESEND ──sent──▶ ACKED
-                                                                                   │     │
-                    a retry longer than SQS can hold back (12 h; 900 s at the      ▼     │
-                    backstop) ─────────────────────────────────────────▶ TO_SCHEDULE ─(failed)
-                                                                       └─ schedule created ──▶ ACKED
-
-A delivery about to be acknowledged may be *withheld* (``TO_ACK → TO_RETURN``,
-its outcome kept) when what must follow it was not written: its group's count
-or callback, its chain's next step (``sqsjobs.workflows._stage``).
+       │                     │                    │
+       └──────────┬──────────┴─────────┬──────────┘
+                  │ decided (worker/_decision.py: decide)
+                  ▼                    ▼
+     TO_ACK  TO_RETURN  TO_RESEND  TO_SCHEDULE  TO_DEAD_LETTER
+       │  \\      │          │ │        │ │         │  │   \
+       │   settled (decision.settle): TO_ACK → TO_RETURN (a follow-up failed) or → TO_RESEND (a
+       │   finish copy); TO_DEAD_LETTER → TO_RETURN / TO_RESEND / TO_SCHEDULE (the DLQ refused it)
+       ▼         ▼          ▼ ▼        ▼ ▼         ▼
+     ACKED    RETURNED    ACKED / RETURNED (the send or the schedule failed)   ACKED
 
 A delivery changes state only through the transition methods below; each
-checks where the delivery is and raises ``IllegalTransition`` otherwise, so
-an outcome can never be overwritten by a later pass of the consumer.
+checks where the delivery is and raises ``IllegalTransition`` otherwise, so a
+decision can never be overwritten by a later pass of the consumer. What a
+decision means (acknowledge, retry, dead-letter...) is decided in one place,
+``worker/_decision.py``; a delivery only remembers it.
 
 Parsing never raises for a bad *body* (that is the record's own permanent
-failure); it raises ``InvalidEventError`` only when the *event* is not an SQS
-batch, since then no record can even be reported back.
+failure) and bounds every attribute it reads (a 400-digit timestamp is read as
+the largest time there is); it raises ``InvalidEventError`` only when the
+*event* is not an SQS batch, since then no record can even be reported back.
 """
 
 from __future__ import annotations
@@ -47,6 +40,7 @@ if TYPE_CHECKING:
     from sqsjobs.enqueue._envelope import Envelope
     from sqsjobs.store._lease import LeaseItem
     from sqsjobs.worker._dead_letters import Reason
+    from sqsjobs.worker._decision import Decision
 
 
 class State(StrEnum):
@@ -65,16 +59,17 @@ class State(StrEnum):
     RETURNED = "returned"  #: reported in ``batchItemFailures`` (final)
 
 
+_DECIDED = frozenset({State.TO_ACK, State.TO_RETURN, State.TO_RESEND, State.TO_SCHEDULE, State.TO_DEAD_LETTER})
 #: the legal moves; anything else is a bug in the consumer
 TRANSITIONS: dict[State, frozenset[State]] = {
-    State.RECEIVED: frozenset({State.DECODED, State.TO_DEAD_LETTER, State.TO_RETURN}),
-    State.DECODED: frozenset({State.CLAIMED, State.TO_ACK, State.TO_RETURN, State.TO_DEAD_LETTER}),
-    State.CLAIMED: frozenset({State.TO_ACK, State.TO_RETURN, State.TO_DEAD_LETTER}),
-    State.TO_ACK: frozenset({State.ACKED, State.TO_RETURN}),
-    State.TO_DEAD_LETTER: frozenset({State.ACKED, State.TO_RETURN}),
-    State.TO_RETURN: frozenset({State.TO_RESEND, State.TO_SCHEDULE, State.RETURNED}),
-    State.TO_RESEND: frozenset({State.ACKED, State.RETURNED}),
-    State.TO_SCHEDULE: frozenset({State.ACKED, State.RETURNED}),
+    State.RECEIVED: frozenset({State.DECODED}) | _DECIDED,
+    State.DECODED: frozenset({State.CLAIMED}) | _DECIDED,
+    State.CLAIMED: _DECIDED,
+    State.TO_ACK: frozenset({State.ACKED, State.TO_RETURN, State.TO_RESEND}),
+    State.TO_DEAD_LETTER: frozenset({State.ACKED, State.TO_RETURN, State.TO_RESEND, State.TO_SCHEDULE}),
+    State.TO_RETURN: frozenset({State.RETURNED}),
+    State.TO_RESEND: frozenset({State.ACKED, State.RETURNED, State.TO_RETURN}),
+    State.TO_SCHEDULE: frozenset({State.ACKED, State.RETURNED, State.TO_RETURN}),
     State.ACKED: frozenset(),
     State.RETURNED: frozenset(),
 }
@@ -107,6 +102,10 @@ RETURNED_OUTCOMES = frozenset({Outcome.RETRY, Outcome.UNSTARTED, Outcome.GROUP_B
 
 #: a receive count beyond any queue's maxReceiveCount (1000) is garbage: it is read as this
 MAX_RECEIVE_COUNT = 1_000_000
+#: epoch milliseconds up to the year 5138: any larger time is garbage, read as this
+MAX_EPOCH_MS = 10**14
+#: an attribute longer than this is not a number SQS wrote (it is read as missing)
+MAX_NUMBER_DIGITS = 20
 
 
 class IllegalTransition(RuntimeError):
@@ -119,13 +118,13 @@ class Delivery:
 
     Example:
         >>> d = Delivery.parse({"messageId": "m-1", "receiptHandle": "r", "body": "{}",
-        ...                     "attributes": {"ApproximateReceiveCount": "2"}}, 0)
-        >>> d.receive_count, d.state.value
-        (2, 'received')
-        >>> d.to_ack(Outcome.SUCCEEDED)
+        ...                     "attributes": {"ApproximateReceiveCount": "2", "SentTimestamp": "9" * 400}}, 0)
+        >>> d.receive_count, d.sent_ms, d.state.value
+        (2, 100000000000000, 'received')
+        >>> d.finished()
         Traceback (most recent call last):
         ...
-        sqsjobs.worker._delivery.IllegalTransition: m-1: received -> to_ack is not a legal move
+        sqsjobs.worker._delivery.IllegalTransition: m-1: received -> acked is not a legal move
     """
 
     # -- the record as received (never changed)
@@ -161,16 +160,13 @@ class Delivery:
     holds_lease: bool = False
     # -- what became of it
     state: State = State.RECEIVED
-    outcome: Outcome | None = None
-    reason: Reason | None = None
-    delay: float = 0.0
-    error: BaseException | None = None
+    decision: Decision | None = None
     duration_ms: float | None = None
     result: Any = None
     #: the one-time schedule that re-sends it at ``delay`` (a retry longer than SQS can hold back)
     schedule_name: str | None = None
-    #: the limiter that deferred it (``Outcome.DEFERRED``)
-    deferred_by: str | None = None
+    #: what its group counts it as (a terminal outcome: succeeded, dead_lettered, cancelled, expired)
+    counts_as: str | None = None
     notes: list[str] = field(default_factory=list)
 
     @classmethod
@@ -192,16 +188,16 @@ class Delivery:
         group = attributes.get("MessageGroupId")
         arn = record.get("eventSourceARN")
         group = group if isinstance(group, str) else None
-        # A standard queue's group id is a tenant (fair queues), not an order to keep.
+        # A standard queue's group id is a tenant (a fair queue), not an order to keep.
         fifo = arn.endswith(".fifo") if isinstance(arn, str) else group is not None
         return cls(
             index=index,
             message_id=message_id,
             receipt_handle=receipt,
             body=body if isinstance(body, str) else None,
-            receive_count=min(max(_int(attributes.get("ApproximateReceiveCount"), 1), 1), MAX_RECEIVE_COUNT),
-            first_receive_ms=_int(attributes.get("ApproximateFirstReceiveTimestamp"), 0),
-            sent_ms=_int(attributes.get("SentTimestamp"), 0),
+            receive_count=bounded(attributes.get("ApproximateReceiveCount"), 1, low=1, high=MAX_RECEIVE_COUNT),
+            first_receive_ms=bounded(attributes.get("ApproximateFirstReceiveTimestamp"), 0, high=MAX_EPOCH_MS),
+            sent_ms=bounded(attributes.get("SentTimestamp"), 0, high=MAX_EPOCH_MS),
             group_id=group if fifo else None,
             trace_id=trace.get("stringValue") if isinstance(trace, dict) else None,
             event_source_arn=arn if isinstance(arn, str) else None,
@@ -221,59 +217,26 @@ class Delivery:
         self._move(State.CLAIMED)
         self.attempt, self.took_over, self.previous, self.holds_lease = attempt, took_over, previous, True
 
-    def to_ack(self, outcome: Outcome, *, result: Any = None) -> None:
-        """It leaves the queue: succeeded, a duplicate, cancelled or expired."""
-        if outcome not in ACKNOWLEDGED_OUTCOMES:
-            raise IllegalTransition(f"{self.message_id}: {outcome.value} is not an outcome that is acknowledged")
-        self._move(State.TO_ACK)
-        self.outcome, self.result = outcome, result
+    def decided(self, decision: Decision) -> None:
+        """``worker/_decision.py`` decided its fate: it moves to the state that carries the decision out."""
+        if self.state not in (State.RECEIVED, State.DECODED, State.CLAIMED):
+            raise IllegalTransition(f"{self.message_id}: decided twice ({self.state.value})")
+        self._move(_STATE_OF[decision.action])
+        self.decision = decision
+        self.notes.extend(decision.notes)
 
-    def to_return(self, outcome: Outcome, *, delay: float, error: BaseException | None = None) -> None:
-        """It goes back to the queue for ``delay`` seconds."""
-        if outcome not in RETURNED_OUTCOMES:
-            raise IllegalTransition(f"{self.message_id}: {outcome.value} is not an outcome that is returned")
-        self._move(State.TO_RETURN)
-        self.outcome, self.delay = outcome, delay
-        if error is not None:
-            self.error = error
-
-    def deferred(self, limiter: str, *, delay: float) -> None:
-        """Over ``limiter``: back to the queue for ``delay`` seconds (its next window), no attempt used.
-
-        Only before the job runs: a delivery already decided (``to_ack`` may go back to the queue when
-        its group's count fails, but never as a deferral) cannot be deferred.
-        """
-        if self.state not in (State.DECODED, State.CLAIMED):
-            raise IllegalTransition(f"{self.message_id}: {self.state.value} -> {State.TO_RETURN.value} is not a "
-                                    "legal move (a deferral comes before the job runs)")
-        self._move(State.TO_RETURN)
-        self.outcome, self.delay, self.deferred_by = Outcome.DEFERRED, delay, limiter
-
-    def to_dead_letter(self, reason: Reason, error: BaseException) -> None:
-        """It goes to the DLQ with ``reason`` (acknowledged once the DLQ has it)."""
-        self._move(State.TO_DEAD_LETTER)
-        self.reason, self.error = reason, error
-
-    def dead_letter_failed(self, why: str, *, delay: float) -> None:
-        """The DLQ did not take it: back to the queue, to be dead-lettered on a later receive."""
-        self._move(State.TO_RETURN)
-        self.outcome, self.delay = Outcome.RETRY, delay
-        self.notes.append(f"DLQ send failed: {why}")
-
-    def withhold(self, why: str, *, delay: float) -> None:
-        """It is done, but what must follow it (its group's count or callback, its chain's next step) was not
-        written: back to the queue with its outcome kept, so its redelivery, a duplicate, does it."""
-        self._move(State.TO_RETURN)
-        self.delay = delay
-        self.notes.append(f"acknowledgement withheld: {why}")
-
-    def to_resend(self) -> None:
-        """Returning it would let SQS's redrive move it without a reason: send a fresh copy instead."""
-        self._move(State.TO_RESEND)
+    def settled(self, decision: Decision) -> None:
+        """Its decision, once the writes answered (``decision.settle``): the same, or another move."""
+        to = _STATE_OF[decision.action]
+        if to is not self.state:
+            self._move(to)
+        self.notes.extend(n for n in decision.notes if n not in self.notes)
+        self.decision = decision
 
     def to_schedule(self, name: str) -> None:
-        """SQS cannot hold it back for its ``delay``: schedule ``name`` re-sends it then (the attempt is not used)."""
-        self._move(State.TO_SCHEDULE)
+        """The one-time schedule ``name`` re-sends it at its delay."""
+        if self.state is not State.TO_SCHEDULE:
+            raise IllegalTransition(f"{self.message_id}: {self.state.value} is not a delivery to schedule")
         self.schedule_name = name
 
     def finished(self, *, sent: bool = True, why: str = "") -> None:
@@ -285,9 +248,6 @@ class Delivery:
             self._move(State.ACKED if sent else State.RETURNED)
             if not sent:
                 self.notes.append(f"{what} failed: {why}")
-        elif self.state is State.TO_DEAD_LETTER:
-            self._move(State.ACKED)
-            self.outcome = Outcome.DEAD_LETTERED
         else:
             self._move(State.ACKED)
 
@@ -297,6 +257,31 @@ class Delivery:
         self.state = to
 
     # ------------------------------------------------------------ reading
+    @property
+    def outcome(self) -> Outcome | None:
+        """What the worker did with it (None until it is decided)."""
+        return self.decision.outcome if self.decision is not None else None
+
+    @property
+    def reason(self) -> Reason | None:
+        """Why it is dead-lettered (None unless it is)."""
+        return self.decision.reason if self.decision is not None else None
+
+    @property
+    def error(self) -> BaseException | None:
+        """The error its run (or its decoding, or its claim) ended with."""
+        return self.decision.error if self.decision is not None else None
+
+    @property
+    def delay(self) -> float:
+        """Seconds until it is visible again (when it goes back)."""
+        return self.decision.delay if self.decision is not None else 0.0
+
+    @property
+    def deferred_by(self) -> str | None:
+        """The limiter that deferred it (``Outcome.DEFERRED``)."""
+        return self.decision.limiter if self.decision is not None else None
+
     @property
     def job_name(self) -> str:
         """The job this record names, or ``?`` when its body names none."""
@@ -312,20 +297,39 @@ class Delivery:
         return self.state is State.ACKED
 
 
+#: the state that carries out each action of ``worker/_decision.py`` (``Action`` values)
+_STATE_OF: dict[str, State] = {"ack": State.TO_ACK, "return": State.TO_RETURN, "resend": State.TO_RESEND,
+                               "schedule": State.TO_SCHEDULE, "dead_letter": State.TO_DEAD_LETTER}
+
+
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _int(value: Any, default: int) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError):
-        return default
+def bounded(value: Any, default: int, *, low: int = 0, high: int) -> int:
+    """An attribute as a whole number within ``low..high`` (garbage reads as ``default``, huge as ``high``).
+
+    Example:
+        >>> bounded("12", 0, high=100), bounded("9" * 400, 0, high=100), bounded("-3", 1, low=1, high=9)
+        (12, 100, 1)
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.isdigit():
+            return default if not (text.startswith("-") and text[1:].isdigit()) else low
+        return high if len(text) > MAX_NUMBER_DIGITS else max(low, min(high, int(text)))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return max(low, min(high, value))
+    return default
 
 
 @dataclass(frozen=True, kw_only=True)
 class BatchResult:
     """What one batch did, record by record (tests and the demo read this).
+
+    ``unrecorded`` lists the keys whose completion could not be written even
+    after the worker's retries (each was re-sent as a finish copy, so its job
+    does not run again; the count is what the chaos ledger allows for).
 
     Example:
         >>> BatchResult(deliveries=(), failures=("m-1",), fence_lost=0, store_errors=0).response()
@@ -336,6 +340,7 @@ class BatchResult:
     failures: tuple[str, ...]
     fence_lost: int
     store_errors: int
+    unrecorded: tuple[str, ...] = ()
 
     def response(self) -> dict[str, list[dict[str, str]]]:
         """The partial batch response Lambda expects."""

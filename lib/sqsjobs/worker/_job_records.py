@@ -12,8 +12,18 @@ means for the job::
 One claim is one conditional write that also returns what it found, so it
 tells in one round trip: claimed (and which attempt this is, and whether the
 previous run died), a duplicate of a success, a key held by a live run
-elsewhere, a cancelled key, a key that belongs to other arguments
-(``key_conflict``), or a redelivery of a message already dead-lettered.
+elsewhere, a cancelled key, a key that belongs to another job or to other
+arguments (``key_conflict``), or a redelivery of a message already
+dead-lettered.
+
+A key names one logical operation (docs/jobs.md "Keys"): the record of a key
+belongs to the job that first wrote it, whatever path the deliveries came by
+(standalone, a group's member, a chain's step, a callback, a schedule, a
+redrive). A delivery of another job on that key is never its duplicate: the
+claim refuses it, at any version, and it is dead-lettered naming both jobs.
+Within one job, the arguments are compared (a hash) when both were taken at
+the same job version; across versions they cannot be (an upcast changes
+them), so a retry that a new deploy picks up is the same operation.
 
 ``attempts`` counts the runs that *started*: a claim adds one, and a claim
 returned without running gives it back, so a record that waited (the
@@ -88,7 +98,7 @@ class Claim:
         """The lease acquire that claims the key."""
         return Acquire(
             key=self.key, owner=self.owner, now=self.now, lease_until=self.lease_until, expires_at=self.expires_at,
-            fingerprint=self.fingerprint, fp_version=self.fp_version, not_for_message=self.message_id,
+            job=self.job, fingerprint=self.fingerprint, fp_version=self.fp_version, not_for_message=self.message_id,
             count_attempt=True,
             data={"job": self.job, "outcome": JobState.RUNNING.value, "started_at": self.now, "updated_at": self.now,
                   "enqueued_at": self.enqueued_at, "finished_at": None, "cancel_requested": None},
@@ -125,6 +135,9 @@ class ClaimResult:
             return cls(key=claim.key, verdict=Verdict.BUSY, lease_until=claim.now)
         if item.state is LeaseState.RELEASED and item.get("dead_letter_of") == claim.message_id:
             return cls(key=claim.key, verdict=Verdict.ALREADY_DEAD_LETTERED, previous=item)
+        owner = item.get("job")
+        if owner is not None and owner != claim.job:
+            return cls(key=claim.key, verdict=Verdict.CONFLICT, previous=item)
         if item.fingerprint is not None and item.fingerprint != claim.fingerprint \
                 and item.fp_version == claim.fp_version:
             return cls(key=claim.key, verdict=Verdict.CONFLICT, previous=item)
@@ -166,6 +179,23 @@ def dead_lettered(key: str, owner: str, *, now: float, expires_at: float, error:
                    data={"outcome": JobState.DEAD_LETTERED.value, "updated_at": now, "finished_at": now,
                          "last_error": error_text(error), "reason": reason, "dead_letter_of": message_id,
                          "spent_attempts": spent})
+
+
+def conflict_text(key: str, job: str, stored: LeaseItem | None, fingerprint: str | None) -> str:
+    """Why a delivery of ``job`` may not use ``key``: the record belongs to another job, or to other arguments.
+
+    Example:
+        >>> item = LeaseItem(key="user:1", state=LeaseState.DONE, data={"job": "welcome-email"})
+        >>> conflict_text("user:1", "provision-account", item, "ab12")[:79]
+        "key 'user:1' belongs to job 'welcome-email'; this message is of job 'provision-"
+    """
+    owner = stored.get("job") if stored is not None else None
+    if owner is not None and owner != job:
+        return (f"key {key!r} belongs to job {owner!r}; this message is of job {job!r}: a key names one "
+                "operation, so give each job a key template of its own (e.g. prefix it with the job's name)")
+    return (f"key {key!r} already belongs to job {job!r} with other arguments (hash "
+            f"{stored.fingerprint if stored else None}); this message's hash is {fingerprint}: give each job "
+            "call its own key")
 
 
 def attempts_this_episode(item: LeaseItem | None) -> int:

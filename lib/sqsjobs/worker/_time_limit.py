@@ -49,9 +49,13 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from types import CodeType, FrameType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqsjobs._errors import TimeLimitExceeded
+from sqsjobs.worker._stages import Stage
+
+if TYPE_CHECKING:
+    from sqsjobs.worker._delivery import Delivery
 
 R = TypeVar("R")
 
@@ -201,3 +205,13 @@ def _code_of(hook: object) -> CodeType | None:
         hook = hook.func
     code = getattr(getattr(hook, "__func__", hook), "__code__", None)  # a function or a bound method
     return code if isinstance(code, CodeType) else None
+
+
+class TimeLimitStage(Stage):
+    """A stage (``worker/_stages.py``): each job's call runs under its ``time_limit``, when it has one."""
+
+    def wrap_run(self, d: Delivery, call: Callable[[], Any]) -> Callable[[], Any]:
+        seconds = d.job.options.time_limit if d.job is not None else None
+        if not seconds:
+            return call
+        return lambda: run_with_time_limit(call, {}, seconds, d.job_name)

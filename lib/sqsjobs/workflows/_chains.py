@@ -5,12 +5,12 @@
 
 The chain's record (``chain#<id>`` in the idempotency table, written before
 the first step is sent) keeps every step's finished message. Each step runs
-under its own key scoped to the chain (``<key>@chain:<id>:<step>``) and names
-its chain in its envelope (``step_of``). When a step's success is recorded,
-the worker sends the next step; a crash between the two leaves the step's
-message on the queue, and its redelivery (a duplicate of a success) sends the
-next step unless that step's record shows it already arrived. A repeated send
-is absorbed by the next step's own key: each step runs once.
+under the key its job declares (docs/jobs.md "Keys") and names its chain in
+its envelope (``step_of``). When a step succeeds, or turns out to be a
+duplicate of a key completed before (by this chain or any other path), the
+worker sends the next step; a crash between the two leaves the step's message
+on the queue, and its redelivery (a duplicate) sends the next step again. A
+repeated send is absorbed by the next step's own key: each step runs once.
 
 A step that is dead-lettered (or cancelled, or expires) stops the chain
 there: ``chain_status`` says which step and why. Redriving a dead-lettered
@@ -29,7 +29,7 @@ from sqsjobs._errors import ChainError, StoreError
 from sqsjobs.enqueue._envelope import RELATION_ID, StepOf
 from sqsjobs.store._lease import Close, LeaseStore, expiry
 from sqsjobs.worker._job_records import JobState, JobStatus
-from sqsjobs.workflows._members import job_of, new_id, restored, scoped, stored
+from sqsjobs.workflows._members import job_of, new_id, related, restored, stored
 
 if TYPE_CHECKING:
     from sqsjobs._app import JobApp
@@ -55,15 +55,10 @@ def chain_key(chain_id: str) -> str:
     """The chain's record.
 
     Example:
-        >>> chain_key("8b1e"), step_key("fetch:7", "8b1e", 0)
-        ('chain#8b1e', 'fetch:7@chain:8b1e:0')
+        >>> chain_key("8b1e")
+        'chain#8b1e'
     """
     return f"{CHAIN_PREFIX}{chain_id}"
-
-
-def step_key(key: str, chain_id: str, step: int) -> str:
-    """The key a step runs under: its own key, scoped to its chain and place."""
-    return f"{key}@chain:{chain_id}:{step}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,7 +168,7 @@ class Chain:
         >>> @app.job("fetch", key="fetch:{feed}")
         ... def fetch(feed: int) -> None: ...
         >>> steps = chain(fetch.message(feed=7), fetch.message(feed=8)).messages
-        >>> [s.key.split("@")[0] for s in steps]
+        >>> [s.key for s in steps]
         ['fetch:7', 'fetch:8']
     """
 
@@ -181,7 +176,7 @@ class Chain:
     steps: tuple[JobMessage, ...]
     name: str | None = None
     id: str = field(default_factory=new_id)
-    #: the steps as they are sent (scoped keys, ``step_of`` in their envelopes)
+    #: the steps as they are sent (``step_of`` in their envelopes)
     messages: tuple[JobMessage, ...] = field(default=(), init=False)
     _sent: bool = field(default=False, init=False, repr=False)
 
@@ -193,8 +188,7 @@ class Chain:
         built = []
         for i, message in enumerate(self.steps):
             job_of(self.app, message, f"step {i}", ChainError)
-            built.append(scoped(message, step_key(message.key, self.id, i), f"step {i}", ChainError,
-                                step_of=StepOf(self.id, i)))
+            built.append(related(message, f"step {i}", ChainError, step_of=StepOf(self.id, i)))
         self.messages = tuple(built)
 
     def enqueue(self) -> str:

@@ -10,39 +10,48 @@ once when every member reached a terminal outcome (succeeded, dead-lettered,
 cancelled or expired). docs/groups.md is the user's page; this module is the
 group's records and its counting.
 
+**A member is its own key.** A member runs under the key its job declares,
+like any other delivery of that key (docs/jobs.md "Keys"): membership travels
+in the envelope (``member_of``: the group, its shard, the member's index) and
+never changes the key. So a member whose key completed before (standalone, or
+in another group) counts as succeeded without running again, and a member
+also sent on its own runs once. A group's callbacks run under their own
+declared keys too: a weekly group needs ``{week}`` in its callback's key, as
+a weekly standalone job does.
+
 **Records** (the idempotency table, under the reserved ``group#`` prefix),
 all written before the first member is sent:
 
 - the head ``group#<id>``: name, total, shard count, state, the callbacks'
   messages and when each was sent, created and finished times;
 - ``shards`` counter items ``group#<id>#shard#<s>``: how many of its members
-  are not yet terminal (``members_pending``), and how many ended each way;
+  are not yet terminal (``members_pending``), how many ended each way, and
+  which members it counted (``counted``, a number set of member indexes; those
+  counted as dead-lettered also in ``failed``);
 - member lists ``group#<id>#members#<p>``: the members' keys (for
   ``cancel_group`` and the CLI's list of failures; read only then).
 
-**Counting, exactly once.** Member *i* is counted in shard *i mod N*, named
-in its envelope (``member_of``). The write that records a member's terminal
-outcome carries the count: one ``TransactWriteItems`` of the job record's
-write (fenced on the lease for a completion or a dead letter, conditioned on
-"not counted yet" for a settled record) and the shard's update. The record
-keeps what was counted (``counted_as``), so no duplicate, redelivery or
-redrive counts it twice; a dead-lettered member that is redriven and then
-succeeds *moves* its count (dead-lettered -1, succeeded +1).
+**Counting, exactly once.** Member *i* is counted in shard *i mod N*. When a
+delivery of a member ends terminally (it ran, it was a duplicate of a
+completed, cancelled or dead-lettered key, it expired, it was dead-lettered),
+the worker writes one conditional update of its shard: "if *i* is not in
+``counted``: add it, and move one from pending to the outcome". A repeat
+(duplicates, redeliveries, a redrive) finds *i* counted and changes nothing,
+so the count needs no transaction with the job's record and is written after
+it; if it fails, the delivery goes back and its redelivery counts it. A
+dead-lettered member that is redriven and then succeeds *moves* its count
+(``failed`` loses *i*, dead-lettered -1, succeeded +1), once.
 
-**Reaching zero.** The shard update is conditioned on ``members_pending > 1``;
-the one member that finds 1 is the shard's last, and writes again with
-``members_pending = 1``. Whoever empties a shard sums all shards (one
-``BatchGetItem``); when none is pending, it moves the head to its final
-state and sends the callbacks, whose keys are scoped to the group
-(``<key>@group:<id>:on_success``): a repeated send runs them once.
+**Reaching zero.** The update answers the shard as it became; whoever brings
+a shard to zero pending (or finds it there) sums all shards (one
+``BatchGetItem``); when none is pending, it moves the head to its final state
+and sends the callbacks (a repeated send is a duplicate of the callback's key).
 
-**Shards.** A partition takes 1,000 WCU/s and a counting transaction costs
-the shard item 2 WCU, so one item takes at most 500 counts/s, and
-transactions on one item that overlap conflict (DynamoDB cancels one; the
-store sends it again). Each shard holds at most ``MEMBERS_PER_SHARD`` (100)
-members, a whole shard's lifetime being 200 WCU, a fifth of one
-partition-second; a group gets ``ceil(total / 100)`` shards, at most
-``MAX_SHARDS`` (100, one ``BatchGetItem`` to sum them).
+**Shards.** A partition takes 1,000 WCU/s; each shard holds at most
+``MEMBERS_PER_SHARD`` (100) members, so its item stays under 1 KB (one WCU a
+count) and its lifetime of counts is a tenth of one partition-second; a
+group gets ``ceil(total / 100)`` shards, at most ``MAX_SHARDS`` (100, one
+``BatchGetItem`` to sum them).
 """
 
 from __future__ import annotations
@@ -56,19 +65,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import EnqueueError, GroupError, StoreError
 from sqsjobs.enqueue._envelope import RELATION_ID, MemberOf
-from sqsjobs.store._lease import (
-    Amend,
-    Close,
-    LeaseItem,
-    LeaseState,
-    LeaseStore,
-    Transact,
-    TransactedOperation,
-    Written,
-    expiry,
-)
+from sqsjobs.store._lease import Amend, Close, LeaseItem, LeaseState, LeaseStore, Written, expiry
 from sqsjobs.worker._job_records import JobState, cancel_marker, cancel_request
-from sqsjobs.workflows._members import job_of, new_id, scoped, stored
+from sqsjobs.workflows._members import job_of, new_id, related, stored
 
 if TYPE_CHECKING:
     from sqsjobs._app import JobApp
@@ -130,21 +129,6 @@ def shard_key(group_id: str, shard: int) -> str:
 def page_key(group_id: str, page: int) -> str:
     """A page of the group's member list."""
     return f"{GROUP_PREFIX}{group_id}#members#{page}"
-
-
-def member_key(key: str, group_id: str) -> str:
-    """The key a member runs under: its own key, scoped to its group.
-
-    Example:
-        >>> member_key("invoice-email:42", "3f2a"), callback_key("report:1", "3f2a", Callback.ON_SUCCESS)
-        ('invoice-email:42@group:3f2a', 'report:1@group:3f2a:on_success')
-    """
-    return f"{key}@group:{group_id}"
-
-
-def callback_key(key: str, group_id: str, callback: Callback) -> str:
-    """The key a callback runs under (on_success and on_complete of one message are two runs)."""
-    return f"{key}@group:{group_id}:{callback.value}"
 
 
 def shard_count(total: int) -> int:
@@ -235,83 +219,92 @@ def final_state(counts: Mapping[str, int]) -> GroupState:
 
 
 # ---------------------------------------------------------------- counting
+#: a shard's number sets: every member it counted, and those counted as dead-lettered (a redrive may move them)
+COUNTED, FAILED = "counted", "failed"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Count:
-    """One member's terminal outcome, to be counted in its shard (``before``: what was counted already).
+    """One member's terminal outcome, to be counted in its shard once.
 
     Example:
-        >>> Count(member=MemberOf("g", 0), outcome="succeeded").amend(last=False).above
-        {'members_pending': 1}
-        >>> Count(member=MemberOf("g", 0), outcome="succeeded", before="dead_lettered").amend(last=False).add
-        {'members_succeeded': 1, 'members_dead_lettered': -1}
+        >>> first = Count(member=MemberOf("g", 0, 7), outcome="dead_lettered").first()
+        >>> first.not_in_set, first.add_to_set, first.add
+        ({'counted': 7}, {'counted': 7, 'failed': 7}, {'members_dead_lettered': 1, 'members_pending': -1})
     """
 
     member: MemberOf
     outcome: str
-    before: str | None = None
 
     @property
-    def moves(self) -> bool:
-        """It replaces an outcome counted before (a redriven dead letter): nothing pending changes."""
-        return self.before is not None
+    def shard(self) -> str:
+        """The shard item it is counted in."""
+        return shard_key(self.member.group, self.member.shard)
 
-    def amend(self, *, last: bool) -> Amend:
-        """The shard's update; ``last``: this member empties the shard."""
-        key = shard_key(self.member.group, self.member.shard)
-        add = {COUNTERS[self.outcome]: 1}
-        if self.before is not None:
-            add[COUNTERS[self.before]] = -1
-            return Amend(key=key, add=add)
-        add[PENDING] = -1
-        if last:
-            return Amend(key=key, add=add, expect={PENDING: 1})
-        return Amend(key=key, add=add, above={PENDING: 1})
+    @property
+    def index(self) -> int:
+        """The member's index in its group."""
+        if self.member.index is None:
+            raise ValueError(f"group {self.member.group}: a member to count needs its index")
+        return self.member.index
 
-    def transact(self, record: TransactedOperation, *, last: bool = False) -> Transact:
-        """The record's write and the count, together."""
-        return Transact(ops=(record, self.amend(last=last)))
+    def first(self) -> Amend:
+        """Count it, if its shard has not counted it yet."""
+        index = self.index
+        sets = {COUNTED: index, **({FAILED: index} if self.outcome == JobState.DEAD_LETTERED.value else {})}
+        return Amend(key=self.shard, add={COUNTERS[self.outcome]: 1, PENDING: -1}, not_in_set={COUNTED: index},
+                     add_to_set=sets)
 
-
-def counted(record: TransactedOperation, outcome: str) -> TransactedOperation:
-    """``record`` marking ``outcome`` as counted (a settled record: only if nothing was counted yet)."""
-    data = {**record.data, "counted_as": outcome}
-    if isinstance(record, Close | Amend):  # settled, not held: the condition is "nothing counted yet"
-        return replace(record, data=data, expect={**record.expect, "counted_as": None})
-    return replace(record, data=data)  # fenced on the lease: only this run writes it
+    def move(self) -> Amend:
+        """A success of a member counted as dead-lettered (it was redriven): move its count, once."""
+        index = self.index
+        return Amend(key=self.shard, add={COUNTERS[JobState.SUCCEEDED.value]: 1,
+                                          COUNTERS[JobState.DEAD_LETTERED.value]: -1},
+                     in_set={FAILED: index}, delete_from_set={FAILED: index})
 
 
-def count_written(store: LeaseStore, count: Count, record: TransactedOperation,
-                  log: Any = None) -> tuple[Written, bool]:
-    """Write ``record`` with ``count`` (``record`` marked counted); returns the answer and "the shard emptied".
+@dataclass(frozen=True, kw_only=True)
+class Counted:
+    """What a count did: ``error`` when the store failed; ``settled``: no member of its shard is pending."""
 
-    The first try expects other members pending in the shard; the member that
-    finds itself the last writes again expecting exactly one. A refusal by the
-    record (a lost fence, counted already) or a store failure is returned as
-    is. A shard that is missing (its group's records expired, or a forged
-    body) counts nothing: the record alone is written, so the job's outcome
-    is never lost.
+    error: str | None = None
+    settled: bool = False
+    changed: bool = False
+
+
+def count(store: LeaseStore, counting: Count, log: Any = None) -> Counted:
+    """Count one member's outcome in its shard, once (a repeat changes nothing); one write, two for a move.
+
+    Example:
+        >>> from sqsjobs import InMemoryStore
+        >>> store = InMemoryStore()
+        >>> _ = store.write(Close(key=shard_key("g", 0), now=0.0, expires_at=9e9, data={PENDING: 1}))
+        >>> once = Count(member=MemberOf("g", 0, 3), outcome="succeeded")
+        >>> count(store, once), count(store, once)
+        (Counted(error=None, settled=True, changed=True), Counted(error=None, settled=True, changed=False))
     """
-    marked = counted(record, count.outcome)
-    last = False
-    for _ in range(4):
-        answer = store.write(count.transact(marked, last=last))
-        if answer.ok:
-            return answer, last
-        if answer.refused_at != 1 or count.moves or answer.item is None:
-            break
-        pending = answer.item.get(PENDING)
-        if pending == 1 and not last:
-            last = True
-        elif isinstance(pending, int) and pending > 1 and last:
-            last = False
-        else:
-            break
-    if answer.refused_at != 1:
-        return answer, False
-    if log is not None:
-        log.warning("group member not counted: its group's shard is missing or inconsistent",
-                    extra={"group": count.member.group, "shard": count.member.shard, "key": record.key})
-    return store.write(record), False
+    written = store.write(counting.first())
+    if written.error is not None:
+        return Counted(error=written.error)
+    if written.ok:
+        return Counted(settled=_settled(written.item), changed=True)
+    shard = written.item
+    if shard is None:  # its group's records expired, or a forged body: the job's outcome alone stands
+        if log is not None:
+            log.warning("group member not counted: its group's shard is missing",
+                        extra={"group": counting.member.group, "shard": counting.member.shard})
+        return Counted()
+    failed = shard.get(FAILED) or frozenset()
+    if counting.outcome == JobState.SUCCEEDED.value and counting.index in failed:
+        moved = store.write(counting.move())
+        if moved.error is not None:
+            return Counted(error=moved.error)
+        return Counted(settled=_settled(moved.item), changed=moved.ok)
+    return Counted(settled=_settled(shard))
+
+
+def _settled(shard: LeaseItem | None) -> bool:
+    return shard is not None and shard.get(PENDING) == 0
 
 
 # ---------------------------------------------------------------- records
@@ -397,7 +390,7 @@ class GroupRecords:
         failed = []
         for key in sorted(records):
             item = records[key]
-            outcome = item.get("counted_as") or item.get("outcome")
+            outcome = item.get("outcome")
             if item.state is not LeaseState.HELD and outcome in COUNTERS and outcome != JobState.SUCCEEDED.value:
                 failed.append(MemberFailure(key=key, job=item.get("job"), state=str(outcome),
                                             reason=item.get("reason"), last_error=item.get("last_error")))
@@ -505,7 +498,7 @@ class Group:
     """Jobs that run on their own and report together: ``app.group(...)`` builds one.
 
     ``add`` and ``add_many`` take ``job.message(...)``s of jobs registered on
-    the app and return each member's key (scoped to the group);
+    the app and return each member's key (the key its job declares);
     ``enqueue()`` writes the group's records and sends the members, and
     returns the group's id. A group's members are fixed once ``enqueue()``
     was called.
@@ -516,8 +509,8 @@ class Group:
         >>> @app.job("resize", key="resize:{image_id}")
         ... def resize(image_id: int) -> None: ...
         >>> group = app.group(name="thumbnails")
-        >>> group.add(resize.message(image_id=1)) == f"resize:1@group:{group.id}"
-        True
+        >>> group.add(resize.message(image_id=1))
+        'resize:1'
         >>> group.add(resize.message(image_id=1))
         Traceback (most recent call last):
         ...
@@ -533,7 +526,7 @@ class Group:
     _keys: set[str] = field(default_factory=set, init=False, repr=False)
     _recorded: bool = field(default=False, init=False, repr=False)
     _unsent: list[JobMessage] | None = field(default=None, init=False, repr=False)
-    #: the members as sent (scoped keys, ``member_of`` in their envelopes), once ``enqueue()`` built them
+    #: the members as sent (``member_of`` in their envelopes), once ``enqueue()`` built them
     messages: tuple[JobMessage, ...] = field(default=(), init=False)
 
     def __post_init__(self) -> None:
@@ -544,7 +537,7 @@ class Group:
             if message is None:
                 continue
             job_of(self.app, message, kind.value, GroupError)
-            callback = scoped(message, callback_key(message.key, self.id, kind), kind.value, GroupError)
+            callback = message
             if len(stored(callback).encode("utf-8")) > MAX_CALLBACK_BYTES:
                 raise GroupError(f"{kind.value}: the callback's message is over {MAX_CALLBACK_BYTES} bytes; "
                                  "pass ids, not data")
@@ -559,7 +552,7 @@ class Group:
         return len(self._members)
 
     def add(self, message: JobMessage) -> str:
-        """Add one member; returns the key it runs under (``<key>@group:<id>``)."""
+        """Add one member; returns the key it runs under (its job's own key)."""
         return self.add_many([message])[0]
 
     def add_many(self, messages: Iterable[JobMessage]) -> list[str]:
@@ -572,11 +565,11 @@ class Group:
         for i, message in enumerate(batch):
             what = f"member {len(self._members) + i}"
             job_of(self.app, message, what, GroupError)
-            key = member_key(message.key, self.id)
+            key = message.key
             if key in self._keys or key in keys:
                 raise GroupError(f"group {self.label}: {message.key!r} is already a member; "
                                  "each member needs its own key")
-            scoped(message, key, what, GroupError, member_of=MemberOf(self.id, 0))  # refuse what cannot be sent
+            related(message, what, GroupError, member_of=MemberOf(self.id, 0, 0))  # refuse what cannot be sent
             keys.append(key)
         self._members.extend(batch)
         self._keys.update(keys)
@@ -595,8 +588,8 @@ class Group:
         if not self._recorded:
             shards = shard_count(len(self._members))
             self.messages = tuple(
-                scoped(m, member_key(m.key, self.id), f"member {i}", GroupError,
-                       member_of=MemberOf(self.id, i % shards)) for i, m in enumerate(self._members))
+                related(m, f"member {i}", GroupError, member_of=MemberOf(self.id, i % shards, i))
+                for i, m in enumerate(self._members))
             GroupRecords(self.app.store, ttl=self.app.settings.record_ttl).create(
                 self.id, [m.key for m in self.messages], name=self.name, callbacks=self._callbacks,
                 now=self.app.clock())

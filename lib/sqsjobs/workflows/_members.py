@@ -1,18 +1,16 @@
-"""What job groups and chains share: checked members, keys scoped to them, messages kept in the table.
+"""What groups and chains share: checked members, their relation carried in the envelope, messages kept in the table.
 
 A member of a group and a step of a chain is a ``job.message(...)`` of a job
-registered on the app. It runs under its own key *scoped* to its group or
-chain (``invoice-email:42@group:<id>``, ``invoice-email:42@chain:<id>:1``):
-
-- each group and chain runs its own members, even if the same call ran before
-  or belongs to another group (two groups of the same invoices both run);
-- every copy of *one* member (duplicate sends, redeliveries, a redrive) shares
-  the scoped key, so the guard runs it once and its record is its group's
-  anchor: the record says what the group counted, so nothing counts twice.
+registered on the app. It runs under the key its job declares, like every
+other delivery of that key (docs/jobs.md "Keys"): its group or chain is named
+in its envelope (``member_of``, ``step_of``), which travels with the message
+and is counted when it ends, but never changes the key. So every copy of a
+member (duplicate sends, redeliveries, a redrive) and every other path to the
+same key (a standalone enqueue, another group) share one record: the job runs
+once, and each group counts it once.
 
 The messages a worker sends later (a group's callbacks, a chain's next step)
-are kept in the table as JSON (``stored``/``restored``), finished and scoped
-when the group or chain is enqueued.
+are kept in the table as JSON (``stored``/``restored``).
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs.enqueue._envelope import MAX_BODY_BYTES, MAX_KEY_BYTES, Envelope, MemberOf, StepOf
+from sqsjobs.enqueue._envelope import MAX_BODY_BYTES, Envelope, MemberOf, StepOf
 from sqsjobs.enqueue._message import JobMessage
 
 if TYPE_CHECKING:
@@ -67,26 +65,22 @@ def job_of(app: JobApp, message: Any, what: str, error: type[Exception]) -> Job[
     return job
 
 
-def scoped(message: JobMessage, key: str, what: str, error: type[Exception], *, member_of: MemberOf | None = None,
-           step_of: StepOf | None = None) -> JobMessage:
-    """``message`` under ``key``, its envelope naming its group or chain.
+def related(message: JobMessage, what: str, error: type[Exception], *, member_of: MemberOf | None = None,
+            step_of: StepOf | None = None) -> JobMessage:
+    """``message``, its envelope naming its group or chain (its key unchanged).
 
     Example:
-        >>> from sqsjobs._errors import GroupError
+        >>> from sqsjobs import GroupError
         >>> m = JobMessage(job="ping", key="ping:1", body=Envelope(job="ping", key="ping:1").encode())
-        >>> s = scoped(m, "ping:1@group:g1", "member", GroupError, member_of=MemberOf("g1", 0))
-        >>> s.key, Envelope.decode(s.body).member_of
-        ('ping:1@group:g1', MemberOf(group='g1', shard=0))
+        >>> r = related(m, "member", GroupError, member_of=MemberOf("g1", 0, 5))
+        >>> r.key, Envelope.decode(r.body).member_of
+        ('ping:1', MemberOf(group='g1', shard=0, index=5))
     """
-    size = len(key.encode("utf-8"))
-    if size > MAX_KEY_BYTES:
-        raise error(f"{what}: its key scoped to the group or chain is {size} bytes, over DynamoDB's {MAX_KEY_BYTES}; "
-                    f"shorten the job's key (now {message.key[:80]!r}...)")
-    envelope = replace(Envelope.decode(message.body), key=key, member_of=member_of, step_of=step_of)
+    envelope = replace(Envelope.decode(message.body), member_of=member_of, step_of=step_of)
     body = envelope.encode()
     if len(body.encode("utf-8")) > MAX_BODY_BYTES:
         raise error(f"{what}: its body would be over SQS's {MAX_BODY_BYTES} bytes")
-    return replace(message, key=key, body=body)
+    return replace(message, body=body)
 
 
 def stored(message: JobMessage) -> str:

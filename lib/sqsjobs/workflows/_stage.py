@@ -1,277 +1,177 @@
-"""What the worker does for the jobs of groups and chains, around their records' writes.
+"""The worker's side of groups and chains: a stage (``worker/_stages.py``) run once a batch's records are written.
 
-The consumer (``consumer.py``) calls three things; for a batch without group
-members or chain steps each is a quick no-op:
+For a batch without group members or chain steps it does nothing. Otherwise,
+after the records and dead letters of the batch are written:
 
-- ``counting(d, op)`` when it writes a record: a member's terminal write (its
-  success, its dead letter) becomes one transaction with its group's count
-  (``sqsjobs.workflows._groups.count_written``, on the store's pool like any write);
-- ``answered(d, written)`` when a record's write answered;
-- ``finish(deliveries)`` once the batch's records are written and before
-  anything is acknowledged. It
-  1. settles the members that ended without a write of their own: cancelled
-     (the lifecycle's marker), expired, or dead-lettered before any claim
-     (malformed for this deploy, never started);
-  2. finishes each group a member emptied a shard of (the head's final
-     state, then the callbacks), and each group of a duplicate whose shard is
-     empty (the delivery that emptied it may have died before finishing);
-  3. sends each chain's next step after a step's success, or after its
-     duplicate when the next step has not arrived;
-  4. withholds the acknowledgement of a delivery whose count, callback or
-     next step could not be written: its redelivery, a duplicate, does it.
+1. each member that ended terminally is counted in its group's shard, once
+   (``workflows/_groups.py``: it ran; it was a duplicate of a completed,
+   cancelled or dead-lettered key; it expired; it was dead-lettered), all
+   counts concurrently, one write each;
+2. each group whose shard a count emptied (or found empty) is finished: the
+   head's final state, then the callbacks;
+3. each chain's next step is sent after a step succeeded or was a duplicate
+   of a completed key;
+4. a delivery whose count, callback or next step could not be written is
+   reported: it goes back, and its redelivery (a duplicate) writes it.
 
 Nothing here raises out of a batch.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+import functools
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs.enqueue._envelope import MemberOf
-from sqsjobs.store._lease import (
-    Amend,
-    Close,
-    Complete,
-    LeaseState,
-    Operation,
-    Release,
-    TransactedOperation,
-    Written,
-    expiry,
-)
-from sqsjobs.worker import _job_records as guard
-from sqsjobs.worker._dead_letters import Reason
 from sqsjobs.worker._delivery import Delivery, Outcome, State
+from sqsjobs.worker._stages import Stage
 from sqsjobs.workflows._chains import ChainRecords
-from sqsjobs.workflows._groups import PENDING, Count, GroupRecords, count_written, shard_key
+from sqsjobs.workflows._groups import Count, Counted, GroupRecords, count
+from sqsjobs.workflows._members import restored
 
 if TYPE_CHECKING:
-    from mypy_boto3_sqs import SQSClient
-
-    from sqsjobs._backoff import RandomSource
-    from sqsjobs._settings import Settings
     from sqsjobs.enqueue._message import JobMessage
-    from sqsjobs.enqueue._producer import Producer
     from sqsjobs.store._lease import LeaseStore
+    from sqsjobs.worker._batch import Batch
 
-#: outcomes a member's own record write counts
-COUNTED_WRITES = frozenset({guard.JobState.SUCCEEDED.value, guard.JobState.DEAD_LETTERED.value})
-#: dead letters that never held the key's lease, whose record the member's group count settles
-UNCLAIMED_DEAD_LETTERS = frozenset({Reason.MALFORMED, Reason.EXHAUSTED})
-#: a withheld delivery comes back after this long (its redelivery is a duplicate that finishes the work)
-WITHHELD_DELAY = 5.0
+#: what a group counts a delivery as, by the delivery's outcome (a duplicate: by the record it found)
+OUTCOME_COUNTS = {Outcome.SUCCEEDED: "succeeded", Outcome.CANCELLED: "cancelled", Outcome.EXPIRED: "expired"}
 
 
-class Followups:
-    """The worker's side of groups and chains (``JobBatchProcessor`` builds one)."""
+def counts_as(d: Delivery, *, recorded: bool = True) -> str | None:
+    """The terminal outcome a group counts ``d`` as, or None while it is not terminal.
 
-    def __init__(self, *, store: LeaseStore, sqs: Callable[[], SQSClient], settings: Settings,
-                 clock: Callable[[], float], random: RandomSource | None, logger: Any) -> None:
+    A success whose completion could not be recorded (``recorded=False``) is
+    not counted yet: its finish copy records it, and counts it then, so a
+    group never reports a member done that its record does not.
+
+    Example:
+        >>> d = Delivery.parse({"messageId": "m", "receiptHandle": "r", "body": "{}"}, 0)
+        >>> counts_as(d) is None
+        True
+    """
+    if d.state is State.TO_DEAD_LETTER:
+        return "dead_lettered"  # the DLQ has it (a refused send went back before this stage)
+    if d.state is not State.TO_ACK or d.outcome is None:
+        return None
+    if d.outcome is Outcome.DUPLICATE:
+        return d.counts_as or "succeeded"
+    if d.outcome is Outcome.SUCCEEDED and not recorded:
+        return None
+    return OUTCOME_COUNTS.get(d.outcome)
+
+
+def member_index(member: MemberOf, key: str) -> int:
+    """The member's index in its group (a message from before members had one: a stable number from its key)."""
+    if member.index is not None:
+        return member.index
+    return 10_000_000 + int(hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:10], 16)
+
+
+class WorkflowStage(Stage):
+    """Groups' counts and callbacks, chains' next steps (``send`` sends messages to the jobs queue)."""
+
+    def __init__(self, *, store: LeaseStore, send: Callable[[Sequence[JobMessage]], list[bool]], record_ttl: float,
+                 clock: Callable[[], float], logger: Any) -> None:
         self.store = store
-        #: the SQS client, built on first use (as the consumer's): most batches send no callback or next step
-        self._sqs = sqs
-        self.settings = settings
+        self.send = send
         self.clock = clock
-        self.random = random
         self.log = logger
-        self.groups = GroupRecords(store, ttl=settings.record_ttl)
-        self.chains = ChainRecords(store, ttl=settings.record_ttl)
-        self._producer: Producer | None = None
+        self.groups = GroupRecords(store, ttl=record_ttl)
+        self.chains = ChainRecords(store, ttl=record_ttl)
 
-    def batch(self) -> BatchFollowups:
-        """What one batch needs."""
-        return BatchFollowups(self)
-
-    def send(self, messages: Sequence[JobMessage]) -> list[bool]:
-        """Send ``messages`` to the jobs queue; whether each was sent."""
-        if not messages:
-            return []
-        if self._producer is None:
-            from sqsjobs.enqueue._producer import Producer
-
-            if not self.settings.queue_url:
-                self.log.error("cannot send a callback or a chain's next step: SQSJOBS_QUEUE_URL is not set")
-                return [False] * len(messages)
-            self._producer = Producer(self._sqs(), self.settings.queue_url, random=self.random)
-        report = self._producer.send_many(list(messages))
-        for failed in report.failed:
-            self.log.error("could not send a callback or a chain's next step",
-                           extra={"key": failed.key, "error": f"{failed.code}: {failed.message}"})
-        return [i in report.message_ids for i in range(len(messages))]
-
-
-class BatchFollowups:
-    """Groups and chains for one batch: the counts it started, the groups it emptied."""
-
-    def __init__(self, parent: Followups) -> None:
-        self.parent = parent
-        self.log = parent.log
-        self._lock = threading.Lock()
-        #: groups whose shard a count of this batch emptied, or whose counts a redrive moved
-        self._touched: set[str] = set()
-        #: deliveries whose record write failed (index → error)
-        self._failed: dict[int, str] = {}
-
-    # ------------------------------------------------------------ record writes
-    def counting(self, d: Delivery, op: Operation) -> Callable[[], Written] | None:
-        """The write of ``op`` with its group's count, when ``op`` records a member's terminal outcome."""
-        member = d.envelope.member_of if d.envelope is not None else None
-        if member is None or not isinstance(op, Complete | Release) or op.data.get("outcome") not in COUNTED_WRITES:
-            return None
-        outcome = str(op.data["outcome"])
-        before = d.previous.get("counted_as") if d.previous is not None else None
-        if before == outcome:
-            return None  # a redriven member dead-lettered again: counted as that already
-        return self._counter(Count(member=member, outcome=outcome, before=before), op)
-
-    def _counter(self, count: Count, record: TransactedOperation) -> Callable[[], Written]:
-        def work() -> Written:
-            answer, emptied = count_written(self.parent.store, count, record, self.log)
-            if answer.ok and (emptied or count.moves):
-                with self._lock:
-                    self._touched.add(count.member.group)
-            return answer
-
-        return work
-
-    def answered(self, d: Delivery, written: Written) -> None:
-        """Note a record write that failed (its delivery's acknowledgement may have to wait)."""
-        if written.error is not None:
-            self._failed[d.index] = written.error
-
-    # ------------------------------------------------------------ after the writes
-    def finish(self, deliveries: Sequence[Delivery]) -> None:
-        """Settle, finish groups, send chains' next steps, withhold what could not be done."""
-        related = [d for d in deliveries if d.envelope is not None
+    def after_records(self, batch: Batch) -> Mapping[int, str]:
+        related = [d for d in batch.deliveries if d.envelope is not None
                    and (d.envelope.member_of is not None or d.envelope.step_of is not None)]
         if not related:
-            return
-        for d in related:
-            if d.index in self._failed:  # its group's count or its chain's next step would be lost with it
-                self._withhold(d, f"its record's write failed ({self._failed[d.index]})")
-        self._settle(related)
-        self._recheck(related)
-        for group_id in sorted(self._touched):
-            self._finish_group(group_id, [d for d in related if d.envelope and d.envelope.member_of
-                                          and d.envelope.member_of.group == group_id])
-        self._continue_chains(related)
+            return {}
+        failed: dict[int, str] = {}
+        settled = self._count(batch, related, failed)
+        for group_id in sorted(settled):
+            self._finish_group(group_id, [d for d in related if _group_of(d) == group_id], failed)
+        self._continue_chains(batch, related, failed)
+        return failed
 
-    def _settle(self, related: Sequence[Delivery]) -> None:
-        """Count the members whose terminal outcome no write of theirs recorded."""
-        now = self.parent.clock()
-        expires_at = expiry(now, self.parent.settings.record_ttl)
-        work: dict[str, tuple[Delivery, Future[Written]]] = {}
+    # ------------------------------------------------------------ counting
+    def _count(self, batch: Batch, related: Sequence[Delivery], failed: dict[int, str]) -> set[str]:
+        """Count each terminal member once (concurrently); the groups whose shard no member is pending in."""
+        counting: list[tuple[Delivery, Count]] = []
+        seen: set[tuple[str, int]] = set()
         for d in related:
             member = d.envelope.member_of if d.envelope is not None else None
-            key = d.key or (d.envelope.key if d.envelope is not None else "")
-            if member is None or not key or key in work:
+            outcome = counts_as(d, recorded=batch.writes.failure(d) is None)
+            if member is None or outcome is None:
                 continue
-            settled = self._settled(d, key, now, expires_at)
-            if settled is not None:
-                count, record = settled
-                work[key] = (d, self.parent.store.run(self._counter(count, record)))
-        for d, future in work.values():
-            answer = future.result()
-            if answer.error is not None:
+            index = member_index(member, d.key)
+            if (member.group, index) in seen:
+                continue
+            seen.add((member.group, index))
+            counting.append((d, Count(member=MemberOf(member.group, member.shard, index), outcome=outcome)))
+        futures = [(d, self.store.run(functools.partial(count, self.store, c, self.log))) for d, c in counting]
+        results: list[tuple[Delivery, Counted]] = [(d, future.result()) for d, future in futures]
+        settled: set[str] = set()
+        for d, result in results:
+            if result.error is not None:
                 self.log.error("could not count a group member's outcome; its redelivery will",
-                               extra={"key": d.key, "error": answer.error})
-                self._withhold(d, f"its group's count failed ({answer.error})")
+                               extra={"key": d.key, "error": result.error})
+                failed[d.index] = f"its group's count failed ({result.error})"
+            elif result.settled:
+                settled.add(_group_of(d) or "")
+        settled.discard("")
+        return settled
 
-    def _settled(self, d: Delivery, key: str, now: float,
-                 expires_at: float) -> tuple[Count, TransactedOperation] | None:
-        assert d.envelope is not None and d.envelope.member_of is not None
-        member: MemberOf = d.envelope.member_of
-        state = guard.JobState
-        if d.outcome is Outcome.CANCELLED:
-            return Count(member=member, outcome=state.CANCELLED.value), Amend(
-                key=key, data={"updated_at": now}, expect={"status": LeaseState.DONE.value,
-                                                           "outcome": state.CANCELLED.value})
-        if d.outcome is Outcome.EXPIRED:
-            return Count(member=member, outcome=state.EXPIRED.value), guard.expired(
-                key, job=d.job_name, now=now, expires_at=expires_at)
-        if d.outcome is Outcome.DEAD_LETTERED and not d.holds_lease and d.reason in UNCLAIMED_DEAD_LETTERS:
-            return Count(member=member, outcome=state.DEAD_LETTERED.value), Close(
-                key=key, now=now, expires_at=expires_at, state=LeaseState.RELEASED,
-                data={"job": d.job_name, "outcome": state.DEAD_LETTERED.value, "reason": d.reason.value
-                      if d.reason else None, "dead_letter_of": d.message_id, "finished_at": now, "updated_at": now,
-                      "last_error": guard.error_text(d.error) if d.error else None})
-        return None
-
-    def _recheck(self, related: Sequence[Delivery]) -> None:
-        """Groups of duplicates whose shard is empty: the delivery that emptied it may have died before finishing."""
-        shards = {shard_key(d.envelope.member_of.group, d.envelope.member_of.shard): d.envelope.member_of.group
-                  for d in related if d.outcome is Outcome.DUPLICATE and d.envelope and d.envelope.member_of}
-        if not shards:
-            return
-        try:
-            found = self.parent.store.get_many(list(shards))
-        except Exception as error:  # a store failure: the duplicates come back and look again
-            self.log.error("could not read groups' shards", extra={"error": str(error)})
-            for d in related:
-                if d.outcome is Outcome.DUPLICATE and d.envelope and d.envelope.member_of:
-                    self._withhold(d, f"its group's shard could not be read ({error})")
-            return
-        for key, group_id in shards.items():
-            item = found.get(key)
-            if item is not None and item.get(PENDING) == 0:
-                self._touched.add(group_id)
-
-    def _finish_group(self, group_id: str, members: Sequence[Delivery]) -> None:
+    def _finish_group(self, group_id: str, members: Sequence[Delivery], failed: dict[int, str]) -> None:
         """The head's final state, then the callbacks; on failure the members' redeliveries try again."""
-        records = self.parent.groups
-        now = self.parent.clock()
+        now = self.clock()
         try:
-            state, due = records.due(group_id, now)
-        except Exception as error:
+            state, due = self.groups.due(group_id, now)
+        except Exception as error:  # a store failure: the members come back and finish it
             self.log.error("could not finish a group", extra={"group": group_id, "error": str(error)})
             for d in members:
-                self._withhold(d, f"its group could not be finished ({error})")
+                failed.setdefault(d.index, f"its group could not be finished ({error})")
             return
         if state is None:
             return
-        from sqsjobs.workflows._members import restored
-
-        sent = self.parent.send([restored(text) for _, text in due])
+        sent = self.send([restored(text) for _, text in due])
         for (callback, _), ok in zip(due, sent, strict=True):
             if ok:
-                records.mark_sent(group_id, callback, now)
+                self.groups.mark_sent(group_id, callback, now)
                 self.log.info("group callback sent", extra={"group": group_id, "callback": callback.value,
                                                             "state": state.value})
         if not all(sent):
             for d in members:
-                self._withhold(d, f"a callback of group {group_id} could not be sent")
+                failed.setdefault(d.index, f"a callback of group {group_id} could not be sent")
 
-    def _continue_chains(self, related: Sequence[Delivery]) -> None:
-        """Send each chain's next step after its step succeeded (or its duplicate, when the next is missing)."""
+    # ------------------------------------------------------------ chains
+    def _continue_chains(self, batch: Batch, related: Sequence[Delivery], failed: dict[int, str]) -> None:
+        """Send each chain's next step after its step succeeded or was a duplicate of a completed key."""
         steps: dict[str, list[JobMessage] | None] = {}
         sends: list[tuple[Delivery, JobMessage]] = []
         for d in related:
             step = d.envelope.step_of if d.envelope is not None else None
-            succeeded = d.outcome is Outcome.SUCCEEDED and d.index not in self._failed
-            if step is None or not (succeeded or d.outcome is Outcome.DUPLICATE):
+            recorded = batch.writes.failure(d) is None
+            if step is None or d.state is not State.TO_ACK or counts_as(d, recorded=recorded) != "succeeded":
                 continue
             try:
                 if step.chain not in steps:
-                    steps[step.chain] = self.parent.chains.steps(step.chain)
-                messages = steps[step.chain]
-                if messages is None or step.step + 1 >= len(messages):
-                    continue  # the chain's record is gone, or this was its last step
-                following = messages[step.step + 1]
-                if d.outcome is Outcome.DUPLICATE and self.parent.store.get(following.key) is not None:
-                    continue  # the next step arrived already
+                    steps[step.chain] = self.chains.steps(step.chain)
             except Exception as error:
                 self.log.error("could not read a chain", extra={"chain": step.chain, "error": str(error)})
-                self._withhold(d, f"its chain could not be read ({error})")
+                failed.setdefault(d.index, f"its chain could not be read ({error})")
                 continue
+            messages = steps[step.chain]
+            if messages is None or step.step + 1 >= len(messages):
+                continue  # the chain's record is gone, or this was its last step
+            following = messages[step.step + 1]
             if all(following.key != m.key for _, m in sends):
                 sends.append((d, following))
-        for (d, _), ok in zip(sends, self.parent.send([m for _, m in sends]), strict=True):
+        for (d, _), ok in zip(sends, self.send([m for _, m in sends]), strict=True):
             if not ok:
-                self._withhold(d, "its chain's next step could not be sent")
+                failed.setdefault(d.index, "its chain's next step could not be sent")
 
-    def _withhold(self, d: Delivery, why: str) -> None:
-        if d.state is State.TO_ACK:
-            d.withhold(why, delay=WITHHELD_DELAY)
+
+def _group_of(d: Delivery) -> str | None:
+    member = d.envelope.member_of if d.envelope is not None else None
+    return member.group if member is not None else None

@@ -1,0 +1,72 @@
+"""Limiters as a stage (``worker/_stages.py``): tokens and slots taken before the claims, checked at each start.
+
+``flow/_permits.py`` is how; this is when. Before the claims the batch's
+limited jobs take their tokens and slots in one round trip (none for a batch
+without limited jobs), and those over a limit are concluded ``deferred``
+(back at the limiter's next window, no attempt used, their record untouched).
+Just before each limited job starts its tokens must still cover the start
+(else it is deferred then, its claim given back); after it ran its slot is
+released once no later job of the batch needs it; at the end of the batch
+whatever is still held goes back.
+"""
+
+from __future__ import annotations
+
+import random as _random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sqsjobs.flow._limiter_memory import LimiterMemory
+from sqsjobs.flow._limits import Limiter
+from sqsjobs.flow._permits import Permits
+from sqsjobs.store._lease import LeaseStore
+from sqsjobs.worker._batch import Batch
+from sqsjobs.worker._decision import Ending, Facts
+from sqsjobs.worker._delivery import Delivery
+from sqsjobs.worker._stages import Stage
+
+
+class LimitsStage(Stage):
+    """The app's limiters, plugged into the batch flow."""
+
+    def __init__(self, *, store: LeaseStore, limiters: Mapping[str, Limiter], clock: Callable[[], float],
+                 sleep: Callable[[float], None], logger: Any) -> None:
+        self.store = store
+        self.limiters = limiters
+        self.clock = clock
+        self.sleep = sleep
+        self.log = logger
+        #: what this container learned of its limiters between batches (flow/_limiter_memory.py)
+        self.memory = LimiterMemory()
+
+    def _permits(self, batch: Batch) -> Permits:
+        permits: Permits = batch.scratch(self, lambda: Permits(
+            store=self.store, limiters=self.limiters, owner=batch.owner, memory=self.memory,
+            random=batch.random or _random, clock=self.clock, sleep=self.sleep))
+        return permits
+
+    def before_claim(self, batch: Batch) -> None:
+        if not self.limiters:
+            return
+        for d, refusal in self._permits(batch).take(batch.deliveries, now=batch.now, lease_until=batch.lease_until):
+            batch.conclude(d, Ending.DEFERRED, wait=refusal.delay, limiter=refusal.limiter)
+
+    def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
+        if not self.limiters or d.job is None or not d.job.options.limits:
+            return None
+        refusal = self._permits(batch).start(d, now=self.clock())
+        if refusal is None:
+            return None
+        # Its token is spent: it started too long after the batch took it.
+        return Facts(ending=Ending.DEFERRED, wait=refusal.delay, limiter=refusal.limiter)
+
+    def after_run(self, batch: Batch, d: Delivery) -> None:
+        if self.limiters:
+            self._permits(batch).finished(d)
+
+    def after_runs(self, batch: Batch) -> None:
+        if not self.limiters:
+            return
+        for error in self._permits(batch).close().errors:
+            self.log.error("could not write a limiter's token or slot; its lease bounds the damage",
+                           extra={"error": error})

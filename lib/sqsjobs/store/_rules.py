@@ -1,0 +1,312 @@
+"""Each lease operation's rule, stated once: a condition and the updates it makes, as data.
+
+An operation (``sqsjobs.store._lease``) says what it means as a ``Rule``: a
+condition on the item as it is, and the updates that make the item it
+becomes. Everything that carries operations out reads that one statement:
+
+- the in-memory store evaluates it (``Rule.holds``, ``Rule.apply``);
+- the DynamoDB store renders it as pynamodb condition and update expressions
+  (``sqsjobs.store._dynamodb``), so DynamoDB checks the same condition
+  atomically on its side;
+- the contract suite (tests/integration/test_lease_contract.py) runs every
+  operation against both, so the two readings cannot drift apart.
+
+Conditions read like DynamoDB's: a comparison with a missing field is false
+(so ``Not(Eq(...))`` holds when the field is missing), ``Contains`` reads a
+number set, and the item itself is missing when its key is (``ItemMissing``).
+Values are named ``Param``s bound per call (the shape of an operation never
+changes, only its values), or ``Const``s.
+
+Example:
+    >>> from sqsjobs.store._lease import LeaseItem, LeaseState
+    >>> free = Or(ItemMissing(), Eq("status", Const("RELEASED")))
+    >>> rule = Rule(condition=free, updates=(Set("status", Const("HELD")), Set("owner", Param("owner"))))
+    >>> rule.holds(None, {"owner": "a"}), rule.apply(None, "k", {"owner": "a"}).owner
+    (True, 'a')
+    >>> held = LeaseItem(key="k", state=LeaseState.HELD, owner="b")
+    >>> rule.holds(held, {"owner": "a"})
+    False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: the fields the lease itself owns (``LeaseItem`` attributes); every other field is the user's ``data``
+LEASE_FIELDS = frozenset({"status", "owner", "lease_until", "expires_at", "fingerprint", "fp_version", "attempts"})
+#: the item's key
+KEY = "pk"
+
+
+# ---------------------------------------------------------------- values
+@dataclass(frozen=True)
+class Param:
+    """A value bound per call, by name."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Const:
+    """A value fixed in the rule (a lease state, the number 1)."""
+
+    value: Any
+
+
+Operand = Param | Const
+
+
+def _value(operand: Operand, values: Mapping[str, Any]) -> Any:
+    return operand.value if isinstance(operand, Const) else values[operand.name]
+
+
+# ---------------------------------------------------------------- conditions
+@dataclass(frozen=True)
+class ItemMissing:
+    """No item has the key."""
+
+
+@dataclass(frozen=True)
+class Missing:
+    """The item has no ``field`` (or there is no item)."""
+
+    field: str
+
+
+@dataclass(frozen=True)
+class Present:
+    """The item has ``field``."""
+
+    field: str
+
+
+@dataclass(frozen=True)
+class Eq:
+    """``field`` equals the operand."""
+
+    field: str
+    operand: Operand
+
+
+@dataclass(frozen=True)
+class Lt:
+    """``field`` is below the operand (a number)."""
+
+    field: str
+    operand: Operand
+
+
+@dataclass(frozen=True)
+class Gt:
+    """``field`` is above the operand (a number)."""
+
+    field: str
+    operand: Operand
+
+
+@dataclass(frozen=True)
+class Ge:
+    """``field`` is at least the operand (a number)."""
+
+    field: str
+    operand: Operand
+
+
+@dataclass(frozen=True)
+class Contains:
+    """The number set ``field`` holds the operand."""
+
+    field: str
+    operand: Operand
+
+
+@dataclass(frozen=True)
+class Not:
+    """``part`` does not hold."""
+
+    part: Condition
+
+
+@dataclass(frozen=True)
+class And:
+    """Every part holds."""
+
+    parts: tuple[Condition, ...]
+
+    def __init__(self, *parts: Condition) -> None:
+        object.__setattr__(self, "parts", tuple(parts))
+
+
+@dataclass(frozen=True)
+class Or:
+    """Some part holds."""
+
+    parts: tuple[Condition, ...]
+
+    def __init__(self, *parts: Condition) -> None:
+        object.__setattr__(self, "parts", tuple(parts))
+
+
+def all_of(*parts: Condition | None) -> Condition:
+    """The conjunction of the parts given (``None`` parts are left out; none at all: always true).
+
+    Example:
+        >>> all_of(Present("a"), None)
+        Present(field='a')
+    """
+    kept = tuple(p for p in parts if p is not None)
+    if not kept:
+        return Always()
+    return kept[0] if len(kept) == 1 else And(*kept)
+
+
+@dataclass(frozen=True)
+class Always:
+    """No condition."""
+
+
+Condition = ItemMissing | Missing | Present | Eq | Lt | Gt | Ge | Contains | Not | And | Or | Always
+
+
+def field_of(item: Any, name: str) -> Any:
+    """A field as a condition reads it (``None``: missing); ``status`` is the lease state's value."""
+    if item is None:
+        return None
+    if name == KEY:
+        return item.key
+    if name == "status":
+        return item.state.value
+    if name in LEASE_FIELDS:
+        return getattr(item, name)
+    return item.data.get(name)
+
+
+def holds(condition: Condition, item: Any, values: Mapping[str, Any]) -> bool:
+    """Whether ``condition`` holds on ``item`` (a ``LeaseItem`` or None) with ``values`` bound."""
+    if isinstance(condition, Always):
+        return True
+    if isinstance(condition, ItemMissing):
+        return item is None
+    if isinstance(condition, And):
+        return all(holds(p, item, values) for p in condition.parts)
+    if isinstance(condition, Or):
+        return any(holds(p, item, values) for p in condition.parts)
+    if isinstance(condition, Not):
+        return not holds(condition.part, item, values)
+    have = field_of(item, condition.field)
+    if isinstance(condition, Missing):
+        return have is None
+    if isinstance(condition, Present):
+        return have is not None
+    want = _value(condition.operand, values)
+    if have is None:
+        return False
+    if isinstance(condition, Eq):
+        return bool(have == want)
+    if isinstance(condition, Contains):
+        return isinstance(have, frozenset | set) and want in have
+    if not isinstance(have, int | float) or isinstance(have, bool):
+        return False
+    if isinstance(condition, Lt):
+        return bool(have < want)
+    if isinstance(condition, Gt):
+        return bool(have > want)
+    return bool(have >= want)
+
+
+# ---------------------------------------------------------------- updates
+@dataclass(frozen=True)
+class Set:
+    """``field`` takes the operand's value."""
+
+    field: str
+    operand: Operand
+
+
+@dataclass(frozen=True)
+class Remove:
+    """``field`` is removed."""
+
+    field: str
+
+
+@dataclass(frozen=True)
+class Add:
+    """The number ``field`` grows by the operand (a missing field counts from 0)."""
+
+    field: str
+    operand: Operand
+
+
+@dataclass(frozen=True)
+class AddToSet:
+    """The number set ``field`` gains the operand (a number)."""
+
+    field: str
+    operand: Operand
+
+
+@dataclass(frozen=True)
+class DeleteFromSet:
+    """The number set ``field`` loses the operand (a number); an emptied set is removed."""
+
+    field: str
+    operand: Operand
+
+
+Update = Set | Remove | Add | AddToSet | DeleteFromSet
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rule:
+    """What an operation means: when it may write (``condition``) and what it writes (``updates``).
+
+    ``replaces_expired``: an item past its TTL counts as missing (DynamoDB
+    deletes such items days late; their old fields must not leak into what
+    replaces them). ``returns``: what the answer carries on success, the item
+    as it was (``"old"``), as it became (``"new"``), or nothing.
+    """
+
+    condition: Condition = Always()
+    updates: tuple[Update, ...] = ()
+    replaces_expired: bool = False
+    returns: str = "none"
+
+    def holds(self, item: Any, values: Mapping[str, Any]) -> bool:
+        """Whether the condition holds on ``item``."""
+        return holds(self.condition, item, values)
+
+    def apply(self, item: Any, key: str, values: Mapping[str, Any]) -> Any:
+        """The ``LeaseItem`` that ``item`` (None: a new item under ``key``) becomes."""
+        from sqsjobs.store._lease import LeaseItem, LeaseState
+
+        lease: dict[str, Any] = {name: field_of(item, name) for name in LEASE_FIELDS if name != "status"}
+        lease["attempts"] = item.attempts if item is not None else 0
+        status = item.state.value if item is not None else None
+        data: dict[str, Any] = dict(item.data) if item is not None else {}
+        for update in self.updates:
+            target = lease if update.field in LEASE_FIELDS else data
+            if isinstance(update, Remove):
+                if update.field == "status":
+                    raise ValueError("a lease's status is never removed")
+                target[update.field] = None
+                continue
+            value = _value(update.operand, values)
+            if update.field == "status":
+                status = value
+            elif isinstance(update, Set):
+                target[update.field] = value
+            elif isinstance(update, Add):
+                target[update.field] = (target.get(update.field) or 0) + value
+            elif isinstance(update, AddToSet):
+                target[update.field] = frozenset(target.get(update.field) or ()) | {value}
+            else:
+                left = frozenset(target.get(update.field) or ()) - {value}
+                target[update.field] = left or None
+        return LeaseItem(key=key, state=LeaseState(status or LeaseState.HELD.value), owner=lease["owner"],
+                         lease_until=lease["lease_until"], expires_at=lease["expires_at"],
+                         fingerprint=lease["fingerprint"], fp_version=lease["fp_version"],
+                         attempts=int(lease["attempts"] or 0),
+                         data={name: value for name, value in data.items() if value is not None})

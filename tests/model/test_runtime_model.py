@@ -1,0 +1,169 @@
+"""The cross-feature model-based test: random stories of the whole runtime, invariants after every step.
+
+Hypothesis draws a story (enqueues and duplicate sends, groups whose members
+are also sent alone or were done before, chains, cancels, two deploys of a
+job, two jobs on one key template, limiter deferrals, kills before and after a
+side effect, a second invocation running inside a job, store errors on any
+write, SQS errors on the DLQ send and on visibility changes, redrives of the
+DLQ, schedule fires, time passing), runs it against the real worker
+(``tests/model/world.py``), checks the invariants after every step and, once
+the story is over, settles the world and checks what must hold at rest. A
+failure is shrunk to a short story and printed as the steps that make it.
+
+``make test`` runs it at size 1 (under a minute on 2 cores); ``make chaos``
+at 20 (``SQSJOBS_MODEL_SCALE=20``). Each size is derandomized (a fixed seed per
+size), so a run never depends on luck: a new failure is a new story found by a
+larger size or a code change, never a flake.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from model.world import FAULTS, MEMBER_JOBS, PLAIN_JOBS, PLANS, GroupBook, World, fault_matcher
+
+from sqsjobs import StoreError
+from sqsjobs.ops._redrive import RedriveOptions, redrive
+
+SCALE = int(os.environ.get("SQSJOBS_MODEL_SCALE", "1"))
+
+keys = st.integers(min_value=0, max_value=3)
+apps = st.integers(min_value=0, max_value=1)
+plans = st.lists(st.sampled_from(PLANS), max_size=6)
+
+
+class RuntimeModel(RuleBasedStateMachine):
+    """One world per story; rules are what users, producers, operators and AWS do to it."""
+
+    @initialize(seed=st.integers(min_value=0, max_value=2**16))
+    def start(self, seed: int) -> None:
+        # Owners, group and chain ids come from uuid4: seeded here, so a story replays exactly when shrunk.
+        ids = random.Random(seed)
+        self._uuid4 = uuid.uuid4
+        uuid.uuid4 = lambda: uuid.UUID(int=ids.getrandbits(128), version=4)  # type: ignore[assignment]
+        self.world = World(seed)
+
+    # ------------------------------------------------------------ producers
+    @rule(job=st.sampled_from(PLAIN_JOBS), n=keys, twice=st.booleans(), app=apps)
+    def enqueue(self, job: str, n: int, twice: bool, app: int) -> None:
+        message = self.world.apps[app].jobs[job].message(n=n)
+        for _ in range(2 if twice else 1):
+            self.world.apps[app].send(message)
+
+    @rule(members=st.lists(st.tuples(st.sampled_from(MEMBER_JOBS), keys), min_size=1, max_size=4),
+          alone=st.lists(st.booleans(), min_size=4, max_size=4), on_success=st.booleans(), app=apps)
+    def enqueue_group(self, members: list[tuple[str, int]], alone: list[bool], on_success: bool, app: int) -> None:
+        w = self.world
+        jobs = w.apps[app].jobs
+        messages, seen = [], set()
+        for job, n in members:
+            message = jobs[job].message(n=n)
+            if message.key not in seen:  # a group holds each key once
+                seen.add(message.key)
+                messages.append(message)
+        label = f"g{len(w.groups)}"
+        callbacks = {"complete": f"{label}-complete", **({"success": f"{label}-success"} if on_success else {})}
+        group = w.apps[app].group(
+            on_complete=jobs["report"].message(g=callbacks["complete"]),
+            on_success=jobs["report"].message(g=callbacks["success"]) if on_success else None)
+        group.add_many(messages)
+        try:
+            group_id = group.enqueue()
+        except StoreError:
+            return  # its records could not be written: nothing was sent
+        w.groups.append(GroupBook(id=group_id, label=label, members=[m.key for m in messages],
+                                  callbacks=callbacks))
+        for message, also in zip(messages, alone, strict=False):
+            if also:
+                w.apps[app].send(message)
+
+    @rule(steps=st.lists(st.tuples(st.sampled_from(MEMBER_JOBS), keys), min_size=2, max_size=3), app=apps)
+    def enqueue_chain(self, steps: list[tuple[str, int]], app: int) -> None:
+        jobs = self.world.apps[app].jobs
+        messages = {jobs[job].message(n=n).key: jobs[job].message(n=n) for job, n in steps}
+        if len(messages) < 2:
+            return
+        try:
+            self.world.apps[app].chain(*messages.values()).enqueue()
+        except StoreError:
+            return
+        self.world.chains.append(list(messages))
+
+    @rule(job=st.sampled_from(PLAIN_JOBS), n=keys)
+    def cancel(self, job: str, n: int) -> None:
+        key = self.world.apps[0].jobs[job].message(n=n).key
+        with contextlib.suppress(StoreError):
+            self.world.apps[0].cancel(key)
+
+    # ------------------------------------------------------------ Lambda
+    @rule(size=st.integers(min_value=1, max_value=10), story=plans, app=apps,
+          remaining_ms=st.sampled_from([60_000, 60_000, 3_000]), nested=plans)
+    def deliver(self, size: int, story: list[str], app: int, remaining_ms: int, nested: list[str]) -> None:
+        w = self.world
+
+        def second_invocation() -> None:
+            with w.plans(nested):
+                w.deliver(app=1 - app, size=size, remaining_ms=60_000)
+
+        with w.plans(story):
+            w.deliver(app=app, size=size, remaining_ms=remaining_ms, nest=second_invocation)
+
+    @rule(hour=st.integers(min_value=0, max_value=2), app=apps)
+    def fire_schedule(self, hour: int, app: int) -> None:
+        at = datetime.fromtimestamp(self.world.clock(), UTC).replace(minute=0, second=0) - timedelta(hours=hour)
+        with contextlib.suppress(Exception):
+            self.world.apps[app].fire_schedule({"job": "tick", "scheduled_time": at.isoformat()})
+
+    # ------------------------------------------------------------ time and faults
+    @rule(seconds=st.sampled_from([1, 5, 30, 61, 300]))
+    def advance(self, seconds: int) -> None:
+        self.world.clock.advance(seconds)
+
+    @rule(kind=st.sampled_from(FAULTS), times=st.sampled_from([1, 2, 50]))
+    def store_fault(self, kind: str, times: int) -> None:
+        self.world.store.fail(fault_matcher(kind), times=times)
+
+    @rule(operation=st.sampled_from(["dlq_send", "visibility"]))
+    def sqs_fault(self, operation: str) -> None:
+        w = self.world
+        if operation == "dlq_send":
+            w.sqs.refuse("SendMessageBatch", queue_url=w.dlq)
+        else:
+            w.sqs.refuse("ChangeMessageVisibilityBatch", queue_url=w.queue)
+
+    # ------------------------------------------------------------ operators
+    @precondition(lambda self: bool(self.world.sqs.messages(self.world.dlq)))
+    @rule()
+    def redrive_dlq(self) -> None:
+        w = self.world
+        before = {m.message_id for m in w.sqs.messages(w.dlq)}
+        redrive(RedriveOptions(dlq=w.dlq, to=w.queue, wait_time_seconds=0, max_redrives=50),
+                sqs_client=w.sqs, clock=w.clock, sleep=w.clock.advance, records=w.store)  # type: ignore[arg-type]
+        w.redriven |= before - {m.message_id for m in w.sqs.messages(w.dlq)}
+
+    # ------------------------------------------------------------ checks
+    @invariant()
+    def holds(self) -> None:
+        if hasattr(self, "world"):
+            self.world.check()
+
+    def teardown(self) -> None:
+        try:
+            if hasattr(self, "world"):
+                self.world.settle()
+        finally:
+            if hasattr(self, "_uuid4"):
+                uuid.uuid4 = self._uuid4  # type: ignore[assignment]
+
+
+RuntimeModel.TestCase.settings = settings(
+    max_examples=25 * SCALE, stateful_step_count=30, deadline=None, derandomize=True, database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much], print_blob=False)
+test_runtime_model = RuntimeModel.TestCase

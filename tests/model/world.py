@@ -1,0 +1,404 @@
+"""The world the runtime model drives: the real worker over an in-memory store and a fake SQS, and a ledger.
+
+Two deploys of one app (``version`` 1 and 2 of job ``c``) share one fake SQS
+(whose jobs queue has SQS's redrive policy: the backstop), one in-memory store
+that fails the writes a rule arms (``FlakyStore``), one manual clock and one
+seeded random. Every job function reports to the ledger: when it started,
+whether the invocation is killed before or after its side effect, and which
+runs of its key are active, so the invariants below can be checked after every
+step (``check``) and once the world has settled (``settle``).
+
+The invariants (docs/reliability.md states them for users):
+
+1. nothing is lost: every message that left the jobs queue ran, was a
+   duplicate of a completed key, was cancelled or expired (with its metric),
+   was re-sent (the copy is tracked in turn), or is in the DLQ with a reason
+   the worker wrote;
+2. side effects per key <= 1 + kills after a side effect + completion writes
+   that failed after their retries (both counted per key);
+3. a group's callback runs once, only after every member is terminal, and a
+   finished group's counts add up to its total;
+4. no limiter is exceeded (rate: starts in any window; concurrency: runs at once);
+5. nothing but an invocation's own death escapes ``handle_batch``;
+6. a key never runs twice at once, and a delivery of another job's key is
+   never taken for its duplicate.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqsjobs import JobApp, Outcome, PermanentError
+from sqsjobs.store._lease import Acquire, Amend, Close, Complete, LeaseState, Operation, Release, Renew, Transact
+from sqsjobs.testing.events import FakeContext, record_from_message
+from sqsjobs.testing.fake_sqs import FakeSQS, QueuedMessage
+from sqsjobs.testing.flaky_store import FlakyStore
+from sqsjobs.testing.tester import ManualClock
+
+MAX_ATTEMPTS = 3
+#: receives SQS's redrive leaves beyond the worker's backstop receive (template.yaml: MaxAttempts + 3)
+MAX_RECEIVE_COUNT = MAX_ATTEMPTS + 3
+BACKSTOP_SLACK = MAX_RECEIVE_COUNT - (MAX_ATTEMPTS + 1)
+FUNCTION_TIMEOUT = 60.0
+RATE, PER = 2, 10.0
+SLOTS = 1
+EXPIRES_IN = 40.0
+#: the jobs a rule may enqueue alone or as members and steps
+PLAIN_JOBS = ("a", "b", "c", "lim", "conc", "exp")
+MEMBER_JOBS = ("a", "b", "c", "exp")
+#: what one execution of a job does
+PLANS = ("ok", "transient", "permanent", "kill_before", "kill_after", "nest")
+#: the writes a store fault may hit
+FAULTS = ("claim", "completion", "retry_record", "dead_letter_record", "count", "limiter", "any")
+
+
+class Killed(BaseException):
+    """The invocation dies here (a timeout, out of memory): nothing after it runs, nothing is acknowledged."""
+
+
+def _ops(op: Operation) -> tuple[Operation, ...]:
+    return op.ops if isinstance(op, Transact) else (op,)
+
+
+def fault_matcher(kind: str) -> Callable[[Operation], bool]:
+    """Which writes a store fault of ``kind`` hits."""
+    def reserved(key: str) -> bool:
+        return "#" in key
+
+    def job_key_op(op: Operation, cls: type, outcome: str | None = None) -> bool:
+        return any(isinstance(o, cls) and not reserved(o.key)
+                   and (outcome is None or o.data.get("outcome") == outcome) for o in _ops(op))
+
+    matchers: dict[str, Callable[[Operation], bool]] = {
+        "claim": lambda op: job_key_op(op, Acquire),
+        "completion": lambda op: job_key_op(op, Complete),
+        "retry_record": lambda op: job_key_op(op, Release, "retrying"),
+        "dead_letter_record": lambda op: job_key_op(op, Release, "dead_lettered")
+        or job_key_op(op, Close, "dead_lettered"),
+        "count": lambda op: any(o.key.startswith("group#") and isinstance(o, Amend | Close) for o in _ops(op)),
+        "limiter": lambda op: any(o.key.startswith("limit#") and isinstance(o, Acquire | Renew | Release)
+                                  for o in _ops(op)),
+        "any": lambda op: True,
+    }
+    return matchers[kind]
+
+
+@dataclass
+class GroupBook:
+    """What the model knows of one group it enqueued."""
+
+    id: str
+    label: str
+    members: list[str]
+    callbacks: dict[str, str]  # callback kind -> its ``g`` argument
+    runs: Counter[str] = field(default_factory=Counter)  # callback kind -> runs
+
+
+@dataclass
+class Ledger:
+    """What happened, from the jobs' side and the poller's side."""
+
+    effects: Counter[str] = field(default_factory=Counter)
+    kills_after: Counter[str] = field(default_factory=Counter)
+    #: completion writes that failed after the worker's retries, per key (BatchResult.unrecorded)
+    unrecorded: Counter[str] = field(default_factory=Counter)
+    #: message id -> the outcome of the delivery that acknowledged it
+    acked: dict[str, Outcome | None] = field(default_factory=dict)
+    #: message id -> how many of its receives were killed at or past its backstop receive
+    killed_late: Counter[str] = field(default_factory=Counter)
+    starts: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    active: Counter[str] = field(default_factory=Counter)
+    violations: list[str] = field(default_factory=list)
+    cancelled_or_expired: Counter[Outcome] = field(default_factory=Counter)
+    #: keys whose job reached a terminal outcome at least once (succeeded, cancelled, expired, dead-lettered)
+    ended: set[str] = field(default_factory=set)
+
+
+class World:
+    """Two deploys of one app over one fake SQS, one flaky store, one clock (see the module docstring)."""
+
+    def __init__(self, seed: int) -> None:
+        self.clock = ManualClock()
+        self.random = random.Random(seed)
+        self.sqs = FakeSQS(clock=self.clock)
+        self.queue = self.sqs.queue_url("jobs")
+        self.dlq = self.sqs.queue_url("jobs-dlq")
+        self.sqs.set_redrive_policy(self.queue, self.dlq, MAX_RECEIVE_COUNT)
+        self.store = FlakyStore()
+        self.metrics: list[str] = []
+        self.ledger = Ledger()
+        self.groups: list[GroupBook] = []
+        self.chains: list[list[str]] = []
+        self._plans: list[str] = []
+        self._nest: Callable[[], None] | None = None
+        #: per running invocation (a stack: one may run inside another's job), the keys whose side effect it did
+        self._invocations: list[list[str]] = []
+        #: DLQ letters a redrive moved back (the message they were is neither queued nor in the DLQ now)
+        self.redriven: set[str] = set()
+        self._emitted: Counter[str] = Counter()
+        self._metrics_read = 0
+        self.apps = [self._app(version) for version in (1, 2)]
+
+    # ------------------------------------------------------------ the apps
+    def _app(self, version: int) -> JobApp:
+        app = JobApp(queue_url=self.queue, dlq_url=self.dlq, max_attempts=MAX_ATTEMPTS,
+                     function_timeout=FUNCTION_TIMEOUT, backoff_base=2.0, backoff_cap=30.0,
+                     store=self.store, sqs_client=self.sqs, clock=self.clock,  # type: ignore[arg-type]
+                     random=random.Random(self.random.random()), sleep=self.clock.advance,
+                     emit_metrics=self.metrics.append, environ={})
+        app.rate_limit("rate", rate=RATE, per=PER)
+        app.concurrency_limit("slots", SLOTS)
+
+        @app.job("a", key="k:{n}")
+        def a(n: int) -> None:
+            self.execute("a", f"k:{n}")
+
+        @app.job("b", key="k:{n}")  # two jobs on one key template
+        def b(n: int) -> None:
+            self.execute("b", f"k:{n}")
+
+        if version == 1:
+            @app.job("c", key="c:{n}")
+            def c1(n: int) -> None:
+                self.execute("c", f"c:{n}")
+        else:
+            @app.job("c", key="c:{n}", version=2)
+            def c2(n: int, loud: bool = False) -> None:
+                self.execute("c", f"c:{n}")
+
+            @c2.upcaster(from_version=1)
+            def quiet(args: dict[str, Any]) -> dict[str, Any]:
+                return {**args, "loud": False}
+
+        @app.job("lim", key="lim:{n}", limits=["rate"])
+        def lim(n: int) -> None:
+            self.execute("lim", f"lim:{n}")
+
+        @app.job("conc", key="conc:{n}", limits=["slots"])
+        def conc(n: int) -> None:
+            self.execute("conc", f"conc:{n}")
+
+        @app.job("exp", key="exp:{n}", expires_in=EXPIRES_IN)
+        def exp(n: int) -> None:
+            self.execute("exp", f"exp:{n}")
+
+        @app.job("report", key="report:{g}")
+        def report(g: str) -> None:
+            self.callback(g)
+
+        @app.scheduled("tick", schedule="rate(1 hour)")
+        def tick(period: str) -> None:
+            self.execute("tick", f"tick:{period}")
+
+        return app
+
+    # ------------------------------------------------------------ what the jobs do
+    def execute(self, job: str, key: str) -> None:
+        """One run of a job: checks, then the plan the running rule drew for it."""
+        led = self.ledger
+        now = self.clock()
+        plan = self._plans.pop(0) if self._plans else "ok"
+        if led.active[key]:
+            led.violations.append(f"{key} started while another run of it was still going")
+        if job == "lim":
+            recent = [t for t in led.starts["lim"] if t > now - PER]
+            if len(recent) >= RATE:
+                led.violations.append(f"rate limit exceeded: {len(recent) + 1} starts within {PER} s at {now}")
+        if job == "conc" and sum(n for k, n in led.active.items() if k.startswith("conc:")) >= SLOTS:
+            led.violations.append(f"concurrency limit exceeded at {now}")
+        led.starts[job].append(now)
+        led.active[key] += 1
+        try:
+            if plan == "kill_before":
+                raise Killed(key)
+            if plan == "transient":
+                raise ConnectionError(f"{key}: transient")
+            if plan == "permanent":
+                raise PermanentError(f"{key}: permanent")
+            if plan == "nest" and self._nest is not None:
+                nest, self._nest = self._nest, None
+                nest()  # a second invocation runs while this one is inside its job
+            led.effects[key] += 1
+            if self._invocations:
+                self._invocations[-1].append(key)
+            if plan == "kill_after":
+                raise Killed(key)
+        finally:
+            led.active[key] -= 1
+
+    def callback(self, g: str) -> None:
+        """A group's callback ran: once, and only after every member is terminal."""
+        label, _, kind = g.rpartition("-")
+        book = next((b for b in self.groups if b.label == label), None)
+        self.ledger.effects[f"report:{g}"] += 1
+        if book is None:
+            return
+        book.runs[kind] += 1
+        if book.runs[kind] > 1:
+            self.ledger.violations.append(f"group {label}: {kind} ran {book.runs[kind]} times")
+        waiting = [k for k in book.members if not self.terminal(k)]
+        if waiting:
+            self.ledger.violations.append(f"group {label}: {kind} ran while {waiting} were not terminal")
+
+    def terminal(self, key: str) -> bool:
+        """The key's job ended for good once (a redrive may run it again later), or its record says so now."""
+        if key in self.ledger.ended:
+            return True
+        item = self.store.get(key)
+        if item is None:
+            return False
+        return item.state is LeaseState.DONE or item.get("outcome") in ("dead_lettered", "expired")
+
+    # ------------------------------------------------------------ the poller
+    @contextmanager
+    def plans(self, plans: list[str]) -> Iterator[None]:
+        self._plans = list(plans)
+        try:
+            yield
+        finally:
+            self._plans = []
+
+    def deliver(self, *, app: int, size: int, remaining_ms: int, nest: Callable[[], None] | None = None) -> None:
+        """One invocation of the worker over up to ``size`` visible messages, as Lambda's poller runs it."""
+        taken = self.sqs.receive(self.queue, size)
+        if not taken:
+            return
+        self._nest = nest
+        arn = self.sqs.arn(self.queue)
+        event = {"Records": [record_from_message(m.to_wire(), arn) for m in taken]}
+        context = FakeContext(remaining_ms=remaining_ms, clock=self.clock)
+        self._invocations.append([])
+        try:
+            result = self.apps[app].process_batch(event, context)
+        except Killed:
+            # Every side effect this invocation did is exposed: its record may not be written yet.
+            for key in self._invocations[-1]:
+                self.ledger.kills_after[key] += 1
+            for message in taken:
+                if message.receive_count >= MAX_ATTEMPTS + 1:
+                    self.ledger.killed_late[message.message_id] += 1
+            return  # nothing is deleted: every message comes back after its visibility timeout
+        except Exception as error:
+            self.ledger.violations.append(f"handle_batch raised {type(error).__name__}: {error}")
+            return
+        finally:
+            self._nest = None
+            self._invocations.pop()
+        failed = set(result.failures)
+        for key in getattr(result, "unrecorded", ()):
+            self.ledger.unrecorded[key] += 1
+        for d in result.deliveries:
+            if d.message_id in failed:
+                continue
+            self.ledger.acked[d.message_id] = d.outcome
+            if d.outcome in (Outcome.SUCCEEDED, Outcome.DUPLICATE, Outcome.CANCELLED, Outcome.EXPIRED,
+                             Outcome.DEAD_LETTERED):
+                self.ledger.ended.add(d.key)
+            if d.outcome in (Outcome.CANCELLED, Outcome.EXPIRED):
+                self.ledger.cancelled_or_expired[d.outcome] += 1
+            self._check_ack(d)
+        for message in taken:
+            if message.message_id not in failed:
+                self.sqs.remove(message)
+
+    def _check_ack(self, d: Any) -> None:
+        """An acknowledged delivery ran, or its key was completed, cancelled, or it expired, or is dead-lettered."""
+        led = self.ledger
+        if d.outcome is Outcome.DUPLICATE:
+            item = self.store.get(d.key)
+            owner = item.get("job") if item is not None else None
+            if item is not None and owner not in (None, d.job_name):
+                led.violations.append(f"{d.message_id} ({d.job_name}) acknowledged as a duplicate of {owner}'s "
+                                      f"record of {d.key}")
+            done = item is not None and item.state is LeaseState.DONE
+            if not done and not item_dead_lettered(item, d.message_id) and not led.effects[d.key]:
+                led.violations.append(f"{d.message_id} acknowledged as a duplicate of {d.key}, which never ran")
+        elif d.outcome is Outcome.CANCELLED:
+            item = self.store.get(d.key)
+            if item is None or item.get("outcome") != "cancelled":
+                led.violations.append(f"{d.message_id} acknowledged as cancelled, but {d.key} is not")
+        elif d.outcome is Outcome.DEAD_LETTERED and not any(
+                m.attribute("sqsjobs.original_message_id") == d.message_id and m.attribute("sqsjobs.reason")
+                for m in self.sqs.sent_to(self.dlq)):
+            led.violations.append(f"{d.message_id} acknowledged as dead-lettered with no letter in the DLQ")
+
+    # ------------------------------------------------------------ the checks
+    def check(self) -> None:
+        """The invariants that hold after every step."""
+        led = self.ledger
+        assert not led.violations, led.violations
+        for key, runs in led.effects.items():
+            allowed = 1 + led.kills_after[key] + led.unrecorded[key]
+            assert runs <= allowed, (f"{key} had {runs} side effects; allowed {allowed} (kills after the side "
+                                     f"effect {led.kills_after[key]}, completions unrecorded {led.unrecorded[key]})")
+        jobs_queue = {m.message_id for m in self.sqs.messages(self.queue)}
+        dlq = {m.message_id for m in self.sqs.messages(self.dlq)}
+        for message in self.sqs.sent_to(self.queue):
+            mid = message.message_id
+            if mid in jobs_queue or mid in led.acked or mid in dlq or mid in self.redriven:
+                continue
+            raise AssertionError(f"message {mid} ({message.body[:80]}) is lost: not queued, acknowledged or in the DLQ")
+        emitted = self._emitted
+        emitted.update(emitted_counts(self.metrics[self._metrics_read:]))
+        self._metrics_read = len(self.metrics)
+        for outcome, metric in ((Outcome.CANCELLED, "JobCancelled"), (Outcome.EXPIRED, "JobExpired")):
+            assert emitted[metric] == led.cancelled_or_expired[outcome], (
+                f"{metric}: {emitted[metric]} counted, {led.cancelled_or_expired[outcome]} deliveries")
+
+    def settle(self) -> None:
+        """Run everything to the end without faults, then check what must hold once nothing is moving."""
+        self.store.clear_faults()
+        self.sqs.clear_refusals()
+        for _ in range(400):
+            if not self.sqs.messages(self.queue):
+                break
+            visible = [m.visible_at for m in self.sqs.messages(self.queue)]
+            self.clock.advance(max(0.0, min(visible) - self.clock()))
+            self.deliver(app=1, size=10, remaining_ms=60_000)
+            self.check()
+        assert not self.sqs.messages(self.queue), f"{len(self.sqs.messages(self.queue))} messages never settled"
+        for letter in self.sqs.messages(self.dlq):
+            if letter.attribute("sqsjobs.reason") is None:
+                kills = self.ledger.killed_late[letter.message_id]
+                assert kills > BACKSTOP_SLACK, (
+                    f"letter {letter.message_id} has no reason the worker wrote ({kills} killed late receives)")
+        for book in self.groups:
+            status = self.apps[1].group_status(book.id)
+            assert status is not None, book.id
+            assert status.pending == 0, (book.id, status)
+            assert status.succeeded + status.failed == status.total, status
+            assert book.runs["complete"] == 1, (book.id, dict(book.runs), status)
+            wanted = 1 if "success" in book.callbacks and status.state == "succeeded" else 0
+            assert book.runs["success"] == wanted, (book.id, dict(book.runs), status)
+
+
+def item_dead_lettered(item: Any, message_id: str) -> bool:
+    return item is not None and item.get("dead_letter_of") == message_id
+
+
+def emitted_counts(lines: list[str]) -> Counter[str]:
+    """Each metric's total over the ``{service}`` dimension set (every datum counts once there)."""
+    totals: Counter[str] = Counter()
+    for line in lines:
+        doc = json.loads(line)
+        directives = doc.get("_aws", {}).get("CloudWatchMetrics", [])
+        if not any(["service"] in d.get("Dimensions", []) for d in directives):
+            continue
+        for directive in directives:
+            for metric in directive.get("Metrics", []):
+                value = doc.get(metric["Name"])
+                totals[metric["Name"]] += int(sum(value) if isinstance(value, list) else value or 0)
+    return totals
+
+
+def message_key(message: QueuedMessage) -> str | None:
+    try:
+        return str(json.loads(message.body).get("key"))
+    except ValueError:
+        return None
