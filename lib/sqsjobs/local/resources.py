@@ -15,7 +15,7 @@ from typing import Any
 
 from sqsjobs.local.aws import ACCOUNT_ID, Clients
 from sqsjobs.local.errors import TemplateError
-from sqsjobs.local.filters import parse_filters
+from sqsjobs.local.filters import FilterError, beyond_lambda, parse_filters
 from sqsjobs.local.intrinsics import Resolver
 from sqsjobs.local.model import (
     AlarmSpec,
@@ -376,12 +376,25 @@ class ResourceCreator:
             return ""
         return queue.url
 
+    def _filters(self, logical_id: str, criteria: Any) -> tuple[dict[str, Any], ...]:
+        """The mapping's checked patterns; operators Lambda's documentation does not list are warned about."""
+        try:
+            patterns = parse_filters(criteria)
+        except FilterError as error:
+            raise FilterError(f"{logical_id}: FilterCriteria: {error} (Lambda would refuse the mapping)") from None
+        used = sorted({name for pattern in patterns for name in beyond_lambda(pattern)})
+        if used:
+            self.d.warnings.append(f"{logical_id}: FilterCriteria uses {', '.join(used)}, which Lambda's event "
+                                   "filtering documentation does not list; matched locally as EventBridge does, "
+                                   "but AWS may refuse the mapping")
+        return tuple(patterns)
+
     def _mapping(self, logical_id: str, p: dict[str, Any], function: FunctionSpec) -> None:
         source = str(p["EventSourceArn"])
         enabled = str(p.get("Enabled", "true")).lower() == "true"
         report = "ReportBatchItemFailures" in p.get("FunctionResponseTypes", [])
         window = float(p.get("MaximumBatchingWindowInSeconds", 0))
-        filters = tuple(parse_filters(p.get("FilterCriteria")))
+        filters = self._filters(logical_id, p.get("FilterCriteria"))
         queue = self.d.queue_by_arn(source)
         if queue is not None:
             scaling = p.get("ScalingConfig") or {}
