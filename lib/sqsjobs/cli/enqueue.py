@@ -25,7 +25,7 @@ from sqsjobs._settings import (
     ENV_SCHEDULE_GROUP,
     Settings,
 )
-from sqsjobs.cli.exits import EXIT_FAILED
+from sqsjobs.cli.exits import EXIT_FAILED, EXIT_USAGE
 from sqsjobs.cli.options import Region, parse_pairs
 
 if TYPE_CHECKING:
@@ -186,6 +186,10 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(EXIT_FAILED) from None
         try:
             job_app = load_app(app_spec)
+        except ConfigurationError as exc:  # no such app, or its file does not import: one line, usage error
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(EXIT_USAGE) from None
+        try:
             messages = (messages_from_file(job_app, from_file, job, tenant=tenant) if from_file is not None
                         else None)
             # The queues and a client as this command was told (flags, environment, the local cloud), even
