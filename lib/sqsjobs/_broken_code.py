@@ -34,8 +34,8 @@ def one_line(error: BaseException, roots: Iterable[str | Path] = ()) -> str:
     frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith("<")]
     resolved = [Path(r).resolve() for r in roots]
     own = [f for f in frames if any(_under(Path(f.filename), root) for root in resolved)]
-    frame = (own or frames or [None])[-1]
-    where = f"{_shown(frame.filename)}:{frame.lineno}: " if frame is not None else ""
+    chosen = own or frames
+    where = f"{_shown(chosen[-1].filename)}:{chosen[-1].lineno}: " if chosen else ""
     return f"{where}{name}: {message}" if message else f"{where}{name}"
 
 
