@@ -21,21 +21,22 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
-def one_line(error: BaseException, roots: Iterable[str | Path] = ()) -> str:
+def one_line(error: BaseException, roots: Iterable[str | Path] = (), *, base: str | None = None) -> str:
     """Where ``error`` was raised while importing code, and what it says, in one line.
 
     A syntax error names its own file and line; any other error names the innermost frame under
-    one of ``roots`` (the project's directories), else the innermost frame of a real file.
+    one of ``roots`` (the project's directories), else the innermost frame of a real file. Paths
+    are shown relative to ``base`` (default: the current directory) when they are under it.
     """
     name = type(error).__name__
     if isinstance(error, SyntaxError) and error.filename:  # IndentationError and TabError too
-        return f"{_shown(error.filename)}:{error.lineno}: {name}: {error.msg}"
+        return f"{_shown(error.filename, base)}:{error.lineno}: {name}: {error.msg}"
     message = (str(error).strip().splitlines() or [""])[0]
     frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith("<")]
     resolved = [Path(r).resolve() for r in roots]
     own = [f for f in frames if any(_under(Path(f.filename), root) for root in resolved)]
     chosen = own or frames
-    where = f"{_shown(chosen[-1].filename)}:{chosen[-1].lineno}: " if chosen else ""
+    where = f"{_shown(chosen[-1].filename, base)}:{chosen[-1].lineno}: " if chosen else ""
     return f"{where}{name}: {message}" if message else f"{where}{name}"
 
 
@@ -47,10 +48,10 @@ def _under(path: Path, root: Path) -> bool:
     return True
 
 
-def _shown(filename: str) -> str:
-    """``filename`` relative to the current directory when it is under it (what a user typed)."""
+def _shown(filename: str, base: str | None) -> str:
+    """``filename`` relative to ``base`` (the current directory) when it is under it (what a user typed)."""
     try:
-        relative = os.path.relpath(filename)
+        relative = os.path.relpath(os.path.abspath(filename), base or os.getcwd())
     except ValueError:  # another drive
         return filename
     return filename if relative.startswith("..") else relative

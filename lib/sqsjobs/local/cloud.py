@@ -11,7 +11,7 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
@@ -174,34 +174,51 @@ class LocalCloud:
 
     def _warm_all(self) -> list[str]:
         """Start one worker per function (importing its handler); report and return those that fail to import."""
-        with ThreadPoolExecutor(max_workers=max(1, len(self.pools))) as executor:
-            failures = dict(zip(self.pools, executor.map(lambda p: p.warm(), self.pools.values()), strict=True))
-        for logical_id, failure in failures.items():
-            if failure is not None:
-                self._event(
-                    "error",
-                    f"{logical_id}: cannot import handler {self.pools[logical_id].spec.handler}; its event sources "
-                    f"are paused and their messages stay unprocessed until it imports\n{failure.traceback}",
-                )
+        failures = self._each_pool(lambda pool: pool.warm())
+        self._report_imports(failures, "its event sources are paused and their messages stay unprocessed until "
+                                       "it imports")
         return [logical_id for logical_id, failure in failures.items() if failure is not None]
+
+    def _each_pool(self, action: Callable[[FunctionPool], InvocationResult | None],
+                   ) -> dict[str, InvocationResult | None]:
+        with ThreadPoolExecutor(max_workers=max(1, len(self.pools))) as executor:
+            return dict(zip(self.pools, executor.map(action, self.pools.values()), strict=True))
+
+    def _report_imports(self, failures: dict[str, InvocationResult | None], consequence: str) -> None:
+        """One line per distinct import failure, naming the functions it stops (they share their code)."""
+        by_line: dict[str, list[str]] = {}
+        for logical_id, failure in failures.items():
+            if failure is None:
+                self.pools[logical_id].imported()
+            elif self.pools[logical_id].report_once(failure):
+                by_line.setdefault(failure.one_line(), []).append(logical_id)
+        for line, functions in by_line.items():
+            self._event("error", f"{line}; {', '.join(functions)}: {consequence}")
 
     def code_dirs(self) -> list[Path]:
         """Every function's ``CodeUri`` directory (what ``--reload`` watches)."""
         return sorted({spec.code_dir for spec in self.deployment.functions.values()})
 
     def reload(self, changed: list[Path] | None = None) -> list[str]:
-        """Restart every function's workers so they import the code again; queues, tables and the DLQ stay.
+        """Load every function's code again; queues, tables and the DLQ stay. Returns the functions whose code
+        no longer imports.
 
-        Invocations running now finish on the code they started with. Returns the functions whose
-        handler no longer imports (their event sources pause until it does).
+        Invocations running now finish on the code they started with. Code that no longer imports
+        is said once, in one line (``file:line: Type: message``), and the previous code keeps
+        serving (``FunctionPool.reload``) until a change imports again.
         """
-        for pool in self.pools.values():
-            pool.restart()
-        shown = ", ".join(str(p.name) for p in (changed or [])[:3]) + (" ..." if changed and len(changed) > 3 else "")
-        broken = self._warm_all()
+        failures = self._each_pool(lambda pool: pool.reload())
+        broken = [logical_id for logical_id, failure in failures.items() if failure is not None]
+        stale = {logical_id for logical_id in broken if self.pools[logical_id].stale is not None}
         self.reloads += 1
-        self._event("info", f"reloaded {len(self.pools) - len(broken)} of {len(self.pools)} function(s)"
-                            + (f" after a change to {shown}" if shown else ""))
+        shown = ", ".join(str(p.name) for p in (changed or [])[:3]) + (" ..." if changed and len(changed) > 3 else "")
+        if len(broken) < len(self.pools):
+            self._event("info", f"reloaded {len(self.pools) - len(broken)} of {len(self.pools)} function(s)"
+                                + (f" after a change to {shown}" if shown else ""))
+        self._report_imports({k: v for k, v in failures.items() if v is None or k in stale},
+                             "still serving the previous code until a change imports")
+        self._report_imports({k: v for k, v in failures.items() if v is not None and k not in stale},
+                             "its event sources are paused until it imports")
         return broken
 
     def _reload_after(self, changed: list[Path]) -> None:

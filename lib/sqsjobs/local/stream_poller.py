@@ -182,7 +182,9 @@ class StreamPoller:
             finally:
                 self.in_flight = 0
             if result.init_error:
-                self.report("error", f"{self.mapping.logical_id}: cannot import handler\n{result.traceback}")
+                if self.pool.report_once(result):
+                    self.report("error", f"{self.mapping.logical_id}: {result.one_line()}; cannot import handler "
+                                         f"{self.pool.spec.handler}: its stream records wait")
                 # Unprocessed: the same records go again once the import works.
                 self._stop.wait(2.0)
                 continue
