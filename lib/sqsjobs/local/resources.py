@@ -91,6 +91,22 @@ class ResourceCreator:
     def arn(self, service: str, resource: str) -> str:
         return f"arn:aws:{service}:{self.region}:{ACCOUNT_ID}:{resource}"
 
+    def placeholder_arn(self, kind: str, name: str) -> str:
+        """The ARN a resource with no local effect would have; IAM's are global (no region in them).
+
+        Example:
+            >>> from types import SimpleNamespace
+            >>> creator = ResourceCreator(None, SimpleNamespace(region="eu-west-1"), None, None)
+            >>> creator.placeholder_arn("AWS::IAM::Role", "delivery")
+            'arn:aws:iam::123456789012:role/delivery'
+            >>> creator.placeholder_arn("AWS::Logs::LogGroup", "/aws/lambda/worker")
+            'arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/worker'
+        """
+        if kind == "AWS::Logs::LogGroup":
+            return self.arn("logs", f"log-group:{name}")
+        resource = "policy" if kind in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy") else "role"
+        return f"arn:aws:iam::{ACCOUNT_ID}:{resource}/{name}"
+
     def create(self, logical_id: str, resource: dict[str, Any]) -> None:
         kind = resource.get("Type", "?")
         handler = self._handlers.get(kind)
@@ -99,7 +115,7 @@ class ResourceCreator:
                 self.d.without_local_effect[logical_id] = f"{kind}: {NO_LOCAL_EFFECT[kind]}"
                 # Others may still Ref them (a role ARN, say): give them a name.
                 self.r.refs[logical_id] = self.name(logical_id, None)
-                self.r.attributes[(logical_id, "Arn")] = self.arn("iam", f"role/{self.name(logical_id, None)}")
+                self.r.attributes[(logical_id, "Arn")] = self.placeholder_arn(kind, self.name(logical_id, None))
                 if kind in FUNCTION_POINTERS:
                     self._points_at_function(logical_id, self.r.resolve(resource.get("Properties", {})))
             else:

@@ -101,3 +101,21 @@ def test_the_local_scheduler_reads_the_whole_aws_dialect_and_reports_what_aws_wo
     assert reports[0][1].startswith("schedule 'cron(0 9 * * MON *)': day-of-month and day-of-week cannot both be given")
     assert reports[1][1] == ("time zone 'Mars/Olympus' is not an IANA name such as 'Europe/Paris'; "
                              "fire it with `sqsjobs local fire zone`")
+
+
+def test_iam_arns_of_the_local_cloud_are_global_as_on_aws() -> None:
+    from types import SimpleNamespace
+
+    from sqsjobs.local.intrinsics import Resolver
+    from sqsjobs.local.model import Deployment
+    from sqsjobs.local.resources import ResourceCreator
+
+    resolver = Resolver()
+    creator = ResourceCreator(None, SimpleNamespace(region="eu-west-1"), resolver,  # type: ignore[arg-type]
+                              Deployment(stack_name="local"))
+    creator.create("SchedulerRole", {"Type": "AWS::IAM::Role", "Properties": {}})
+    creator.create("Publish", {"Type": "AWS::IAM::ManagedPolicy", "Properties": {}})
+
+    role = resolver.resolve({"Fn::GetAtt": ["SchedulerRole", "Arn"]})
+    assert role == "arn:aws:iam::123456789012:role/local-SchedulerRole"
+    assert resolver.resolve({"Fn::GetAtt": ["Publish", "Arn"]}) == "arn:aws:iam::123456789012:policy/local-Publish"
