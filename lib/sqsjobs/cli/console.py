@@ -15,6 +15,7 @@ from sqsjobs._metrics import DEFAULT_NAMESPACE
 from sqsjobs._settings import ENV_CONSOLE_TOKEN, ENV_NAMESPACE, ENV_SERVICE
 from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
 from sqsjobs.cli.options import Dlq, EndpointUrl, Queue, Region, Table
+from sqsjobs.cli.render import command_console
 from sqsjobs.ops._status import DEFAULT_SAMPLE
 
 DEFAULT_PORT = 8765
@@ -65,13 +66,12 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Serve the operator console: queues, alarms, DLQ with redrive, jobs, lookup, runs and leases."""
-        from rich.console import Console
 
         module = missing(Extra.CONSOLE)
         if module is not None:  # before any option is read: one line, whatever else is wrong
             typer.echo(f"sqsjobs console: {install_hint(Extra.CONSOLE, module)}", err=True)
             raise typer.Exit(EXIT_USAGE)
-        console = Console()
+        console = command_console()
         with exit_on_errors(console):
             from sqsjobs.console.config import ConsoleConfig
             from sqsjobs.console.server import serve

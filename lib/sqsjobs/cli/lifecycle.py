@@ -21,6 +21,7 @@ import typer
 from sqsjobs._settings import ENV_SCHEDULE_GROUP, ENV_TABLE
 from sqsjobs.cli.exits import exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, Region
+from sqsjobs.cli.render import command_console
 
 if TYPE_CHECKING:
     from sqsjobs._app import JobApp
@@ -54,9 +55,8 @@ def register(app: typer.Typer) -> None:
         region: Region = None,
     ) -> None:
         """Show what happened to the job of KEY: state, attempts, last error, result and times."""
-        from rich.console import Console
 
-        console = Console(stderr=json_output)
+        console = command_console(stderr=json_output)
         with exit_on_errors(console):
             status = table_app(table, endpoint_url, region).status(key)
         show(console, status, json_output=json_output, render=render,
@@ -75,9 +75,8 @@ def register(app: typer.Typer) -> None:
 
         With a schedule group, its pending delayed enqueue is deleted too.
         """
-        from rich.console import Console
 
-        console = Console()
+        console = command_console()
         with exit_on_errors(console):
             app = table_app(table, endpoint_url, region)
             if schedule_group:
@@ -98,13 +97,12 @@ def register(app: typer.Typer) -> None:
         region: Region = None,
     ) -> None:
         """Delete the pending schedule of the delayed job KEY (exit 3 when none was pending)."""
-        from rich.console import Console
 
         from sqsjobs._app import JobApp
         from sqsjobs._errors import ConfigurationError
         from sqsjobs.ops._queues import make_scheduler_client
 
-        console = Console()
+        console = command_console()
         with exit_on_errors(console):
             if not schedule_group:
                 raise ConfigurationError(f"which schedule group? pass --schedule-group or set {ENV_SCHEDULE_GROUP}")

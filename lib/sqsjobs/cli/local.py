@@ -18,6 +18,7 @@ from rich.markup import escape
 from sqsjobs._extras import Extra, install_hint, missing
 from sqsjobs.cli.exits import EXIT_FAILED, EXIT_USAGE
 from sqsjobs.cli.options import parse_pairs
+from sqsjobs.cli.render import command_console
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -132,7 +133,6 @@ def register(app: typer.Typer) -> None:
         Each job's outcome is one line: done, duplicate, retry in Ns, dead-lettered (reason), with the job,
         its key and its SQS message id (the id status and redrive show).
         """
-        from rich.console import Console
 
         from sqsjobs.local.cloud import LocalCloud
         from sqsjobs.local.control import default_state_path
@@ -140,7 +140,7 @@ def register(app: typer.Typer) -> None:
         from sqsjobs.local.output import OUTCOMES, QUIET, Output, terminal_log
         from sqsjobs.local.samconfig import parameter_overrides
 
-        console = Console(stderr=True, highlight=False, soft_wrap=True)
+        console = command_console(stderr=True, highlight=False, soft_wrap=True)
         try:
             parameters = {**parameter_overrides(template), **parse_parameters(parameter or [])}
         except LocalCloudError as exc:
