@@ -12,7 +12,7 @@ import typer
 
 from sqsjobs._extras import Extra, install_hint, missing
 from sqsjobs._metrics import DEFAULT_NAMESPACE
-from sqsjobs._settings import ENV_CONSOLE_TOKEN, ENV_NAMESPACE, ENV_SERVICE
+from sqsjobs._settings import ENV_CONSOLE_TOKEN, ENV_NAMESPACE, ENV_SCHEDULE_GROUP, ENV_SERVICE
 from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
 from sqsjobs.cli.options import Dlq, EndpointUrl, Queue, Region, Table
 from sqsjobs.cli.render import command_console
@@ -64,6 +64,11 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(help="Alarms named with this prefix (default: alarms on these queues/metrics)."),
         ] = None,
+        schedule_group: Annotated[
+            str | None,
+            typer.Option(envvar=ENV_SCHEDULE_GROUP, help="The schedule group delayed jobs wait in (the lookup finds "
+                                                         "a key waiting there as scheduled)."),
+        ] = None,
     ) -> None:
         """Serve the operator console: queues, alarms, DLQ with redrive, jobs, lookup, runs and leases."""
 
@@ -80,7 +85,7 @@ def register(app: typer.Typer) -> None:
             config = ConsoleConfig(
                 queue=queue, dlq=dlq, table=table, endpoint_url=endpoint_url, region=region, namespace=namespace,
                 service=service, host=host, port=port, read_only=read_only, token=token, refresh_seconds=refresh,
-                sample=sample, alarm_prefix=alarm_prefix,
+                sample=sample, alarm_prefix=alarm_prefix, schedule_group=schedule_group,
             )
             sources = Sources.connect(config)
 
