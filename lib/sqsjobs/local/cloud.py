@@ -369,25 +369,40 @@ class LocalCloud:
         raise LocalCloudError(f"no function has {variable} set to a queue of this template")
 
     @contextmanager
-    def producing(self, app: Any, *, emit_metrics: Any = None) -> Iterator[Any]:
+    def producing(self, app: Any, *, emit_metrics: Any = None,
+                  settings: dict[str, Any] | None = None) -> Iterator[Any]:
         """``app`` (a ``JobApp``) pointed at this cloud the way the template points its functions, for a block.
 
         Queue, DLQ, idempotency table, schedule group and delivery role come
-        from the worker's environment; the clients are this cloud's. So
-        ``app.enqueue(..., delay=timedelta(hours=2))`` creates its schedule here.
+        from the worker's environment (``settings`` replaces them); the clients are this cloud's:
+        SQS, DynamoDB and Scheduler are injected, and every other client made in the block (a
+        job's ``sqsjobs._clients.client("ses")``, ``boto3.client(...)``, CloudWatch) finds the cloud
+        through the environment, set for the block (``local_environment``) and put back after it. So
+        ``app.enqueue(..., delay=timedelta(hours=2))`` creates its schedule here, and nothing made in
+        the block reaches AWS. The app's EMF lines go to this cloud's metrics, as a function's do.
         """
         from sqsjobs._settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, Settings
 
-        # The function that knows the most: the queue, then the schedule group and the DLQ (the worker, here).
-        producers = [dict(f.environment) for f in self.deployment.functions.values() if ENV_QUEUE_URL in f.environment]
-        producers.sort(key=lambda env: (ENV_SCHEDULE_GROUP in env, ENV_DLQ_URL in env), reverse=True)
-        found = Settings.from_env(producers[0] if producers else {})
-        settings = {name: getattr(found, name) for name in ("queue_url", "dlq_url", "table_name", "schedule_group",
-                                                            "scheduler_role_arn") if getattr(found, name)}
-        with app.use(sqs_client=self.clients.get("sqs"), dynamodb_client=self.clients.get("dynamodb"),
-                     scheduler_client=self.clients.get("scheduler"), settings=settings,
-                     emit_metrics=emit_metrics or (lambda line: None)) as configured:
+        if settings is None:
+            # The function that knows the most: the queue, then the schedule group and the DLQ (the worker, here).
+            producers = [dict(f.environment) for f in self.deployment.functions.values()
+                         if ENV_QUEUE_URL in f.environment]
+            producers.sort(key=lambda env: (ENV_SCHEDULE_GROUP in env, ENV_DLQ_URL in env), reverse=True)
+            found = Settings.from_env(producers[0] if producers else {})
+            settings = {name: getattr(found, name) for name in ("queue_url", "dlq_url", "table_name",
+                                                                "schedule_group", "scheduler_role_arn")
+                        if getattr(found, name)}
+        with environment(self.env()), app.use(
+                sqs_client=self.clients.get("sqs"), dynamodb_client=self.clients.get("dynamodb"),
+                scheduler_client=self.clients.get("scheduler"), settings=settings,
+                emit_metrics=emit_metrics or self.record_metrics) as configured:
             yield configured
+
+    def record_metrics(self, line: str) -> None:
+        """Take an EMF line printed outside the functions (an app in a test) as this cloud's metrics."""
+        points = parse_emf(line)
+        if points:
+            self.telemetry.record(points)
 
     def send_job(self, message: Any, queue: str | None = None) -> str:
         """Send a prepared ``JobMessage`` (from ``app.message(...)``) to its job's queue, as the producer would."""
@@ -570,6 +585,29 @@ def _check_parameters(template: Template, parameters: dict[str, str]) -> None:
     problems = [p for p in check_parameters(template.parameters, parameters, require_values=True) if p.is_error]
     if problems:
         raise TemplateError("; ".join(p.line(template.path.name) for p in problems))
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``values`` set for the block, then exactly as it was.
+
+    Example:
+        >>> with environment({"SQSJOBS_EXAMPLE": "1"}):
+        ...     os.environ["SQSJOBS_EXAMPLE"]
+        '1'
+        >>> "SQSJOBS_EXAMPLE" in os.environ
+        False
+    """
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextmanager
