@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -63,6 +64,28 @@ def summary(cloud: LocalCloud) -> list[str]:
     lines += [f"alarm         {a.severity:<24} {a.name}" for a in d.alarms]
     lines += [f"dashboard     {name}" for name in d.dashboards]
     return lines
+
+
+def kept_line(cloud: LocalCloud, files: ProjectFiles) -> str:
+    """What the stop kept for the next ``local up``, truthfully (``sqsjobs.local.snapshot``)."""
+    from sqsjobs.local.errors import LocalCloudError
+    from sqsjobs.local.snapshot import read_header
+
+    if cloud.failure is not None:
+        return "kept nothing: the moto server died, and its state with it; the next `local up` starts empty"
+    if cloud.kept is None:
+        why = cloud.save_failure or "it was not saved"
+        return f"kept nothing ({why}); the next `local up` starts empty"
+    try:
+        header = read_header(files.snapshot)
+    except LocalCloudError:
+        header = None
+    left_out = sorted(header.not_kept) if header is not None else []
+    return (f"kept for the next `sqsjobs local up`: {cloud.kept.describe()}; messages a function had taken come "
+            "back after their visibility timeout. Not kept: the local alarms' evaluation windows, rate() timers "
+            "and the schedule ticks due while it is down"
+            + (f", moto's {', '.join(left_out)} state" if left_out else "")
+            + ". `sqsjobs local up --fresh` starts empty.")
 
 
 def _validated(console: Console, template: Path, parameters: dict[str, str]) -> bool:
@@ -126,6 +149,10 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--reload", help="Restart the function workers when a file under a CodeUri changes "
                                                 "(queues, tables and the DLQ keep their messages).")
         ] = False,
+        fresh: Annotated[
+            bool, typer.Option("--fresh", help="Start empty: discard the state this project's cloud kept when it "
+                                               "last stopped (queues, messages, tables, schedules).")
+        ] = False,
         verbose: Annotated[
             int, typer.Option("--verbose", "-v", count=True, help="Also the functions' DEBUG log lines.")
         ] = 0,
@@ -135,8 +162,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Start a moto server, deploy TEMPLATE on it and run its functions until Ctrl-C (or `sqsjobs local down`).
 
-        Each job's outcome is one line: done, duplicate, retry in Ns, dead-lettered (reason), with the job,
-        its key and its SQS message id (the id status and redrive show).
+        A stop keeps the state (queues with their messages, tables and items, schedules) and the next `local up`
+        of the project resumes it, unless --fresh. Each job's outcome is one line: done, duplicate, retry in Ns,
+        dead-lettered (reason), with the job, its key and its SQS message id (the id status and redrive show).
         """
         from sqsjobs.local.control import ProjectLock, project_files
         from sqsjobs.local.errors import LocalCloudError
@@ -150,6 +178,9 @@ def register(app: typer.Typer) -> None:
             console.print(f"[bold red]error[/] {exc}")
             raise typer.Exit(EXIT_FAILED) from None
         try:
+            if fresh:
+                for kept in (files.snapshot, files.streams):
+                    kept.unlink(missing_ok=True)
             _up(console, files, template=template, port=port, parameter=parameter, stack_name=stack_name,
                 show_metrics=show_metrics, reload=reload, verbose=verbose, quiet=quiet)
         finally:
@@ -177,7 +208,8 @@ def register(app: typer.Typer) -> None:
             cloud = LocalCloud.start(
                 template, port=port, parameters=parameters, stack_name=stack_name,
                 output=Output(log=terminal_log(verbosity), show_emf=show_metrics), state_path=files.state,
-                log_level=None if quiet else "DEBUG", reload=reload,
+                log_level=None if quiet else "DEBUG", reload=reload, snapshot=files.snapshot,
+                streams_path=files.streams,
             )
         except LocalCloudError as exc:
             console.print(f"[bold red]error[/] {exc}")
@@ -185,6 +217,10 @@ def register(app: typer.Typer) -> None:
         try:
             for line in summary(cloud):
                 console.print(line, markup=False)
+            if cloud.resumed is not None:
+                saved = datetime.fromtimestamp(cloud.resumed.saved_at).isoformat(sep=" ", timespec="seconds")
+                console.print(f"resumed       the state kept at the last stop ({saved}); --fresh starts empty",
+                              markup=False)
             if reload:
                 console.print(f"reload        watching {', '.join(str(d) for d in cloud.code_dirs())}", markup=False)
             console.print("[green]ready[/]: enqueue with `sqsjobs enqueue JOB key=value`; Ctrl-C (or `sqsjobs local "
@@ -198,6 +234,7 @@ def register(app: typer.Typer) -> None:
             console.print("stopping: workers, pollers, moto server ...")
             cloud.stop()
             console.print(f"stopped; port {cloud.server.port} is free")
+            console.print(kept_line(cloud, files), markup=False)
         if cloud.failure is not None:
             raise typer.Exit(EXIT_FAILED)
 

@@ -24,6 +24,7 @@ from sqsjobs.local.aws import Clients, local_environment
 from sqsjobs.local.control import ControlServer, remove_state, write_state
 from sqsjobs.local.deploy import deploy
 from sqsjobs.local.errors import LocalCloudError, ServerDiedError, TemplateError
+from sqsjobs.local.inventory import Inventory, inventory
 from sqsjobs.local.invoker import FunctionPool, InvocationResult
 from sqsjobs.local.metric_store import parse_emf
 from sqsjobs.local.model import Deployment, Schedule
@@ -32,6 +33,7 @@ from sqsjobs.local.one_time import Fired, OneTimeScheduleRunner
 from sqsjobs.local.output import Output
 from sqsjobs.local.schedules import Scheduler, scheduled_event
 from sqsjobs.local.server import MotoServer
+from sqsjobs.local.snapshot import Header, check_resumable
 from sqsjobs.local.sqs_poller import SqsPoller
 from sqsjobs.local.stream_poller import StreamPoller
 from sqsjobs.local.telemetry import QUEUE_DEPTH_ATTRIBUTES, Telemetry
@@ -73,6 +75,12 @@ class LocalCloud:
         self.reloads = 0
         #: set when another process asked this cloud to stop (``sqsjobs local down``)
         self.stop_requested = threading.Event()
+        #: the snapshot this cloud resumed (None: it started empty)
+        self.resumed: Header | None = None
+        #: after ``stop`` with a snapshot: what the snapshot holds (None: nothing was kept, ``save_failure`` says why)
+        self.kept: Inventory | None = None
+        self._streams_path: Path | None = None
+        self._positions_written: dict[str, dict[str, str]] = {}
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -89,18 +97,25 @@ class LocalCloud:
         extra_paths: tuple[Path, ...] = (),
         log_level: str | None = None,
         reload: bool = False,
+        snapshot: Path | None = None,
+        streams_path: Path | None = None,
     ) -> LocalCloud:
         """Start a server, deploy ``template`` on it and run its functions' event sources.
 
         ``state_path`` (used by ``local up``) records the cloud for
-        ``sqsjobs enqueue`` and ``sqsjobs local fire`` in other processes.
+        ``sqsjobs enqueue`` and ``sqsjobs local fire`` in other processes. With ``snapshot`` (also
+        ``local up``'s) the cloud resumes the state saved there at its last stop and saves it there
+        when it stops (``sqsjobs.local.snapshot``); ``streams_path`` keeps where each stream mapping
+        had got to, so a resumed mapping goes on after the records it handled.
         ``log_level`` sets the functions' Powertools log level (``"DEBUG"`` makes the
         worker log each job's outcome); ``reload`` restarts the function workers
         whenever a file under a ``CodeUri`` changes.
         """
         parsed = Template.load(template)
         _check_parameters(parsed, dict(parameters or {}))
-        server = MotoServer.start(port)
+        resumed = check_resumable(snapshot) if snapshot is not None else None  # before anything starts
+        positions = _read_positions(streams_path) if resumed is not None else {}
+        server = MotoServer.start(port, snapshot=snapshot)
         try:
             clients = Clients(server.endpoint)
             deployment = deploy(parsed, clients, stack_name=stack_name, parameters=dict(parameters or {}))
@@ -108,15 +123,18 @@ class LocalCloud:
         except BaseException:
             server.stop()
             raise
+        cloud.resumed = resumed
+        cloud._streams_path = streams_path
         try:
-            cloud._run(extra_paths=extra_paths, state_path=state_path, log_level=log_level, reload=reload)
+            cloud._run(extra_paths=extra_paths, state_path=state_path, log_level=log_level, reload=reload,
+                       positions=positions)
         except BaseException:
             cloud.stop()
             raise
         return cloud
 
     def _run(self, *, extra_paths: tuple[Path, ...], state_path: Path | None, log_level: str | None,
-             reload: bool) -> None:
+             reload: bool, positions: dict[str, dict[str, str]]) -> None:
         d = self.deployment
         for warning in d.warnings:
             self._event("warn", warning)
@@ -145,7 +163,7 @@ class LocalCloud:
                 self.stream_pollers.append(
                     StreamPoller(stream_mapping, self.pools[stream_mapping.function],
                                  self.clients.get("dynamodbstreams"), report=self._event, healthy=self.healthy,
-                                 sqs=self.clients.get("sqs"),
+                                 sqs=self.clients.get("sqs"), resume=positions.get(stream_mapping.logical_id),
                                  iterator_age=functools.partial(self.telemetry.lambda_metric, function_name,
                                                                 "IteratorAge", unit="Milliseconds"))
                 )
@@ -253,7 +271,29 @@ class LocalCloud:
             stream_poller.stop()
         if self._monitor.is_alive():
             self._monitor.join(timeout=5)
+        if self.server.snapshot is not None and self.failure is None:
+            self._write_positions()
+            try:
+                self.kept = inventory(self.clients, self.deployment)
+            except Exception as exc:  # the server is in trouble: its own save says what happened
+                self._event("warn", f"could not count what the saved state holds: {exc}")
         self.server.stop()
+        if self.server.save_failure:
+            self.kept = None
+
+    def _write_positions(self) -> None:
+        """Record where each stream mapping has got to (only when it changed)."""
+        if self._streams_path is None:
+            return
+        positions = {p.mapping.logical_id: dict(p.positions) for p in self.stream_pollers}
+        if positions != self._positions_written:
+            write_state(self._streams_path, positions)
+            self._positions_written = positions
+
+    @property
+    def save_failure(self) -> str:
+        """Why the state could not be saved at ``stop`` ("" when it was, or when the cloud keeps none)."""
+        return self.server.save_failure
 
     def __enter__(self) -> LocalCloud:
         return self
@@ -288,6 +328,7 @@ class LocalCloud:
             except Exception as exc:  # a failed tick must not end alarm evaluation
                 if self.server.alive():
                     self._event("warn", f"alarm evaluation tick failed: {exc}")
+            self._write_positions()  # a `local up` killed outright still resumes its streams where they were
 
     def _oldest_sent(self) -> dict[str, float | None]:
         return {p.mapping.queue_url: p.oldest_sent() for p in self.sqs_pollers}
@@ -585,6 +626,19 @@ def _check_parameters(template: Template, parameters: dict[str, str]) -> None:
     problems = [p for p in check_parameters(template.parameters, parameters, require_values=True) if p.is_error]
     if problems:
         raise TemplateError("; ".join(p.line(template.path.name) for p in problems))
+
+
+def _read_positions(path: Path | None) -> dict[str, dict[str, str]]:
+    """The stream positions saved beside a snapshot (none when there is no such file)."""
+    import json
+
+    if path is None:
+        return {}
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): {str(s): str(n) for s, n in v.items()} for k, v in raw.items() if isinstance(v, dict)}
 
 
 @contextmanager

@@ -164,7 +164,12 @@ class ResourceCreator:
                 attributes[key] = json.dumps(policy)
         tags = {t["Key"]: str(t["Value"]) for t in p.get("Tags", [])}
         sqs = self.clients.get("sqs")
-        url = sqs.create_queue(QueueName=name, Attributes=attributes, tags=tags)["QueueUrl"]
+        try:
+            url = sqs.create_queue(QueueName=name, Attributes=attributes, tags=tags)["QueueUrl"]
+        except sqs.exceptions.QueueNameExists:  # resumed (sqsjobs.local.snapshot) and the template changed it
+            url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+            sqs.set_queue_attributes(QueueUrl=url, Attributes={k: v for k, v in attributes.items()
+                                                               if k != "FifoQueue"})
         self.d.queues[logical_id] = QueueInfo(
             logical_id=logical_id, url=url, arn=arn, name=name,
             dead_letter_arn=dead_letter_arn, max_receive_count=max_receive, redrive_allow_policy=allow_policy,
@@ -193,9 +198,17 @@ class ResourceCreator:
         if stream:
             request["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]}
         dynamodb = self.clients.get("dynamodb")
-        description = dynamodb.create_table(TableName=name, **request)["TableDescription"]
+        try:
+            description = dynamodb.create_table(TableName=name, **request)["TableDescription"]
+        except dynamodb.exceptions.ResourceInUseException:  # resumed (sqsjobs.local.snapshot): kept with its items
+            description = dynamodb.describe_table(TableName=name)["Table"]
+            if description.get("KeySchema") != request.get("KeySchema"):
+                self.d.warnings.append(f"{logical_id}: the resumed table {name} keeps its old key schema; "
+                                       "`sqsjobs local up --fresh` creates it as the template says")
         ttl = p.get("TimeToLiveSpecification")
-        if ttl and str(ttl.get("Enabled", "false")).lower() == "true":
+        if (ttl and str(ttl.get("Enabled", "false")).lower() == "true"
+                and dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"].get(
+                    "TimeToLiveStatus") != "ENABLED"):  # a resumed table has it already
             dynamodb.update_time_to_live(
                 TableName=name,
                 TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl["AttributeName"]},
@@ -354,7 +367,11 @@ class ResourceCreator:
     def schedule_group(self, logical_id: str, p: dict[str, Any]) -> None:
         """A group apps create one-time schedules in (delayed jobs); ``local up`` fires them at their time."""
         name = self.name(logical_id, p.get("Name"))
-        arn = self.clients.get("scheduler").create_schedule_group(Name=name)["ScheduleGroupArn"]
+        scheduler = self.clients.get("scheduler")
+        try:  # resumed (sqsjobs.local.snapshot): the group is there with its pending schedules; moto would
+            arn = scheduler.get_schedule_group(Name=name)["Arn"]  # replace it (and lose them) on a second create
+        except scheduler.exceptions.ResourceNotFoundException:
+            arn = scheduler.create_schedule_group(Name=name)["ScheduleGroupArn"]
         self.d.schedule_groups[logical_id] = name
         self.r.refs[logical_id] = name
         self.r.attributes[(logical_id, "Arn")] = arn
