@@ -7,7 +7,7 @@ need packages a function never imports, so they come as extras
 (``infra/bundle/Makefile``).
 
 Example:
-    >>> missing(Extra.CONSOLE) is None  # nothing to miss yet
+    >>> missing(Extra.CHECK) is None  # the dev install has every extra
     True
     >>> print(install_hint(Extra.LOCAL, "moto"))
     the local cloud needs the [local] extra (moto is missing): pip install 'sqsjobs[local]'
@@ -35,12 +35,12 @@ PURPOSE = {
     Extra.LOCAL: "the local cloud",
     Extra.CONSOLE: "the sqsjobs console",
 }
-#: the top-level modules each extra brings that sqsjobs imports (the console's come with it)
+#: the top-level modules each extra brings that sqsjobs imports
 MODULES: dict[Extra, tuple[str, ...]] = {
     Extra.CLI: ("typer", "click", "rich"),
     Extra.CHECK: ("cfnlint", "samtranslator"),
     Extra.LOCAL: ("moto", "flask", "samtranslator", "rich"),
-    Extra.CONSOLE: (),
+    Extra.CONSOLE: ("starlette", "uvicorn", "jinja2"),
 }
 
 

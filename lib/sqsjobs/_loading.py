@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from sqsjobs._app import JobApp
+from sqsjobs._broken_code import one_line
 from sqsjobs._errors import ConfigurationError
 from sqsjobs._settings import ENV_APP
 
@@ -27,7 +28,9 @@ def load_app(spec: str = DEFAULT_APP, *, root: str | Path | None = None) -> JobA
     """Import ``module:attribute`` (``attribute`` defaults to ``app``) with ``root`` on ``sys.path``.
 
     ``root`` is the project directory (default: the current one). Anything
-    that does not lead to a ``JobApp`` is a ``ConfigurationError`` naming the spec.
+    that does not lead to a ``JobApp`` is a one-line ``ConfigurationError`` naming the spec; a module
+    that is there but does not import (a syntax error, a missing dependency) names its
+    ``file:line`` (``sqsjobs._broken_code``).
 
     Example:
         >>> load_app("sqsjobs.testing:FakeContext")
@@ -45,10 +48,21 @@ project root, or pass --app module:attribute / set SQSJOBS_APP)
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ConfigurationError(f"cannot import {module_name!r} for the app {spec!r}: {error} {HINT}") from error
+        if _names_the_app(error, module_name):
+            raise ConfigurationError(f"cannot import {module_name!r} for the app {spec!r}: {error} {HINT}") from None
+        raise ConfigurationError(f"{one_line(error, [directory])} (importing the app {spec!r})") from None
+    except Exception as error:  # a syntax error or anything the app's module raises at import: one line
+        raise ConfigurationError(f"{one_line(error, [directory])} (importing the app {spec!r})") from None
     found = getattr(module, attribute or "app", None)
     if found is None:
         raise ConfigurationError(f"{module_name!r} has no attribute {attribute or 'app'!r} (the app {spec!r}) {HINT}")
     if not isinstance(found, JobApp):
         raise ConfigurationError(f"{spec!r} is a {type(found).__name__}, not a JobApp {HINT}")
     return found
+
+
+def _names_the_app(error: ImportError, module_name: str) -> bool:
+    """True when the module not found is the app's module (or a package on its way), not one it imports."""
+    missing = getattr(error, "name", None)
+    parts = module_name.split(".")
+    return isinstance(error, ModuleNotFoundError) and missing in {".".join(parts[:n]) for n in range(1, len(parts) + 1)}

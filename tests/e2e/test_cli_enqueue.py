@@ -48,6 +48,10 @@ def test_sqsjobs_enqueue_reaches_the_worker_of_a_running_local_up(tmp_path: Path
                                   capture_output=True, text=True, timeout=120)
         refused = subprocess.run([SQSJOBS, "enqueue", "invoice-email", "invoice_id=oops"], cwd=ROOT, env=env,
                                  capture_output=True, text=True, timeout=120)
+        delayed = subprocess.run([SQSJOBS, "enqueue", "invoice-email", "invoice_id=4243", "--delay", "7200"],
+                                 cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        naive = subprocess.run([SQSJOBS, "enqueue", "invoice-email", "invoice_id=4244", "--eta", "2030-01-01T00:00:00"],
+                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert enqueued.returncode == 0, enqueued.stderr
         subjects = wait_for(invoice_sent, "the worker to send Invoice 4242")
     finally:
@@ -55,6 +59,12 @@ def test_sqsjobs_enqueue_reaches_the_worker_of_a_running_local_up(tmp_path: Path
         process.communicate(timeout=120)
 
     assert subjects.count("Invoice 4242") == 1
+    # A delayed enqueue prints the schedule's ARN and nothing else on stdout: no EMF line (issue 25, finding 12).
+    assert delayed.returncode == 0, delayed.stderr
+    assert len(delayed.stdout.splitlines()) == 1 and delayed.stdout.startswith("arn:aws:scheduler:")
+    assert "_aws" not in delayed.stdout + delayed.stderr and "invoice-email:4243" in delayed.stderr
+    assert naive.returncode == 2  # a usage error, in rich's box: one sentence once unwrapped
+    assert "has no time zone: add Z (UTC) or an offset" in " ".join(naive.stderr.replace("│", " ").split())
     assert refused.returncode == 1
     assert "error:" in refused.stderr
     assert process.returncode == 0

@@ -39,7 +39,8 @@ def test_shipped_template_passes(tmp_path: Path) -> None:
     # From outside the repository: the rules come from the installed package, not .cfnlintrc.
     result = check(TEMPLATE, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "no errors" in result.stderr
+    # The success line is the command's answer: stdout, as the problems are (issue 25, finding 14).
+    assert result.stdout.strip().splitlines()[-1] == f"{TEMPLATE}: no errors from cfn-lint and the sqsjobs rules"
 
 
 def test_visibility_equal_to_timeout_is_rejected(tmp_path: Path, shipped: dict[str, Any]) -> None:

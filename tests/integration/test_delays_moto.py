@@ -367,6 +367,29 @@ def test_the_unschedule_command_deletes_and_exits_3_when_nothing_is_pending(dela
     assert nowhere.exit_code == 2 and "--schedule-group" in nowhere.stdout
 
 
+def test_the_job_command_shows_a_delayed_job_with_no_record_as_scheduled_with_its_due_time(
+        delayed_app: Any, aws: Any, scheduler: Any) -> None:
+    declare(delayed_app()).enqueue(user_id=9, delay=timedelta(hours=2))
+    cli = CliRunner()
+
+    shown = cli.invoke(build_app(), ["job", "reminder:9", "--table", aws.table, "--schedule-group", GROUP],
+                       env={"COLUMNS": "200"})
+    as_json = cli.invoke(build_app(), ["job", "reminder:9", "--json", "--table", aws.table,
+                                       "--schedule-group", GROUP])
+    without_group = cli.invoke(build_app(), ["job", "reminder:9", "--table", aws.table],
+                               env={"SQSJOBS_SCHEDULE_GROUP": ""})
+    other_key = cli.invoke(build_app(), ["job", "reminder:10", "--table", aws.table, "--schedule-group", GROUP])
+
+    assert shown.exit_code == 0, shown.output
+    assert "scheduled" in shown.stdout and "2026-01-01T02:00:00+00:00" in shown.stdout and "reminder" in shown.stdout
+    assert json.loads(as_json.stdout) == {
+        "key": "reminder:9", "job": "reminder", "state": "scheduled", "due_at": "2026-01-01T02:00:00+00:00",
+        "schedule": schedule_name("reminder:9"), "schedule_group": GROUP,
+        "schedule_arn": scheduler.get_schedule(Name=schedule_name("reminder:9"), GroupName=GROUP)["Arn"]}
+    assert without_group.exit_code == 3 and "--schedule-group" in without_group.stdout
+    assert other_key.exit_code == 3 and "no record for 'reminder:10'" in other_key.stdout
+
+
 def test_the_cancel_command_given_the_group_deletes_the_pending_schedule(delayed_app: Any, aws: Any,
                                                                          scheduler: Any) -> None:
     declare(delayed_app()).enqueue(user_id=8, delay=timedelta(hours=2))

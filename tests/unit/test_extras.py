@@ -45,9 +45,23 @@ def test_local_commands_without_the_local_extra_say_so_and_exit_2() -> None:
     )
 
 
+@pytest.mark.parametrize(("extra", "module", "command"), [
+    # no queue given either: the missing extra is what it says
+    *((Extra.CONSOLE, module, ("console",)) for module in ("starlette", "uvicorn", "jinja2")),
+    *((Extra.CHECK, module, ("check", "template.yaml")) for module in ("cfnlint", "samtranslator")),
+])
+def test_each_extra_gated_command_without_its_extra_prints_one_line_and_exits_2(extra: Extra, module: str,
+                                                                                command: tuple[str, ...]) -> None:
+    done = sqsjobs_without((module,), *command)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [f"sqsjobs {command[0]}: {install_hint(extra, module)}"]
+    assert done.stdout == ""
+
+
 def test_with_every_extra_installed_nothing_is_missing() -> None:
-    # The dev install (.[dev]) has them all; the console's are not declared yet.
+    # The dev install (.[dev]) has them all.
     assert {extra: missing(extra) for extra in Extra} == dict.fromkeys(Extra)
+    assert MODULES[Extra.CONSOLE] == ("starlette", "uvicorn", "jinja2")  # what `sqsjobs console` imports
 
 
 def test_the_hint_names_the_extra_and_the_module() -> None:

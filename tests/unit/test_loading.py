@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,38 @@ def test_a_spec_that_leads_to_no_app_is_a_one_line_configuration_error(spec: str
         load_app(spec, root=ROOT)
     assert str(raised.value).startswith(message)
     assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(("source", "line"), [
+    ("from sqsjobs import JobApp\napp = JobApp(\n", "broken_app_{n}.py:2: SyntaxError: '(' was never closed"),
+    ("from sqsjobs import JobApp\n\n    app = JobApp()\n", "broken_app_{n}.py:3: IndentationError: unexpected indent"),
+    ("import os\nimport no_such_dependency_here\n",
+     "broken_app_{n}.py:2: ModuleNotFoundError: No module named 'no_such_dependency_here'"),
+    ("import os\nTABLE = os.environ['NO_SUCH_VARIABLE_HERE']\n",
+     "broken_app_{n}.py:2: KeyError: 'NO_SUCH_VARIABLE_HERE'"),
+])
+def test_an_app_file_that_does_not_import_is_one_line_with_its_file_and_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, line: str) -> None:
+    n = zlib.crc32(source.encode())
+    (tmp_path / f"broken_app_{n}.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigurationError) as raised:
+        load_app(f"broken_app_{n}:app", root=tmp_path)
+    assert str(raised.value) == f"{line.format(n=n)} (importing the app 'broken_app_{n}:app')"
+
+
+def test_sqsjobs_enqueue_against_a_broken_app_prints_one_line_and_exits_2(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "handlers").mkdir()
+    (tmp_path / "handlers" / "__init__.py").write_text("")
+    (tmp_path / "handlers" / "app.py").write_text("from sqsjobs import JobApp\n\napp = JobApp(\n")
+    done = subprocess.run([sys.executable, "-c", "from sqsjobs.cli import main; main()", "enqueue", "greet", "x=1",
+                           "--queue-url", "http://127.0.0.1:9/000000000000/q", "--region", "us-east-1"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "error: handlers/app.py:3: SyntaxError: '(' was never closed (importing the app 'handlers.app:app')"]
+    assert done.stdout == ""

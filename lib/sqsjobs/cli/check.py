@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sqsjobs._errors import CheckUnavailable
+from sqsjobs._extras import Extra, install_hint, missing
+from sqsjobs.cli.exits import EXIT_USAGE
 from sqsjobs.cli.options import parse_pairs
 
 if TYPE_CHECKING:
@@ -163,6 +165,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Lint TEMPLATE with cfn-lint and the sqsjobs rules (visibility, DLQ, batch failures, alarms)."""
+        module = missing(Extra.CHECK)
+        if module is not None:
+            typer.echo(f"sqsjobs check: {install_hint(Extra.CHECK, module)}", err=True)
+            raise typer.Exit(EXIT_USAGE)
         if not template.is_file():
             raise typer.BadParameter(f"{template} is not a file", param_hint="TEMPLATE")
         parameters = parse_parameters(parameter or [])
@@ -183,5 +189,5 @@ def register(app: typer.Typer) -> None:
         if code == 0 and failed:
             code = VALIDATION_FAILED
         if code == 0:
-            typer.echo(f"{template}: no errors from cfn-lint and the sqsjobs rules", err=True)
+            typer.echo(f"{template}: no errors from cfn-lint and the sqsjobs rules")
         raise typer.Exit(code)

@@ -1,7 +1,7 @@
 """`sqsjobs console`: the operator's web page on the data `sqsjobs status` and `sqsjobs redrive` read.
 
 Thin over :mod:`sqsjobs.console`, which comes with the extra
-``sqsjobs[console]``; without it the command says how to install it.
+``sqsjobs[console]``; without it the command says how to install it, in one line (exit 2).
 """
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ from typing import Annotated
 
 import typer
 
+from sqsjobs._extras import Extra, install_hint, missing
 from sqsjobs._metrics import DEFAULT_NAMESPACE
-from sqsjobs._settings import ENV_CONSOLE_TOKEN, ENV_NAMESPACE, ENV_SERVICE
-from sqsjobs.cli.exits import exit_on_errors
+from sqsjobs._settings import ENV_CONSOLE_TOKEN, ENV_NAMESPACE, ENV_SCHEDULE_GROUP, ENV_SERVICE
+from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
 from sqsjobs.cli.options import Dlq, EndpointUrl, Queue, Region, Table
+from sqsjobs.cli.render import command_console
 from sqsjobs.ops._status import DEFAULT_SAMPLE
 
 DEFAULT_PORT = 8765
@@ -62,25 +64,28 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(help="Alarms named with this prefix (default: alarms on these queues/metrics)."),
         ] = None,
+        schedule_group: Annotated[
+            str | None,
+            typer.Option(envvar=ENV_SCHEDULE_GROUP, help="The schedule group delayed jobs wait in (the lookup finds "
+                                                         "a key waiting there as scheduled)."),
+        ] = None,
     ) -> None:
         """Serve the operator console: queues, alarms, DLQ with redrive, jobs, lookup, runs and leases."""
-        from rich.console import Console
 
-        from sqsjobs._errors import ConsoleError
-
-        console = Console()
+        module = missing(Extra.CONSOLE)
+        if module is not None:  # before any option is read: one line, whatever else is wrong
+            typer.echo(f"sqsjobs console: {install_hint(Extra.CONSOLE, module)}", err=True)
+            raise typer.Exit(EXIT_USAGE)
+        console = command_console()
         with exit_on_errors(console):
-            try:
-                from sqsjobs.console.config import ConsoleConfig
-                from sqsjobs.console.server import serve
-                from sqsjobs.console.sources import Sources
-            except ImportError as missing:
-                raise ConsoleError(f"the console needs its extra ({missing.name} is missing): "
-                                   "pip install 'sqsjobs[console]'") from None
+            from sqsjobs.console.config import ConsoleConfig
+            from sqsjobs.console.server import serve
+            from sqsjobs.console.sources import Sources
+
             config = ConsoleConfig(
                 queue=queue, dlq=dlq, table=table, endpoint_url=endpoint_url, region=region, namespace=namespace,
                 service=service, host=host, port=port, read_only=read_only, token=token, refresh_seconds=refresh,
-                sample=sample, alarm_prefix=alarm_prefix,
+                sample=sample, alarm_prefix=alarm_prefix, schedule_group=schedule_group,
             )
             sources = Sources.connect(config)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -25,16 +26,22 @@ from sqsjobs._settings import (
     ENV_SCHEDULE_GROUP,
     Settings,
 )
-from sqsjobs.cli.exits import EXIT_FAILED
-from sqsjobs.cli.options import Region, parse_pairs
+from sqsjobs.cli.exits import EXIT_FAILED, EXIT_USAGE
+from sqsjobs.cli.options import ProjectTemplate, Region, parse_pairs
 
 if TYPE_CHECKING:
     from sqsjobs._app import JobApp
     from sqsjobs.enqueue._message import JobMessage
 
 
+#: what --template defaults to: the template in the current directory names the project
+DEFAULT_TEMPLATE = Path("template.yaml")
 #: what a line of an --from file may carry besides its job and args (the enqueue options)
 LINE_OPTIONS = ("delay", "group", "trace_id", "tenant")
+
+
+def discard(line: str) -> None:
+    """The CLI's metrics sink: a producer run from a shell has no log that turns EMF into metrics."""
 
 
 def parse_arguments(pairs: list[str]) -> dict[str, Any]:
@@ -55,21 +62,62 @@ def parse_arguments(pairs: list[str]) -> dict[str, Any]:
     return arguments
 
 
-def local_target() -> dict[str, str]:
-    """Environment that points the app at the running local cloud."""
+def local_target(template: Path = DEFAULT_TEMPLATE) -> dict[str, str]:
+    """Environment that points the app at the running local cloud of ``template``'s project."""
     from sqsjobs.local.aws import local_environment
-    from sqsjobs.local.control import read_state
+    from sqsjobs.local.control import default_state_path, read_state
 
-    state = read_state()
+    state = read_state(default_state_path(template))
     return {**local_environment(state["endpoint"], state["region"]), **state.get("app_env", {})}
 
 
-def messages_from_file(app: JobApp, path: Path, job: str | None, *, tenant: str | None = None) -> list[JobMessage]:
+def parse_eta(text: str | None) -> datetime | None:
+    """``--eta``: an ISO 8601 time with its time zone (``Z`` or ``+02:00``); a usage error otherwise.
+
+    Example:
+        >>> parse_eta("2026-01-01T02:00:00Z").isoformat()
+        '2026-01-01T02:00:00+00:00'
+        >>> try:
+        ...     parse_eta("2026-01-01T02:00:00")
+        ... except typer.BadParameter as refused:
+        ...     print(refused.message)
+        2026-01-01T02:00:00 has no time zone: add Z (UTC) or an offset such as +02:00
+    """
+    if text is None:
+        return None
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise typer.BadParameter(f"{text} is not an ISO 8601 time such as 2026-01-01T02:00:00Z",
+                                 param_hint="--eta") from None
+    if when.tzinfo is None:
+        raise typer.BadParameter(f"{text} has no time zone: add Z (UTC) or an offset such as +02:00",
+                                 param_hint="--eta")
+    return when
+
+
+def when_options(delay: float | None, eta: datetime | None) -> dict[str, Any]:
+    """The enqueue options ``--delay``/``--eta`` give (one of them at most).
+
+    Example:
+        >>> when_options(7200, None), when_options(None, None)
+        ({'delay': 7200}, {})
+    """
+    if delay is not None and eta is not None:
+        raise typer.BadParameter("give --delay or --eta, not both", param_hint="--delay")
+    if delay is not None:
+        return {"delay": delay}
+    return {"eta": eta} if eta is not None else {}
+
+
+def messages_from_file(app: JobApp, path: Path, job: str | None, *, tenant: str | None = None,
+                       defaults: dict[str, Any] | None = None) -> list[JobMessage]:
     """Every line of a JSON Lines file as a checked message; the first bad line is a ``ConfigurationError``.
 
     With ``job`` each line is that job's arguments (``{"invoice_id": 42}``); without, each line names
     its job: ``{"job": "invoice-email", "args": {"invoice_id": 42}}``, optionally with ``delay``,
-    ``group``, ``trace_id`` and ``tenant`` (``tenant`` is every line's tenant unless the line names its own).
+    ``group``, ``trace_id`` and ``tenant`` (``tenant`` and ``defaults``, e.g. ``--delay``, are every line's
+    unless the line names its own).
     Blank lines are skipped. Nothing is sent unless every line is good.
 
     Example:
@@ -118,6 +166,8 @@ def messages_from_file(app: JobApp, path: Path, job: str | None, *, tenant: str 
                     f"trace_id, tenant){'; unknown: ' + ', '.join(unknown) if unknown else ''}")
         if tenant is not None:
             options.setdefault("tenant", tenant)
+        if not {"delay", "eta"} & set(options):
+            options.update(defaults or {})
         try:
             messages.append(app.get_job(name).message(**options, **arguments))
         except SqsJobsError as error:
@@ -155,11 +205,19 @@ def register(app: typer.Typer) -> None:
         tenant: Annotated[
             str | None, typer.Option(help="The tenant the job is for (a standard queue's MessageGroupId).")
         ] = None,
+        delay: Annotated[
+            float | None, typer.Option(min=0, help="Seconds from now; past 900 it waits in a one-time schedule.")
+        ] = None,
+        eta: Annotated[
+            str | None, typer.Option(help="When it is due, ISO 8601 with a time zone, e.g. 2026-01-01T02:00:00Z.")
+        ] = None,
+        template: ProjectTemplate = DEFAULT_TEMPLATE,
     ) -> None:
         """Enqueue JOB with ARGS through the app's producer (print the message id), or a whole file with --from.
 
-        A schedule's ARN is printed past 900 s: enqueue options go with the arguments, and
-        delay=7200 waits two hours in a one-time schedule.
+        With --delay or --eta past 900 s the job waits in a one-time schedule, whose ARN is printed
+        instead (and when it is due, on stderr). Without --aws, --endpoint-url or --queue-url it goes
+        to this project's local cloud (the template here, or --template).
         """
         from sqsjobs._clients import sqs_client
         from sqsjobs._errors import ConfigurationError, SqsJobsError
@@ -172,6 +230,7 @@ def register(app: typer.Typer) -> None:
         if from_file is not None and args:
             raise typer.BadParameter("with --from the arguments come from the file, not key=value", param_hint="ARGS")
         arguments = parse_arguments(args or [])
+        timing = when_options(delay, parse_eta(eta))
         # The app reads its settings and builds clients from the environment.
         if aws or endpoint_url or queue_url:
             for name, value in ((ENV_AWS_ENDPOINT_URL, endpoint_url), (ENV_AWS_REGION, region),
@@ -180,14 +239,18 @@ def register(app: typer.Typer) -> None:
                     os.environ[name] = value
         else:
             try:
-                os.environ.update(local_target())
+                os.environ.update(local_target(template))
             except LocalCloudError as exc:
                 typer.echo(f"error: {exc} (or pass --aws / --queue-url)", err=True)
                 raise typer.Exit(EXIT_FAILED) from None
         try:
             job_app = load_app(app_spec)
-            messages = (messages_from_file(job_app, from_file, job, tenant=tenant) if from_file is not None
-                        else None)
+        except ConfigurationError as exc:  # no such app, or its file does not import: one line, usage error
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(EXIT_USAGE) from None
+        try:
+            messages = (messages_from_file(job_app, from_file, job, tenant=tenant, defaults=timing)
+                        if from_file is not None else None)
             # The queues and a client as this command was told (flags, environment, the local cloud), even
             # when the app module was imported before they were set.
             target = os.environ.get(ENV_QUEUE_URL) or job_app.settings.queue_url
@@ -199,9 +262,11 @@ def register(app: typer.Typer) -> None:
             settings: dict[str, Any] = {"queue_url": target, "queues": named}
             if os.environ.get(ENV_SCHEDULE_GROUP):
                 settings["schedule_group"] = os.environ[ENV_SCHEDULE_GROUP]
-            with job_app.use(sqs_client=sqs_client(), settings=settings):
+            # The producer's metrics are EMF lines, which only mean something in a function's log: not here.
+            with job_app.use(sqs_client=sqs_client(), settings=settings, emit_metrics=discard):
                 if messages is None:
-                    message_id = job_app.enqueue(str(job), **arguments, **({"tenant": tenant} if tenant else {}))
+                    message_id = job_app.enqueue(str(job), **arguments, **timing,
+                                                 **({"tenant": tenant} if tenant else {}))
                     typer.echo(message_id)
                     if isinstance(message_id, ScheduledJob):  # delay=SECONDS beyond 900: it waits in a schedule
                         typer.echo(message_id.describe(), err=True)

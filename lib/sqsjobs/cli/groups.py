@@ -15,6 +15,7 @@ import typer
 from sqsjobs.cli.exits import exit_on_errors
 from sqsjobs.cli.lifecycle import Table, show, table_app, when
 from sqsjobs.cli.options import EndpointUrl, Region
+from sqsjobs.cli.render import command_console
 
 if TYPE_CHECKING:
     from sqsjobs.workflows._chains import ChainStatus
@@ -40,11 +41,10 @@ def register(app: typer.Typer) -> None:
         region: Region = None,
     ) -> None:
         """Show a job group's counts and state, and its members that did not succeed, with their reasons."""
-        from rich.console import Console
 
         from sqsjobs.workflows._groups import GroupRecords
 
-        console = Console(stderr=json_output)
+        console = command_console(stderr=json_output)
         with exit_on_errors(console):
             jobs = table_app(table, endpoint_url, region)
             status = jobs.group_status(group_id)
@@ -63,9 +63,8 @@ def register(app: typer.Typer) -> None:
         region: Region = None,
     ) -> None:
         """Show where a chain is, or the step that stopped it and why."""
-        from rich.console import Console
 
-        console = Console(stderr=json_output)
+        console = command_console(stderr=json_output)
         with exit_on_errors(console):
             status = table_app(table, endpoint_url, region).chain_status(chain_id)
         show(console, status, json_output=json_output, render=render_chain,

@@ -14,6 +14,7 @@ import typer
 from sqsjobs._loading import DEFAULT_APP, load_app
 from sqsjobs._settings import ENV_APP
 from sqsjobs.cli.exits import EXIT_USAGE
+from sqsjobs.cli.render import command_console
 
 if TYPE_CHECKING:
     from sqsjobs._app import JobApp
@@ -93,7 +94,6 @@ def register(app: typer.Typer) -> None:
 
 
 def _print_table(rows: list[dict[str, Any]], app_spec: str) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"jobs of {app_spec} ({len(rows)})")
@@ -107,4 +107,4 @@ def _print_table(rows: list[dict[str, Any]], app_spec: str) -> None:
                       ", ".join(row["permanent_on"]) or "-",
                       "-" if row["time_limit"] is None else f"{row['time_limit']:g} s", str(row["version"]), kind,
                       row["queue"], ", ".join(row["limits"]) or "-")
-    Console(soft_wrap=False).print(table)
+    command_console(soft_wrap=False).print(table)

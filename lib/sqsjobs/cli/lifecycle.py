@@ -2,7 +2,8 @@
 
 ``job`` and ``cancel`` read the idempotency table only (``--table`` or
 ``SQSJOBS_TABLE``): the answer needs no app code, so an operator can ask about
-any key. ``job`` exits 0 when the key has a record and 3 when it has none.
+any key. ``job`` exits 0 when the key has a record (or, given the schedule group, waits
+there as a delayed job: ``scheduled``, with its due time) and 3 when it has neither.
 ``unschedule`` deletes the pending schedule of a delayed job (``--schedule-group``
 or ``SQSJOBS_SCHEDULE_GROUP``) and exits 3 when none was pending; ``cancel``
 given the group deletes it too.
@@ -21,9 +22,11 @@ import typer
 from sqsjobs._settings import ENV_SCHEDULE_GROUP, ENV_TABLE
 from sqsjobs.cli.exits import exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, Region
+from sqsjobs.cli.render import command_console
 
 if TYPE_CHECKING:
     from sqsjobs._app import JobApp
+    from sqsjobs.console.job_record import ScheduledJobView
     from sqsjobs.worker._job_records import JobStatus
 
 #: ``sqsjobs job KEY``: no delivery ever claimed the key
@@ -50,17 +53,31 @@ def register(app: typer.Typer) -> None:
         key: Annotated[str, typer.Argument(help="The job's idempotency key, e.g. invoice-email:42.")],
         json_output: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
         table: Table = None,
+        schedule_group: ScheduleGroup = None,
         endpoint_url: EndpointUrl = None,
         region: Region = None,
     ) -> None:
-        """Show what happened to the job of KEY: state, attempts, last error, result and times."""
-        from rich.console import Console
+        """Show what happened to the job of KEY: state, attempts, last error, result and times.
 
-        console = Console(stderr=json_output)
+        A delayed job with no record yet that waits in the schedule group shows as scheduled, with its due time.
+        """
+        from sqsjobs.console.job_record import scheduled_job
+
+        console = command_console(stderr=json_output)
         with exit_on_errors(console):
             status = table_app(table, endpoint_url, region).status(key)
+            if status is None and schedule_group:
+                from sqsjobs.ops._queues import make_scheduler_client
+
+                waiting = scheduled_job(make_scheduler_client(endpoint_url=endpoint_url, region=region),
+                                        schedule_group, key)
+                if waiting is not None:
+                    show(console, waiting, json_output=json_output, render=render_scheduled,
+                         missing="", as_json=lambda view: view.to_dict())
+                    return
+        waits = "" if schedule_group else f" (a delayed job is found with --schedule-group or {ENV_SCHEDULE_GROUP})"
         show(console, status, json_output=json_output, render=render,
-             missing=f"no record for {key!r}: no delivery of it has been claimed (or its record expired)")
+             missing=f"no record for {key!r}: no delivery of it has been claimed (or its record expired){waits}")
 
     @app.command("cancel")
     def cancel_command(
@@ -75,9 +92,8 @@ def register(app: typer.Typer) -> None:
 
         With a schedule group, its pending delayed enqueue is deleted too.
         """
-        from rich.console import Console
 
-        console = Console()
+        console = command_console()
         with exit_on_errors(console):
             app = table_app(table, endpoint_url, region)
             if schedule_group:
@@ -98,13 +114,12 @@ def register(app: typer.Typer) -> None:
         region: Region = None,
     ) -> None:
         """Delete the pending schedule of the delayed job KEY (exit 3 when none was pending)."""
-        from rich.console import Console
 
         from sqsjobs._app import JobApp
         from sqsjobs._errors import ConfigurationError
         from sqsjobs.ops._queues import make_scheduler_client
 
-        console = Console()
+        console = command_console()
         with exit_on_errors(console):
             if not schedule_group:
                 raise ConfigurationError(f"which schedule group? pass --schedule-group or set {ENV_SCHEDULE_GROUP}")
@@ -142,6 +157,19 @@ def render(console: Any, status: JobStatus) -> None:
              for name in ("enqueued_at", "started_at", "finished_at", "updated_at")]
     for name, value in rows:
         table.add_row(name, "-" if value is None else str(value))
+    console.print(table)
+
+
+def render_scheduled(console: Any, view: ScheduledJobView) -> None:
+    """A delayed job waiting in its one-time schedule, as a two-column table."""
+    from rich.table import Table as RichTable
+
+    table = RichTable(title=f"job {view.key}", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    for name, value in (("job", view.job or "-"), ("state", view.state), ("due at", view.due_text),
+                        ("waits in", f"schedule {view.schedule} of group {view.group} (no record until it runs)")):
+        table.add_row(name, value)
     console.print(table)
 
 

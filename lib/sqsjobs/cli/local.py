@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -17,13 +18,19 @@ from rich.markup import escape
 
 from sqsjobs._extras import Extra, install_hint, missing
 from sqsjobs.cli.exits import EXIT_FAILED, EXIT_USAGE
-from sqsjobs.cli.options import parse_pairs
+from sqsjobs.cli.options import ProjectTemplate, parse_pairs
+from sqsjobs.cli.render import command_console
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from sqsjobs.local.cloud import LocalCloud
+    from sqsjobs.local.control import ProjectFiles
 
+
+
+#: what --template defaults to: the template in the current directory names the project
+DEFAULT_TEMPLATE = Path("template.yaml")
 
 
 def parse_parameters(pairs: list[str]) -> dict[str, str]:
@@ -57,6 +64,28 @@ def summary(cloud: LocalCloud) -> list[str]:
     lines += [f"alarm         {a.severity:<24} {a.name}" for a in d.alarms]
     lines += [f"dashboard     {name}" for name in d.dashboards]
     return lines
+
+
+def kept_line(cloud: LocalCloud, files: ProjectFiles) -> str:
+    """What the stop kept for the next ``local up``, truthfully (``sqsjobs.local.snapshot``)."""
+    from sqsjobs.local.errors import LocalCloudError
+    from sqsjobs.local.snapshot import read_header
+
+    if cloud.failure is not None:
+        return "kept nothing: the moto server died, and its state with it; the next `local up` starts empty"
+    if cloud.kept is None:
+        why = cloud.save_failure or "it was not saved"
+        return f"kept nothing ({why}); the next `local up` starts empty"
+    try:
+        header = read_header(files.snapshot)
+    except LocalCloudError:
+        header = None
+    left_out = sorted(header.not_kept) if header is not None else []
+    return (f"kept for the next `sqsjobs local up`: {cloud.kept.describe()}; messages a function had taken come "
+            "back after their visibility timeout. Not kept: the local alarms' evaluation windows, rate() timers "
+            "and the schedule ticks due while it is down"
+            + (f", moto's {', '.join(left_out)} state" if left_out else "")
+            + ". `sqsjobs local up --fresh` starts empty.")
 
 
 def _validated(console: Console, template: Path, parameters: dict[str, str]) -> bool:
@@ -120,6 +149,10 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--reload", help="Restart the function workers when a file under a CodeUri changes "
                                                 "(queues, tables and the DLQ keep their messages).")
         ] = False,
+        fresh: Annotated[
+            bool, typer.Option("--fresh", help="Start empty: discard the state this project's cloud kept when it "
+                                               "last stopped (queues, messages, tables, schedules).")
+        ] = False,
         verbose: Annotated[
             int, typer.Option("--verbose", "-v", count=True, help="Also the functions' DEBUG log lines.")
         ] = 0,
@@ -129,18 +162,37 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Start a moto server, deploy TEMPLATE on it and run its functions until Ctrl-C (or `sqsjobs local down`).
 
-        Each job's outcome is one line: done, duplicate, retry in Ns, dead-lettered (reason), with the job,
-        its key and its SQS message id (the id status and redrive show).
+        A stop keeps the state (queues with their messages, tables and items, schedules) and the next `local up`
+        of the project resumes it, unless --fresh. Each job's outcome is one line: done, duplicate, retry in Ns,
+        dead-lettered (reason), with the job, its key and its SQS message id (the id status and redrive show).
         """
-        from rich.console import Console
+        from sqsjobs.local.control import ProjectLock, project_files
+        from sqsjobs.local.errors import LocalCloudError
 
+        console = command_console(stderr=True, highlight=False, soft_wrap=True)
+        files = project_files(template)
+        lock = ProjectLock(files.lock, files.state)
+        try:
+            lock.acquire()  # one cloud per project: a second `local up` here is refused, naming the first's pid
+        except LocalCloudError as exc:
+            console.print(f"[bold red]error[/] {exc}")
+            raise typer.Exit(EXIT_FAILED) from None
+        try:
+            if fresh:
+                for kept in (files.snapshot, files.streams):
+                    kept.unlink(missing_ok=True)
+            _up(console, files, template=template, port=port, parameter=parameter, stack_name=stack_name,
+                show_metrics=show_metrics, reload=reload, verbose=verbose, quiet=quiet)
+        finally:
+            lock.release()
+
+    def _up(console: Console, files: ProjectFiles, *, template: Path, port: int | None, parameter: list[str] | None,
+            stack_name: str, show_metrics: bool, reload: bool, verbose: int, quiet: bool) -> None:
         from sqsjobs.local.cloud import LocalCloud
-        from sqsjobs.local.control import default_state_path
         from sqsjobs.local.errors import LocalCloudError
         from sqsjobs.local.output import OUTCOMES, QUIET, Output, terminal_log
         from sqsjobs.local.samconfig import parameter_overrides
 
-        console = Console(stderr=True, highlight=False, soft_wrap=True)
         try:
             parameters = {**parameter_overrides(template), **parse_parameters(parameter or [])}
         except LocalCloudError as exc:
@@ -155,8 +207,9 @@ def register(app: typer.Typer) -> None:
         try:
             cloud = LocalCloud.start(
                 template, port=port, parameters=parameters, stack_name=stack_name,
-                output=Output(log=terminal_log(verbosity), show_emf=show_metrics), state_path=default_state_path(),
-                log_level=None if quiet else "DEBUG", reload=reload,
+                output=Output(log=terminal_log(verbosity), show_emf=show_metrics), state_path=files.state,
+                log_level=None if quiet else "DEBUG", reload=reload, snapshot=files.snapshot,
+                streams_path=files.streams,
             )
         except LocalCloudError as exc:
             console.print(f"[bold red]error[/] {exc}")
@@ -164,6 +217,10 @@ def register(app: typer.Typer) -> None:
         try:
             for line in summary(cloud):
                 console.print(line, markup=False)
+            if cloud.resumed is not None:
+                saved = datetime.fromtimestamp(cloud.resumed.saved_at).isoformat(sep=" ", timespec="seconds")
+                console.print(f"resumed       the state kept at the last stop ({saved}); --fresh starts empty",
+                              markup=False)
             if reload:
                 console.print(f"reload        watching {', '.join(str(d) for d in cloud.code_dirs())}", markup=False)
             console.print("[green]ready[/]: enqueue with `sqsjobs enqueue JOB key=value`; Ctrl-C (or `sqsjobs local "
@@ -177,35 +234,37 @@ def register(app: typer.Typer) -> None:
             console.print("stopping: workers, pollers, moto server ...")
             cloud.stop()
             console.print(f"stopped; port {cloud.server.port} is free")
+            console.print(kept_line(cloud, files), markup=False)
         if cloud.failure is not None:
             raise typer.Exit(EXIT_FAILED)
 
     @local.command("down")
     def down_command(
         timeout: Annotated[float, typer.Option(min=1, help="Seconds to wait for it to stop.")] = 60.0,
+        template: ProjectTemplate = DEFAULT_TEMPLATE,
     ) -> None:
-        """Stop the running `sqsjobs local up` (its workers, pollers and moto server) and wait until it is gone."""
-        from sqsjobs.local.control import stop_running
+        """Stop this project's `sqsjobs local up` (its workers, pollers and moto server) and wait until it is gone."""
+        from sqsjobs.local.control import default_state_path, stop_running
         from sqsjobs.local.errors import LocalCloudError
 
         try:
-            pid = stop_running(timeout=timeout)
+            pid = stop_running(default_state_path(template), timeout=timeout)
         except LocalCloudError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_FAILED) from None
         typer.echo(f"stopped the local cloud (pid {pid})", err=True)
 
     @local.command("reload")
-    def reload_command() -> None:
-        """Restart the running cloud's function workers on the current code now, and wait until they are up.
+    def reload_command(template: ProjectTemplate = DEFAULT_TEMPLATE) -> None:
+        """Restart this project's cloud's function workers on the current code now, and wait until they are up.
 
         What `local up --reload` does by itself a second after an edit, for a script that must not race it.
         """
-        from sqsjobs.local.control import call, read_state
+        from sqsjobs.local.control import call, default_state_path, read_state
         from sqsjobs.local.errors import LocalCloudError
 
         try:
-            answer = call(read_state(), "reload", {})
+            answer = call(read_state(default_state_path(template)), "reload", {})
         except LocalCloudError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_FAILED) from None
@@ -228,6 +287,7 @@ def register(app: typer.Typer) -> None:
         aws: Annotated[bool, typer.Option("--aws", help="Fire on AWS (profile and region as usual).")] = False,
         region: Annotated[str | None, typer.Option(help="AWS region (with --aws or --endpoint-url).")] = None,
         profile: Annotated[str | None, typer.Option(help="AWS profile (with --aws or --endpoint-url).")] = None,
+        template: ProjectTemplate = DEFAULT_TEMPLATE,
     ) -> None:
         """Run schedule NAME's function now, or send the delayed job with key NAME now; print the result."""
         from sqsjobs.local.errors import LocalCloudError
@@ -237,7 +297,7 @@ def register(app: typer.Typer) -> None:
             if aws or endpoint_url:
                 result: dict[str, Any] = fire_remote(name, endpoint_url=endpoint_url, region=region, profile=profile)
             else:
-                result = fire_local(name)
+                result = fire_local(name, template)
         except LocalCloudError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_FAILED) from None
@@ -246,18 +306,18 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_FAILED)
 
     @local.command("env")
-    def env_command() -> None:
+    def env_command(template: ProjectTemplate = DEFAULT_TEMPLATE) -> None:
         """Print `export` lines that point AWS clients (and the app) at the running local cloud.
 
         Every variable the template gives the worker is there (queue, DLQ, tables...), so the app's own
         code, `sqsjobs status` and the AWS CLI work in a shell after `eval "$(sqsjobs local env)"`.
         """
         from sqsjobs.local.aws import local_environment
-        from sqsjobs.local.control import read_state
+        from sqsjobs.local.control import default_state_path, read_state
         from sqsjobs.local.errors import LocalCloudError
 
         try:
-            state = read_state()
+            state = read_state(default_state_path(template))
         except LocalCloudError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_FAILED) from None

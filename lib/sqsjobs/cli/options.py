@@ -6,6 +6,7 @@ Example:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -30,6 +31,10 @@ Queue = Annotated[str | None, typer.Option(envvar=ENV_QUEUE_URL, help="The jobs 
 #: ``--dlq`` (or ``SQSJOBS_DLQ_URL``): its dead-letter queue
 Dlq = Annotated[
     str | None, typer.Option(envvar=ENV_DLQ_URL, help="Its DLQ (default: the queue's redrive target).")
+]
+#: ``--template``: the project whose local cloud a command uses (its own cloud: ``sqsjobs.local.control``)
+ProjectTemplate = Annotated[
+    Path, typer.Option("--template", help="The project's SAM template: its local cloud is the one used.")
 ]
 #: ``--table`` (or ``SQSJOBS_TABLE``): the idempotency table
 Table = Annotated[str | None, typer.Option(envvar=ENV_TABLE, help="The idempotency table (job records, runs).")]

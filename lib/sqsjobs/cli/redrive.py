@@ -17,7 +17,7 @@ from sqsjobs._errors import RedriveError
 from sqsjobs._settings import DEFAULT_RECORD_TTL, ENV_DLQ_URL, ENV_QUEUE_URL, ENV_RECORD_TTL, ENV_TABLE
 from sqsjobs.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, Region
-from sqsjobs.cli.render import format_age, plain
+from sqsjobs.cli.render import command_console, format_age, plain
 from sqsjobs.ops._queues import (
     dead_letter_queue_of,
     dead_letter_sources,
@@ -125,9 +125,8 @@ def register(app: typer.Typer) -> None:
         region: Region = None,
     ) -> None:
         """Move dead letters back to their source queue (through the idempotency guard)."""
-        from rich.console import Console
 
-        console = Console(stderr=json_output)
+        console = command_console(stderr=json_output)
         malformed: Literal["move", "skip"] = "skip" if skip_malformed else "move"
         # Errors before the run started (no region, finding the DLQ, its depth) or in a native task call:
         # nothing moved.

@@ -1,4 +1,8 @@
-"""Small text helpers for the CLI's rich output: ages, and text that must never be read as markup.
+"""Small helpers for the CLI's rich output: the console, ages, and text that must never be read as markup.
+
+Every command prints through :func:`command_console`: a terminal's width when it writes to one, and no
+width at all when its output goes to a pipe or a file (rich would wrap every table at 80
+columns there); ``COLUMNS`` wins over both.
 
 Whatever a DLQ letter carries (a job name, an error message, an attribute
 value) ends up in a table cell or a note. rich reads ``[...]`` in a string as
@@ -7,6 +11,31 @@ a letter cannot style, hide or crash the report that shows it.
 """
 
 from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+#: the width of a console that writes to a pipe or a file: wide enough that no table wraps
+UNWRAPPED_WIDTH = 10_000
+
+
+def command_console(*, stderr: bool = False, **options: Any) -> Console:
+    """A rich console for a command's output, on stdout (or stderr): the full width of what it writes to.
+
+    Example:
+        >>> import io
+        >>> command_console(file=io.StringIO()).width
+        10000
+    """
+    from rich.console import Console
+
+    made = Console(stderr=stderr, **options)
+    if "width" not in options and not made.is_terminal and not os.environ.get("COLUMNS"):
+        made = Console(stderr=stderr, width=UNWRAPPED_WIDTH, **options)
+    return made
 
 
 def format_age(seconds: float | None) -> str:

@@ -13,7 +13,7 @@ import typer
 from sqsjobs._settings import ENV_SCHEDULE_GROUP
 from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
 from sqsjobs.cli.options import Dlq, EndpointUrl, Queue, Region, Table
-from sqsjobs.cli.render import format_age, plain
+from sqsjobs.cli.render import command_console, format_age, plain
 from sqsjobs.ops._queues import make_cloudwatch_client, make_dynamodb_client, make_scheduler_client, make_sqs_client
 from sqsjobs.ops._status import DEFAULT_RECENT, DEFAULT_SAMPLE, DEFAULT_SKIPPED_HOURS, StatusReport, collect_status
 
@@ -67,9 +67,8 @@ def register(app: typer.Typer) -> None:
         ] = DEFAULT_SKIPPED_HOURS,
     ) -> None:
         """Show queue depth, oldest age, the DLQ by job and reason, alarms, recent failures, cancelled and expired."""
-        from rich.console import Console
 
-        console = Console(stderr=json_output)
+        console = command_console(stderr=json_output)
         runs = []
         for spec in run or []:
             job, sep, run_id = spec.partition(":")

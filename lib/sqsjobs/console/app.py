@@ -238,9 +238,10 @@ async def jobs_page(console: Console, request: Request) -> Response:
 
 
 async def lookup_page(console: Console, request: Request) -> Response:
-    """One job by its idempotency key: state, attempts, last error, result, times."""
+    """One job by its idempotency key: state, attempts, last error, result, times; or when a delayed one is due."""
     key = _param(request, "key")
-    found = error = None
+    found: job_record.JobStatusView | job_record.ScheduledJobView | None = None
+    error: str | None = None
     if key is not None:
         if console.sources.table is None:
             error = "job lookup needs the idempotency table: pass --table or set SQSJOBS_TABLE"
@@ -249,6 +250,10 @@ async def lookup_page(console: Console, request: Request) -> Response:
         else:
             found, error = await console.read(job_record.job_status, console.sources.dynamodb,
                                               console.sources.table, key)
+            if found is None and error is None and console.sources.scheduler and console.sources.schedule_group:
+                scheduled, error = await console.read(job_record.scheduled_job, console.sources.scheduler,
+                                                      console.sources.schedule_group, key)
+                found = scheduled
     return console.page(request, "lookup.html", active="lookup", title="Job lookup", key=key, found=found,
                         error=error)
 

@@ -20,7 +20,15 @@ from urllib.parse import quote
 
 from sqsjobs._errors import ConsoleError
 from sqsjobs._metrics import DEFAULT_NAMESPACE
-from sqsjobs._settings import ENV_CONSOLE_TOKEN, ENV_DLQ_URL, ENV_NAMESPACE, ENV_QUEUE_URL, ENV_SERVICE, ENV_TABLE
+from sqsjobs._settings import (
+    ENV_CONSOLE_TOKEN,
+    ENV_DLQ_URL,
+    ENV_NAMESPACE,
+    ENV_QUEUE_URL,
+    ENV_SCHEDULE_GROUP,
+    ENV_SERVICE,
+    ENV_TABLE,
+)
 from sqsjobs.ops._status import DEFAULT_SAMPLE
 
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -66,6 +74,8 @@ class ConsoleConfig:
     refresh_seconds: float = DEFAULT_REFRESH_SECONDS
     sample: int = DEFAULT_SAMPLE
     alarm_prefix: str | None = None
+    #: the schedule group delayed jobs wait in (the job lookup finds a key waiting there)
+    schedule_group: str | None = None
 
     def __post_init__(self) -> None:
         if not self.queue and not self.dlq:
@@ -99,6 +109,7 @@ class ConsoleConfig:
             "queue": env.get(ENV_QUEUE_URL), "dlq": env.get(ENV_DLQ_URL), "table": env.get(ENV_TABLE),
             "endpoint_url": state["endpoint"], "region": state["region"],
             "namespace": env.get(ENV_NAMESPACE) or DEFAULT_NAMESPACE, "service": env.get(ENV_SERVICE),
+            "schedule_group": env.get(ENV_SCHEDULE_GROUP),
         }
         return cls(**{**values, **options})
 

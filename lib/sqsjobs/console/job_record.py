@@ -3,7 +3,9 @@
 The page shows a :class:`sqsjobs.worker._job_records.JobStatus` — state, attempts, last
 error, result and times — read with one consistent ``GetItem`` through the
 same code the CLI's ``sqsjobs job KEY`` and ``app.status`` use, so the three
-never disagree.
+never disagree. A key with no record yet may be a delayed job waiting in its one-time
+schedule (named after the key: ``sqsjobs.enqueue._delays.schedule_name``): :func:`scheduled_job`
+finds it, and the page (and ``sqsjobs job KEY``) shows it as ``scheduled``, with its due time.
 
 Example:
     >>> from sqsjobs.worker._job_records import JobStatus
@@ -25,10 +27,14 @@ from sqsjobs.enqueue._envelope import MAX_KEY_BYTES
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
 
     from sqsjobs.worker._job_records import JobStatus
 
-__all__ = ["MAX_KEY_BYTES", "JobStatusView", "job_status"]
+__all__ = ["MAX_KEY_BYTES", "SCHEDULED", "JobStatusView", "ScheduledJobView", "job_status", "scheduled_job"]
+
+#: the state shown for a delayed job that waits in its one-time schedule (it has no record yet)
+SCHEDULED: Final = "scheduled"
 
 #: the status's times, in the order the page lists them
 _TIMES: Final = (("enqueued_at", "enqueued"), ("started_at", "started"), ("finished_at", "finished"),
@@ -63,3 +69,50 @@ def job_status(dynamodb: DynamoDBClient, table: str, key: str) -> JobStatusView 
 
     status = guard.status(DynamoDBStore(dynamodb, table), key)
     return None if status is None else JobStatusView.of(status)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduledJobView:
+    """A delayed job waiting in its one-time schedule: when it is due, and where it waits.
+
+    Example:
+        >>> view = ScheduledJobView(key="digest:7", job="digest", due=1767232800.0, schedule="job-ab12",
+        ...                         group="jobs-delayed")
+        >>> view.state, view.due_text
+        ('scheduled', '2026-01-01T02:00:00+00:00')
+    """
+
+    key: str
+    job: str | None
+    #: epoch seconds; None when the schedule's expression is not an ``at(...)``
+    due: float | None
+    schedule: str
+    group: str
+    arn: str = ""
+    state: str = SCHEDULED
+
+    @property
+    def due_text(self) -> str:
+        """The due time in ISO 8601, UTC ("?" when unknown)."""
+        from datetime import UTC, datetime
+
+        return "?" if self.due is None else datetime.fromtimestamp(self.due, UTC).isoformat()
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict (``sqsjobs job KEY --json``)."""
+        return {"key": self.key, "job": self.job, "state": self.state, "due_at": self.due_text,
+                "schedule": self.schedule, "schedule_group": self.group, "schedule_arn": self.arn}
+
+
+def scheduled_job(scheduler: EventBridgeSchedulerClient, group: str, key: str) -> ScheduledJobView | None:
+    """The delayed enqueue of ``key`` pending in schedule group ``group``, or None."""
+    import time
+
+    from sqsjobs.enqueue._delays import schedule_name
+    from sqsjobs.schedules._one_time import OneTimeSchedules
+
+    pending = OneTimeSchedules(group=group, clock=time.time, client=scheduler).get(schedule_name(key))
+    if pending is None:
+        return None
+    return ScheduledJobView(key=key, job=pending.job, due=None if pending.due is None else pending.due.timestamp(),
+                            schedule=pending.name, group=group, arn=pending.arn)

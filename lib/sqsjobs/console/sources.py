@@ -16,6 +16,7 @@ from sqsjobs.ops._queues import (
     dead_letter_queue_of,
     make_cloudwatch_client,
     make_dynamodb_client,
+    make_scheduler_client,
     make_sqs_client,
     resolve_queue_url,
 )
@@ -23,6 +24,7 @@ from sqsjobs.ops._queues import (
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sqs import SQSClient
 
     from sqsjobs.console.config import ConsoleConfig
@@ -39,6 +41,9 @@ class Sources:
     dlq_url: str | None
     table: str | None
     clock: Callable[[], float] = time.time
+    #: where delayed jobs wait (the job lookup shows one that has no record yet as scheduled)
+    schedule_group: str | None = None
+    scheduler: EventBridgeSchedulerClient | None = None
     #: held while this console peeks at or redrives the DLQ: a peek hides letters for a moment,
     #: and a redrive that received nothing because of it would stop early
     dlq_lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
@@ -60,4 +65,7 @@ class Sources:
             dlq_url=dlq_url,
             table=config.table,
             clock=clock,
+            schedule_group=config.schedule_group,
+            scheduler=(make_scheduler_client(endpoint_url=config.endpoint_url, region=config.region)
+                       if config.schedule_group else None),
         )

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqsjobs._errors import InvalidDelayError
+from sqsjobs._errors import ConfigurationError, InvalidDelayError
 from sqsjobs.enqueue._message import MAX_DELAY_SECONDS as SQS_MAX_DELAY_SECONDS
 
 #: the longest delay (and the furthest eta) a job may be enqueued with: 365 days
@@ -37,7 +36,6 @@ ENQUEUE_PREFIX = "job-"
 RETRY_PREFIX = "retry-"
 _KEY_HASH_CHARS = 40
 _MESSAGE_HASH_CHARS = 16
-_AT = re.compile(r"^at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)$")
 
 
 @dataclass(frozen=True)
@@ -153,23 +151,28 @@ def at_expression(due_at: float) -> str:
 
 
 def due_of(expression: str, timezone: str = "UTC") -> datetime | None:
-    """When an ``at(...)`` expression (in UTC, as sqsjobs writes them) is due; None for anything else.
+    """When an ``at(...)`` expression in ``timezone`` is due (UTC); None for a cron, a rate or anything unreadable.
+
+    Read by the one parser of AWS's dialect (``sqsjobs.schedules._cron``).
 
     Example:
         >>> due_of("at(2026-01-01T02:00:00)")
         datetime.datetime(2026, 1, 1, 2, 0, tzinfo=datetime.timezone.utc)
+        >>> due_of("at(2026-01-01T03:00:00)", "Europe/Paris").isoformat()
+        '2026-01-01T02:00:00+00:00'
         >>> due_of("rate(5 minutes)") is None
         True
     """
-    match = _AT.match(expression.strip())
-    if match is None:
-        return None
-    naive = datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S")
-    if timezone in ("UTC", "Etc/UTC", ""):
-        return naive.replace(tzinfo=UTC)
-    from zoneinfo import ZoneInfo
+    from sqsjobs.schedules._cron import parse, zone
 
-    return naive.replace(tzinfo=ZoneInfo(timezone)).astimezone(UTC)
+    try:
+        parsed = parse(expression)
+        tz = zone(timezone or "UTC")
+    except ConfigurationError:
+        return None
+    if parsed.at is None:
+        return None
+    return parsed.at.when.replace(tzinfo=tz).astimezone(UTC)
 
 
 def schedule_name(key: str) -> str:

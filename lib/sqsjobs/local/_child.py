@@ -6,7 +6,7 @@ server or function worker behind holding a port.
 
 Usage (by the local cloud, not by hand)::
 
-    python -m sqsjobs.local._child moto -H 127.0.0.1 -p 5123
+    python -m sqsjobs.local._child moto -H 127.0.0.1 -p 5123 [--state ~/.cache/sqsjobs/local/<hash>.moto]
     python -m sqsjobs.local._child worker
 """
 
@@ -16,6 +16,7 @@ import ctypes
 import ctypes.util
 import signal
 import sys
+from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
 
@@ -52,8 +53,9 @@ def main(argv: list[str]) -> None:
         parser = argparse.ArgumentParser(prog="moto")
         parser.add_argument("-H", "--host", default="127.0.0.1")
         parser.add_argument("-p", "--port", type=int, required=True)
+        parser.add_argument("--state", type=Path, default=None, help="load and save the state here")
         args = parser.parse_args(rest)
-        serial_moto.serve(args.host, args.port)
+        serial_moto.serve(args.host, args.port, args.state)
     elif kind == "worker":
         from sqsjobs.local.runtime import serve
 

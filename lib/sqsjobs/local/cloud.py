@@ -11,7 +11,7 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
@@ -24,6 +24,7 @@ from sqsjobs.local.aws import Clients, local_environment
 from sqsjobs.local.control import ControlServer, remove_state, write_state
 from sqsjobs.local.deploy import deploy
 from sqsjobs.local.errors import LocalCloudError, ServerDiedError, TemplateError
+from sqsjobs.local.inventory import Inventory, inventory
 from sqsjobs.local.invoker import FunctionPool, InvocationResult
 from sqsjobs.local.metric_store import parse_emf
 from sqsjobs.local.model import Deployment, Schedule
@@ -32,6 +33,7 @@ from sqsjobs.local.one_time import Fired, OneTimeScheduleRunner
 from sqsjobs.local.output import Output
 from sqsjobs.local.schedules import Scheduler, scheduled_event
 from sqsjobs.local.server import MotoServer
+from sqsjobs.local.snapshot import Header, check_resumable
 from sqsjobs.local.sqs_poller import SqsPoller
 from sqsjobs.local.stream_poller import StreamPoller
 from sqsjobs.local.telemetry import QUEUE_DEPTH_ATTRIBUTES, Telemetry
@@ -73,6 +75,12 @@ class LocalCloud:
         self.reloads = 0
         #: set when another process asked this cloud to stop (``sqsjobs local down``)
         self.stop_requested = threading.Event()
+        #: the snapshot this cloud resumed (None: it started empty)
+        self.resumed: Header | None = None
+        #: after ``stop`` with a snapshot: what the snapshot holds (None: nothing was kept, ``save_failure`` says why)
+        self.kept: Inventory | None = None
+        self._streams_path: Path | None = None
+        self._positions_written: dict[str, dict[str, str]] = {}
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -89,18 +97,25 @@ class LocalCloud:
         extra_paths: tuple[Path, ...] = (),
         log_level: str | None = None,
         reload: bool = False,
+        snapshot: Path | None = None,
+        streams_path: Path | None = None,
     ) -> LocalCloud:
         """Start a server, deploy ``template`` on it and run its functions' event sources.
 
         ``state_path`` (used by ``local up``) records the cloud for
-        ``sqsjobs enqueue`` and ``sqsjobs local fire`` in other processes.
+        ``sqsjobs enqueue`` and ``sqsjobs local fire`` in other processes. With ``snapshot`` (also
+        ``local up``'s) the cloud resumes the state saved there at its last stop and saves it there
+        when it stops (``sqsjobs.local.snapshot``); ``streams_path`` keeps where each stream mapping
+        had got to, so a resumed mapping goes on after the records it handled.
         ``log_level`` sets the functions' Powertools log level (``"DEBUG"`` makes the
         worker log each job's outcome); ``reload`` restarts the function workers
         whenever a file under a ``CodeUri`` changes.
         """
         parsed = Template.load(template)
         _check_parameters(parsed, dict(parameters or {}))
-        server = MotoServer.start(port)
+        resumed = check_resumable(snapshot) if snapshot is not None else None  # before anything starts
+        positions = _read_positions(streams_path) if resumed is not None else {}
+        server = MotoServer.start(port, snapshot=snapshot)
         try:
             clients = Clients(server.endpoint)
             deployment = deploy(parsed, clients, stack_name=stack_name, parameters=dict(parameters or {}))
@@ -108,15 +123,18 @@ class LocalCloud:
         except BaseException:
             server.stop()
             raise
+        cloud.resumed = resumed
+        cloud._streams_path = streams_path
         try:
-            cloud._run(extra_paths=extra_paths, state_path=state_path, log_level=log_level, reload=reload)
+            cloud._run(extra_paths=extra_paths, state_path=state_path, log_level=log_level, reload=reload,
+                       positions=positions)
         except BaseException:
             cloud.stop()
             raise
         return cloud
 
     def _run(self, *, extra_paths: tuple[Path, ...], state_path: Path | None, log_level: str | None,
-             reload: bool) -> None:
+             reload: bool, positions: dict[str, dict[str, str]]) -> None:
         d = self.deployment
         for warning in d.warnings:
             self._event("warn", warning)
@@ -145,7 +163,7 @@ class LocalCloud:
                 self.stream_pollers.append(
                     StreamPoller(stream_mapping, self.pools[stream_mapping.function],
                                  self.clients.get("dynamodbstreams"), report=self._event, healthy=self.healthy,
-                                 sqs=self.clients.get("sqs"),
+                                 sqs=self.clients.get("sqs"), resume=positions.get(stream_mapping.logical_id),
                                  iterator_age=functools.partial(self.telemetry.lambda_metric, function_name,
                                                                 "IteratorAge", unit="Milliseconds"))
                 )
@@ -174,34 +192,51 @@ class LocalCloud:
 
     def _warm_all(self) -> list[str]:
         """Start one worker per function (importing its handler); report and return those that fail to import."""
-        with ThreadPoolExecutor(max_workers=max(1, len(self.pools))) as executor:
-            failures = dict(zip(self.pools, executor.map(lambda p: p.warm(), self.pools.values()), strict=True))
-        for logical_id, failure in failures.items():
-            if failure is not None:
-                self._event(
-                    "error",
-                    f"{logical_id}: cannot import handler {self.pools[logical_id].spec.handler}; its event sources "
-                    f"are paused and their messages stay unprocessed until it imports\n{failure.traceback}",
-                )
+        failures = self._each_pool(lambda pool: pool.warm())
+        self._report_imports(failures, "its event sources are paused and their messages stay unprocessed until "
+                                       "it imports")
         return [logical_id for logical_id, failure in failures.items() if failure is not None]
+
+    def _each_pool(self, action: Callable[[FunctionPool], InvocationResult | None],
+                   ) -> dict[str, InvocationResult | None]:
+        with ThreadPoolExecutor(max_workers=max(1, len(self.pools))) as executor:
+            return dict(zip(self.pools, executor.map(action, self.pools.values()), strict=True))
+
+    def _report_imports(self, failures: dict[str, InvocationResult | None], consequence: str) -> None:
+        """One line per distinct import failure, naming the functions it stops (they share their code)."""
+        by_line: dict[str, list[str]] = {}
+        for logical_id, failure in failures.items():
+            if failure is None:
+                self.pools[logical_id].imported()
+            elif self.pools[logical_id].report_once(failure):
+                by_line.setdefault(failure.one_line(), []).append(logical_id)
+        for line, functions in by_line.items():
+            self._event("error", f"{line}; {', '.join(functions)}: {consequence}")
 
     def code_dirs(self) -> list[Path]:
         """Every function's ``CodeUri`` directory (what ``--reload`` watches)."""
         return sorted({spec.code_dir for spec in self.deployment.functions.values()})
 
     def reload(self, changed: list[Path] | None = None) -> list[str]:
-        """Restart every function's workers so they import the code again; queues, tables and the DLQ stay.
+        """Load every function's code again; queues, tables and the DLQ stay. Returns the functions whose code
+        no longer imports.
 
-        Invocations running now finish on the code they started with. Returns the functions whose
-        handler no longer imports (their event sources pause until it does).
+        Invocations running now finish on the code they started with. Code that no longer imports
+        is said once, in one line (``file:line: Type: message``), and the previous code keeps
+        serving (``FunctionPool.reload``) until a change imports again.
         """
-        for pool in self.pools.values():
-            pool.restart()
-        shown = ", ".join(str(p.name) for p in (changed or [])[:3]) + (" ..." if changed and len(changed) > 3 else "")
-        broken = self._warm_all()
+        failures = self._each_pool(lambda pool: pool.reload())
+        broken = [logical_id for logical_id, failure in failures.items() if failure is not None]
+        stale = {logical_id for logical_id in broken if self.pools[logical_id].stale is not None}
         self.reloads += 1
-        self._event("info", f"reloaded {len(self.pools) - len(broken)} of {len(self.pools)} function(s)"
-                            + (f" after a change to {shown}" if shown else ""))
+        shown = ", ".join(str(p.name) for p in (changed or [])[:3]) + (" ..." if changed and len(changed) > 3 else "")
+        if len(broken) < len(self.pools):
+            self._event("info", f"reloaded {len(self.pools) - len(broken)} of {len(self.pools)} function(s)"
+                                + (f" after a change to {shown}" if shown else ""))
+        self._report_imports({k: v for k, v in failures.items() if v is None or k in stale},
+                             "still serving the previous code until a change imports")
+        self._report_imports({k: v for k, v in failures.items() if v is not None and k not in stale},
+                             "its event sources are paused until it imports")
         return broken
 
     def _reload_after(self, changed: list[Path]) -> None:
@@ -236,7 +271,29 @@ class LocalCloud:
             stream_poller.stop()
         if self._monitor.is_alive():
             self._monitor.join(timeout=5)
+        if self.server.snapshot is not None and self.failure is None:
+            self._write_positions()
+            try:
+                self.kept = inventory(self.clients, self.deployment)
+            except Exception as exc:  # the server is in trouble: its own save says what happened
+                self._event("warn", f"could not count what the saved state holds: {exc}")
         self.server.stop()
+        if self.server.save_failure:
+            self.kept = None
+
+    def _write_positions(self) -> None:
+        """Record where each stream mapping has got to (only when it changed)."""
+        if self._streams_path is None:
+            return
+        positions = {p.mapping.logical_id: dict(p.positions) for p in self.stream_pollers}
+        if positions != self._positions_written:
+            write_state(self._streams_path, positions)
+            self._positions_written = positions
+
+    @property
+    def save_failure(self) -> str:
+        """Why the state could not be saved at ``stop`` ("" when it was, or when the cloud keeps none)."""
+        return self.server.save_failure
 
     def __enter__(self) -> LocalCloud:
         return self
@@ -271,6 +328,7 @@ class LocalCloud:
             except Exception as exc:  # a failed tick must not end alarm evaluation
                 if self.server.alive():
                     self._event("warn", f"alarm evaluation tick failed: {exc}")
+            self._write_positions()  # a `local up` killed outright still resumes its streams where they were
 
     def _oldest_sent(self) -> dict[str, float | None]:
         return {p.mapping.queue_url: p.oldest_sent() for p in self.sqs_pollers}
@@ -352,25 +410,40 @@ class LocalCloud:
         raise LocalCloudError(f"no function has {variable} set to a queue of this template")
 
     @contextmanager
-    def producing(self, app: Any, *, emit_metrics: Any = None) -> Iterator[Any]:
+    def producing(self, app: Any, *, emit_metrics: Any = None,
+                  settings: dict[str, Any] | None = None) -> Iterator[Any]:
         """``app`` (a ``JobApp``) pointed at this cloud the way the template points its functions, for a block.
 
         Queue, DLQ, idempotency table, schedule group and delivery role come
-        from the worker's environment; the clients are this cloud's. So
-        ``app.enqueue(..., delay=timedelta(hours=2))`` creates its schedule here.
+        from the worker's environment (``settings`` replaces them); the clients are this cloud's:
+        SQS, DynamoDB and Scheduler are injected, and every other client made in the block (a
+        job's ``sqsjobs._clients.client("ses")``, ``boto3.client(...)``, CloudWatch) finds the cloud
+        through the environment, set for the block (``local_environment``) and put back after it. So
+        ``app.enqueue(..., delay=timedelta(hours=2))`` creates its schedule here, and nothing made in
+        the block reaches AWS. The app's EMF lines go to this cloud's metrics, as a function's do.
         """
         from sqsjobs._settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, Settings
 
-        # The function that knows the most: the queue, then the schedule group and the DLQ (the worker, here).
-        producers = [dict(f.environment) for f in self.deployment.functions.values() if ENV_QUEUE_URL in f.environment]
-        producers.sort(key=lambda env: (ENV_SCHEDULE_GROUP in env, ENV_DLQ_URL in env), reverse=True)
-        found = Settings.from_env(producers[0] if producers else {})
-        settings = {name: getattr(found, name) for name in ("queue_url", "dlq_url", "table_name", "schedule_group",
-                                                            "scheduler_role_arn") if getattr(found, name)}
-        with app.use(sqs_client=self.clients.get("sqs"), dynamodb_client=self.clients.get("dynamodb"),
-                     scheduler_client=self.clients.get("scheduler"), settings=settings,
-                     emit_metrics=emit_metrics or (lambda line: None)) as configured:
+        if settings is None:
+            # The function that knows the most: the queue, then the schedule group and the DLQ (the worker, here).
+            producers = [dict(f.environment) for f in self.deployment.functions.values()
+                         if ENV_QUEUE_URL in f.environment]
+            producers.sort(key=lambda env: (ENV_SCHEDULE_GROUP in env, ENV_DLQ_URL in env), reverse=True)
+            found = Settings.from_env(producers[0] if producers else {})
+            settings = {name: getattr(found, name) for name in ("queue_url", "dlq_url", "table_name",
+                                                                "schedule_group", "scheduler_role_arn")
+                        if getattr(found, name)}
+        with environment(self.env()), app.use(
+                sqs_client=self.clients.get("sqs"), dynamodb_client=self.clients.get("dynamodb"),
+                scheduler_client=self.clients.get("scheduler"), settings=settings,
+                emit_metrics=emit_metrics or self.record_metrics) as configured:
             yield configured
+
+    def record_metrics(self, line: str) -> None:
+        """Take an EMF line printed outside the functions (an app in a test) as this cloud's metrics."""
+        points = parse_emf(line)
+        if points:
+            self.telemetry.record(points)
 
     def send_job(self, message: Any, queue: str | None = None) -> str:
         """Send a prepared ``JobMessage`` (from ``app.message(...)``) to its job's queue, as the producer would."""
@@ -553,6 +626,42 @@ def _check_parameters(template: Template, parameters: dict[str, str]) -> None:
     problems = [p for p in check_parameters(template.parameters, parameters, require_values=True) if p.is_error]
     if problems:
         raise TemplateError("; ".join(p.line(template.path.name) for p in problems))
+
+
+def _read_positions(path: Path | None) -> dict[str, dict[str, str]]:
+    """The stream positions saved beside a snapshot (none when there is no such file)."""
+    import json
+
+    if path is None:
+        return {}
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): {str(s): str(n) for s, n in v.items()} for k, v in raw.items() if isinstance(v, dict)}
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``values`` set for the block, then exactly as it was.
+
+    Example:
+        >>> with environment({"SQSJOBS_EXAMPLE": "1"}):
+        ...     os.environ["SQSJOBS_EXAMPLE"]
+        '1'
+        >>> "SQSJOBS_EXAMPLE" in os.environ
+        False
+    """
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextmanager

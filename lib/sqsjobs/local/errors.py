@@ -4,14 +4,17 @@
     ├── PortInUseError        the requested port is taken
     ├── ServerDiedError       the moto server exited under us
     ├── TemplateError         the template cannot be read, translated or resolved
-    └── NotRunningError       no local cloud found for a client command
+    ├── NotRunningError       no local cloud found for a client command
+    ├── AlreadyRunningError   the project's local cloud runs already (``local up`` twice)
+    └── SnapshotError         the state saved at the last stop cannot be resumed
 """
 
 from __future__ import annotations
 
 from sqsjobs._errors import LocalCloudError
 
-__all__ = ["LocalCloudError", "NotRunningError", "PortInUseError", "ServerDiedError", "TemplateError"]
+__all__ = ["AlreadyRunningError", "LocalCloudError", "NotRunningError", "PortInUseError", "ServerDiedError",
+           "SnapshotError", "TemplateError"]
 
 
 class PortInUseError(LocalCloudError):
@@ -28,3 +31,11 @@ class TemplateError(LocalCloudError):
 
 class NotRunningError(LocalCloudError):
     """Raised when a client command finds no running local cloud."""
+
+
+class AlreadyRunningError(LocalCloudError):
+    """Raised when ``local up`` finds its project's cloud already running (it names the pid)."""
+
+
+class SnapshotError(LocalCloudError):
+    """Raised when the state saved at the last stop cannot be resumed (another moto version, a damaged file)."""

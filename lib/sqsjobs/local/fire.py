@@ -9,15 +9,16 @@ send.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from sqsjobs.local.control import call, read_state
+from sqsjobs.local.control import DEFAULT_TEMPLATE, call, default_state_path, read_state
 from sqsjobs.local.errors import LocalCloudError
 
 
-def fire_local(name: str) -> dict[str, Any]:
-    """Ask the running local cloud to fire schedule ``name``; return its result."""
-    state = read_state()
+def fire_local(name: str, template: str | Path = DEFAULT_TEMPLATE) -> dict[str, Any]:
+    """Ask the running local cloud of ``template``'s project to fire schedule ``name``; return its result."""
+    state = read_state(default_state_path(template))
     answer = call(state, "fire", {"name": name})
     if "error" in answer:
         raise LocalCloudError(str(answer["error"]))

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sqsjobs.local.model import FunctionSpec
-from sqsjobs.local.runtime import END_MARKER, RESULT_FD_ENV
+from sqsjobs.local.runtime import END_MARKER, PROJECT_DIR_ENV, RESULT_FD_ENV
 from sqsjobs.local.spawn import spawn
 
 _INIT_TIMEOUT_S = 30.0  # Lambda's init phase allows 10 s; a loaded laptop needs more
@@ -51,11 +51,17 @@ class InvocationResult:
     crashed: bool = False
     init_error: bool = False
     duration_ms: float = 0.0
+    #: an import failure in one line, ``file:line: Type: message`` (``sqsjobs._broken_code``)
+    summary: str = ""
 
     @property
     def failed(self) -> bool:
         """True when the invocation raised, timed out, crashed or never started."""
         return not self.ok
+
+    def one_line(self) -> str:
+        """The failure in one line (an import failure says where: ``file:line: Type: message``)."""
+        return self.summary or f"{self.error_type}: {self.error_message}"
 
 
 LogSink = Callable[[str, str], None]
@@ -206,7 +212,8 @@ class FunctionPool:
     ) -> None:
         self.spec = spec
         self._observe = observe
-        self._env = {**base_env, "SQSJOBS_LOCAL_PATHS": os.pathsep.join(str(p) for p in extra_paths)}
+        self._env = {PROJECT_DIR_ENV: os.getcwd(), **base_env,
+                     "SQSJOBS_LOCAL_PATHS": os.pathsep.join(str(p) for p in extra_paths)}
         self._log = log
         self._idle: list[_Worker] = []
         self._all: set[_Worker] = set()
@@ -217,38 +224,105 @@ class FunctionPool:
         self.cold_starts = 0
         self._crashes_pending = 0
         self._generation = 0
+        #: the code on disk does not import, but workers of the previous code still serve (``reload``)
+        self.stale: InvocationResult | None = None
+        self._returned = threading.Condition(self._lock)
+        self._reported = ""
 
     def _acquire(self) -> _Worker | InvocationResult:
         with self._lock:
-            while self._idle:
-                worker = self._idle.pop()
-                if worker.alive():
-                    return worker
-                self._all.discard(worker)
-            if self._closed:
-                return InvocationResult(request_id="", ok=False, error_type="Shutdown", crashed=True)
+            give_up = time.monotonic() + self.spec.timeout + _INIT_TIMEOUT_S
+            while True:
+                while self._idle:
+                    worker = self._idle.pop()
+                    if worker.alive():
+                        return worker
+                    self._all.discard(worker)
+                if self._closed:
+                    return InvocationResult(request_id="", ok=False, error_type="Shutdown", crashed=True)
+                if self.stale is None:
+                    break
+                # The code on disk does not import: no cold start, the workers running the previous code serve.
+                self._all = {w for w in self._all if w.alive()}
+                if not self._all or time.monotonic() > give_up:
+                    self.init_error = self.stale
+                    return self.stale
+                self._returned.wait(timeout=0.5)
             worker = _Worker(self.spec, self._env, self._log, self._generation)
             self._all.add(worker)
             self.cold_starts += 1
-        message = worker.read_message(time.monotonic() + _INIT_TIMEOUT_S)
-        if message is not None and message.get("type") == "ready":
+        failure = self._started(worker)
+        if failure is None:
             with self._lock:
                 self.init_error = None
             return worker
+        with self._lock:
+            self.init_error = failure
+        return failure
+
+    def _started(self, worker: _Worker) -> InvocationResult | None:
+        """Wait for a new worker's import; None when it is ready, else the failure (the worker is discarded)."""
+        message = worker.read_message(time.monotonic() + _INIT_TIMEOUT_S)
+        if message is not None and message.get("type") == "ready":
+            return None
         self._discard(worker)
         if message is None:
-            result = InvocationResult(
+            return InvocationResult(
                 request_id="", ok=False, init_error=True, error_type="Runtime.InitTimeout",
                 error_message=f"the worker did not finish importing {self.spec.handler} in time",
+                summary=f"{self.spec.handler}: the import did not finish within {_INIT_TIMEOUT_S:.0f} s",
             )
-        else:
-            result = InvocationResult(
-                request_id="", ok=False, init_error=True, error_type=str(message.get("error_type")),
-                error_message=str(message.get("error_message")), traceback=str(message.get("traceback", "")),
-            )
+        return InvocationResult(
+            request_id="", ok=False, init_error=True, error_type=str(message.get("error_type")),
+            error_message=str(message.get("error_message")), traceback=str(message.get("traceback", "")),
+            summary=str(message.get("summary", "")),
+        )
+
+    def reload(self) -> InvocationResult | None:
+        """Load the code again, unless it no longer imports: then the previous code keeps serving.
+
+        A new worker imports the code first. When it is ready it replaces the idle workers (busy
+        ones stop when their invocation ends, as on a Lambda deploy); when it fails, the workers
+        running the previous code go on serving, no cold start is made, and the failure is returned
+        (``stale`` holds it until a reload imports).
+        """
         with self._lock:
-            self.init_error = result
-        return result
+            if self._closed:
+                return None
+            candidate = _Worker(self.spec, self._env, self._log, self._generation + 1)
+            self._all.add(candidate)
+            self.cold_starts += 1
+        failure = self._started(candidate)
+        with self._lock:
+            if failure is not None:
+                serving = any(w.alive() for w in self._all)
+                self.stale = failure if serving else None
+                if not serving:
+                    self.init_error = failure
+                return failure
+            self._generation += 1
+            idle, self._idle = self._idle, [candidate]
+            for worker in idle:
+                self._all.discard(worker)
+            self.stale = None
+            self.init_error = None
+            self._returned.notify_all()
+        for worker in idle:
+            worker.stop()
+        return None
+
+    def report_once(self, failure: InvocationResult) -> bool:
+        """True the first time ``failure``'s line is seen since the code last imported (say it once)."""
+        with self._lock:
+            if failure.one_line() == self._reported:
+                return False
+            self._reported = failure.one_line()
+            return True
+
+    def imported(self) -> None:
+        """The code imports again: a later failure is news."""
+        with self._lock:
+            self._reported = ""
 
     def _discard(self, worker: _Worker) -> None:
         worker.kill()
@@ -270,6 +344,7 @@ class FunctionPool:
                 stop = True
             else:
                 self._idle.append(worker)
+                self._returned.notify()
                 stop = False
         if stop:
             worker.stop()
@@ -331,6 +406,7 @@ class FunctionPool:
         """
         with self._lock:
             self._generation += 1
+            self.stale = None
             idle, self._idle = self._idle, []
             for worker in idle:
                 self._all.discard(worker)
@@ -355,6 +431,7 @@ class FunctionPool:
         """Stop every worker; busy ones are killed."""
         with self._lock:
             self._closed = True
+            self._returned.notify_all()
             workers = list(self._all)
             self._all.clear()
             self._idle.clear()

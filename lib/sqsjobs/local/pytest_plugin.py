@@ -80,6 +80,9 @@ class LocalCloudSession:
         """The project's app pointed at this cloud for a block: its own code (transactions, chunked runs,
         ``run_status``) then reads and writes the local queues and tables, as the deployed functions do.
 
+        Every client it makes in the block points at the cloud (``LocalCloud.producing``): nothing leaves
+        127.0.0.1.
+
         Example::
 
             with local_cloud.use_app() as app:
@@ -89,9 +92,8 @@ class LocalCloudSession:
 
         from sqsjobs._settings import Settings
 
-        settings = Settings.from_env(self.cloud.app_environment())
-        with self.app.use(sqs_client=self.cloud.clients.get("sqs"), dynamodb_client=self.cloud.clients.get("dynamodb"),
-                          settings=asdict(settings)) as app:
+        settings = asdict(Settings.from_env(self.cloud.app_environment()))
+        with self.cloud.producing(self.app, settings=settings) as app:
             yield app
 
     def outcomes(self) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqsjobs.local.aws import ACCOUNT_ID, Clients
 from sqsjobs.local.errors import TemplateError
-from sqsjobs.local.filters import parse_filters
+from sqsjobs.local.filters import FilterError, beyond_lambda, parse_filters
 from sqsjobs.local.intrinsics import Resolver
 from sqsjobs.local.model import (
     AlarmSpec,
@@ -91,6 +91,22 @@ class ResourceCreator:
     def arn(self, service: str, resource: str) -> str:
         return f"arn:aws:{service}:{self.region}:{ACCOUNT_ID}:{resource}"
 
+    def placeholder_arn(self, kind: str, name: str) -> str:
+        """The ARN a resource with no local effect would have; IAM's are global (no region in them).
+
+        Example:
+            >>> from types import SimpleNamespace
+            >>> creator = ResourceCreator(None, SimpleNamespace(region="eu-west-1"), None, None)
+            >>> creator.placeholder_arn("AWS::IAM::Role", "delivery")
+            'arn:aws:iam::123456789012:role/delivery'
+            >>> creator.placeholder_arn("AWS::Logs::LogGroup", "/aws/lambda/worker")
+            'arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/worker'
+        """
+        if kind == "AWS::Logs::LogGroup":
+            return self.arn("logs", f"log-group:{name}")
+        resource = "policy" if kind in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy") else "role"
+        return f"arn:aws:iam::{ACCOUNT_ID}:{resource}/{name}"
+
     def create(self, logical_id: str, resource: dict[str, Any]) -> None:
         kind = resource.get("Type", "?")
         handler = self._handlers.get(kind)
@@ -99,7 +115,7 @@ class ResourceCreator:
                 self.d.without_local_effect[logical_id] = f"{kind}: {NO_LOCAL_EFFECT[kind]}"
                 # Others may still Ref them (a role ARN, say): give them a name.
                 self.r.refs[logical_id] = self.name(logical_id, None)
-                self.r.attributes[(logical_id, "Arn")] = self.arn("iam", f"role/{self.name(logical_id, None)}")
+                self.r.attributes[(logical_id, "Arn")] = self.placeholder_arn(kind, self.name(logical_id, None))
                 if kind in FUNCTION_POINTERS:
                     self._points_at_function(logical_id, self.r.resolve(resource.get("Properties", {})))
             else:
@@ -148,7 +164,12 @@ class ResourceCreator:
                 attributes[key] = json.dumps(policy)
         tags = {t["Key"]: str(t["Value"]) for t in p.get("Tags", [])}
         sqs = self.clients.get("sqs")
-        url = sqs.create_queue(QueueName=name, Attributes=attributes, tags=tags)["QueueUrl"]
+        try:
+            url = sqs.create_queue(QueueName=name, Attributes=attributes, tags=tags)["QueueUrl"]
+        except sqs.exceptions.QueueNameExists:  # resumed (sqsjobs.local.snapshot) and the template changed it
+            url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+            sqs.set_queue_attributes(QueueUrl=url, Attributes={k: v for k, v in attributes.items()
+                                                               if k != "FifoQueue"})
         self.d.queues[logical_id] = QueueInfo(
             logical_id=logical_id, url=url, arn=arn, name=name,
             dead_letter_arn=dead_letter_arn, max_receive_count=max_receive, redrive_allow_policy=allow_policy,
@@ -177,9 +198,17 @@ class ResourceCreator:
         if stream:
             request["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]}
         dynamodb = self.clients.get("dynamodb")
-        description = dynamodb.create_table(TableName=name, **request)["TableDescription"]
+        try:
+            description = dynamodb.create_table(TableName=name, **request)["TableDescription"]
+        except dynamodb.exceptions.ResourceInUseException:  # resumed (sqsjobs.local.snapshot): kept with its items
+            description = dynamodb.describe_table(TableName=name)["Table"]
+            if description.get("KeySchema") != request.get("KeySchema"):
+                self.d.warnings.append(f"{logical_id}: the resumed table {name} keeps its old key schema; "
+                                       "`sqsjobs local up --fresh` creates it as the template says")
         ttl = p.get("TimeToLiveSpecification")
-        if ttl and str(ttl.get("Enabled", "false")).lower() == "true":
+        if (ttl and str(ttl.get("Enabled", "false")).lower() == "true"
+                and dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"].get(
+                    "TimeToLiveStatus") != "ENABLED"):  # a resumed table has it already
             dynamodb.update_time_to_live(
                 TableName=name,
                 TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl["AttributeName"]},
@@ -338,7 +367,11 @@ class ResourceCreator:
     def schedule_group(self, logical_id: str, p: dict[str, Any]) -> None:
         """A group apps create one-time schedules in (delayed jobs); ``local up`` fires them at their time."""
         name = self.name(logical_id, p.get("Name"))
-        arn = self.clients.get("scheduler").create_schedule_group(Name=name)["ScheduleGroupArn"]
+        scheduler = self.clients.get("scheduler")
+        try:  # resumed (sqsjobs.local.snapshot): the group is there with its pending schedules; moto would
+            arn = scheduler.get_schedule_group(Name=name)["Arn"]  # replace it (and lose them) on a second create
+        except scheduler.exceptions.ResourceNotFoundException:
+            arn = scheduler.create_schedule_group(Name=name)["ScheduleGroupArn"]
         self.d.schedule_groups[logical_id] = name
         self.r.refs[logical_id] = name
         self.r.attributes[(logical_id, "Arn")] = arn
@@ -376,12 +409,25 @@ class ResourceCreator:
             return ""
         return queue.url
 
+    def _filters(self, logical_id: str, criteria: Any) -> tuple[dict[str, Any], ...]:
+        """The mapping's checked patterns; operators Lambda's documentation does not list are warned about."""
+        try:
+            patterns = parse_filters(criteria)
+        except FilterError as error:
+            raise FilterError(f"{logical_id}: FilterCriteria: {error} (Lambda would refuse the mapping)") from None
+        used = sorted({name for pattern in patterns for name in beyond_lambda(pattern)})
+        if used:
+            self.d.warnings.append(f"{logical_id}: FilterCriteria uses {', '.join(used)}, which Lambda's event "
+                                   "filtering documentation does not list; matched locally as EventBridge does, "
+                                   "but AWS may refuse the mapping")
+        return tuple(patterns)
+
     def _mapping(self, logical_id: str, p: dict[str, Any], function: FunctionSpec) -> None:
         source = str(p["EventSourceArn"])
         enabled = str(p.get("Enabled", "true")).lower() == "true"
         report = "ReportBatchItemFailures" in p.get("FunctionResponseTypes", [])
         window = float(p.get("MaximumBatchingWindowInSeconds", 0))
-        filters = tuple(parse_filters(p.get("FilterCriteria")))
+        filters = self._filters(logical_id, p.get("FilterCriteria"))
         queue = self.d.queue_by_arn(source)
         if queue is not None:
             scaling = p.get("ScalingConfig") or {}

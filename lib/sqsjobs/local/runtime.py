@@ -21,6 +21,8 @@ import traceback
 from typing import Any, TextIO
 
 RESULT_FD_ENV = "SQSJOBS_LOCAL_RESULT_FD"
+#: the directory of the process that runs the cloud: import errors show paths relative to it
+PROJECT_DIR_ENV = "SQSJOBS_LOCAL_PROJECT_DIR"
 END_MARKER = "\x00sqsjobs-local END RequestId: "
 
 
@@ -93,8 +95,11 @@ def serve() -> None:
     try:
         handler = _load_handler(os.environ["_HANDLER"])
     except BaseException as exc:  # the import of user code can raise anything
+        from sqsjobs._broken_code import one_line
+
         _answer(channel, {"type": "init_error", "error_type": type(exc).__name__,
-                          "error_message": str(exc), "traceback": traceback.format_exc()})
+                          "error_message": str(exc), "traceback": traceback.format_exc(),
+                          "summary": one_line(exc, [task_root], base=os.environ.get(PROJECT_DIR_ENV))})
         return
     _answer(channel, {"type": "ready"})
     for line in sys.stdin:

@@ -1,111 +1,25 @@
 """Schedules from the template: ``rate(...)`` and ``cron(...)`` fired on time, or on demand.
 
-EventBridge cron has six fields (minutes hours day-of-month month
-day-of-week year), UTC. Supported: ``*``, ``?``, numbers, names (JAN, MON),
-lists, ranges and ``/`` steps; ``L``, ``W`` and ``#`` are not, and such a
-schedule is reported and fires only with ``sqsjobs local fire``.
+Expressions are read by the one parser of AWS's dialect (``sqsjobs.schedules._cron``): every
+field, ``L``, ``W`` and ``#`` included, in the schedule's ``ScheduleExpressionTimezone`` with
+Scheduler's daylight-saving rule. An expression AWS would refuse is reported and the schedule
+fires only with ``sqsjobs local fire``.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
+from sqsjobs._errors import ConfigurationError
 from sqsjobs.local.aws import ACCOUNT_ID
 from sqsjobs.local.model import Schedule
-
-_RATE = re.compile(r"^rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)$")
-_CRON = re.compile(r"^cron\((.+)\)$")
-_UNIT_S = {"minute": 60, "hour": 3600, "day": 86400}
-_MONTHS = {m: i + 1 for i, m in enumerate(("JAN", "FEB", "MAR", "APR", "MAY", "JUN",
-                                           "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"))}
-_DAYS = {d: i + 1 for i, d in enumerate(("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"))}
-
-
-class ScheduleError(ValueError):
-    """Raised when a schedule expression cannot be emulated."""
-
-
-def _field(text: str, low: int, high: int, names: dict[str, int]) -> set[int]:
-    if text in ("*", "?"):
-        return set(range(low, high + 1))
-    values: set[int] = set()
-    for part in text.split(","):
-        step = 1
-        if "/" in part:
-            part, step_text = part.split("/", 1)
-            step = int(step_text)
-        if part in ("*", ""):
-            start, end = low, high
-        elif "-" in part:
-            a, b = part.split("-", 1)
-            start, end = _number(a, names), _number(b, names)
-        else:
-            start = _number(part, names)
-            end = high if "/" in text else start
-        values.update(range(start, end + 1, step))
-    return values
-
-
-def _number(text: str, names: dict[str, int]) -> int:
-    if text.upper() in names:
-        return names[text.upper()]
-    if not text.isdigit():
-        raise ScheduleError(f"cron field value {text!r} is not supported locally")
-    return int(text)
-
-
-class Timing:
-    """When a schedule expression fires.
-
-    Example:
-        >>> Timing("cron(0 3 * * ? *)").matches(datetime(2026, 1, 5, 3, 0, tzinfo=UTC))
-        True
-        >>> Timing("rate(5 minutes)").interval_s
-        300
-    """
-
-    def __init__(self, expression: str) -> None:
-        self.expression = expression
-        self.interval_s = 0
-        rate = _RATE.match(expression.strip())
-        cron = _CRON.match(expression.strip())
-        if rate:
-            unit = rate.group(2).rstrip("s")
-            self.interval_s = int(rate.group(1)) * _UNIT_S[unit]
-            return
-        if not cron:
-            raise ScheduleError(f"schedule {expression!r} is neither rate(...) nor cron(...)")
-        fields = cron.group(1).split()
-        if len(fields) != 6:
-            raise ScheduleError(f"cron {expression!r} needs 6 fields")
-        minute, hour, dom, month, dow, year = fields
-        self._minutes = _field(minute, 0, 59, {})
-        self._hours = _field(hour, 0, 23, {})
-        self._dom = _field(dom, 1, 31, {})
-        self._months = _field(month, 1, 12, _MONTHS)
-        self._dow = _field(dow, 1, 7, _DAYS)
-        self._years = _field(year, 1970, 2199, {})
-        self._dom_any, self._dow_any = dom in ("*", "?"), dow in ("*", "?")
-
-    def matches(self, moment: datetime) -> bool:
-        """True when a cron expression fires in the minute of ``moment`` (UTC)."""
-        dow = (moment.isoweekday() % 7) + 1  # EventBridge: SUN=1 .. SAT=7
-        return (
-            moment.minute in self._minutes
-            and moment.hour in self._hours
-            and moment.month in self._months
-            and moment.year in self._years
-            and (self._dom_any or moment.day in self._dom)
-            and (self._dow_any or dow in self._dow)
-        )
+from sqsjobs.schedules._cron import ScheduleExpression, parse, zone
 
 
 def scheduled_event(schedule: Schedule, region: str, scheduled_time: datetime | None = None) -> Any:
@@ -160,14 +74,15 @@ class Scheduler:
     ) -> None:
         self.fire = fire
         self.report = report
-        self._timed: list[tuple[Schedule, Timing]] = []
+        self._timed: list[tuple[Schedule, ScheduleExpression]] = []
         for schedule in schedules:
             if not schedule.enabled:
                 continue
             try:
-                self._timed.append((schedule, Timing(schedule.expression)))
-            except ScheduleError as exc:
-                report("warn", f"schedule {schedule.name}: {exc}; fire it with `sqsjobs local fire {schedule.name}`")
+                zone(schedule.timezone)  # a bad time zone is reported now, not in the firing thread
+                self._timed.append((schedule, parse(schedule.expression)))
+            except ConfigurationError as exc:
+                report("warn", f"{exc}; fire it with `sqsjobs local fire {schedule.name}`")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="scheduler", daemon=True)
 
@@ -187,17 +102,15 @@ class Scheduler:
         while not self._stop.wait(1.0):
             now = time.time()
             minute = int(now // 60)
-            for schedule, timing in self._timed:
+            at = datetime.fromtimestamp(minute * 60, UTC)
+            for schedule, expression in self._timed:
                 due = False
-                if timing.interval_s:
-                    if now - last_rate[schedule.logical_id] >= timing.interval_s:
+                if expression.interval_seconds:
+                    if now - last_rate[schedule.logical_id] >= expression.interval_seconds:
                         last_rate[schedule.logical_id] = now
                         due = True
-                elif minute != last_minute and timing.matches(
-                    datetime.fromtimestamp(minute * 60, ZoneInfo(schedule.timezone))
-                ):
+                elif minute != last_minute and expression.fires_at(at, schedule.timezone):
                     due = True
                 if due:
-                    at = datetime.fromtimestamp(minute * 60, UTC)
                     threading.Thread(target=self.fire, args=(schedule, at), daemon=True).start()
             last_minute = minute

@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -51,12 +52,73 @@ def moto_app() -> WSGIApp:
     return serial_dynamodb(DomainDispatcherApplication(create_backend_app))
 
 
-def serve(host: str, port: int) -> None:
-    """Run the server in this process until it is killed (the local cloud's moto child)."""
+def serve(host: str, port: int, snapshot: Path | None = None) -> None:
+    """Run the server in this process until SIGTERM (the local cloud's moto child).
+
+    With ``snapshot`` (``local up``'s, per project) the state saved there at the last stop is
+    loaded before the first request, and written there again at SIGTERM: new requests are no
+    longer taken, those under way finish (a second at most), then the backends are pickled
+    (``sqsjobs.local.snapshot``) and the process exits 0; a save that fails exits 3 after
+    saying why on its output. The parent (``server.MotoServer.stop``) waits for that.
+    """
+    import signal
+    import sys
+
     from moto.moto_server.werkzeug_app import MotoRequestHandler
     from werkzeug.serving import make_server
 
-    make_server(host, port, moto_app(), threaded=True, request_handler=MotoRequestHandler).serve_forever()
+    from sqsjobs.local import snapshot as snapshots
+
+    if snapshot is not None:
+        loaded = snapshots.load(snapshot)
+        if loaded is not None:
+            snapshot.unlink()  # in use now: a run that dies without saving must not resume an older state
+            print(f"resumed the state saved at {loaded.saved_at:.0f} ({', '.join(loaded.services)})", flush=True)
+    requests = Requests(moto_app())
+    server = make_server(host, port, requests, threaded=True, request_handler=MotoRequestHandler)
+    stopping = threading.Event()
+
+    def on_term(*_: object) -> None:
+        if not stopping.is_set():
+            stopping.set()
+            threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_term)
+    server.serve_forever(poll_interval=0.1)
+    if snapshot is None:
+        return
+    requests.wait_idle(timeout=1.0)
+    try:
+        saved = snapshots.save(snapshot)
+    except Exception as error:  # say why; the parent reports that nothing was kept
+        print(f"sqsjobs: could not save the local cloud's state: {type(error).__name__}: {error}", flush=True)
+        sys.exit(3)
+    left_out = "; ".join(f"{name}: {why}" for name, why in saved.not_kept.items())
+    print(f"saved the state to {snapshot}" + (f" (not kept: {left_out})" if left_out else ""), flush=True)
+
+
+class Requests:
+    """A WSGI app that counts the requests under way, so a stop can wait for them to finish."""
+
+    def __init__(self, app: WSGIApp) -> None:
+        self.app = app
+        self._active = 0
+        self._idle = threading.Condition()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        with self._idle:
+            self._active += 1
+        try:
+            return list(self.app(environ, start_response))
+        finally:
+            with self._idle:
+                self._active -= 1
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no request is under way (at most ``timeout`` seconds); True when none is."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._active == 0, timeout=timeout)
 
 
 def threaded_server() -> Any:

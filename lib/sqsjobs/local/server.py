@@ -26,6 +26,8 @@ from sqsjobs.local.spawn import spawn
 
 HOST = "127.0.0.1"
 _READY_TIMEOUT_S = 30.0
+#: seconds a stopping server has to save its state before it is killed
+STOP_GRACE_S = 5.0
 
 
 def free_port() -> int:
@@ -67,6 +69,10 @@ class MotoServer:
     port: int
     process: subprocess.Popen[bytes]
     log_path: Path
+    #: where the server loads its state from and saves it to (None: it starts empty and keeps nothing)
+    snapshot: Path | None = None
+    #: after ``stop``: the server's last words when it could not save its state ("" when it did, or had none)
+    save_failure: str = ""
     _stopped: bool = field(default=False, repr=False)
 
     @property
@@ -75,8 +81,12 @@ class MotoServer:
         return f"http://{HOST}:{self.port}"
 
     @classmethod
-    def start(cls, port: int | None = None) -> MotoServer:
-        """Start a server on ``port`` (a free one when ``None``) and wait until it answers."""
+    def start(cls, port: int | None = None, *, snapshot: Path | None = None) -> MotoServer:
+        """Start a server on ``port`` (a free one when ``None``) and wait until it answers.
+
+        With ``snapshot`` it resumes the state saved there and saves it there when stopped
+        (``sqsjobs.local.snapshot``).
+        """
         if port is None:
             port = free_port()
         else:
@@ -84,8 +94,9 @@ class MotoServer:
         log = tempfile.NamedTemporaryFile(prefix="sqsjobs-moto-", suffix=".log", delete=False)  # noqa: SIM115
         env = dict(os.environ)
         env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+        state = ["--state", str(snapshot)] if snapshot is not None else []
         process = spawn(
-            [sys.executable, "-m", "sqsjobs.local._child", "moto", "-H", HOST, "-p", str(port)],
+            [sys.executable, "-m", "sqsjobs.local._child", "moto", "-H", HOST, "-p", str(port), *state],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -95,7 +106,7 @@ class MotoServer:
             start_new_session=True,
         )
         log.close()
-        server = cls(port=port, process=process, log_path=Path(log.name))
+        server = cls(port=port, process=process, log_path=Path(log.name), snapshot=snapshot)
         try:
             server._wait_ready()
         except BaseException:
@@ -150,7 +161,11 @@ class MotoServer:
         return "\n".join(text.splitlines()[-lines:]) or "(no output)"
 
     def stop(self) -> None:
-        """Terminate the server and its process group; wait until the port is free."""
+        """Terminate the server (it saves its state first, when it has a snapshot) and wait until the port is free.
+
+        The server gets ``STOP_GRACE_S`` seconds between SIGTERM and SIGKILL: a save takes well under a
+        second for a laptop's queues and tables (``tests/integration/local/test_resume.py`` measures it).
+        """
         if self._stopped:
             return
         self._stopped = True
@@ -158,10 +173,14 @@ class MotoServer:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGTERM)
             try:
-                self.process.wait(timeout=5)
+                self.process.wait(timeout=STOP_GRACE_S)
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=5)
+                if self.snapshot is not None:
+                    self.save_failure = f"the moto server did not save within {STOP_GRACE_S:.0f} s and was killed"
+        if self.snapshot is not None and not self.save_failure and self.process.returncode != 0:
+            self.save_failure = self.log_tail(3)
         with contextlib.suppress(OSError):
             self.log_path.unlink()

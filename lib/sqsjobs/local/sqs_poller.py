@@ -147,7 +147,6 @@ class SqsPoller:
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._receiver = threading.Thread(target=self._run, name=f"sqs-{mapping.logical_id}", daemon=True)
-        self._reported_import_error = ""
 
     def start(self) -> None:
         """Begin polling in a background thread."""
@@ -310,15 +309,14 @@ class SqsPoller:
             return min(self._outstanding.values(), default=None)
 
     def _release_unprocessed(self, messages: list[dict[str, Any]], result: InvocationResult) -> None:
-        """The handler cannot load: show why once, put the messages back untouched."""
-        if result.traceback != self._reported_import_error:
-            self._reported_import_error = result.traceback
-            self.report(
-                "error",
-                f"{self.pool.spec.logical_id}: cannot import handler {self.pool.spec.handler}; "
-                f"polling paused, messages stay on the queue\n{result.traceback}",
-            )
+        """The handler cannot load: say why once (in one line), put the messages back untouched."""
+        self._report_import(result)
         self._make_visible(messages)
+
+    def _report_import(self, failure: InvocationResult) -> None:
+        if self.pool.report_once(failure):
+            self.report("error", f"{self.pool.spec.logical_id}: {failure.one_line()}; cannot import handler "
+                                 f"{self.pool.spec.handler}: polling paused, messages stay on the queue")
 
     def _make_visible(self, messages: list[dict[str, Any]]) -> None:
         for message in messages:
@@ -331,13 +329,7 @@ class SqsPoller:
         failure = self.pool.warm()
         if failure is None:
             self.report("info", f"{self.pool.spec.logical_id}: handler imports again; polling resumed")
-            self._reported_import_error = ""
+            self.pool.imported()
             return True
-        if failure.traceback != self._reported_import_error:
-            self._reported_import_error = failure.traceback
-            self.report(
-                "error",
-                f"{self.pool.spec.logical_id}: cannot import handler {self.pool.spec.handler}; "
-                f"polling paused, messages stay on the queue\n{failure.traceback}",
-            )
+        self._report_import(failure)
         return False

@@ -83,8 +83,12 @@ class StreamPoller:
         healthy: Callable[[], bool] = lambda: True,
         sqs: Any = None,
         iterator_age: Callable[[float], None] | None = None,
+        resume: dict[str, str] | None = None,
     ) -> None:
         self.mapping = mapping
+        #: per shard, the sequence number of the last record handled (delivered, filtered out or given up):
+        #: where a resumed cloud goes on (``resume``), instead of the mapping's StartingPosition
+        self.positions: dict[str, str] = dict(resume or {})
         self.pool = pool
         self.streams = streams
         self.sqs = sqs
@@ -149,10 +153,12 @@ class StreamPoller:
         description = self.streams.describe_stream(StreamArn=self.mapping.stream_arn)["StreamDescription"]
         iterators = {}
         for shard in description.get("Shards", []):
+            where: dict[str, str] = {"ShardIteratorType": self.mapping.starting_position}
+            if shard["ShardId"] in self.positions:
+                where = {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER",
+                         "SequenceNumber": self.positions[shard["ShardId"]]}
             iterators[shard["ShardId"]] = self.streams.get_shard_iterator(
-                StreamArn=self.mapping.stream_arn, ShardId=shard["ShardId"],
-                ShardIteratorType=self.mapping.starting_position,
-            )["ShardIterator"]
+                StreamArn=self.mapping.stream_arn, ShardId=shard["ShardId"], **where)["ShardIterator"]
         return iterators
 
     def _poll_shard(self, shard: str, iterator: str) -> tuple[str | None, bool]:
@@ -165,11 +171,13 @@ class StreamPoller:
         self.skipped += len(records) - len(wanted)
         if wanted:
             self.pending = True  # until a round finds nothing, retries included
-            self._deliver(shard, wanted, 0)
+            if not self._deliver(shard, wanted, 0):
+                return None, True  # stopping mid-batch: the records were not handled, the position stays
+        self.positions[shard] = str(records[-1]["dynamodb"]["SequenceNumber"])
         return response.get("NextShardIterator"), True
 
-    def _deliver(self, shard: str, records: list[dict[str, Any]], attempts: int) -> None:
-        """Invoke until the records succeed, are split (bisect), or their retries run out."""
+    def _deliver(self, shard: str, records: list[dict[str, Any]], attempts: int) -> bool:
+        """Invoke until the records succeed, are split (bisect), or their retries run out; False: stopped first."""
         while not self._stop.is_set():
             numbers = [r["dynamodb"]["SequenceNumber"] for r in records]
             self.in_flight = 1
@@ -182,29 +190,31 @@ class StreamPoller:
             finally:
                 self.in_flight = 0
             if result.init_error:
-                self.report("error", f"{self.mapping.logical_id}: cannot import handler\n{result.traceback}")
+                if self.pool.report_once(result):
+                    self.report("error", f"{self.mapping.logical_id}: {result.one_line()}; cannot import handler "
+                                         f"{self.pool.spec.handler}: its stream records wait")
                 # Unprocessed: the same records go again once the import works.
                 self._stop.wait(2.0)
                 continue
             resume = first_failure(result, numbers, self.mapping.report_batch_item_failures)
             if resume is None:
                 self.delivered += len(records)
-                return
+                return True
             attempts += 1
             why = result.error_type or "batch item failure"
             if result.failed and self.mapping.bisect_on_error and len(records) > 1:
                 half = len(records) // 2
                 self.report("warn", f"{self.mapping.logical_id}: batch of {len(records)} failed ({why}); bisecting")
-                self._deliver(shard, records[:half], attempts)
-                self._deliver(shard, records[half:], attempts)
-                return
+                return self._deliver(shard, records[:half], attempts) and self._deliver(shard, records[half:],
+                                                                                         attempts)
             self.delivered += numbers.index(resume)
             records = records[numbers.index(resume):]
             if 0 <= self.mapping.max_retry_attempts < attempts:
                 self._give_up(shard, records, why)
-                return
+                return True
             self.report("warn", f"{self.mapping.logical_id}: stream batch failed at {resume} ({why}); retry {attempts}")
             self._stop.wait(_RETRY_PAUSE_S)
+        return False
 
     def _give_up(self, shard: str, records: list[dict[str, Any]], why: str) -> None:
         """Retries exhausted: skip the records, telling the on-failure destination, as Lambda does."""

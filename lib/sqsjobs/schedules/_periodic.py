@@ -27,13 +27,14 @@ decorator must name the same expression (a test checks it).
 
 from __future__ import annotations
 
-import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import ConfigurationError, InvalidEventError, PeriodBusyError, StoreError, UnknownJobError
+from sqsjobs.schedules._cron import RateUnit
+from sqsjobs.schedules._cron import parse as parse_schedule
 from sqsjobs.schedules._period_locks import PeriodLocks, Taken, lock_key
 from sqsjobs.store._lease import expiry
 from sqsjobs.worker._budget import remaining_seconds
@@ -45,9 +46,6 @@ PERIOD = "period"
 DAILY = "%Y-%m-%d"
 HOURLY = "%Y-%m-%dT%H"
 MINUTELY = "%Y-%m-%dT%H:%M"
-_CRON = re.compile(r"^cron\((.+)\)$")
-_RATE = re.compile(r"^rate\(\s*(\d+)\s+(minutes?|hours?|days?)\s*\)$")
-_AT = re.compile(r"^at\((.+)\)$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,29 +95,21 @@ class FireResult:
 def period_format(expression: str) -> str:
     """The coarsest period in which ``expression`` fires at most once (UTC strftime format).
 
+    The expression is checked by the one parser of AWS's dialect (``sqsjobs.schedules._cron``):
+    a cron naming one minute of one hour fires once a day, one minute of every hour once an hour.
+
     Example:
         >>> period_format("cron(0 2 * * ? *)"), period_format("cron(15 * * * ? *)"), period_format("rate(5 minutes)")
         ('%Y-%m-%d', '%Y-%m-%dT%H', '%Y-%m-%dT%H:%M')
     """
-    text = expression.strip()
-    cron = _CRON.match(text)
-    if cron:
-        fields = cron.group(1).split()
-        if len(fields) != 6:
-            raise ConfigurationError(f"schedule {expression!r}: EventBridge cron has 6 fields "
-                                     "(minutes hours day-of-month month day-of-week year)")
-        minute, hour = fields[0], fields[1]
-        if minute.isdigit() and hour.isdigit():
+    parsed = parse_schedule(expression)
+    if parsed.cron is not None:
+        if len(parsed.cron.minutes) == 1 and len(parsed.cron.hours) == 1:
             return DAILY
-        return HOURLY if minute.isdigit() else MINUTELY
-    rate = _RATE.match(text)
-    if rate:
-        return {"d": DAILY, "h": HOURLY}.get(rate.group(2)[0], MINUTELY)
-    if _AT.match(text):
-        return MINUTELY
-    raise ConfigurationError(
-        f"schedule {expression!r} is not an EventBridge expression: use cron(...), rate(...) or at(...)"
-    )
+        return HOURLY if len(parsed.cron.minutes) == 1 else MINUTELY
+    if parsed.rate is not None:
+        return {RateUnit.DAY: DAILY, RateUnit.HOUR: HOURLY}.get(parsed.rate.unit, MINUTELY)
+    return MINUTELY
 
 
 def scheduled_time(event: Any, now: float) -> datetime:

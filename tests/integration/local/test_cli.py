@@ -111,3 +111,81 @@ def test_client_commands_without_a_running_local_cloud_say_how_to_start_one(tmp_
 
     assert result.returncode == 1
     assert "start one with `sqsjobs local up`" in result.stderr
+
+
+PING_APP = """from sqsjobs import JobApp
+
+app = JobApp()
+
+
+@app.job("ping", key="ping:{n}")
+def ping(n: int) -> None: ...
+"""
+
+
+def test_two_projects_run_their_own_clouds_side_by_side(tmp_path: Path) -> None:
+    import shutil
+
+    from sqsjobs.local.control import project_key
+
+    env = {k: v for k, v in os.environ.items() if k != "SQSJOBS_LOCAL_STATE"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    projects, clouds, states = {}, {}, {}
+    for name in ("a", "b"):
+        project = projects[name] = tmp_path / name
+        shutil.copytree(FIXTURE.parent, project)
+        template = project / "template.yaml"
+        # `sqsjobs enqueue` sends to SQSJOBS_QUEUE_URL: a queue nothing consumes, so the message stays to be seen.
+        template.write_text(template.read_text().replace(
+            "          QUEUE_URL: !Ref JobsQueue\n",
+            "          QUEUE_URL: !Ref JobsQueue\n          SQSJOBS_QUEUE_URL: !Ref RelayFailures\n", 1))
+        (project / "jobsapp.py").write_text(PING_APP)
+        clouds[name] = subprocess.Popen([SQSJOBS, "local", "up"], cwd=project, env=env, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE, text=True)
+    try:
+        for name in ("a", "b"):
+            key = project_key(projects[name] / "template.yaml")
+            states[name] = wait_for(tmp_path / "cache" / "sqsjobs" / "local" / f"{key}.json", clouds[name])
+
+        def sqsjobs(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([SQSJOBS, *args], cwd=projects[name], env=env, capture_output=True, text=True,
+                                  timeout=120)
+
+        again = sqsjobs("a", "local", "up")
+        enqueued = sqsjobs("a", "enqueue", "ping", "n=1", "--app", "jobsapp:app")
+        depths = {name: sqs_depth(states[name], "RelayFailures") for name in ("a", "b")}
+        env_b = sqsjobs("b", "local", "env")
+        down_b = sqsjobs("b", "local", "down")
+        env_a_after = sqsjobs("a", "local", "env")
+        env_b_after = sqsjobs("b", "local", "env")
+        from_elsewhere = subprocess.run([SQSJOBS, "local", "env", "--template", str(projects["a"] / "template.yaml")],
+                                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        for process in clouds.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        for process in clouds.values():
+            process.communicate(timeout=120)
+
+    assert states["a"]["endpoint"] != states["b"]["endpoint"]
+    assert again.returncode == 1
+    assert f"a local cloud of this project is already running (pid {clouds['a'].pid}, {states['a']['endpoint']})" \
+        in " ".join(again.stderr.split())
+    assert enqueued.returncode == 0, enqueued.stderr
+    assert depths == {"a": 1, "b": 0}  # A's enqueue landed in A's cloud
+    assert f"export AWS_ENDPOINT_URL={states['b']['endpoint']}" in env_b.stdout
+    assert down_b.returncode == 0 and f"pid {clouds['b'].pid}" in down_b.stderr
+    assert f"export AWS_ENDPOINT_URL={states['a']['endpoint']}" in env_a_after.stdout  # A is still found
+    assert env_b_after.returncode == 1 and "no local cloud is running" in env_b_after.stderr
+    assert f"export AWS_ENDPOINT_URL={states['a']['endpoint']}" in from_elsewhere.stdout
+    assert all(process.returncode == 0 for process in clouds.values())
+
+
+def sqs_depth(state: dict[str, object], queue: str) -> int:
+    import boto3
+
+    sqs = boto3.client("sqs", endpoint_url=str(state["endpoint"]), region_name=str(state["region"]),
+                       aws_access_key_id="testing", aws_secret_access_key="testing")
+    url = dict(state["queues"])[queue]  # type: ignore[call-overload]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+    return int(attributes["Attributes"]["ApproximateNumberOfMessages"])

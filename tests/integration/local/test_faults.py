@@ -59,7 +59,7 @@ def test_a_dead_moto_server_is_detected_and_reported() -> None:
         assert any(level == "error" and "moto server" in text for level, text in recorder.events)
 
 
-def test_a_handler_import_error_shows_the_traceback_and_leaves_the_message() -> None:
+def test_a_handler_import_error_is_one_line_said_once_and_leaves_the_message() -> None:
     recorder = Recorder()
     with LocalCloud.start(BROKEN, output=recorder.output(), stack_name="broken") as cloud:
         poller = cloud.sqs_pollers[0]
@@ -70,8 +70,37 @@ def test_a_handler_import_error_shows_the_traceback_and_leaves_the_message() -> 
         tried = pool.cold_starts
         wait_until(lambda: pool.cold_starts >= tried + 2, "two more import attempts by the paused poller")
 
-        assert "ModuleNotFoundError: No module named 'this_module_does_not_exist'" in recorder.text()
-        assert "Traceback (most recent call last)" in recorder.text()
+        said = [text for level, text in recorder.events if "this_module_does_not_exist" in text]
+        assert len(said) == 1 and "\n" not in said[0], said
+        assert said[0].startswith(f"{Path(os.path.relpath(BROKEN.parent))}/broken.py:3: ModuleNotFoundError: "
+                                  "No module named 'this_module_does_not_exist'; Broken: its event sources are paused")
+        assert "Traceback" not in recorder.text()
         assert poller.stats.received == 0
         assert cloud.queue_depth("Queue") == 1
         assert cloud.queue_depth("Dlq") == 0
+
+
+def test_a_syntax_error_saved_under_reload_is_one_line_once_and_the_previous_code_keeps_serving(
+        tmp_path: Path) -> None:
+    import shutil
+
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURE.parent, project)
+    recorder = Recorder()
+    with LocalCloud.start(project / "template.yaml", output=recorder.output(), stack_name="reloading",
+                          reload=True) as cloud:
+        app = project / "app.py"
+        app.write_text(app.read_text() + "\n\ndef broken(:\n    pass\n")
+        wait_until(lambda: cloud.reloads >= 1, "the reload after the edit")
+        line_count = len(app.read_text().splitlines()) - 1
+
+        cloud.send("JobsQueue", "ok")  # served by the previous code: the new one does not import
+        wait_until(lambda: cloud.queue_depth("JobsQueue") == 0, "the message to be processed")
+        cloud.fire("nightly-report")
+
+        said = [text for level, text in recorder.events if "SyntaxError" in text]
+        shown = app if os.path.relpath(app).startswith("..") else Path(os.path.relpath(app))
+        assert said == [f"{shown}:{line_count}: SyntaxError: invalid syntax; {', '.join(cloud.pools)}: still serving "
+                        "the previous code until a change imports"], recorder.events
+        assert "Traceback" not in recorder.text()
+        assert all(pool.init_error is None for pool in cloud.pools.values())

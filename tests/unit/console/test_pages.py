@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from unit.console.conftest import TABLE, Stack, csrf_of
 
+from sqsjobs.console.sources import Sources
 from sqsjobs.schedules._period_locks import PeriodLocks, lock_key
 from sqsjobs.store._dynamodb import DynamoDBStore
 from sqsjobs.worker._job_records import Claim, cancel_marker, retrying, succeeded
@@ -149,6 +150,34 @@ def test_the_lookup_shows_the_jobs_status(stack: Stack) -> None:
     assert "2026-01-01 00:00:00 UTC" in found
     assert 'data-test="not-found"' in missing
     assert "reserved prefix" in reserved
+
+
+def test_the_lookup_shows_a_delayed_job_waiting_in_its_schedule_as_scheduled(stack: Stack) -> None:
+    import boto3
+    from starlette.testclient import TestClient
+
+    from sqsjobs.console.app import create_app
+    from sqsjobs.console.config import ConsoleConfig
+    from sqsjobs.enqueue._delays import schedule_name
+    from sqsjobs.schedules._one_time import DelayedMessage, OneTimeSchedules
+
+    scheduler = boto3.client("scheduler", region_name="us-east-1")
+    scheduler.create_schedule_group(Name="jobs-delayed")
+    body = json.dumps({"v": 1, "job": "digest", "key": "digest:7", "args": {"user_id": 7}})
+    OneTimeSchedules(group="jobs-delayed", clock=lambda: 1767225600.0, client=scheduler,
+                     role_arn="arn:aws:iam::123456789012:role/delivery").create(DelayedMessage(
+        name=schedule_name("digest:7"), job="digest", key="digest:7", body=body, due_at=1767398400.0,
+        queue_arn="arn:aws:sqs:us-east-1:123456789012:jobs"))
+    sources = Sources(sqs=stack.sqs, cloudwatch=stack.cloudwatch, dynamodb=stack.dynamodb, queue_url=stack.queue_url,
+                      dlq_url=stack.dlq_url, table=TABLE, schedule_group="jobs-delayed", scheduler=scheduler)
+    client = TestClient(create_app(ConsoleConfig(queue=stack.queue_url), sources), base_url="http://127.0.0.1:8765")
+
+    waiting = client.get("/lookup?key=digest:7").text
+    nowhere = client.get("/lookup?key=digest:8").text
+
+    assert '<span class="state state-scheduled">scheduled</span>' in waiting
+    assert '<dd data-test="due">2026-01-03 00:00:00 UTC</dd>' in waiting and "<dd>digest</dd>" in waiting
+    assert 'data-test="not-found"' in nowhere
 
 
 def test_the_lookup_escapes_a_last_error(stack: Stack) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -10,7 +9,8 @@ import pytest
 from sqsjobs.local.deploy import _creation_order, _parameter_values
 from sqsjobs.local.errors import TemplateError
 from sqsjobs.local.intrinsics import NO_VALUE, Resolver, references
-from sqsjobs.local.schedules import ScheduleError, Timing
+from sqsjobs.local.model import Schedule
+from sqsjobs.local.schedules import Scheduler
 from sqsjobs.local.template import Template
 
 FIXTURE = Path(__file__).resolve().parents[2] / "integration" / "local" / "fixture" / "template.yaml"
@@ -86,12 +86,36 @@ def test_resources_are_created_after_what_they_refer_to() -> None:
     assert references({"Fn::Sub": ["${A}-${B.Arn}", {"C": {"Ref": "D"}}]}) == {"A", "B", "D"}
 
 
-def test_cron_and_rate_schedules() -> None:
-    weekday_morning = Timing("cron(15 9 ? * MON-FRI *)")
+def test_the_local_scheduler_reads_the_whole_aws_dialect_and_reports_what_aws_would_refuse() -> None:
+    reports: list[tuple[str, str]] = []
+    schedules = [Schedule(logical_id=n, name=n, expression=e, function="F", timezone=tz)
+                 for n, e, tz in (("last", "cron(0 0 L * ? *)", "UTC"),
+                                  ("third-fri", "cron(0 9 ? * 6#3 *)", "Europe/Paris"),
+                                  ("both", "cron(0 9 * * MON *)", "UTC"),
+                                  ("zone", "rate(1 hour)", "Mars/Olympus"))]
 
-    assert weekday_morning.matches(datetime(2026, 11, 30, 9, 15, tzinfo=UTC))  # a Monday
-    assert not weekday_morning.matches(datetime(2026, 11, 29, 9, 15, tzinfo=UTC))  # a Sunday
-    assert Timing("cron(0/15 * * * ? *)").matches(datetime(2026, 1, 1, 0, 45, tzinfo=UTC))
-    assert Timing("rate(1 hour)").interval_s == 3600
-    with pytest.raises(ScheduleError):
-        Timing("cron(0 0 L * ? *)")
+    scheduler = Scheduler(schedules, fire=lambda schedule, at: None, report=lambda *event: reports.append(event))
+
+    assert [s.name for s, _ in scheduler._timed] == ["last", "third-fri"]  # L and # fire on time now
+    assert [level for level, _ in reports] == ["warn", "warn"]
+    assert reports[0][1].startswith("schedule 'cron(0 9 * * MON *)': day-of-month and day-of-week cannot both be given")
+    assert reports[1][1] == ("time zone 'Mars/Olympus' is not an IANA name such as 'Europe/Paris'; "
+                             "fire it with `sqsjobs local fire zone`")
+
+
+def test_iam_arns_of_the_local_cloud_are_global_as_on_aws() -> None:
+    from types import SimpleNamespace
+
+    from sqsjobs.local.intrinsics import Resolver
+    from sqsjobs.local.model import Deployment
+    from sqsjobs.local.resources import ResourceCreator
+
+    resolver = Resolver()
+    creator = ResourceCreator(None, SimpleNamespace(region="eu-west-1"), resolver,  # type: ignore[arg-type]
+                              Deployment(stack_name="local"))
+    creator.create("SchedulerRole", {"Type": "AWS::IAM::Role", "Properties": {}})
+    creator.create("Publish", {"Type": "AWS::IAM::ManagedPolicy", "Properties": {}})
+
+    role = resolver.resolve({"Fn::GetAtt": ["SchedulerRole", "Arn"]})
+    assert role == "arn:aws:iam::123456789012:role/local-SchedulerRole"
+    assert resolver.resolve({"Fn::GetAtt": ["Publish", "Arn"]}) == "arn:aws:iam::123456789012:policy/local-Publish"
