@@ -32,7 +32,8 @@ Dlq = Annotated[
     str | None, typer.Option(envvar=ENV_DLQ_URL, help="Its DLQ (default: the queue's redrive target).")
 ]
 #: ``--table`` (or ``SQSJOBS_TABLE``): the idempotency table
-Table = Annotated[str | None, typer.Option(envvar=ENV_TABLE, help="The idempotency table (job records, runs).")]
+Table = Annotated[str | None, typer.Option(
+    envvar=ENV_TABLE, help="The idempotency table (job records, runs, the DLQ's evidence).")]
 
 
 def parse_pairs(pairs: list[str], *, hint: str) -> dict[str, str]:

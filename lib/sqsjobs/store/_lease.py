@@ -62,7 +62,7 @@ class LeaseState(StrEnum):
 
 
 #: Keys of items that are not job records; no message or enqueue may claim one.
-RESERVED_PREFIXES = ("lock#", "run#", "group#", "chain#", "limit#", "sched#", "sqsjobs#")
+RESERVED_PREFIXES = ("lock#", "run#", "group#", "chain#", "limit#", "sched#", "sqsjobs#", "dlq#", "redrive#")
 
 #: a field value as stored; ``None`` removes the field
 FieldValue = str | int | float | bool | None

@@ -59,16 +59,23 @@ from sqsjobs._errors import (
 )
 from sqsjobs._job import Classification, OnCrash
 from sqsjobs._tracing import reset_trace_id, set_trace_id
-from sqsjobs.enqueue._batching import batches, send_entries
+from sqsjobs.enqueue._batching import Sent, batches, send_entries
 from sqsjobs.enqueue._envelope import Envelope
-from sqsjobs.enqueue._message import ATTR_RESENDS, MAX_DELAY_SECONDS
+from sqsjobs.enqueue._message import ATTR_JOB, ATTR_RESENDS, ATTR_TRACE_ID, MAX_DELAY_SECONDS
 from sqsjobs.flow._limiter_memory import LimiterMemory
 from sqsjobs.flow._permits import Permits, Refusal
 from sqsjobs.store._lease import Operation, Written, expiry
 from sqsjobs.worker import _job_records as guard
 from sqsjobs.worker._budget import remaining_seconds
 from sqsjobs.worker._cancellation import running_job
-from sqsjobs.worker._dead_letters import DeadLetter, Reason, sqs_attribute
+from sqsjobs.worker._dead_letters import (
+    NAMESPACE,
+    DeadLetter,
+    Reason,
+    carry_redrive_counts,
+    evidence_of,
+    sqs_attribute,
+)
 from sqsjobs.worker._delivery import BatchResult, Delivery, Outcome, State
 from sqsjobs.worker._job_records import Claim, ClaimResult, Verdict
 from sqsjobs.worker._time_limit import run_with_time_limit
@@ -377,19 +384,24 @@ class JobBatchProcessor:
         if not pending:
             return
         dlq_url = self.settings.dlq_url
+        letters = [self._dead_letter_of(d) for d in pending]
         if dlq_url:
             fifo = dlq_url.endswith(".fifo")
-            entries = [self._dead_letter_of(d).entry(str(i), fifo) for i, d in enumerate(pending)]
-            sent = send_entries(self.sqs, dlq_url, entries)
+            sent = send_entries(self.sqs, dlq_url, [letter.entry(str(i), fifo) for i, letter in enumerate(letters)])
         else:
-            sent = {str(i): "no DLQ configured (SQSJOBS_DLQ_URL)" for i in range(len(pending))}
+            sent = {str(i): Sent(error="no DLQ configured (SQSJOBS_DLQ_URL)") for i in range(len(pending))}
         now = self.clock()
         expires_at = expiry(now, self.settings.record_ttl)
+        evidence: list[tuple[Delivery, Future[Written]]] = []
         for i, d in enumerate(pending):
             assert d.reason is not None and d.error is not None
-            why = sent.get(str(i), "no answer")
+            answer = sent.get(str(i))
+            why = answer.error if answer is not None else "no answer"
             if why is None:
                 self.log.warning("dead-lettered", extra={**self._fields(d), "reason": d.reason.value})
+                if answer is not None and answer.message_id:  # the proof that the reason is the worker's
+                    op = evidence_of(letters[i], answer.message_id, now=now, expires_at=expires_at)
+                    evidence.append((d, self.store.submit(op)))
                 if d.holds_lease:
                     writes.submit(d, guard.dead_lettered(d.key, owner, now=now, expires_at=expires_at,
                                                          error=d.error, reason=d.reason.value,
@@ -404,6 +416,10 @@ class JobBatchProcessor:
             if d.holds_lease:
                 writes.submit(d, guard.retrying(d.key, owner, now=now, expires_at=expires_at, error=error))
         writes.wait()
+        for d, future in evidence:
+            if not future.result().ok:
+                self.log.error("could not write a dead letter's evidence: status and redrive will show its reason "
+                               "as none", extra={**self._fields(d), "error": future.result().error or "refused"})
 
     def _dead_letter_of(self, d: Delivery) -> DeadLetter:
         assert d.reason is not None and d.error is not None
@@ -411,7 +427,7 @@ class JobBatchProcessor:
             message_id=d.message_id, body=d.body or "", reason=d.reason, error_type=type(d.error).__name__,
             error_message=str(d.error), job=d.job_name, attempts=d.attempt or d.receive_count,
             first_receive_time=d.first_receive_ms, source_queue=self._queue_url(d),
-            source_attributes=d.message_attributes, group_id=d.group_id,
+            source_attributes=d.message_attributes, group_id=d.group_id, key=d.key or None,
         )
 
     # ------------------------------------------------------------------ 5. back to the queue
@@ -483,8 +499,15 @@ class JobBatchProcessor:
         for url, items in by_queue.items():
             fifo = url.endswith(".fifo")
             sent = send_entries(self.sqs, url, [resend_entry(d, str(i), fifo) for i, d in enumerate(items)])
+            now = self.clock()
+            new_ids = {d.message_id: answer.message_id for i, d in enumerate(items)
+                       if (answer := sent.get(str(i))) is not None and answer.message_id}
+            for error in carry_redrive_counts(self.store, new_ids, now=now,
+                                              expires_at=expiry(now, self.settings.record_ttl)):
+                self.log.error("a re-sent message lost its redrive count", extra={"error": error})
             for i, d in enumerate(items):
-                why = sent.get(str(i), "no answer")
+                answer = sent.get(str(i))
+                why = answer.error if answer is not None else "no answer"
                 if why is not None:
                     self.log.error("could not re-send a message at its last receive", extra={**self._fields(d),
                                                                                               "error": why})
@@ -624,17 +647,35 @@ def resends(d: Delivery) -> int:
     return int(text) if isinstance(text, str) and text.isdigit() and len(text) < 6 else 0
 
 
+#: the ``sqsjobs.*`` attributes a re-send keeps: the producer's own two (it writes ``sqsjobs.resends`` itself)
+RESENT_ATTRIBUTES = frozenset({ATTR_JOB, ATTR_TRACE_ID})
+
+
 def resend_entry(d: Delivery, entry_id: str, fifo: bool) -> dict[str, Any]:
     """A fresh copy of ``d`` for its own queue: same body, attributes and tenant, one more re-send counted.
 
-    A deferral (over a limiter: the job is only waiting its turn) is not
-    counted: a job behind a long backlog is re-sent as often as it takes,
-    never dead-lettered for waiting (docs/flow-control.md).
+    Of the ``sqsjobs.*`` attributes only the producer's job name and trace id
+    go with it: any other one was set by a sender (the worker writes its own
+    on a dead letter), and a copy would reach the DLQ looking like the
+    worker's. A redrive count travels in the idempotency table instead
+    (``carry_redrive_counts``). A deferral (over a limiter: the job is only
+    waiting its turn) is not counted: a job behind a long backlog is re-sent
+    as often as it takes, never dead-lettered for waiting (docs/flow-control.md).
+
+    Example:
+        >>> d = Delivery.parse({"messageId": "m", "receiptHandle": "r", "body": "{}", "messageAttributes": {
+        ...     "sqsjobs.job": {"stringValue": "a", "dataType": "String"},
+        ...     "tenant": {"stringValue": "acme", "dataType": "String"},
+        ...     "sqsjobs.reason": {"stringValue": "permanent", "dataType": "String"},
+        ...     "SQSJOBS.Redrive_Count": {"stringValue": "0", "dataType": "Number"}}}, 0)
+        >>> sorted(resend_entry(d, "0", fifo=False)["MessageAttributes"])
+        ['sqsjobs.job', 'sqsjobs.resends', 'tenant']
     """
     attributes: dict[str, Any] = {}
     for name, attr in d.message_attributes.items():
         converted = sqs_attribute(attr)
-        if converted is not None and name != ATTR_RESENDS:
+        ours = name.lower().startswith(NAMESPACE)
+        if converted is not None and (not ours or name in RESENT_ATTRIBUTES):
             attributes[name] = converted
     count = resends(d) + (0 if d.outcome is Outcome.DEFERRED else 1)
     if count:

@@ -14,8 +14,12 @@ from sqsjobs.console.app import create_app
 from sqsjobs.console.config import ConsoleConfig
 from sqsjobs.console.security import CSRF_FIELD
 from sqsjobs.console.sources import Sources
+from sqsjobs.store._dynamodb import DynamoDBStore
+from sqsjobs.worker._dead_letters import DeadLetter, Reason, evidence_of, redrive_record
 
 TABLE = "records"
+#: far in the future: nothing the fixture writes expires during a test
+EXPIRES_AT = 4_000_000_000.0
 
 
 @dataclass
@@ -39,8 +43,11 @@ class Stack:
         return TestClient(create_app(config, self.sources()), base_url="http://127.0.0.1:8765")
 
     def dead_letter(self, job: str, reason: str, error_type: str = "", message: str = "", body: str | None = None,
-                    redrives: int = 0) -> str:
-        """Put a letter on the DLQ as the worker writes one."""
+                    redrives: int = 0, evidence: bool = True) -> str:
+        """Put a letter on the DLQ as the worker writes one: attributes, and (``evidence``) its evidence item.
+
+        ``redrives`` is written as the worker and redrive write it: the attribute, and the ``redrive#`` item.
+        """
         attrs = {"sqsjobs.job": job, "sqsjobs.reason": reason, "sqsjobs.attempts": "1",
                  "sqsjobs.source_queue": self.queue_url}
         if error_type:
@@ -50,10 +57,21 @@ class Stack:
         if redrives:
             attrs["sqsjobs.redrive_count"] = str(redrives)
         body = body if body is not None else json.dumps({"v": 1, "job": job, "key": f"{job}:1", "args": {"id": 1}})
-        return str(self.sqs.send_message(
+        dlq_id = str(self.sqs.send_message(
             QueueUrl=self.dlq_url, MessageBody=body,
             MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attrs.items()},
         )["MessageId"])
+        if evidence:
+            original = f"original-of-{dlq_id}"
+            letter = DeadLetter(message_id=original, body=body, reason=Reason(reason), error_type=error_type,
+                                error_message=message, job=job, attempts=1, first_receive_time=0,
+                                source_queue=self.queue_url, source_attributes={}, key=f"{job}:1")
+            ops = [evidence_of(letter, dlq_id, now=0.0, expires_at=EXPIRES_AT)]
+            if redrives:
+                ops.append(redrive_record(original, count=redrives, redriven_from="earlier", job=job, now=0.0,
+                                          expires_at=EXPIRES_AT))
+            assert all(w.ok for w in DynamoDBStore(self.dynamodb, TABLE).write_many(ops))
+        return dlq_id
 
 
 @pytest.fixture
