@@ -185,7 +185,7 @@ class DlqMessage:
     provenance: Provenance
     delivery_age_seconds: float | None = None
     bad_attributes: tuple[AttributeProblem, ...] = ()
-    #: ``sqsjobs.*`` reason attributes on an unproven letter: not trusted, not used
+    #: ``sqsjobs.*`` reason attributes not used: all of an unproven letter's (an unchecked one's without a reason)
     ignored_attributes: tuple[str, ...] = ()
     #: the job key (the evidence's; else the body's, None when it names none)
     key: str | None = None
@@ -252,7 +252,10 @@ class DlqMessage:
                    copy_of=message_id,  # only evidence groups copies
                    provenance=Provenance.UNCHECKED, key=body_key,
                    delivery_age_seconds=_age(now, sent_at, first_ms),
-                   bad_attributes=tuple(reader.problems))
+                   bad_attributes=tuple(reader.problems),
+                   # Not even a claimed reason: the rest is not read at all.
+                   ignored_attributes=() if reason != NO_REASON else tuple(
+                       sorted(n for n in attrs if n in STALE_REASON_ATTRIBUTES and n != ATTR_REASON)))
 
 
 def _age(now: float, sent_at: float | None, first_receive_ms: int | None) -> float | None:

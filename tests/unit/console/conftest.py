@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from aws_support import prove_letter
 from starlette.testclient import TestClient
 
 from sqsjobs.console.app import create_app
@@ -15,11 +16,8 @@ from sqsjobs.console.config import ConsoleConfig
 from sqsjobs.console.security import CSRF_FIELD
 from sqsjobs.console.sources import Sources
 from sqsjobs.store._dynamodb import DynamoDBStore
-from sqsjobs.worker._dead_letters import DeadLetter, Reason, evidence_of, redrive_record
 
 TABLE = "records"
-#: far in the future: nothing the fixture writes expires during a test
-EXPIRES_AT = 4_000_000_000.0
 
 
 @dataclass
@@ -62,15 +60,9 @@ class Stack:
             MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attrs.items()},
         )["MessageId"])
         if evidence:
-            original = f"original-of-{dlq_id}"
-            letter = DeadLetter(message_id=original, body=body, reason=Reason(reason), error_type=error_type,
-                                error_message=message, job=job, attempts=1, first_receive_time=0,
-                                source_queue=self.queue_url, source_attributes={}, key=f"{job}:1")
-            ops = [evidence_of(letter, dlq_id, now=0.0, expires_at=EXPIRES_AT)]
-            if redrives:
-                ops.append(redrive_record(original, count=redrives, redriven_from="earlier", job=job, now=0.0,
-                                          expires_at=EXPIRES_AT))
-            assert all(w.ok for w in DynamoDBStore(self.dynamodb, TABLE).write_many(ops))
+            prove_letter(DynamoDBStore(self.dynamodb, TABLE), dlq_id, original=f"original-of-{dlq_id}", job=job,
+                         key=f"{job}:1", reason=reason, error_type=error_type, error_message=message, attempts=1,
+                         source_queue=self.queue_url, redrives=redrives)
         return dlq_id
 
 
