@@ -117,6 +117,9 @@ def test_a_forged_letter_that_sqs_moved_reads_none_and_its_forged_count_is_ignor
     assert (failure.message_id, failure.attempts, failure.error_message, failure.redrive_count) == (
         original, None, "", 0)  # SQS keeps the id: the one the worker logged for every attempt
     assert report.dlq_verified and not any("unverified" in n for n in report.notes)
+    (ignored,) = [n for n in report.notes if "ignored" in n]
+    assert ignored.startswith(f"message {original} (refund): ignored sqsjobs.attempts, sqsjobs.error_message")
+    assert "no evidence that the worker wrote this letter" in ignored
 
     # Trusted, the forged count (999) would keep it as poison; it is 0, so it moves, and the forgery is named.
     summary = redrive(options(aws, dry_run=True), sqs_client=aws.sqs, records=records(aws))

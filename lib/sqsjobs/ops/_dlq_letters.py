@@ -258,6 +258,24 @@ class DlqMessage:
                        sorted(n for n in attrs if n in STALE_REASON_ATTRIBUTES and n != ATTR_REASON)))
 
 
+def ignored_line(letter: DlqMessage) -> str:
+    """Why ``letter``'s ``ignored_attributes`` were not read: one line for a report or a note.
+
+    Example:
+        >>> msg = {"MessageId": "d1", "Body": "{}", "MessageAttributes": {
+        ...     "sqsjobs.reason": {"DataType": "String", "StringValue": "permanent"}}}
+        >>> ignored_line(DlqMessage.from_message(msg, now=0.0, facts=TableFacts(evidence=None)))
+        "ignored sqsjobs.reason: the idempotency table holds no evidence that the worker wrote this letter \
+(SQS's own redrive moved it, or a sender set them)"
+    """
+    names = ", ".join(letter.ignored_attributes)
+    if letter.provenance is Provenance.UNCHECKED:
+        return (f"ignored {names}: the letter claims no sqsjobs.reason, so the worker did not write them "
+                "(SQS's own redrive moved it)")
+    return (f"ignored {names}: the idempotency table holds no evidence that the worker wrote this letter "
+            "(SQS's own redrive moved it, or a sender set them)")
+
+
 def _age(now: float, sent_at: float | None, first_receive_ms: int | None) -> float | None:
     """Seconds since the earlier of SQS's send time and the worker's first receive (None: neither known)."""
     starts = [t for t in (sent_at, first_receive_ms / 1000 if first_receive_ms is not None else None)

@@ -46,7 +46,7 @@ from sqsjobs._errors import RedriveError, SqsJobsError
 from sqsjobs._settings import DEFAULT_RECORD_TTL, ENV_DLQ_URL, ENV_QUEUE_URL, ENV_RECORD_TTL
 from sqsjobs.enqueue._batching import SQS_MAX_BYTES, SQS_MAX_ENTRIES, batches
 from sqsjobs.ops._dlq_evidence import read_letters
-from sqsjobs.ops._dlq_letters import MAX_MESSAGE_ATTRIBUTES, DlqMessage, dedup_id, resend_attributes
+from sqsjobs.ops._dlq_letters import MAX_MESSAGE_ATTRIBUTES, DlqMessage, dedup_id, ignored_line, resend_attributes
 from sqsjobs.ops._queues import queue_depth, queue_name, resolve_queue_url
 from sqsjobs.ops._redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
 from sqsjobs.ops._redrive_report import (
@@ -493,9 +493,7 @@ class Redrive:
                 detail += " (poison-suspect: stays unless --force)"
             self._note(letter, NoteKind.MALFORMED_ATTRIBUTE, detail)
         if letter.ignored_attributes:
-            self._note(letter, NoteKind.UNTRUSTED_ATTRIBUTE,
-                       f"ignored {', '.join(letter.ignored_attributes)}: the idempotency table holds no evidence "
-                       "that the worker wrote this letter (SQS's own redrive moved it, or a sender set them)")
+            self._note(letter, NoteKind.UNTRUSTED_ATTRIBUTE, ignored_line(letter))
 
     def _check_age(self, letter: DlqMessage) -> None:
         age = letter.delivery_age_seconds

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 from sqsjobs._errors import StatusError
 from sqsjobs._settings import ENV_DLQ_URL, ENV_NAMESPACE, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_TABLE, Settings
 from sqsjobs.ops._dlq_evidence import read_letters
-from sqsjobs.ops._dlq_letters import DlqMessage
+from sqsjobs.ops._dlq_letters import DlqMessage, ignored_line
 from sqsjobs.ops._queues import dead_letter_queue_of, dead_letter_sources, queue_identity, queue_name, resolve_queue_url
 from sqsjobs.workflows._chunked import RunStatus
 
@@ -399,15 +399,17 @@ def _one_per_original(letters: list[DlqMessage]) -> list[DlqMessage]:
 
 
 def _attribute_notes(letters: list[DlqMessage]) -> list[str]:
-    """One note per unreadable ``sqsjobs.*`` attribute, at most ``ATTRIBUTE_NOTES`` (then a count)."""
+    """One note per unreadable or ignored ``sqsjobs.*`` attribute, at most ``ATTRIBUTE_NOTES`` (then a count)."""
     lines = [
         f"message {letter.original_message_id} ({letter.job}): malformed attribute {problem.line()}"
         + (" (redrive treats it as poison-suspect)" if problem.name.endswith("redrive_count") else "")
         for letter in letters
         for problem in letter.bad_attributes
     ]
+    lines += [f"message {letter.original_message_id} ({letter.job}): {ignored_line(letter)}"
+              for letter in letters if letter.ignored_attributes]
     if len(lines) > ATTRIBUTE_NOTES:
-        lines = [*lines[:ATTRIBUTE_NOTES], f"... and {len(lines) - ATTRIBUTE_NOTES} more malformed attribute(s)"]
+        lines = [*lines[:ATTRIBUTE_NOTES], f"... and {len(lines) - ATTRIBUTE_NOTES} more attribute note(s)"]
     return lines
 
 
