@@ -384,7 +384,7 @@ class JobBatchProcessor:
         if not pending:
             return
         dlq_url = self.settings.dlq_url
-        letters = [self._dead_letter_of(d) for d in pending]
+        letters = [self._dead_letter_of(d) for d in pending] if dlq_url else []
         if dlq_url:
             fifo = dlq_url.endswith(".fifo")
             sent = send_entries(self.sqs, dlq_url, [letter.entry(str(i), fifo) for i, letter in enumerate(letters)])
@@ -417,9 +417,11 @@ class JobBatchProcessor:
                 writes.submit(d, guard.retrying(d.key, owner, now=now, expires_at=expires_at, error=error))
         writes.wait()
         for d, future in evidence:
-            if not future.result().ok:
+            written = future.result()
+            # A FIFO DLQ that deduplicated a second send names the first copy: its evidence is there already.
+            if not written.ok and not (written.item and written.item.get("original_message_id") == d.message_id):
                 self.log.error("could not write a dead letter's evidence: status and redrive will show its reason "
-                               "as none", extra={**self._fields(d), "error": future.result().error or "refused"})
+                               "as none", extra={**self._fields(d), "error": written.error or "refused"})
 
     def _dead_letter_of(self, d: Delivery) -> DeadLetter:
         assert d.reason is not None and d.error is not None
