@@ -16,7 +16,7 @@ MODULES = [
     "sqsjobs.cli.jobs",
     "sqsjobs.cli.local",
     "sqsjobs.cli.options",
-    "sqsjobs.job",
+    "sqsjobs._job",
     "sqsjobs.local.control",
     "sqsjobs.local.output",
     "sqsjobs.local.reload",
@@ -62,7 +62,7 @@ MODULES = [
     "sqsjobs.schedules._one_time",
     "sqsjobs.schedules._receipt",
     "sqsjobs._errors",
-    "sqsjobs.job",
+    "sqsjobs._job",
     "sqsjobs.cli.status",
     "sqsjobs.local.one_time",
 ]
