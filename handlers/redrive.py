@@ -4,8 +4,9 @@ Invoke it with ``aws lambda invoke`` or ``sam remote invoke``, e.g. the event
 ``{"job": "invoice-email", "error": "TimeoutError", "max": 500}`` or
 ``{"dry_run": true}``; ``{"native": true}``, ``{"status": true}`` and
 ``{"cancel": true}`` drive SQS's own move task. The DLQ and the default target
-come from ``SQSJOBS_DLQ_URL`` and ``SQSJOBS_QUEUE_URL``; letters whose key was
-cancelled (``SQSJOBS_TABLE``'s records) stay. The run stops before
+come from ``SQSJOBS_DLQ_URL`` and ``SQSJOBS_QUEUE_URL``; ``SQSJOBS_TABLE`` proves
+each letter's reason and redrive count (the worker's evidence) and keeps the
+letters whose key was cancelled. The run stops before
 the function's timeout and reports what is left; invoke it again to continue.
 """
 
@@ -32,7 +33,7 @@ def _sqs() -> SQSClient:
 
 @lru_cache(maxsize=1)
 def _records() -> LeaseStore | None:
-    # The idempotency table (SQSJOBS_TABLE), so letters whose key was cancelled stay in the DLQ.
+    # The idempotency table (SQSJOBS_TABLE): the letters' evidence and counts, and cancelled keys.
     from sqsjobs.store._dynamodb import DynamoDBStore
 
     table = Settings.from_env().table_name

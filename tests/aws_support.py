@@ -134,3 +134,30 @@ class Serialized:
                 return attribute(*args, **kwargs)
 
         return call
+
+
+def prove_letter(store: Any, dlq_message_id: str, *, original: str, job: str = "invoice-email",
+                 key: str | None = None, reason: str = "exhausted", error_type: str = "TimeoutError",
+                 error_message: str = "boom", attempts: int = 3, source_queue: str = "",
+                 first_receive_ms: int = 0, redrives: int = 0) -> None:
+    """Write what the worker writes once it dead-lettered ``original`` as the DLQ copy ``dlq_message_id``.
+
+    Its evidence item (``worker/_dead_letters.py``'s own builder), and with ``redrives`` the count a
+    redrive left for ``original``.
+    """
+    from sqsjobs.worker._dead_letters import DeadLetter, Reason, evidence_of, redrive_record
+
+    letter = DeadLetter(message_id=original, body="{}", reason=Reason(reason), error_type=error_type,
+                        error_message=error_message, job=job, attempts=attempts,
+                        first_receive_time=first_receive_ms, source_queue=source_queue, source_attributes={},
+                        key=key)
+    ops = [evidence_of(letter, dlq_message_id, now=0.0, expires_at=FAR_FUTURE)]
+    if redrives:
+        ops.append(redrive_record(original, count=redrives, redriven_from="earlier", job=job, now=0.0,
+                                  expires_at=FAR_FUTURE))
+    written = store.write_many(ops)
+    assert all(w.ok for w in written), written
+
+
+#: a TTL nothing reaches during a test
+FAR_FUTURE = 4_000_000_000.0

@@ -47,6 +47,8 @@ MODULES = [
     # The operator side: the DLQ reader, redrive, status, the local cloud's queues and intrinsics.
     "sqsjobs.enqueue._message",
     "sqsjobs.ops._dlq_letters",
+    "sqsjobs.ops._dlq_evidence",
+    "sqsjobs.worker._dead_letters",
     "sqsjobs.ops._queues",
     "sqsjobs.ops._redrive",
     "sqsjobs.ops._redrive_report",

@@ -5,7 +5,11 @@
   target leaves its letters in the DLQ and the rest still move.
 - Finding 6: forged counters are malformed attributes, never a traceback, and
   never defeat the poison guard.
-- Finding 10: DLQ copies of one letter show and move as one.
+- Finding 10: DLQ copies of one letter show and move as one (when their
+  evidence in the idempotency table says they are copies: issue 22, finding 9).
+
+Most letters here are read without a table: their attributes are claims, and
+these tests check that even a claim never raises and never defeats the guard.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import boto3
 import pytest
+from aws_support import create_table, prove_letter
 from botocore.exceptions import ClientError
 from integration.test_redrive_moto import FlakyClient, drain, make_queues, options, sqs, visible
 
@@ -21,6 +27,7 @@ from sqsjobs._settings import DEFAULT_RECORD_TTL
 from sqsjobs.ops._dlq_letters import ATTR_REDRIVE_COUNT
 from sqsjobs.ops._redrive import NoteKind, Redrive, RedriveOptions, redrive
 from sqsjobs.ops._status import collect_status
+from sqsjobs.store._dynamodb import DynamoDBStore
 
 __all__ = ["sqs"]  # the fixture, shared with test_redrive_moto.py
 
@@ -49,6 +56,14 @@ def dead_letter(sqs: Any, dlq: str, *, key: int, source: str | None = None, job:
     if source is not None:
         attrs["sqsjobs.source_queue"] = source
     return forged(sqs, dlq, key=key, attrs=attrs, job=job)
+
+
+@pytest.fixture
+def records(sqs: Any) -> DynamoDBStore:
+    """The idempotency table (in the same moto as ``sqs``), where the worker's evidence lives."""
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    create_table(dynamodb, "idempotency")
+    return DynamoDBStore(dynamodb, "idempotency")
 
 
 def keys(messages: list[dict[str, Any]]) -> list[str]:
@@ -252,49 +267,56 @@ def test_status_reads_forged_counters_without_raising(sqs: Any, value: str) -> N
 # -- finding 10: copies of one dead letter -------------------------------------------------
 
 
-def copies(sqs: Any, dlq: str, src: str, *, key: int, count: int = 2) -> None:
-    """The same dead letter ``count`` times (an acknowledgement lost after the DLQ send)."""
+def proven(sqs: Any, dlq: str, records: DynamoDBStore, src: str, *, key: int) -> str:
+    """A dead letter of original message ``orig-<key>`` as the worker writes it: the letter and its evidence."""
+    dlq_id = dead_letter(sqs, dlq, key=key, source=src)
+    prove_letter(records, dlq_id, original=f"orig-{key}", key=f"invoice-email:{key}", source_queue=src)
+    return dlq_id
+
+
+def copies(sqs: Any, dlq: str, records: DynamoDBStore, src: str, *, key: int, count: int = 2) -> None:
+    """The same dead letter ``count`` times (an acknowledgement lost after the DLQ send): one original each."""
     for _ in range(count):
-        dead_letter(sqs, dlq, key=key, source=src)  # same sqsjobs.original_message_id: orig-<key>
+        proven(sqs, dlq, records, src, key=key)
 
 
-def test_copies_of_one_letter_move_once_and_the_extra_copies_are_deleted(sqs: Any) -> None:
+def test_copies_of_one_letter_move_once_and_the_extra_copies_are_deleted(sqs: Any, records: DynamoDBStore) -> None:
     src, dlq = make_queues(sqs)
-    copies(sqs, dlq, src, key=1, count=3)
-    dead_letter(sqs, dlq, key=2, source=src)
+    copies(sqs, dlq, records, src, key=1, count=3)
+    proven(sqs, dlq, records, src, key=2)
 
-    summary = redrive(options(dlq), sqs_client=sqs)
+    summary = redrive(options(dlq), sqs_client=sqs, records=records)
 
     assert (summary.moved, summary.duplicates, summary.ok, summary.left) == (2, 2, True, 0)
     assert keys(drain(sqs, src)) == ["invoice-email:1", "invoice-email:2"]
 
 
-def test_a_copy_received_in_a_later_round_is_deleted_too(sqs: Any) -> None:
+def test_a_copy_received_in_a_later_round_is_deleted_too(sqs: Any, records: DynamoDBStore) -> None:
     src, dlq = make_queues(sqs)
     for key in range(10):
-        dead_letter(sqs, dlq, key=key, source=src)
-    dead_letter(sqs, dlq, key=0, source=src)  # the copy of key 0, after a full receive
+        proven(sqs, dlq, records, src, key=key)
+    proven(sqs, dlq, records, src, key=0)  # the copy of key 0, after a full receive
 
-    summary = Redrive(options(dlq), sqs_client=sqs).run()
+    summary = Redrive(options(dlq), sqs_client=sqs, records=records).run()
 
     assert (summary.moved, summary.duplicates, summary.left) == (10, 1, 0)
     assert len(drain(sqs, src)) == 10
 
 
-def test_a_dry_run_shows_the_extra_copies_and_changes_nothing(sqs: Any) -> None:
+def test_a_dry_run_shows_the_extra_copies_and_changes_nothing(sqs: Any, records: DynamoDBStore) -> None:
     src, dlq = make_queues(sqs)
-    copies(sqs, dlq, src, key=1)
+    copies(sqs, dlq, records, src, key=1)
 
-    summary = redrive(options(dlq, dry_run=True), sqs_client=sqs)
+    summary = redrive(options(dlq, dry_run=True), sqs_client=sqs, records=records)
 
     assert (summary.matched, summary.duplicates) == (1, 1)
     assert sorted(p.action for p in summary.planned) == ["delete:duplicate", "move"]
     assert visible(sqs, dlq) == 2
 
 
-def test_copies_stay_when_the_send_of_their_twin_fails(sqs: Any) -> None:
+def test_copies_stay_when_the_send_of_their_twin_fails(sqs: Any, records: DynamoDBStore) -> None:
     src, dlq = make_queues(sqs)
-    copies(sqs, dlq, src, key=1)
+    copies(sqs, dlq, records, src, key=1)
 
     class RejectAll:
         def __getattr__(self, name: str) -> Any:
@@ -304,26 +326,27 @@ def test_copies_stay_when_the_send_of_their_twin_fails(sqs: Any) -> None:
             return {"Successful": [], "Failed": [{"Id": e["Id"], "SenderFault": False, "Code": "InternalError",
                                                  "Message": "x"} for e in Entries]}
 
-    summary = redrive(options(dlq), sqs_client=RejectAll())  # type: ignore[arg-type]
+    summary = redrive(options(dlq), sqs_client=RejectAll(), records=records)  # type: ignore[arg-type]
     assert (summary.moved, summary.duplicates, summary.failed) == (0, 0, 1)
     assert visible(sqs, dlq) == 2
 
 
-def test_letters_the_worker_did_not_write_are_never_merged(sqs: Any) -> None:
-    # Without sqsjobs.reason the original id is not trusted: two such letters are two letters.
+@pytest.mark.parametrize("with_table", [False, True])
+def test_letters_no_evidence_proves_are_never_merged(sqs: Any, records: DynamoDBStore, with_table: bool) -> None:
+    # The same claimed original id, even with a claimed reason: only evidence says two letters are one.
     _src, dlq = make_queues(sqs)
     for key in (1, 2):
-        forged(sqs, dlq, key=key, reason=None, attrs={"sqsjobs.original_message_id": "same"})
-    summary = redrive(options(dlq), sqs_client=sqs)
+        forged(sqs, dlq, key=key, attrs={"sqsjobs.original_message_id": "same"})
+    summary = redrive(options(dlq), sqs_client=sqs, records=records if with_table else None)
     assert (summary.moved, summary.duplicates) == (2, 0)
 
 
-def test_status_shows_copies_as_one_letter(sqs: Any) -> None:
+def test_status_shows_copies_as_one_letter(sqs: Any, records: DynamoDBStore) -> None:
     src, dlq = make_queues(sqs)
-    copies(sqs, dlq, src, key=1, count=2)
-    dead_letter(sqs, dlq, key=2, source=src)
+    copies(sqs, dlq, records, src, key=1, count=2)
+    proven(sqs, dlq, records, src, key=2)
 
-    report = collect_status(sqs_client=sqs, queue=src, dlq=dlq)
+    report = collect_status(sqs_client=sqs, queue=src, dlq=dlq, records=records)
 
     assert report.dlq is not None and report.dlq.depth == 3  # SQS's own count
     assert [g.count for g in report.dlq_groups] == [2]

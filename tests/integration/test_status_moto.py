@@ -153,7 +153,9 @@ def test_cli_json_is_machine_readable(aws: Any) -> None:
     assert data["dlq_groups"][0] == {
         "job": "invoice-email", "reason": "exhausted", "error_type": "TimeoutError", "count": 2,
         "oldest_age_seconds": data["dlq_groups"][0]["oldest_age_seconds"],
+        "verified": False,  # no --table: the letters' own claims
     }
+    assert data["dlq_verified"] is False
     assert data["alarms_firing"] == ["jobs-dlq-not-empty"]
 
 

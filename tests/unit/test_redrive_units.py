@@ -60,7 +60,8 @@ def test_dead_letter_reads_the_wire_contract() -> None:
             "sqsjobs.redrive_count": {"DataType": "Number", "StringValue": "2"},
         },
     }
-    letter = DlqMessage.from_message(msg, now=160.0)  # type: ignore[arg-type]
+    letter = DlqMessage.from_message(msg, now=160.0)  # type: ignore[arg-type]  # no table: the claims, unverified
+    assert not letter.verified
     assert letter.job == "invoice-email"  # the attribute wins over the body
     assert (letter.reason, letter.error_type, letter.error_message) == ("exhausted", "TimeoutError", "read timed out")
     assert (letter.attempts, letter.redrive_count, letter.source_queue) == (5, 2, JOBS_URL)
@@ -89,13 +90,11 @@ def test_dedup_id_is_deterministic_fresh_and_valid() -> None:
     assert dedup_id(msg, 1) != dedup_id(msg, 2)
     assert dedup_id(msg, 1) != "orig"
     assert len(dedup_id(msg, 1)) <= 128
-    # Without a FIFO dedup id it falls back to the worker's original message id, then the DLQ message id.
-    worker = {"sqsjobs.reason": string("permanent"), "sqsjobs.original_message_id": string("o")}
-    a: Any = {"MessageId": "x", "MessageAttributes": worker}
-    b: Any = {"MessageId": "y", "MessageAttributes": worker}
-    assert dedup_id(a, 1) == dedup_id(b, 1)
-    # Not written by the worker (no reason): a forged original id could make SQS drop the send as a duplicate.
-    forged = {"sqsjobs.original_message_id": string("o")}
+    # Without a FIFO dedup id it falls back to the letter's honest original id (its evidence's), then the DLQ
+    # message id; the attributes never count: a forged original id could make SQS drop the send as a duplicate.
+    assert dedup_id({"MessageId": "x"}, 1, original_message_id="o") == dedup_id({"MessageId": "y"}, 1,
+                                                                                original_message_id="o")
+    forged = {"sqsjobs.reason": string("permanent"), "sqsjobs.original_message_id": string("o")}
     assert dedup_id({"MessageId": "x", "MessageAttributes": forged}, 1) != dedup_id(  # type: ignore[typeddict-item]
         {"MessageId": "y", "MessageAttributes": forged}, 1)  # type: ignore[typeddict-item]
 

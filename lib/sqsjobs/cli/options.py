@@ -37,7 +37,8 @@ ProjectTemplate = Annotated[
     Path, typer.Option("--template", help="The project's SAM template: its local cloud is the one used.")
 ]
 #: ``--table`` (or ``SQSJOBS_TABLE``): the idempotency table
-Table = Annotated[str | None, typer.Option(envvar=ENV_TABLE, help="The idempotency table (job records, runs).")]
+Table = Annotated[str | None, typer.Option(
+    envvar=ENV_TABLE, help="The idempotency table (job records, runs, the DLQ's evidence).")]
 
 
 def parse_pairs(pairs: list[str], *, hint: str) -> dict[str, str]:

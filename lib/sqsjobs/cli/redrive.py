@@ -119,7 +119,9 @@ def register(app: typer.Typer) -> None:
         table: Annotated[
             str | None,
             typer.Option(envvar=ENV_TABLE,
-                         help="The idempotency table: letters whose key was cancelled stay in the DLQ."),
+                         help="The idempotency table: it proves each letter's reason and keeps its redrive "
+                              "count (without it both are the letters' unverified claims); letters whose key "
+                              "was cancelled stay in the DLQ."),
         ] = None,
         endpoint_url: EndpointUrl = None,
         region: Region = None,
@@ -274,12 +276,16 @@ def _print_summary(console: Console, summary: RedriveSummary) -> None:
         table.add_row(f"skipped: {reason}", str(count))
     table.add_row("send failed (still in DLQ)", str(summary.failed))
     table.add_row("sent, delete failed (duplicate on re-run)", str(summary.delete_failed))
+    if summary.counts_unrecorded:
+        table.add_row("sent, redrive count not written (still in DLQ)", str(summary.counts_unrecorded))
     table.add_row("extra DLQ copies " + ("to delete" if summary.dry_run else "deleted"), str(summary.duplicates))
     table.add_row("older than the record TTL", str(summary.older_than_record_ttl))
     table.add_row("with malformed sqsjobs.* attributes", str(summary.malformed_attributes))
     table.add_row("left in DLQ (approx.)", "?" if summary.left is None else str(summary.left))
     table.add_row("stopped", summary.stopped)
     console.print(table)
+    if summary.unverified:
+        console.print(f"[yellow]unverified:[/yellow] {plain(summary.unverified)}", highlight=False)
     _print_notes(console, summary)
     if summary.error:
         console.print(f"[red]error:[/red] {plain(summary.error)}")
@@ -317,12 +323,12 @@ def _print_plan(console: Console, summary: RedriveSummary) -> None:
 
     if len(summary.planned) > PLAN_ROWS:
         # Thousands of rows help nobody at 3 a.m.: group them, and --json has every message.
-        groups = Counter((p.job, p.reason, p.error_type, action(p)) for p in summary.planned)
+        groups = Counter((p.job, _reason(p), p.error_type, action(p)) for p in summary.planned)
         table = Table(title=f"would redrive from {plain(summary.dlq_url)} (grouped; --json lists every message)")
         for name in ("job", "reason", "error", "action", "count"):
             table.add_column(name, justify="right" if name == "count" else "left")
         for (job, reason, error_type, act), count in groups.most_common():
-            table.add_row(plain(job), plain(reason), plain(error_type), plain(act), str(count))
+            table.add_row(plain(job), reason, plain(error_type), plain(act), str(count))
         console.print(table)
         return
     table = Table(title=f"would redrive from {plain(summary.dlq_url)}")
@@ -330,10 +336,15 @@ def _print_plan(console: Console, summary: RedriveSummary) -> None:
         table.add_column(name, overflow="fold")
     for p in summary.planned:
         table.add_row(
-            plain(p.message_id), plain(p.job), plain(p.reason), plain(p.error_type), format_age(p.age_seconds),
+            plain(p.message_id), plain(p.job), _reason(p), plain(p.error_type), format_age(p.age_seconds),
             "?" if p.redrive_count is None else str(p.redrive_count), plain(action(p)),
         )
     console.print(table)
+
+
+def _reason(p: PlannedMove) -> str:
+    """A dry-run line's reason, marked when it is the letter's own claim (no idempotency table)."""
+    return plain(p.reason) if p.verified else f"{plain(p.reason)} (unverified)"
 
 
 def _print_tasks(console: Console, tasks: tuple[MoveTask, ...]) -> None:

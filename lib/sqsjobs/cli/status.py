@@ -86,7 +86,9 @@ def register(app: typer.Typer) -> None:
                 recent=recent,
                 alarm_prefix=alarm_prefix,
                 runs=runs,
-                dynamodb_client=make_dynamodb_client(endpoint_url=endpoint_url, region=region) if runs else None,
+                # The table also proves the DLQ's reasons (its evidence items): read it whenever it is known.
+                dynamodb_client=make_dynamodb_client(endpoint_url=endpoint_url, region=region)
+                if runs or table else None,
                 table=table,
                 scheduler_client=(make_scheduler_client(endpoint_url=endpoint_url, region=region)
                                   if schedule_group else None),
@@ -128,7 +130,7 @@ def print_report(console: Console, report: StatusReport) -> None:
     for name in ("job", "reason", "error type", "count", "oldest"):
         groups.add_column(name, justify="right" if name in ("count", "oldest") else "left")
     for g in report.dlq_groups:
-        groups.add_row(plain(g.job), plain(g.reason), plain(g.error_type), str(g.count),
+        groups.add_row(plain(g.job), _reason(g.reason, g.verified), plain(g.error_type), str(g.count),
                        format_age(g.oldest_age_seconds))
     console.print(groups)
 
@@ -145,7 +147,7 @@ def print_report(console: Console, report: StatusReport) -> None:
         recent.add_column(name, overflow="fold")
     for f in report.recent_failures:
         recent.add_row(
-            format_age(f.age_seconds), plain(f.job), plain(f.reason), plain(f.error_type),
+            format_age(f.age_seconds), plain(f.job), _reason(f.reason, f.verified), plain(f.error_type),
             "?" if f.attempts is None else str(f.attempts), "?" if f.redrive_count is None else str(f.redrive_count),
             plain(f.message_id), plain(f.error_message[:60]),
         )
@@ -201,6 +203,16 @@ def print_delayed(console: Console, delayed: PendingSummary) -> None:
         table.add_row("-" if s.due is None else s.due.strftime("%Y-%m-%d %H:%M:%SZ"), s.kind, plain(s.job or "?"),
                       plain(s.key or s.name))
     console.print(table)
+
+
+def _reason(reason: str, verified: bool) -> str:
+    """A letter's reason; a claim no table proved says so (status without ``--table``).
+
+    Example:
+        >>> _reason("permanent", True), _reason("permanent", False)
+        ('permanent', 'permanent (unverified)')
+    """
+    return plain(reason) if verified else f"{plain(reason)} (unverified)"
 
 
 def _queue_row(label: str, q: QueueStatus) -> tuple[str, ...]:

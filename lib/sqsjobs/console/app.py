@@ -186,6 +186,7 @@ async def dlq_page(console: Console, request: Request, *, preview: Any = None, f
     refresh_url = "/dlq" + (f"?{urlencode(_filters(job, error_filter))}" if job or error_filter else "")
     return console.page(
         request, "dlq.html", active="dlq", title="Dead letters", data=data, error=error or form_error,
+        notes=(data.note,) if data is not None and data.note else (),
         job=job, error_filter=error_filter, preview=preview, refresh_url=refresh_url,
         result=console.journal.get(request.query_params.get("redrive")), status_code=status_code,
         filter_url=lambda **changes: _filter_url({"job": job, "error": error_filter, **changes}),

@@ -74,7 +74,7 @@ def _run(sources: Sources, dlq_url: str, request: RedriveRequest, *, dry_run: bo
     options = RedriveOptions(dlq=dlq_url, default_to=sources.queue_url, job=request.job, error_type=request.error,
                              max_messages=limit, dry_run=dry_run)
     with sources.dlq_lock:
-        return Redrive(options, sqs_client=sources.sqs, clock=sources.clock).run()
+        return Redrive(options, sqs_client=sources.sqs, clock=sources.clock, records=sources.records).run()
 
 
 class RedriveJournal:

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from sqsjobs.ops._queues import (
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
     from sqsjobs.console.config import ConsoleConfig
+    from sqsjobs.store._lease import LeaseStore
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,6 +49,15 @@ class Sources:
     #: held while this console peeks at or redrives the DLQ: a peek hides letters for a moment,
     #: and a redrive that received nothing because of it would stop early
     dlq_lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
+
+    @cached_property
+    def records(self) -> LeaseStore | None:
+        """The idempotency table as a store (the DLQ's evidence, job records); None without ``table``."""
+        if self.table is None:
+            return None
+        from sqsjobs.store._dynamodb import DynamoDBStore
+
+        return DynamoDBStore(self.dynamodb, self.table)
 
     @classmethod
     def connect(cls, config: ConsoleConfig, *, clock: Callable[[], float] = time.time) -> Sources:

@@ -4,12 +4,14 @@
 take 10 entries; a ``SendMessageBatch`` also takes at most 256 KiB in all.
 The producer, redrive and the worker cut their entries with ``batches``; the
 worker sends its dead letters and re-sent messages with ``send_entries``, which
-falls back to one call per entry when SQS refuses a batch as a whole.
+falls back to one call per entry when SQS refuses a batch as a whole and
+returns the id SQS gave each message it took.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -56,30 +58,51 @@ def batches(
         yield batch
 
 
-def send_entries(sqs: SQSClient, queue_url: str, entries: Sequence[dict[str, Any]]) -> dict[str, str | None]:
-    """Send ``SendMessageBatch`` entries (a unique ``Id`` each); returns each Id's error, or None when sent.
+@dataclass(frozen=True, kw_only=True)
+class Sent:
+    """What SQS said about one ``SendMessageBatch`` entry: the id it gave the message, or why it refused it.
+
+    The id is what the worker keys its DLQ evidence by (``sqsjobs.worker._dead_letters``):
+    SQS makes it up, so nothing a sender writes can name it in advance.
+
+    Example:
+        >>> Sent(message_id="4f0c...").ok, Sent(error="InvalidParameterValue: too big").ok
+        (True, False)
+    """
+
+    message_id: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when SQS accepted the entry."""
+        return self.error is None
+
+
+def send_entries(sqs: SQSClient, queue_url: str, entries: Sequence[dict[str, Any]]) -> dict[str, Sent]:
+    """Send ``SendMessageBatch`` entries (a unique ``Id`` each); returns what SQS said of each Id.
 
     A call SQS refuses as a whole (``BatchRequestTooLong``, a throttle) is
     retried entry by entry, so one oversized or unlucky entry never holds back
-    the others.
+    the others. An Id missing from the answer was not answered: treat it as not sent.
     """
     from botocore.exceptions import BotoCoreError, ClientError
 
     from sqsjobs.worker._dead_letters import entry_size
 
-    outcome: dict[str, str | None] = {}
+    outcome: dict[str, Sent] = {}
     for chunk in batches(entries, max_bytes=SQS_MAX_BYTES, size_of=entry_size):
         try:
             response = sqs.send_message_batch(QueueUrl=queue_url, Entries=chunk)  # type: ignore[arg-type]
         except (ClientError, BotoCoreError) as error:
             if len(chunk) == 1:
-                outcome[chunk[0]["Id"]] = str(error)
+                outcome[chunk[0]["Id"]] = Sent(error=str(error))
                 continue
             for entry in chunk:  # the batch as a whole was refused: each entry on its own
                 outcome.update(send_entries(sqs, queue_url, [entry]))
             continue
         for ok in response.get("Successful", []):
-            outcome[ok["Id"]] = None
+            outcome[ok["Id"]] = Sent(message_id=ok.get("MessageId"))
         for bad in response.get("Failed", []):
-            outcome[bad["Id"]] = f"{bad.get('Code')}: {bad.get('Message')}"
+            outcome[bad["Id"]] = Sent(error=f"{bad.get('Code')}: {bad.get('Message')}")
     return outcome

@@ -12,7 +12,11 @@ What it must never do:
   queue, or in both, and a re-run continues; "both" is the duplicate the guard
   absorbs);
 - call AWS at import (clients are injected);
-- leave a message it did not move hidden until its visibility timeout expires.
+- leave a message it did not move hidden until its visibility timeout expires;
+- believe a letter's ``sqsjobs.*`` attributes: its reason and its redrive
+  count come from the idempotency table (the worker's evidence, and the
+  ``redrive#<id>`` item this module writes for every message it sends back,
+  before it deletes the letter; :mod:`sqsjobs.ops._dlq_evidence`).
 
 :class:`Redrive` receives, filters, sends and deletes (``sqsjobs redrive``
 and ``handlers/redrive.py``); SQS's own message move task, faster but unable
@@ -41,7 +45,8 @@ from sqsjobs._backoff import MAX_VISIBILITY_SECONDS
 from sqsjobs._errors import RedriveError, SqsJobsError
 from sqsjobs._settings import DEFAULT_RECORD_TTL, ENV_DLQ_URL, ENV_QUEUE_URL, ENV_RECORD_TTL
 from sqsjobs.enqueue._batching import SQS_MAX_BYTES, SQS_MAX_ENTRIES, batches
-from sqsjobs.ops._dlq_letters import MAX_MESSAGE_ATTRIBUTES, DlqMessage, dedup_id, resend_attributes
+from sqsjobs.ops._dlq_evidence import read_letters
+from sqsjobs.ops._dlq_letters import MAX_MESSAGE_ATTRIBUTES, DlqMessage, dedup_id, ignored_line, resend_attributes
 from sqsjobs.ops._queues import queue_depth, queue_name, resolve_queue_url
 from sqsjobs.ops._redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
 from sqsjobs.ops._redrive_report import (
@@ -53,7 +58,9 @@ from sqsjobs.ops._redrive_report import (
     StopReason,
 )
 from sqsjobs.ops._redrive_targets import RedriveTargets
+from sqsjobs.store._lease import expiry
 from sqsjobs.worker._budget import remaining_seconds
+from sqsjobs.worker._dead_letters import redrive_record
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -166,6 +173,8 @@ class _Held:
     target: str | None = None
     #: other DLQ copies of the same original message, deleted once this one is sent
     copies: list[_Held] = field(default_factory=list)
+    #: the redrive count the message sent back carries (set when its entry is built)
+    count: int = 0
 
 
 class Redrive:
@@ -178,9 +187,13 @@ class Redrive:
     the messages behind it. The visibility timeout bounds the hiding even if
     this process dies.
 
-    Copies of one dead letter (the same worker-written
-    ``sqsjobs.original_message_id``: an acknowledgement lost after the DLQ
-    send) move once; the other copies are deleted after that send succeeded.
+    Copies of one dead letter (the same original message, as their evidence
+    says: an acknowledgement lost after the DLQ send) move once; the other
+    copies are deleted after that send succeeded. With ``records`` (the
+    idempotency table) a letter's reason and redrive count are the table's,
+    and each message sent back gets its count there before its letter is
+    deleted; without it they are the letters' own claims, unverified, and the
+    summary says so (:attr:`RedriveSummary.unverified`).
 
     Example:
         >>> import json
@@ -208,8 +221,10 @@ class Redrive:
         records: LeaseStore | None = None,
     ) -> None:
         self.options = options
-        #: the idempotency table's records, to skip letters whose key was cancelled (None: not checked)
+        #: the idempotency table: evidence and redrive counts, cancelled keys (None: letters unverified)
         self._records = records
+        self._unverified: str | None = None
+        self._counts_unrecorded = 0
         self._sqs = sqs_client
         self._clock = clock
         self._sleep = sleep
@@ -220,8 +235,8 @@ class Redrive:
         self._held: dict[str, _Held] = {}
         self._seen: set[str] = set()
         # Ids SQS gave the messages this run sent: a dead letter that names one
-        # (the worker's original_message_id, or the same id when SQS's own
-        # redrive policy moved it) failed again during this run.
+        # (its evidence's original id, or the same id when SQS's own redrive
+        # policy moved it) failed again during this run.
         self._sent_ids: set[str] = set()
         # Original message ids of letters this run sent back (in a dry run: would):
         # another DLQ copy of one of them is a duplicate to delete, not to send.
@@ -257,6 +272,8 @@ class Redrive:
             duplicates=self._duplicates,
             older_than_record_ttl=self._older,
             malformed_attributes=self._malformed_attributes,
+            counts_unrecorded=self._counts_unrecorded,
+            unverified=self._unverified,
             record_ttl=self.options.record_ttl,
             target_errors=dict(self._targets.unreachable) if self._targets else {},
             left=self._left,
@@ -311,7 +328,7 @@ class Redrive:
             messages = self._receive(min(remaining, self._receive_size()))
             if not messages:
                 return "drained"
-            fresh = [m for m in messages if self._admit(m)]
+            fresh = [m for m, letter in zip(messages, self._read(messages), strict=True) if self._admit(m, letter)]
             stale = 0 if fresh else stale + 1
             if stale >= STALE_ROUNDS:
                 return "scanned"
@@ -351,7 +368,14 @@ class Redrive:
         )
         return response.get("Messages", [])
 
-    def _admit(self, message: MessageTypeDef) -> bool:
+    def _read(self, messages: Sequence[MessageTypeDef]) -> tuple[DlqMessage, ...]:
+        """The round's letters, checked against the table (two batched reads); unverified without it."""
+        reading = read_letters(messages, records=self._records, now=self._clock())
+        if reading.note is not None and self._unverified is None:
+            self._unverified = reading.note
+        return reading.letters
+
+    def _admit(self, message: MessageTypeDef, letter: DlqMessage) -> bool:
         """Hold ``message``; True when this run has not seen it before."""
         message_id = message.get("MessageId", "")
         if message_id in self._seen:
@@ -360,10 +384,10 @@ class Redrive:
             if message_id in self._held:
                 self._held[message_id].message = message
             else:
-                self._held[message_id] = _Held(message, DlqMessage.from_message(message, now=self._clock()))
+                self._held[message_id] = _Held(message, letter)
             return False
         self._seen.add(message_id)
-        self._held[message_id] = _Held(message, DlqMessage.from_message(message, now=self._clock()))
+        self._held[message_id] = _Held(message, letter)
         return True
 
     def _decide(self, message: MessageTypeDef) -> _Held | None:
@@ -393,20 +417,16 @@ class Redrive:
         self._matched += 1
         held.target = target
         self._check_age(letter)
-        if letter.original_message_id:
-            self._pending[letter.original_message_id] = held
+        self._pending[letter.copy_of] = held
         if self.options.dry_run:
             self._planned.append(_plan(letter, "move", target))
-            if letter.original_message_id:
-                self._replayed.add(letter.original_message_id)
+            self._replayed.add(letter.copy_of)
             return None
         return held
 
     def _is_copy(self, held: _Held) -> bool:
         """True when ``held`` is another DLQ copy of a letter this run sends (or sent) back."""
-        original = held.letter.original_message_id
-        if not original:
-            return False
+        original = held.letter.copy_of
         twin = self._pending.get(original)
         if original not in self._replayed and twin is None:
             return False
@@ -421,7 +441,7 @@ class Redrive:
 
     def _skip_reason(self, letter: DlqMessage) -> SkipReason | None:
         opts = self.options
-        if self._sent_ids and {letter.message_id, letter.original_message_id} & self._sent_ids:
+        if self._sent_ids and {letter.message_id, letter.copy_of, letter.original_message_id} & self._sent_ids:
             # A live worker can fail and dead-letter a replay within seconds;
             # moving it again in the same run would spin it through the queue
             # until the poison guard stops it.
@@ -461,7 +481,8 @@ class Redrive:
     # -- notes ------------------------------------------------------------
 
     def _note(self, letter: DlqMessage, kind: NoteKind, detail: str) -> None:
-        self._notes.append(LetterNote(message_id=letter.message_id, job=letter.job, kind=kind, detail=detail))
+        self._notes.append(LetterNote(message_id=letter.original_message_id, job=letter.job, kind=kind,
+                                      detail=detail))
 
     def _note_attributes(self, letter: DlqMessage) -> None:
         if letter.bad_attributes:
@@ -472,9 +493,7 @@ class Redrive:
                 detail += " (poison-suspect: stays unless --force)"
             self._note(letter, NoteKind.MALFORMED_ATTRIBUTE, detail)
         if letter.ignored_attributes:
-            self._note(letter, NoteKind.UNTRUSTED_ATTRIBUTE,
-                       f"ignored {', '.join(letter.ignored_attributes)}: the letter has no sqsjobs.reason, "
-                       "so the worker did not write them (SQS's own redrive moved it)")
+            self._note(letter, NoteKind.UNTRUSTED_ATTRIBUTE, ignored_line(letter))
 
     def _check_age(self, letter: DlqMessage) -> None:
         age = letter.delivery_age_seconds
@@ -545,16 +564,45 @@ class Redrive:
                            f"send to {queue_name(target)} failed: {self._targets.unreachable[target]}")
             self._release(_with_copies(chunk))
             return
-        sent = [chunk[int(entry["Id"])] for entry in response.get("Successful", [])]
-        self._sent_ids.update(entry["MessageId"] for entry in response.get("Successful", []))
-        self._replayed.update(h.letter.original_message_id for h in sent if h.letter.original_message_id)
+        sent = [(chunk[int(entry["Id"])], entry["MessageId"]) for entry in response.get("Successful", [])]
+        self._sent_ids.update(message_id for _, message_id in sent)
+        self._replayed.update(held.letter.copy_of for held, _ in sent)
         failed = response.get("Failed", [])
         self._failed += len(failed)
         if failed:
             # Not deleted, so still in the DLQ; release now so a re-run finds it.
             self._release(_with_copies([chunk[int(entry["Id"])] for entry in failed]))
-        self._delete(sent)
-        self._delete([copy for held in sent for copy in held.copies], copies=True)
+        counted = self._record_counts(sent)
+        self._delete(counted)
+        self._delete([copy for held in counted for copy in held.copies], copies=True)
+
+    def _record_counts(self, sent: Sequence[tuple[_Held, str]]) -> list[_Held]:
+        """Write each sent message's redrive count (``redrive#<its new id>``); the letters whose count is kept.
+
+        A letter whose count could not be written stays in the DLQ (released):
+        deleting it would lose the count the poison guard stops a loop with.
+        Its sent copy runs through the guard; a later redrive moves the letter
+        again, and the guard absorbs that duplicate.
+        """
+        if self._records is None or not sent:
+            return [held for held, _ in sent]
+        now = self._clock()
+        expires_at = expiry(now, self.options.record_ttl)
+        written = self._records.write_many([
+            redrive_record(message_id, count=held.count, redriven_from=held.letter.copy_of, job=held.letter.job,
+                           now=now, expires_at=expires_at) for held, message_id in sent])
+        kept, unrecorded = [], []
+        for (held, _), answer in zip(sent, written, strict=True):
+            if answer.ok:
+                kept.append(held)
+                continue
+            unrecorded.append(held)
+            self._note(held.letter, NoteKind.COUNT_UNRECORDED,
+                       f"sent back, but its redrive count could not be written ({answer.error or 'refused'}): "
+                       "it stays in the DLQ; run again (the guard absorbs the duplicate)")
+        self._counts_unrecorded += len(unrecorded)
+        self._release(_with_copies(unrecorded))
+        return kept
 
     def _give_up(self, target: str, chunk: Sequence[_Held]) -> None:
         """Leave ``chunk`` in the DLQ: its target refused an earlier send of this run."""
@@ -567,7 +615,7 @@ class Redrive:
 
     def _send_entry(self, entry_id: str, held: _Held, *, fifo: bool) -> SendMessageBatchRequestEntryTypeDef:
         message, letter = held.message, held.letter
-        count = self._next_redrive_count(letter)
+        count = held.count = self._next_redrive_count(letter)
         entry: SendMessageBatchRequestEntryTypeDef = {
             "Id": entry_id,
             "MessageBody": message.get("Body", ""),
@@ -577,7 +625,7 @@ class Redrive:
             # The group keeps per-entity ordering; a message from a standard DLQ
             # has none, and its job name is the closest stand-in.
             entry["MessageGroupId"] = message.get("Attributes", {}).get("MessageGroupId") or letter.job
-            entry["MessageDeduplicationId"] = dedup_id(message, count)
+            entry["MessageDeduplicationId"] = dedup_id(message, count, original_message_id=letter.copy_of)
         return entry
 
     def _next_redrive_count(self, letter: DlqMessage) -> int:
@@ -695,7 +743,7 @@ def redrive(
 
 def _plan(letter: DlqMessage, action: str, target: str | None) -> PlannedMove:
     return PlannedMove(
-        message_id=letter.original_message_id or letter.message_id,
+        message_id=letter.original_message_id,
         job=letter.job,
         reason=letter.reason,
         error_type=letter.error_type,
@@ -703,6 +751,7 @@ def _plan(letter: DlqMessage, action: str, target: str | None) -> PlannedMove:
         redrive_count=letter.redrive_count,
         action=action,
         target=target,
+        verified=letter.verified,
     )
 
 

@@ -33,7 +33,7 @@ class SkipReason(StrEnum):
     FILTERED = "filtered"
     #: redriven ``--max-redrives`` times already
     POISON = "poison"
-    #: its ``sqsjobs.redrive_count`` is unreadable: treated as at the limit
+    #: its redrive count is unreadable: treated as at the limit
     POISON_SUSPECT = "poison-suspect"
     #: a body no job can read, with ``--skip-malformed``
     MALFORMED = "malformed"
@@ -61,8 +61,10 @@ class NoteKind(StrEnum):
 
     #: an ``sqsjobs.*`` counter or time that is not a bounded whole number
     MALFORMED_ATTRIBUTE = "malformed-attribute"
-    #: ``sqsjobs.*`` reason attributes on a letter the worker did not write (ignored)
+    #: ``sqsjobs.*`` reason attributes on a letter no evidence proves (ignored)
     UNTRUSTED_ATTRIBUTE = "untrusted-attribute"
+    #: sent back, but its redrive count could not be written: it stays in the DLQ
+    COUNT_UNRECORDED = "count-unrecorded"
     #: ``sqsjobs.source_queue`` names a queue that does not dead-letter into this DLQ
     NOT_A_SOURCE = "not-a-source"
     #: the target refused the send (missing queue, no permission, KMS...)
@@ -78,8 +80,10 @@ class PlannedMove:
     """A dry-run line: what would happen to one dead letter.
 
     ``action`` is ``move``, ``skip:<reason>``, or ``delete:duplicate`` for a
-    second DLQ copy of a letter that moves. ``redrive_count`` is ``None`` when
-    the letter's count is unreadable.
+    second DLQ copy of a letter that moves. ``message_id`` is the original
+    message id (the one the job's logs know). ``redrive_count`` is ``None``
+    when the letter's count is unreadable; ``verified`` is False when reason
+    and count are the letter's own claims (no idempotency table).
 
     Example:
         >>> PlannedMove(message_id="m1", job="a", reason="exhausted", error_type="TimeoutError",
@@ -95,11 +99,12 @@ class PlannedMove:
     redrive_count: int | None
     action: str
     target: str | None
+    verified: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
 class LetterNote:
-    """One line about one dead letter.
+    """One line about one dead letter (``message_id``: its original message id, as its job's logs show it).
 
     Example:
         >>> LetterNote(message_id="m1", job="a", kind=NoteKind.NOT_A_SOURCE, detail="x").line()
@@ -122,13 +127,17 @@ class RedriveSummary:
 
     ``left`` is the DLQ's approximate depth (visible + in flight) after the
     run, or None when it could not be read. ``stopped`` says why the run ended.
-    ``duplicates`` counts extra DLQ copies of a letter (same
-    ``sqsjobs.original_message_id``) deleted once their twin was sent back (in a
-    dry run: that would be). ``older_than_record_ttl`` counts letters moved (or
+    ``duplicates`` counts extra DLQ copies of a letter (the same original
+    message, as their evidence says) deleted once their twin was sent back (in
+    a dry run: that would be). ``older_than_record_ttl`` counts letters moved (or
     that would move) whose first delivery is older than the idempotency
     records live; ``malformed_attributes`` counts letters with at least one
-    unreadable ``sqsjobs.*`` attribute. ``target_errors`` names each target
-    that refused a send, with the error; the run goes on with the others.
+    unreadable ``sqsjobs.*`` attribute. ``counts_unrecorded`` counts letters
+    sent back whose redrive count could not be written: they stay in the DLQ.
+    ``unverified`` says why reasons and counts are the letters' own claims
+    (no idempotency table, or it could not be read); None when they were
+    checked. ``target_errors`` names each target that refused a send, with
+    the error; the run goes on with the others.
 
     Example:
         >>> RedriveSummary(dlq_url="u", dry_run=False, moved=3).to_dict()["moved"]
@@ -145,6 +154,8 @@ class RedriveSummary:
     duplicates: int = 0
     older_than_record_ttl: int = 0
     malformed_attributes: int = 0
+    counts_unrecorded: int = 0
+    unverified: str | None = None
     record_ttl: float = DEFAULT_RECORD_TTL
     target_errors: Mapping[str, str] = field(default_factory=dict)
     left: int | None = None
@@ -156,7 +167,7 @@ class RedriveSummary:
     @property
     def ok(self) -> bool:
         """True when nothing failed and the run was not cut short by an error."""
-        return self.failed == 0 and self.delete_failed == 0 and self.error is None
+        return self.failed == 0 and self.delete_failed == 0 and self.counts_unrecorded == 0 and self.error is None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the Lambda's return value and ``--json`` output)."""

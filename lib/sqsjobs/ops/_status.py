@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from sqsjobs._errors import StatusError
 from sqsjobs._settings import ENV_DLQ_URL, ENV_NAMESPACE, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_TABLE, Settings
-from sqsjobs.ops._dlq_letters import DlqMessage
+from sqsjobs.ops._dlq_evidence import read_letters
+from sqsjobs.ops._dlq_letters import DlqMessage, ignored_line
 from sqsjobs.ops._queues import dead_letter_queue_of, dead_letter_sources, queue_identity, queue_name, resolve_queue_url
 from sqsjobs.workflows._chunked import RunStatus
 
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 
     from sqsjobs.ops._metrics_reader import SkippedJob
     from sqsjobs.schedules._one_time import PendingSummary
+    from sqsjobs.store._lease import LeaseStore
 
 DEFAULT_SAMPLE: Final = 100
 DEFAULT_RECENT: Final = 10
@@ -102,6 +104,8 @@ class DeadLetterGroup:
     error_type: str
     count: int
     oldest_age_seconds: float | None
+    #: False when the reason is the letters' own claim (no idempotency table was read)
+    verified: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,17 +118,19 @@ class RecentFailure:
         'a'
     """
 
-    #: the id the worker logged (the letter's ``sqsjobs.original_message_id``; the DLQ's own id for a letter
-    #: SQS's redrive moved without one): the same id in logs, status and redrive
+    #: the id the worker logged (the original message id its evidence names; the DLQ's own id for a letter
+    #: SQS's redrive moved, which keeps the id): the same id in logs, status, redrive and the console
     message_id: str
     job: str
     reason: str
     error_type: str
     error_message: str
     attempts: int | None
-    #: None when the letter's ``sqsjobs.redrive_count`` is unreadable (poison-suspect)
+    #: None when the letter's count is unreadable (poison-suspect)
     redrive_count: int | None
     age_seconds: float | None
+    #: False when reason, error and counts are the letter's own claims (no idempotency table was read)
+    verified: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,10 +161,12 @@ class StatusReport:
 
     ``dlq_sampled`` is how many DLQ messages the groups and recent failures
     were computed from; when it is below the DLQ's depth they are a sample.
-    Copies of one dead letter (the same worker-written
-    ``sqsjobs.original_message_id``) count once: ``dlq_duplicates`` says how
-    many extra copies the sample held. ``dlq_malformed_attributes`` counts
-    sampled letters with an unreadable ``sqsjobs.*`` attribute (one note each).
+    Copies of one dead letter (the same original message id, as their
+    evidence says) count once: ``dlq_duplicates`` says how many extra copies
+    the sample held. ``dlq_verified`` is False when no idempotency table was
+    read: reasons and counts are then the letters' own claims.
+    ``dlq_malformed_attributes`` counts sampled letters with an unreadable
+    ``sqsjobs.*`` attribute (one note each).
 
     Example:
         >>> StatusReport(queue=None, dlq=None, dlq_groups=(), dlq_sampled=0, alarms=(),
@@ -177,6 +185,7 @@ class StatusReport:
     runs: tuple[RunStatus, ...] = ()
     dlq_duplicates: int = 0
     dlq_malformed_attributes: int = 0
+    dlq_verified: bool = True
     #: delayed jobs waiting in the schedule group (``--schedule-group`` / ``SQSJOBS_SCHEDULE_GROUP``)
     delayed: PendingSummary | None = None
     #: every jobs queue: ``queue`` first, then the app's named queues and the DLQ's other source queues
@@ -217,6 +226,7 @@ def collect_status(
     schedule_group: str | None = None,
     schedule_sample: int = DEFAULT_SAMPLE,
     skipped_hours: int = DEFAULT_SKIPPED_HOURS,
+    records: LeaseStore | None = None,
 ) -> StatusReport:
     """Read queue depths, peek the DLQ, read alarms; return one report.
 
@@ -226,7 +236,9 @@ def collect_status(
     app's named queues (``SQSJOBS_QUEUE_URL_<NAME>``) and every other source
     queue of the DLQ (a critical queue sharing it). ``runs`` are
     ``(job, run_id)`` pairs of chunked runs whose run records (in ``table``,
-    default ``SQSJOBS_TABLE``) are shown.
+    default ``SQSJOBS_TABLE``) are shown. The DLQ's letters are checked against
+    that table's evidence (``records``, else ``table`` with ``dynamodb_client``;
+    without one they show their own claims, marked unverified).
     ``schedule_group`` (default ``SQSJOBS_SCHEDULE_GROUP``) adds the delayed
     jobs waiting there: their count (``ListSchedules``) and, from up to
     ``schedule_sample`` of them (a ``GetSchedule`` each), the next one due.
@@ -266,12 +278,21 @@ def collect_status(
         notes.append("the queue has no redrive policy: no DLQ to inspect")
 
     watch = _Watch(cloudwatch_client, notes)
-    copies = _peek(sqs_client, dlq_url, sample=sample, now=clock()) if dlq_url else []
+    table = table or os.environ.get(ENV_TABLE)
+    if records is None and dynamodb_client is not None and table:
+        from sqsjobs.store._dynamodb import DynamoDBStore
+
+        records = DynamoDBStore(dynamodb_client, table)
+    reading = read_letters(peek_dead_letters(sqs_client, dlq_url, sample=sample) if dlq_url else [],
+                           records=records, now=clock())
+    copies = list(reading.letters)
+    if copies and reading.note:
+        notes.append(reading.note)
     letters = _one_per_original(copies)
     if len(letters) < len(copies):
-        notes.append(f"{len(copies) - len(letters)} DLQ message(s) are extra copies of a dead letter (same "
-                     "sqsjobs.original_message_id: an acknowledgement lost after the DLQ send), shown once; "
-                     "sqsjobs redrive moves one and deletes the others")
+        notes.append(f"{len(copies) - len(letters)} DLQ message(s) are extra copies of a dead letter (the same "
+                     "original message, as their evidence says: an acknowledgement lost after the DLQ send), "
+                     "shown once; sqsjobs redrive moves one and deletes the others")
     notes.extend(_attribute_notes(letters))
     jobs_queues: list[QueueStatus] = []
     for url in _jobs_queues(sqs_client, queue_url, dlq_url, named=_named_queues() if from_environment else []):
@@ -294,7 +315,7 @@ def collect_status(
     names = {q.name for q in jobs_queues} | {queue_name(u) for u in (queue_url, dlq_url) if u}
     ns = namespace or os.environ.get(ENV_NAMESPACE) or "sqsjobs"
     alarms = watch.alarms(prefix=alarm_prefix, queue_names=names, namespace=ns)
-    run_statuses = _runs(runs, dynamodb_client, table or os.environ.get(ENV_TABLE), notes)
+    run_statuses = _runs(runs, dynamodb_client, table, notes)
     delayed = _delayed(scheduler_client, schedule_group or os.environ.get(ENV_SCHEDULE_GROUP), schedule_sample,
                        clock, notes)
     return StatusReport(
@@ -308,6 +329,7 @@ def collect_status(
         runs=run_statuses,
         dlq_duplicates=len(copies) - len(letters),
         dlq_malformed_attributes=sum(1 for letter in letters if letter.bad_attributes),
+        dlq_verified=reading.checked,
         delayed=delayed,
         queues=tuple(jobs_queues),
         skipped=watch.skipped(namespace=ns, hours=skipped_hours, now=clock()),
@@ -355,37 +377,39 @@ def _delayed(client: EventBridgeSchedulerClient | None, group: str | None, sampl
 
 
 def _one_per_original(letters: list[DlqMessage]) -> list[DlqMessage]:
-    """One letter per worker-written original message id (the oldest copy); letters without one stay.
+    """One letter per original message (the oldest copy), as the letters' evidence names it.
 
     Example:
-        >>> msg = {"MessageId": "m1", "Body": "{}", "MessageAttributes": {
-        ...     "sqsjobs.reason": {"DataType": "String", "StringValue": "permanent"},
-        ...     "sqsjobs.original_message_id": {"DataType": "String", "StringValue": "o1"}}}
-        >>> copy = {**msg, "MessageId": "m2"}
-        >>> [d.message_id for d in _one_per_original([DlqMessage.from_message(m, now=0) for m in (msg, copy)])]
-        ['m1']
+        >>> from sqsjobs.ops._dlq_letters import TableFacts
+        >>> from sqsjobs.worker._dead_letters import Evidence, Reason
+        >>> evidence = Evidence(original_message_id="o1", job="a", key=None, reason=Reason.PERMANENT,
+        ...                     error_type="PermanentError", error_message="", attempts=1, source_queue="",
+        ...                     first_receive_time=0)
+        >>> copies = [DlqMessage.from_message({"MessageId": m, "Body": "{}"}, now=0,
+        ...                                   facts=TableFacts(evidence=evidence)) for m in ("d1", "d2")]
+        >>> [d.message_id for d in _one_per_original(copies)]
+        ['d1']
     """
     kept: dict[str, DlqMessage] = {}
-    alone: list[DlqMessage] = []
     for letter in letters:
-        original = letter.original_message_id
-        if original is None:
-            alone.append(letter)
-        elif original not in kept or (letter.sent_at or 0.0) < (kept[original].sent_at or 0.0):
+        original = letter.copy_of
+        if original not in kept or (letter.sent_at or 0.0) < (kept[original].sent_at or 0.0):
             kept[original] = letter
-    return [*kept.values(), *alone]
+    return list(kept.values())
 
 
 def _attribute_notes(letters: list[DlqMessage]) -> list[str]:
-    """One note per unreadable ``sqsjobs.*`` attribute, at most ``ATTRIBUTE_NOTES`` (then a count)."""
+    """One note per unreadable or ignored ``sqsjobs.*`` attribute, at most ``ATTRIBUTE_NOTES`` (then a count)."""
     lines = [
-        f"message {letter.message_id} ({letter.job}): malformed attribute {problem.line()}"
+        f"message {letter.original_message_id} ({letter.job}): malformed attribute {problem.line()}"
         + (" (redrive treats it as poison-suspect)" if problem.name.endswith("redrive_count") else "")
         for letter in letters
         for problem in letter.bad_attributes
     ]
+    lines += [f"message {letter.original_message_id} ({letter.job}): {ignored_line(letter)}"
+              for letter in letters if letter.ignored_attributes]
     if len(lines) > ATTRIBUTE_NOTES:
-        lines = [*lines[:ATTRIBUTE_NOTES], f"... and {len(lines) - ATTRIBUTE_NOTES} more malformed attribute(s)"]
+        lines = [*lines[:ATTRIBUTE_NOTES], f"... and {len(lines) - ATTRIBUTE_NOTES} more attribute note(s)"]
     return lines
 
 
@@ -513,11 +537,6 @@ def _cloudwatch_oldest_age(cloudwatch_client: CloudWatchClient, name: str, *, no
     return float(points[-1]["Maximum"])
 
 
-def _peek(sqs_client: SQSClient, dlq_url: str, *, sample: int, now: float) -> list[DlqMessage]:
-    """Receive up to ``sample`` DLQ messages, then make every one visible again."""
-    return [DlqMessage.from_message(m, now=now) for m in peek_dead_letters(sqs_client, dlq_url, sample=sample)]
-
-
 def peek_dead_letters(sqs_client: SQSClient, dlq_url: str, *, sample: int = DEFAULT_SAMPLE) -> list[MessageTypeDef]:
     """Receive up to ``sample`` DLQ messages (bodies included), then make every one visible again.
 
@@ -601,11 +620,11 @@ def group_dead_letters(letters: Iterable[DlqMessage]) -> tuple[DeadLetterGroup, 
 
 
 def _group(letters: list[DlqMessage]) -> tuple[DeadLetterGroup, ...]:
-    groups: dict[tuple[str, str, str], list[DlqMessage]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, bool], list[DlqMessage]] = defaultdict(list)
     for letter in letters:
-        groups[letter.job, letter.reason, letter.error_type].append(letter)
+        groups[letter.job, letter.reason, letter.error_type, letter.verified].append(letter)
     out = []
-    for (job, reason, error_type), members in groups.items():
+    for (job, reason, error_type, verified), members in groups.items():
         ages = [m.age_seconds for m in members if m.age_seconds is not None]
         out.append(
             DeadLetterGroup(
@@ -614,6 +633,7 @@ def _group(letters: list[DlqMessage]) -> tuple[DeadLetterGroup, ...]:
                 error_type=error_type,
                 count=len(members),
                 oldest_age_seconds=max(ages) if ages else None,
+                verified=verified,
             )
         )
     return tuple(sorted(out, key=lambda g: (-g.count, g.job, g.reason, g.error_type)))
@@ -623,7 +643,7 @@ def _recent(letters: list[DlqMessage], limit: int) -> tuple[RecentFailure, ...]:
     newest = sorted(letters, key=lambda m: -(m.sent_at or 0.0))[:limit]
     return tuple(
         RecentFailure(
-            message_id=m.original_message_id or m.message_id,
+            message_id=m.original_message_id,
             job=m.job,
             reason=m.reason,
             error_type=m.error_type,
@@ -631,6 +651,7 @@ def _recent(letters: list[DlqMessage], limit: int) -> tuple[RecentFailure, ...]:
             attempts=m.attempts,
             redrive_count=m.redrive_count,
             age_seconds=m.age_seconds,
+            verified=m.verified,
         )
         for m in newest
     )

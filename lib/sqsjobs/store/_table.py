@@ -4,7 +4,8 @@ Every item of the table is a lease (``sqsjobs.store._lease``): a job's record (k
 the job key), a scheduled job's period lock (``lock#...``), a chunked run's
 checkpoint (``run#...``), or a group's and a chain's records (``group#...``,
 ``chain#...``: settled items nobody acquires, see ``sqsjobs.workflows._groups`` and
-``sqsjobs.workflows._chains``). They share the lease attributes and each kind adds its
+``sqsjobs.workflows._chains``), or the DLQ's evidence (``dlq#...``, ``redrive#...``: see
+``sqsjobs.worker._dead_letters``). They share the lease attributes and each kind adds its
 own; the model lists them all, so it is the schema of the whole table (names,
 types, the TTL attribute) in one place.
 
@@ -103,6 +104,24 @@ class TableItem(Model):
     # -- a chain (sqsjobs.workflows._chains): chain#<id>
     #: the steps' messages (JSON)
     steps = UnicodeAttribute(null=True)
+
+    # -- a dead letter's evidence (sqsjobs.worker._dead_letters): dlq#<the DLQ copy's message id>
+    #: the message id the worker dead-lettered (what its logs and its job's record know)
+    original_message_id = UnicodeAttribute(null=True)
+    #: the job key (``pk`` is the evidence's own key)
+    job_key = UnicodeAttribute(null=True)
+    error_type = UnicodeAttribute(null=True)
+    error_message = UnicodeAttribute(null=True)
+    #: the attempt that was dead-lettered (``attempts`` is the lease's own counter)
+    attempts_made = NumberAttribute(null=True)
+    source_queue = UnicodeAttribute(null=True)
+    #: epoch milliseconds
+    first_receive_time = NumberAttribute(null=True)
+
+    # -- a redrive's count (sqsjobs.ops._redrive): redrive#<the message id the redrive's send got>
+    redrive_count = NumberAttribute(null=True)
+    #: the original message id of the letter that was sent back
+    redriven_from = UnicodeAttribute(null=True)
 
     # -- a chunked run's checkpoint (sqsjobs.workflows._chunked)
     run_id = UnicodeAttribute(null=True)

@@ -211,11 +211,11 @@ class JobTester:
         return [s for s in sent if job is None or s.job == job]
 
     def dead_letters(self) -> list[DlqMessage]:
-        """The letters on the DLQ, read as ``sqsjobs status`` reads them (reason, error, original message id)."""
-        from sqsjobs.ops._dlq_letters import DlqMessage
+        """The letters on the DLQ, read as ``sqsjobs status`` reads them: checked against the store's evidence."""
+        from sqsjobs.ops._dlq_evidence import read_letters
 
-        return [DlqMessage.from_message(m.to_wire(), now=self.clock())  # type: ignore[arg-type]
-                for m in self.sqs.messages(self.dlq_url)]
+        messages = [m.to_wire() for m in self.sqs.messages(self.dlq_url)]
+        return list(read_letters(messages, records=self.store, now=self.clock()).letters)  # type: ignore[arg-type]
 
     def _place(self, message: JobMessage | Mapping[str, Any] | str) -> QueuedMessage:
         if isinstance(message, str):

@@ -32,12 +32,14 @@ never raise out of a batch for a record's sake.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random as _random
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs import _metrics as m
@@ -54,14 +56,14 @@ from sqsjobs._errors import (
 )
 from sqsjobs._job import Classification, OnCrash
 from sqsjobs._tracing import reset_trace_id, set_trace_id
-from sqsjobs.enqueue._batching import batches, send_entries
+from sqsjobs.enqueue._batching import Sent, batches, send_entries
 from sqsjobs.enqueue._envelope import Envelope
-from sqsjobs.enqueue._message import ATTR_FINISH, ATTR_RESENDS, ATTR_RESULT, MAX_DELAY_SECONDS
-from sqsjobs.store._lease import Operation, expiry
+from sqsjobs.enqueue._message import ATTR_FINISH, ATTR_JOB, ATTR_RESENDS, ATTR_RESULT, ATTR_TRACE_ID, MAX_DELAY_SECONDS
+from sqsjobs.store._lease import Operation, Written, expiry
 from sqsjobs.worker import _job_records as records
 from sqsjobs.worker._batch import Batch, resends
 from sqsjobs.worker._budget import remaining_seconds
-from sqsjobs.worker._dead_letters import DeadLetter, sqs_attribute
+from sqsjobs.worker._dead_letters import NAMESPACE, DeadLetter, carry_redrive_counts, evidence_of, sqs_attribute
 from sqsjobs.worker._decision import Action, Aftermath, Ending, settle
 from sqsjobs.worker._delivery import BatchResult, Delivery, Outcome, State
 from sqsjobs.worker._job_records import Claim, ClaimResult, Verdict
@@ -375,17 +377,19 @@ class Consumer:
         if not pending:
             return
         dlq_url = self.settings.dlq_url
+        letters = [self._dead_letter_of(d) for d in pending]
         if dlq_url:
             fifo = dlq_url.endswith(".fifo")
-            sent = send_entries(self.sqs, dlq_url, [self._dead_letter_of(d).entry(str(i), fifo)
-                                                    for i, d in enumerate(pending)])
+            sent = send_entries(self.sqs, dlq_url, [letter.entry(str(i), fifo) for i, letter in enumerate(letters)])
         else:
-            sent = {str(i): "no DLQ configured (SQSJOBS_DLQ_URL)" for i in range(len(pending))}
+            sent = {str(i): Sent(error="no DLQ configured (SQSJOBS_DLQ_URL)") for i in range(len(pending))}
         now = self.clock()
         expires_at = expiry(now, self.settings.record_ttl)
+        evidence: list[tuple[Delivery, Future[Written]]] = []
         for i, d in enumerate(pending):
             assert d.decision is not None and d.reason is not None and d.error is not None
-            why = sent.get(str(i), "no answer")
+            answer = sent.get(str(i))
+            why = answer.error if answer is not None else "no answer"
             if why is not None:
                 self.log.error("DLQ send failed; leaving the message on its queue", extra={**self._fields(d),
                                                                                            "error": why})
@@ -395,11 +399,20 @@ class Consumer:
                                                             error=d.error))
                 continue
             self.log.warning("dead-lettered", extra={**self._fields(d), "reason": d.reason.value})
+            if answer is not None and answer.message_id:  # the proof that the reason is the worker's
+                op = evidence_of(letters[i], answer.message_id, now=now, expires_at=expires_at)
+                evidence.append((d, self.store.run(functools.partial(batch.writes.write_now, op))))
             if d.holds_lease:
                 batch.writes.submit(d, records.dead_lettered(
                     d.key, batch.owner, now=now, expires_at=expires_at, error=d.error, reason=d.reason.value,
                     message_id=d.message_id, ran=d.duration_ms is not None, previous=d.previous))
         batch.writes.wait()
+        for d, future in evidence:
+            written = future.result()
+            # A FIFO DLQ that deduplicated a second send names the first copy: its evidence is there already.
+            if not written.ok and not (written.item and written.item.get("original_message_id") == d.message_id):
+                self.log.error("could not write a dead letter's evidence: status and redrive will show its reason "
+                               "as none", extra={**self._fields(d), "error": written.error or "refused"})
 
     def _dead_letter_of(self, d: Delivery) -> DeadLetter:
         assert d.reason is not None and d.error is not None
@@ -407,7 +420,7 @@ class Consumer:
             message_id=d.message_id, body=d.body or "", reason=d.reason, error_type=type(d.error).__name__,
             error_message=str(d.error), job=d.job_name, attempts=d.attempt or d.receive_count,
             first_receive_time=d.first_receive_ms, source_queue=self._queue_url(d),
-            source_attributes=d.message_attributes, group_id=d.group_id,
+            source_attributes=d.message_attributes, group_id=d.group_id, key=d.key or None,
         )
 
     # ------------------------------------------------------------------ 6. settle
@@ -474,8 +487,15 @@ class Consumer:
             fifo = url.endswith(".fifo")
             entries = [resend_entry(d, str(i), fifo, finish=self._finish_of(batch, d)) for i, d in enumerate(items)]
             sent = send_entries(self.sqs, url, entries)
+            now = self.clock()
+            new_ids = {d.message_id: answer.message_id for i, d in enumerate(items)
+                       if (answer := sent.get(str(i))) is not None and answer.message_id}
+            for error in carry_redrive_counts(self.store, new_ids, now=now,
+                                              expires_at=expiry(now, self.settings.record_ttl)):
+                self.log.error("a re-sent message lost its redrive count", extra={"error": error})
             for i, d in enumerate(items):
-                why = sent.get(str(i), "no answer")
+                answer = sent.get(str(i))
+                why = answer.error if answer is not None else "no answer"
                 if why is not None:
                     self.log.error("could not re-send a message", extra={**self._fields(d), "error": why})
                 d.finished(sent=why is None, why=why or "")
@@ -589,19 +609,37 @@ def finish_result(d: Delivery) -> str | None:
     return text if isinstance(text, str) and len(text.encode()) <= records.MAX_RESULT_BYTES else None
 
 
+#: the ``sqsjobs.*`` attributes a re-send keeps: the producer's own two (it writes the worker's itself)
+RESENT_ATTRIBUTES = frozenset({ATTR_JOB, ATTR_TRACE_ID})
+
+
 def resend_entry(d: Delivery, entry_id: str, fifo: bool, *, finish: str | None = None) -> dict[str, Any]:
     """A fresh copy of ``d`` for its own queue: same body, attributes and tenant, one more re-send counted.
 
-    A deferral (over a limiter: the job is only waiting its turn) is not
-    counted: a job behind a long backlog is re-sent as often as it takes,
-    never dead-lettered for waiting (docs/flow-control.md). ``finish`` makes
-    the copy a *finish copy*: its job succeeded under that lease, and its next
-    delivery only writes the completion.
+    Of the ``sqsjobs.*`` attributes only the producer's job name and trace id
+    go with it: any other one was set by a sender (the worker writes its own
+    on a dead letter), and a copy would reach the DLQ looking like the
+    worker's. A redrive count travels in the idempotency table instead
+    (``carry_redrive_counts``). A deferral (over a limiter: the job is only
+    waiting its turn) is not counted: a job behind a long backlog is re-sent
+    as often as it takes, never dead-lettered for waiting (docs/flow-control.md).
+    ``finish`` makes the copy a *finish copy*: its job succeeded under that
+    lease, and its next delivery only writes the completion.
+
+    Example:
+        >>> d = Delivery.parse({"messageId": "m", "receiptHandle": "r", "body": "{}", "messageAttributes": {
+        ...     "sqsjobs.job": {"stringValue": "a", "dataType": "String"},
+        ...     "tenant": {"stringValue": "acme", "dataType": "String"},
+        ...     "sqsjobs.reason": {"stringValue": "permanent", "dataType": "String"},
+        ...     "SQSJOBS.Redrive_Count": {"stringValue": "0", "dataType": "Number"}}}, 0)
+        >>> sorted(resend_entry(d, "0", fifo=False)["MessageAttributes"])
+        ['sqsjobs.job', 'sqsjobs.resends', 'tenant']
     """
     attributes: dict[str, Any] = {}
     for name, attr in d.message_attributes.items():
         converted = sqs_attribute(attr)
-        if converted is not None and name not in (ATTR_RESENDS, ATTR_FINISH, ATTR_RESULT):
+        ours = name.lower().startswith(NAMESPACE)
+        if converted is not None and (not ours or name in RESENT_ATTRIBUTES):
             attributes[name] = converted
     count = resends(d) + (0 if d.outcome is Outcome.DEFERRED or finish is not None else 1)
     if count:

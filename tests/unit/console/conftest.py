@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from aws_support import prove_letter
 from starlette.testclient import TestClient
 
 from sqsjobs.console.app import create_app
 from sqsjobs.console.config import ConsoleConfig
 from sqsjobs.console.security import CSRF_FIELD
 from sqsjobs.console.sources import Sources
+from sqsjobs.store._dynamodb import DynamoDBStore
 
 TABLE = "records"
 
@@ -39,8 +41,11 @@ class Stack:
         return TestClient(create_app(config, self.sources()), base_url="http://127.0.0.1:8765")
 
     def dead_letter(self, job: str, reason: str, error_type: str = "", message: str = "", body: str | None = None,
-                    redrives: int = 0) -> str:
-        """Put a letter on the DLQ as the worker writes one."""
+                    redrives: int = 0, evidence: bool = True) -> str:
+        """Put a letter on the DLQ as the worker writes one: attributes, and (``evidence``) its evidence item.
+
+        ``redrives`` is written as the worker and redrive write it: the attribute, and the ``redrive#`` item.
+        """
         attrs = {"sqsjobs.job": job, "sqsjobs.reason": reason, "sqsjobs.attempts": "1",
                  "sqsjobs.source_queue": self.queue_url}
         if error_type:
@@ -50,10 +55,15 @@ class Stack:
         if redrives:
             attrs["sqsjobs.redrive_count"] = str(redrives)
         body = body if body is not None else json.dumps({"v": 1, "job": job, "key": f"{job}:1", "args": {"id": 1}})
-        return str(self.sqs.send_message(
+        dlq_id = str(self.sqs.send_message(
             QueueUrl=self.dlq_url, MessageBody=body,
             MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attrs.items()},
         )["MessageId"])
+        if evidence:
+            prove_letter(DynamoDBStore(self.dynamodb, TABLE), dlq_id, original=f"original-of-{dlq_id}", job=job,
+                         key=f"{job}:1", reason=reason, error_type=error_type, error_message=message, attempts=1,
+                         source_queue=self.queue_url, redrives=redrives)
+        return dlq_id
 
 
 @pytest.fixture

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
 from typing import Any
 
 import pytest
+from starlette.testclient import TestClient
 from unit.console.conftest import TABLE, Stack, csrf_of
 
+from sqsjobs.console.app import create_app
+from sqsjobs.console.config import ConsoleConfig
 from sqsjobs.console.sources import Sources
 from sqsjobs.schedules._period_locks import PeriodLocks, lock_key
 from sqsjobs.store._dynamodb import DynamoDBStore
@@ -77,6 +81,34 @@ def test_the_dlq_page_groups_by_job_and_reason_and_filters_as_redrive_does(stack
     assert "invoice 8 does not exist" in everything
     assert re.findall(r'data-job="([^"]+)"', by_job) == ["process-order"]
     assert re.findall(r'data-job="([^"]+)"', by_error) == ["invoice-email"]
+
+
+def test_the_dlq_page_shows_the_original_message_id_the_logs_know(stack: Stack) -> None:
+    # Issue 25, finding 9: the page showed the DLQ copy's id, cut to 8 characters; logs and the CLI the original.
+    dlq_id = stack.dead_letter("invoice-email", "permanent", "PermanentError", "invoice 7 does not exist")
+    client = stack.client()
+    csrf = csrf_of(client.get("/dlq").text)
+
+    page = client.get("/dlq").text
+    preview = client.post("/dlq/preview", data={"csrf": csrf, "job": "invoice-email", "error": ""}).text
+
+    for html in (page, preview):
+        assert f"original-of-{dlq_id}" in re.findall(r'data-test="message-id">([^<]+)<', html)
+        assert dlq_id[:8] not in html.replace(f"original-of-{dlq_id}", "")
+
+
+def test_a_letter_without_evidence_reads_none_and_without_a_table_it_is_marked_unverified(stack: Stack) -> None:
+    forged = stack.dead_letter("invoice-email", "permanent", "PermanentError", "forged", evidence=False)
+
+    checked = stack.client().get("/dlq").text
+    config = ConsoleConfig(queue=stack.queue_url, refresh_seconds=5.0)
+    sources = dataclasses.replace(stack.sources(), table=None)
+    unchecked = TestClient(create_app(config, sources), base_url="http://127.0.0.1:8765").get("/dlq").text
+
+    assert re.findall(r'data-job="([^"]+)" data-reason="([^"]+)"', checked) == [("invoice-email", "none")]
+    assert forged in checked and "forged" not in checked and 'data-test="unverified"' not in checked
+    assert re.findall(r'data-job="([^"]+)" data-reason="([^"]+)"', unchecked) == [("invoice-email", "permanent")]
+    assert 'data-test="unverified"' in unchecked and "no idempotency table" in unchecked
 
 
 def test_message_content_is_escaped_in_text_and_in_attributes(stack: Stack) -> None:
