@@ -17,7 +17,7 @@ Without a store, or when the table cannot be read, every letter is
 :attr:`LetterReading.note` says so once.
 
 Example:
-    >>> from sqsjobs.store._lease import InMemoryStore
+    >>> from sqsjobs.store._memory import InMemoryStore
     >>> msg = {"MessageId": "d1", "Body": '{"job": "a"}', "MessageAttributes": {
     ...     "sqsjobs.reason": {"DataType": "String", "StringValue": "permanent"}}}
     >>> reading = read_letters([msg], records=InMemoryStore(), now=0.0)
