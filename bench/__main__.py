@@ -1,8 +1,9 @@
 """``make bench``: measure sqsjobs against the Powertools equivalent and write BENCHMARKS.md.
 
 Usage: ``python -m bench [--quick] [--out BENCHMARKS.md]``. Everything runs
-against 127.0.0.1 (a moto server in this process, the local cloud's moto
-child) or against botocore's Stubber; nothing asserts, it only measures.
+against 127.0.0.1 (a moto server in this process or in a pinned process of its
+own, the local cloud's moto child) or against botocore's Stubber; nothing
+asserts, it only measures (a run that went wrong raises instead of reporting).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     step("first invocation: fresh process, import, first batch (pinned; moto server process on the other core)")
     results.first = cold_start.first_invocation(reps=3 if q else 15)
     step("client CPU per message over real HTTP (pinned; moto server process on the other core)")
-    results.http = pinned.http_cpu(reps=3 if q else 15, batches=10 if q else 30)
+    results.http = pinned.http_cpu(reps=3 if q else 11, batches=10 if q else 20)
     step("job groups: units and round trips per member (local cloud's moto server)")
     results.groups = groups.group_figures()
     client_core = pinned.cores()[0]
@@ -61,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         results.cpu = figures.cpu_per_message(reps=3 if q else 21, batches=10 if q else 30)
     step("capacity model for 10,000 jobs/s")
     results.capacity = capacity.render_markdown(capacity.model())
+    from bench.contenders import message_bytes
+
+    results.message_bytes = message_bytes()
     step("import only (python -X importtime)")
     results.cold = cold_start.import_only(reps=3 if q else 15)
     step("Lambda bundle: sizes (.aws-sam/build) and bytecode")
