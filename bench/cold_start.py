@@ -75,6 +75,8 @@ class FirstInvocation:
     cpu_ms: dict[str, list[float]] = field(default_factory=dict)
     #: one more run each under ``-X importtime``: import ms of the timed part by top-level package
     imports: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    #: the moto server's CPU during each run (its answers are in the wall time, not in the client's CPU)
+    server_cpu_ms: dict[str, list[float]] = field(default_factory=dict)
     #: the cores the measured processes and the moto server ran on
     cores: tuple[int, int] = (0, 0)
 
@@ -122,17 +124,18 @@ def first_invocation(reps: int, profile_dir: Path | None = None) -> FirstInvocat
 
     client_core, server_core = cores()
     out = FirstInvocation(cores=(client_core, server_core))
-    with tempfile.TemporaryDirectory() as scratch, moto_process(server_core) as endpoint:
+    with tempfile.TemporaryDirectory() as scratch, moto_process(server_core) as server:
         trimmed = trimmed_botocore(Path(scratch))
-        _runs(endpoint, reps, out, client_core, trimmed, profile_dir)
+        _runs(server, reps, out, client_core, trimmed, profile_dir)
     return out
 
 
-def _runs(endpoint: str, reps: int, out: FirstInvocation, core: int, trimmed: Path, profile_dir: Path | None
+def _runs(server: Any, reps: int, out: FirstInvocation, core: int, trimmed: Path, profile_dir: Path | None
           ) -> None:
     from bench.pinned import child_env
     from sqsjobs._settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_TABLE
 
+    endpoint = server.url
     sqs, dynamodb, ses = client("sqs", endpoint), client("dynamodb", endpoint), client("ses", endpoint)
     queue, dlq = create_queues(sqs, "bench-first")
     tables = {name: f"bench-first-{i}" for i, name in enumerate(VARIANTS)}
@@ -151,10 +154,13 @@ def _runs(endpoint: str, reps: int, out: FirstInvocation, core: int, trimmed: Pa
             evt = receive_batch(sqs, queue, bodies(10_000 + number * BATCH, BATCH))
             number += 1
             profile = None if profile_dir is None or rep != reps else profile_dir / f"{name}.prof"
+            server_before = server.cpu_seconds()
             run = _first_call(name, evt, envs[name], profile, core)
+            server_ms = (server.cpu_seconds() - server_before) * 1000
             delete_batch(sqs, queue, evt)
             if rep:  # the first round warms the .pyc and page caches
                 out.add(name, run)
+                out.server_cpu_ms.setdefault(name, []).append(server_ms)
     for name in ("sqsjobs", "powertools"):
         evt = receive_batch(sqs, queue, bodies(90_000 + number * BATCH, BATCH))
         number += 1

@@ -61,9 +61,23 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class MotoProcess:
+    """A running moto server process: its URL, and the CPU it has used (what the client's figure leaves out)."""
+
+    url: str
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU of the server process so far (``/proc/<pid>/stat``)."""
+        with open(f"/proc/{self.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextlib.contextmanager
-def moto_process(core: int) -> Iterator[str]:
-    """A moto server in its own process on 127.0.0.1, pinned to ``core``; yields its URL."""
+def moto_process(core: int) -> Iterator[MotoProcess]:
+    """A moto server in its own process on 127.0.0.1, pinned to ``core``."""
     port = _free_port()
     server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=pin_to(core))
@@ -75,7 +89,7 @@ def moto_process(core: int) -> Iterator[str]:
             if server.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the moto server did not start (exit {server.poll()})")
             time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
+        yield MotoProcess(url=f"http://127.0.0.1:{port}", pid=server.pid)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -112,6 +126,8 @@ class HttpCpu:
 
     cpu_us: Paired
     wall_ms: Paired
+    #: the moto server's CPU per message during the same runs (warm-up included): what the client's leaves out
+    server_cpu_us: Paired
     client_core: int
     server_core: int
     batches: int
@@ -120,8 +136,9 @@ class HttpCpu:
 def http_cpu(reps: int, batches: int, warm: int = 3) -> HttpCpu:
     """``reps`` interleaved runs per framework of ``batches`` batches of 10 no-op jobs, after ``warm`` batches."""
     client_core, server_core = cores()
-    cpu, wall = Paired(), Paired()
-    with moto_process(server_core) as endpoint:
+    cpu, wall, server_cpu = Paired(), Paired(), Paired()
+    with moto_process(server_core) as server:
+        endpoint = server.url
         sqs, dynamodb = client("sqs", endpoint), client("dynamodb", endpoint)
         queue, dlq = create_queues(sqs, "bench-http")
         tables = {"sqsjobs": "bench-http-sqsjobs", "powertools": "bench-http-powertools"}
@@ -131,6 +148,7 @@ def http_cpu(reps: int, batches: int, warm: int = 3) -> HttpCpu:
             for name in FRAMEWORKS:
                 config = {"framework": name, "endpoint": endpoint, "queue": queue, "dlq": dlq, "table": tables[name],
                           "first": 1_000_000 * (rep + 1), "warm": warm, "batches": batches}
+                server_before = server.cpu_seconds()
                 done = subprocess.run([sys.executable, "-m", "bench.http_client"], input=json.dumps(config),
                                       env=child_env(), cwd=ROOT, capture_output=True, text=True, timeout=600,
                                       preexec_fn=pin_to(client_core), check=False)
@@ -143,4 +161,6 @@ def http_cpu(reps: int, batches: int, warm: int = 3) -> HttpCpu:
                 if rep:  # the first round warms the page cache and the .pyc files for both
                     cpu.values[name].append(run["cpu_us_per_message"])
                     wall.values[name].append(run["wall_ms_per_batch"])
-    return HttpCpu(cpu_us=cpu, wall_ms=wall, client_core=client_core, server_core=server_core, batches=batches)
+                    server_cpu.values[name].append((server.cpu_seconds() - server_before) / (run["expected"]) * 1e6)
+    return HttpCpu(cpu_us=cpu, wall_ms=wall, server_cpu_us=server_cpu, client_core=client_core,
+                   server_core=server_core, batches=batches)
