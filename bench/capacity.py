@@ -17,7 +17,7 @@ concurrency and the idempotency table's on-demand throughput as caps.
 
 Example:
     >>> round(drain_seconds(Scaling(start=5, per_minute=300, maximum=1250)))
-    200
+    199
     >>> round(drain_seconds(Scaling(start=1250, per_minute=300, maximum=1250)))
     80
 """
