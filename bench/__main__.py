@@ -1,8 +1,9 @@
 """``make bench``: measure sqsjobs against the Powertools equivalent and write BENCHMARKS.md.
 
 Usage: ``python -m bench [--quick] [--out BENCHMARKS.md]``. Everything runs
-against 127.0.0.1 (a moto server in this process, the local cloud's moto
-child) or against botocore's Stubber; nothing asserts, it only measures.
+against 127.0.0.1 (a moto server in this process or in a pinned process of its
+own, the local cloud's moto child) or against botocore's Stubber; nothing
+asserts, it only measures (a run that went wrong raises instead of reporting).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import bundle, cold_start, figures, flow, groups
+from bench import bundle, capacity, cold_start, figures, flow, groups, pinned
 from bench.report import Results, render
 from bench.support import machine, moto_server
 
@@ -45,16 +46,25 @@ def main(argv: list[str] | None = None) -> int:
         results.loop = figures.worker_loop_throughput(endpoint, messages=50 if q else 300, reps=1 if q else 3)
         step("redrive vs raw loop (moto server)")
         results.redrive = figures.redrive_throughput(endpoint, messages=50 if q else 300, reps=1 if q else 3)
-        step("first invocation: fresh process, import, first batch (moto server)")
-        results.first = cold_start.first_invocation(endpoint, reps=3 if q else 15)
         step("flow control: what limiting costs a batch (moto server)")
         results.flow = flow.FlowFigures(cost=flow.batch_costs(endpoint, reps=3 if q else 15))
+    step("first invocation: fresh process, import, first batch (pinned; moto server process on the other core)")
+    results.first = cold_start.first_invocation(reps=3 if q else 15)
+    step("client CPU per message over real HTTP (pinned; moto server process on the other core)")
+    results.http = pinned.http_cpu(reps=3 if q else 11, batches=10 if q else 20)
     step("job groups: units and round trips per member (local cloud's moto server)")
     results.groups = groups.group_figures()
-    step("wall time, CPU, round trips and EMF bytes with the Stubber")
-    results.stubbed = figures.stubbed_wall(reps=5 if q else 30)
-    step("CPU per message with the Stubber")
-    results.cpu = figures.cpu_per_message(reps=2 if q else 7, batches=10 if q else 50)
+    client_core = pinned.cores()[0]
+    with pinned.pinned(client_core):  # one core, as Lambda gives a function of up to 1,769 MB
+        step("wall time, CPU, round trips and EMF bytes with the Stubber (pinned)")
+        results.stubbed = figures.stubbed_wall(reps=5 if q else 30)
+        step("CPU per message with the Stubber (pinned)")
+        results.cpu = figures.cpu_per_message(reps=3 if q else 21, batches=10 if q else 30)
+    step("capacity model for 10,000 jobs/s")
+    results.capacity = capacity.render_markdown(capacity.model())
+    from bench.contenders import message_bytes
+
+    results.message_bytes = message_bytes()
     step("import only (python -X importtime)")
     results.cold = cold_start.import_only(reps=3 if q else 15)
     step("Lambda bundle: sizes (.aws-sam/build) and bytecode")

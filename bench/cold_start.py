@@ -58,11 +58,16 @@ FIRST_CALL = ROOT / "bench" / "cold" / "first_call.py"
 #: the two handlers, as (module, directory) for ``bench/cold/first_call.py``
 COLD_TARGETS = {"sqsjobs": ("worker", ROOT / "handlers"), "powertools": ("pt_worker", ROOT / "bench" / "cold")}
 SENDER = "billing@example.com"
+#: the runs of each round: "sqsjobs" is the worker as its bundle ships it (botocore's data trimmed to its
+#: services, infra/bundle/trim_botocore_data.py), the two others what each init change is worth
+SQSJOBS_UNTRIMMED = "sqsjobs, botocore's full data"
+SQSJOBS_GC_RUNNING = "sqsjobs, full data, GC not paused (before)"
+VARIANTS = ("sqsjobs", SQSJOBS_UNTRIMMED, SQSJOBS_GC_RUNNING, "powertools")
 
 
 @dataclass
 class FirstInvocation:
-    """Per framework, one value per fresh process: import and first-batch ms, wall and CPU, and the sums."""
+    """Per run kind (``VARIANTS``), one value per fresh process: import and first-batch ms, wall and CPU, and sums."""
 
     import_ms: dict[str, list[float]] = field(default_factory=dict)
     batch_ms: dict[str, list[float]] = field(default_factory=dict)
@@ -70,6 +75,10 @@ class FirstInvocation:
     cpu_ms: dict[str, list[float]] = field(default_factory=dict)
     #: one more run each under ``-X importtime``: import ms of the timed part by top-level package
     imports: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    #: the moto server's CPU during each run (its answers are in the wall time, not in the client's CPU)
+    server_cpu_ms: dict[str, list[float]] = field(default_factory=dict)
+    #: the cores the measured processes and the moto server ran on
+    cores: tuple[int, int] = (0, 0)
 
     def add(self, name: str, run: dict[str, float]) -> None:
         self.import_ms.setdefault(name, []).append(run["import_ms"])
@@ -77,47 +86,91 @@ class FirstInvocation:
         self.total_ms.setdefault(name, []).append(run["import_ms"] + run["batch_ms"])
         self.cpu_ms.setdefault(name, []).append(run["cpu_import_ms"] + run["cpu_batch_ms"])
 
+    def ratio(self, name: str, key: str = "total_ms") -> Stat:
+        """``name`` over Powertools, run by run (each round runs every variant back to back)."""
+        values = getattr(self, key)
+        return Stat(tuple(a / b for a, b in zip(values[name], values["powertools"], strict=True)))
 
-def first_invocation(endpoint: str, reps: int, profile_dir: Path | None = None) -> FirstInvocation:
-    """A Lambda cold start, twice per repetition (sqsjobs, Powertools, alternating, fresh processes each).
 
-    Each run imports its handler module in a new interpreter, then answers its
-    first batch: 10 new ``invoice-email`` jobs received from a queue on the
-    moto server at ``endpoint``, each job sending its e-mail through SES there,
-    behind each framework's DynamoDB idempotency table. The run is checked (no
-    failed record, 10 records written) so a broken run cannot pass for a fast one.
+def trimmed_botocore(into: Path) -> Path:
+    """A copy of this environment's botocore under ``into``, its data trimmed as the bundle's (returns ``into``)."""
+    import importlib.util
+    import shutil
+
+    import botocore
+
+    shutil.copytree(Path(botocore.__file__).parent, into / "botocore", ignore=shutil.ignore_patterns("__pycache__"))
+    spec = importlib.util.spec_from_file_location("trim", ROOT / "infra" / "bundle" / "trim_botocore_data.py")
+    assert spec is not None and spec.loader is not None
+    trim = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(trim)
+    trim.trim(into / "botocore" / "data", trim.kept_services())
+    return into
+
+
+def first_invocation(reps: int, profile_dir: Path | None = None) -> FirstInvocation:
+    """A Lambda cold start per variant and repetition (alternating, fresh processes, pinned).
+
+    Each run imports its handler module in a new interpreter on one core, then
+    answers its first batch: 10 new ``invoice-email`` jobs received from a
+    queue on a moto server (its own process, on the other core), each job
+    sending its e-mail through SES there, behind each framework's DynamoDB
+    idempotency table. The run is checked (no failed record, 10 records
+    written) so a broken run cannot pass for a fast one.
     """
+    import tempfile
+
+    from bench.pinned import cores, moto_process
+
+    client_core, server_core = cores()
+    out = FirstInvocation(cores=(client_core, server_core))
+    with tempfile.TemporaryDirectory() as scratch, moto_process(server_core) as server:
+        trimmed = trimmed_botocore(Path(scratch))
+        _runs(server, reps, out, client_core, trimmed, profile_dir)
+    return out
+
+
+def _runs(server: Any, reps: int, out: FirstInvocation, core: int, trimmed: Path, profile_dir: Path | None
+          ) -> None:
+    from bench.pinned import child_env
     from sqsjobs._settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_TABLE
 
+    endpoint = server.url
     sqs, dynamodb, ses = client("sqs", endpoint), client("dynamodb", endpoint), client("ses", endpoint)
     queue, dlq = create_queues(sqs, "bench-first")
-    tables = {"sqsjobs": "bench-first-sqsjobs", "powertools": "bench-first-powertools"}
-    create_table(dynamodb, tables["sqsjobs"], "pk")
-    create_table(dynamodb, tables["powertools"], "id")
+    tables = {name: f"bench-first-{i}" for i, name in enumerate(VARIANTS)}
+    for name, table in tables.items():
+        create_table(dynamodb, table, "id" if name == "powertools" else "pk")
     ses.verify_email_identity(EmailAddress=SENDER)
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AWS_", "SQSJOBS_", "POWERTOOLS_"))}
-    base.update({"AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "bench",
-                 "AWS_SECRET_ACCESS_KEY": "bench", ENV_QUEUE_URL: queue, ENV_DLQ_URL: dlq,
-                 "SQSJOBS_SENDER": SENDER, "POWERTOOLS_SERVICE_NAME": "bench"})
-    out = FirstInvocation()
-    runs = [(name, rep) for rep in range(reps + 1) for name in COLD_TARGETS]
-    for number, (name, rep) in enumerate(runs):
-        evt = receive_batch(sqs, queue, bodies(10_000 + number * BATCH, BATCH))
-        env = {**base, ENV_TABLE: tables[name]}
-        profile = None if profile_dir is None or rep != reps else profile_dir / f"{name}.prof"
-        run = _first_call(name, evt, env, profile)
-        delete_batch(sqs, queue, evt)
-        if rep:  # the first round warms the .pyc and page caches
-            out.add(name, run)
-    for number, name in enumerate(COLD_TARGETS):
+    base = {**child_env(endpoint), ENV_QUEUE_URL: queue, ENV_DLQ_URL: dlq, "SQSJOBS_SENDER": SENDER,
+            "POWERTOOLS_SERVICE_NAME": "bench"}
+    base.pop("PYTHONPATH")
+    envs = {name: {**base, ENV_TABLE: tables[name]} for name in VARIANTS}
+    envs["sqsjobs"]["PYTHONPATH"] = str(trimmed)  # its botocore first: the bundle's data
+    envs[SQSJOBS_GC_RUNNING]["SQSJOBS_BENCH_NO_GC_PAUSE"] = "1"
+    number = 0
+    for rep in range(reps + 1):
+        for name in VARIANTS:
+            evt = receive_batch(sqs, queue, bodies(10_000 + number * BATCH, BATCH))
+            number += 1
+            profile = None if profile_dir is None or rep != reps else profile_dir / f"{name}.prof"
+            server_before = server.cpu_seconds()
+            run = _first_call(name, evt, envs[name], profile, core)
+            server_ms = (server.cpu_seconds() - server_before) * 1000
+            delete_batch(sqs, queue, evt)
+            if rep:  # the first round warms the .pyc and page caches
+                out.add(name, run)
+                out.server_cpu_ms.setdefault(name, []).append(server_ms)
+    for name in ("sqsjobs", "powertools"):
         evt = receive_batch(sqs, queue, bodies(90_000 + number * BATCH, BATCH))
-        out.imports[name] = _costliest_imports(name, evt, {**base, ENV_TABLE: tables[name]})
+        number += 1
+        out.imports[name] = _costliest_imports(name, evt, envs[name])
         delete_batch(sqs, queue, evt)
     for name, table in tables.items():
         written = dynamodb.scan(TableName=table, Select="COUNT")["Count"]
-        if written != (reps + 2) * BATCH:
-            raise RuntimeError(f"{name}: {written} idempotency records, expected {(reps + 2) * BATCH}")
-    return out
+        expected = (reps + 1 + (1 if name in ("sqsjobs", "powertools") else 0)) * BATCH
+        if written != expected:
+            raise RuntimeError(f"{name}: {written} idempotency records, expected {expected}")
 
 
 #: packages listed per framework (at least 3 ms each)
@@ -147,17 +200,23 @@ def _costliest_imports(name: str, evt: dict[str, Any], env: dict[str, str]) -> l
     return [item for item in ranked[:LISTED_PACKAGES] if item[1] >= 3]
 
 
-def _first_call(name: str, evt: dict[str, Any], env: dict[str, str], profile: Path | None) -> dict[str, float]:
-    module, directory = COLD_TARGETS[name]
+def _first_call(name: str, evt: dict[str, Any], env: dict[str, str], profile: Path | None, core: int
+                ) -> dict[str, float]:
+    from bench.pinned import pin_to
+
+    module, directory = COLD_TARGETS["powertools" if name == "powertools" else "sqsjobs"]
     command = [sys.executable, str(FIRST_CALL), module, str(directory)]
     if profile is not None:
         command += ["--profile", str(profile)]
     completed = subprocess.run(command, input=json.dumps(evt), env=env, cwd=directory, capture_output=True,
-                               text=True, check=False)
+                               text=True, check=False, preexec_fn=pin_to(core))
     lines = [line for line in completed.stdout.splitlines() if line.startswith('{"import_ms"')]
     if completed.returncode or not lines:
         raise RuntimeError(f"{name} first call failed ({completed.returncode}): {completed.stderr[-2000:]}")
     report = json.loads(lines[-1])
     if report["response"].get("batchItemFailures"):
         raise RuntimeError(f"{name} first call failed records: {report['response']} {completed.stderr[-2000:]}")
+    wanted = env.get("PYTHONPATH")
+    if wanted and not str(report["botocore"]).startswith(wanted):
+        raise RuntimeError(f"{name} imported {report['botocore']}, not the botocore under {wanted}")
     return {key: float(value) for key, value in report.items() if key.endswith("_ms")}

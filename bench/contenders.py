@@ -102,6 +102,18 @@ def bodies(first: int, count: int) -> list[str]:
     return [send_invoice_email.message(invoice_id=i).body for i in range(first, first + count)]
 
 
+def message_bytes() -> int:
+    """What SQS counts of one of these jobs' messages (body, attribute names, types and values)."""
+    from sqsjobs import JobApp
+
+    app = JobApp(queue_url="https://sqs.us-east-1.amazonaws.com/123456789012/bench")
+
+    @app.job(JOB, key="invoice-email:{invoice_id}")
+    def send_invoice_email(invoice_id: int) -> None: ...
+
+    return send_invoice_email.message(invoice_id=123_456).size()
+
+
 def event(messages: list[str], *, attempt: int = 1) -> dict[str, Any]:
     """An SQS event carrying ``messages`` (fresh message ids)."""
     from sqsjobs.testing import sqs_event

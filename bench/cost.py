@@ -1,26 +1,32 @@
 """What a million successful jobs cost on AWS, from the measured figures: Lambda, DynamoDB, SQS, CloudWatch.
 
-The inputs are measured by ``bench.figures`` for each framework; this module
-only prices them, so the arithmetic can be read (and checked) in one place.
+The inputs are measured by ``bench.figures`` and ``bench.pinned`` for each framework; this module only
+prices them, so the arithmetic can be read (and checked) in one place.
 
 Lambda duration per batch of 10, at ``memory`` MB::
 
-    duration = wall + cpu * (1 / share - 1),   share = min(1, memory / 1769)
+    duration = waits + cpu / share,   share = min(1, memory / 1769)
 
-``wall`` is the measured wall time of a batch with every AWS call answered
-after 5 ms (the Stubber run), on a machine where the batch had a whole core;
-``cpu`` is the CPU time of the same batches. Lambda gives a function
-``memory / 1769`` of a vCPU below 1,769 MB, so the CPU part stretches by
-``1 / share`` and the waiting part does not. Billing rounds each invocation up
-to the millisecond and adds the request charge.
+``cpu`` is the client CPU of a batch over real HTTP (signing, HTTP, parsing included), measured on one
+core; ``waits`` is the batch's sequential DynamoDB round trips times ``LATENCY_MS`` (an in-region round
+trip). Lambda gives a function ``memory / 1769`` of a vCPU below 1,769 MB, so the CPU stretches by
+``1 / share`` and the waits do not. The sum is an upper bound where a framework overlaps its calls
+(sqsjobs' claims run in parallel, so their CPU and their waits partly overlap) and about exact where it
+makes them one after another. Billing rounds each invocation up to the millisecond and adds the request
+charge.
+
+SQS bills each 64 KiB chunk of a request's payload as one request (a batch of ten 1 KB messages is one
+request; a 256 KB message is four): ``sqs_requests`` counts them from the messages' size.
 
 Example:
-    >>> inputs = Inputs(wall_ms=20.0, cpu_ms=8.0, wcu_per_job=2.0, sqs_per_job=0.3, emf_bytes_per_job=40.0)
+    >>> inputs = Inputs(wait_ms=10.0, cpu_ms=8.0, wcu_per_job=2.0, sqs_per_job=0.3, emf_bytes_per_job=40.0)
     >>> round(duration_ms(inputs, 1769), 1), round(duration_ms(inputs, 128), 1)
-    (20.0, 122.6)
+    (18.0, 120.6)
     >>> row = price(inputs, 128)
     >>> round(row.lambda_gb_s, 1), round(row.total_usd, 4)
-    (1537.5, 1.4305)
+    (1512.5, 1.4302)
+    >>> sqs_requests(1_000, per_request=10), sqs_requests(262_144, per_request=1)
+    (1, 4)
 """
 
 from __future__ import annotations
@@ -28,6 +34,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+#: the in-region round trip assumed for each sequential AWS call (not measured here: moto answers locally)
+LATENCY_MS = 5.0
+#: SQS bills a request per 64 KiB chunk of its payload
+SQS_CHUNK_BYTES = 64 * 1024
 #: where the prices below come from, and when they were read
 PRICES_SOURCE = ("AWS list prices, us-east-1, on-demand, first pricing tier, as of 2025-06-01 "
                  "(unchanged since DynamoDB's on-demand cut of 2024-11-01)")
@@ -46,9 +56,9 @@ MEMORIES = (128, 512, 1769)
 class Inputs:
     """One framework's measured figures for batches of 10 successful jobs."""
 
-    #: wall time of a batch, every AWS call answered after 5 ms, with a whole core
-    wall_ms: float
-    #: CPU time of the same batch (all threads)
+    #: the batch's sequential DynamoDB round trips times LATENCY_MS
+    wait_ms: float
+    #: client CPU of a batch over real HTTP, on one core (all threads)
     cpu_ms: float
     #: DynamoDB write units per job (failed conditional writes included: AWS bills them)
     wcu_per_job: float
@@ -81,8 +91,13 @@ def vcpu_share(memory_mb: int) -> float:
 
 
 def duration_ms(inputs: Inputs, memory_mb: int) -> float:
-    """The modelled duration of one batch at ``memory_mb``: waits as measured, CPU stretched by the share."""
-    return inputs.wall_ms + inputs.cpu_ms * (1 / vcpu_share(memory_mb) - 1)
+    """The modelled duration of one batch at ``memory_mb``: the waits, plus the CPU stretched by the share."""
+    return inputs.wait_ms + inputs.cpu_ms / vcpu_share(memory_mb)
+
+
+def sqs_requests(payload_bytes: int, *, per_request: int) -> int:
+    """Billed SQS requests for one request carrying ``per_request`` payloads of ``payload_bytes`` each."""
+    return max(1, math.ceil(payload_bytes * per_request / SQS_CHUNK_BYTES))
 
 
 def price(inputs: Inputs, memory_mb: int) -> Priced:

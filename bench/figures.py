@@ -168,6 +168,12 @@ def producer_calls(endpoint: str, messages: int = 100) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------- CPU with the Stubber
+#: the DynamoDB operations each framework sends for a batch of 10 successes, in order (the Stubber answers them).
+#: sqsjobs' follow its store's request shapes (sqsjobs/store/_dynamodb.py): change this list with them.
+STUB_ORDER = {"sqsjobs": ["update_item"] * (2 * BATCH),  # claims together, then each completion as its job returns
+              "powertools": ["put_item", "update_item"] * BATCH}  # one record at a time
+
+
 def _stubbed(name: str, dynamodb: Any, job: Job, *, batches: int,
              emit: Callable[[str], None] | None = None) -> Handler:
     """``name``'s handler on a Stubber-answered ``dynamodb``, with responses for ``batches`` successful batches."""
@@ -178,10 +184,9 @@ def _stubbed(name: str, dynamodb: Any, job: Job, *, batches: int,
                                   queue_url="https://sqs.us-east-1.amazonaws.com/1/q",
                                   dlq_url="https://sqs.us-east-1.amazonaws.com/1/d", table="t", job=job,
                                   emit=emit)[0]
-        order = ["update_item"] * (2 * BATCH)  # claims together, then each completion as its job returns
     else:
         handler = powertools_handler(dynamodb=dynamodb, table="t", job=job)
-        order = ["put_item", "update_item"] * BATCH  # one record at a time
+    order = STUB_ORDER[name]
     stubber = Stubber(dynamodb)
     for _ in range(batches):
         for operation in order:

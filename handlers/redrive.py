@@ -16,7 +16,6 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._settings import Settings
-from sqsjobs.ops._queues import make_dynamodb_client, make_sqs_client
 from sqsjobs.ops._redrive import handle_redrive_event
 
 if TYPE_CHECKING:
@@ -27,17 +26,20 @@ if TYPE_CHECKING:
 
 @lru_cache(maxsize=1)
 def _sqs() -> SQSClient:
-    # Built on the first invocation, then reused for the life of the container.
-    return make_sqs_client()
+    # Built on the first invocation from the process's one botocore session, then reused.
+    from sqsjobs._clients import sqs_client
+
+    return sqs_client()
 
 
 @lru_cache(maxsize=1)
 def _records() -> LeaseStore | None:
     # The idempotency table (SQSJOBS_TABLE): the letters' evidence and counts, and cancelled keys.
+    from sqsjobs._clients import dynamodb_client
     from sqsjobs.store._dynamodb import DynamoDBStore
 
     table = Settings.from_env().table_name
-    return DynamoDBStore(make_dynamodb_client(), table) if table else None
+    return DynamoDBStore(dynamodb_client(), table) if table else None
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

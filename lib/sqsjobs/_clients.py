@@ -1,18 +1,33 @@
-"""The AWS clients of a process: the runtime's own, and the jobs' (``client("ses")``), from one botocore session.
+"""The AWS clients of a process, from one botocore session: the runtime's, the handlers', the tools', the jobs'.
+
+This is the one client factory. Every Lambda handler (handlers/*.py), the
+runtime (``JobApp``'s SQS, DynamoDB and Scheduler clients), the operator tools
+(``operator_client``: the CLI, the console, the redrive function) and the local
+cloud (sqsjobs/local/aws.py, which only adds its endpoint and fake
+credentials) make their clients here, and jobs should too (``client("ses")``).
 
 Why it matters on a cold start (figures in BENCHMARKS.md, "first invocation"):
 
 - **one session**: a botocore session reads each service model, the endpoint
   data (``endpoints.json``, 1.2 MB of JSON) and the credentials once. Every
-  client made here shares it: the guard's DynamoDB client, the SQS client and
-  the clients jobs make with ``client(...)``. A job calling ``boto3.client``
-  gets boto3's default session instead, which reads all of that again;
-- **no boto3**: the runtime builds clients with botocore directly; importing
-  boto3 also imports s3transfer and multiprocessing, which no batch uses;
+  client made here shares it. A job calling ``boto3.client`` gets boto3's
+  default session instead, which reads all of that again;
+- **no boto3**: clients are built with botocore directly; importing boto3
+  also imports s3transfer and multiprocessing, which no batch uses;
 - **no directory scan**: botocore checks that a service exists by listing
   every service directory it ships (about 400 of them, twice per first client).
   ``ServiceLoader`` checks the one directory asked for and lists the rest only
-  if someone reads the whole list.
+  if someone reads the whole list;
+- **no garbage collection while a model loads**: parsing a service model
+  allocates tens of thousands of containers, which trip Python's cyclic
+  collector dozens of times (40-50 ms of a cold start, measured in bench/).
+  The first client of each service is built with the collector off, then
+  what it loaded is moved out of the collector's reach (``gc.freeze``: the
+  models live as long as the process anyway) and the collector is put back
+  as it was. Raising the threshold instead only moves the cost to the first
+  collection afterwards;
+- **endpoints resolved once**: the runtime's own clients answer each
+  operation's endpoint from a memo (sqsjobs._endpoint_memo).
 
 Nothing is created at import; the session is made on first use, under a lock
 (clients are thread-safe, building them from one session is not).
@@ -25,20 +40,25 @@ checked by the tests, and validation is the largest single CPU cost of a call
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, overload
+from urllib.parse import urlparse
 
+from botocore.config import Config
 from botocore.exceptions import DataNotFoundError
 from botocore.loaders import Loader
 
 from sqsjobs._errors import ConfigurationError
-from sqsjobs._settings import ENV_AWS_DEFAULT_REGION, ENV_AWS_PROFILE, ENV_AWS_REGION
+from sqsjobs._settings import ENV_AWS_DEFAULT_REGION, ENV_AWS_ENDPOINT_URL, ENV_AWS_PROFILE, ENV_AWS_REGION
 
 if TYPE_CHECKING:
     from botocore.config import _RetryDict
     from botocore.session import Session
+    from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sqs import SQSClient
@@ -47,6 +67,10 @@ if TYPE_CHECKING:
 POOL_CONNECTIONS = 10
 #: botocore's standard retry mode (3 attempts, throttling and transient errors, with backoff)
 RETRIES: _RetryDict = {"mode": "standard"}
+#: what a client on a loopback endpoint (the local cloud) signs with: it accepts any signature
+LOCAL_CREDENTIALS: Final = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+#: the region of a local-cloud client when none is configured
+LOCAL_REGION: Final = "us-east-1"
 
 #: what to do when no region is configured (one line, no botocore traceback)
 NO_REGION = (f"no AWS region is set: export {ENV_AWS_REGION} (or {ENV_AWS_DEFAULT_REGION}), give the profile a "
@@ -54,6 +78,10 @@ NO_REGION = (f"no AWS region is set: export {ENV_AWS_REGION} (or {ENV_AWS_DEFAUL
 
 _lock = threading.Lock()
 _session: Session | None = None
+#: how many of botocore's BUILTIN_HANDLERS the session has registered
+_builtin_handlers = 0
+#: services whose model this process has loaded (their first client was built with the collector off)
+_loaded: set[str] = set()
 
 
 def session() -> Session:
@@ -63,14 +91,29 @@ def session() -> Session:
         >>> session() is session()
         True
     """
-    global _session
+    global _session, _builtin_handlers
+    from botocore import handlers
+
     with _lock:
         if _session is None:
             from botocore.session import Session
 
             made = Session()
             made.register_component("data_loader", ServiceLoader.for_session(made))
-            _session = made
+            _session, _builtin_handlers = made, len(handlers.BUILTIN_HANDLERS)
+        elif _builtin_handlers < len(handlers.BUILTIN_HANDLERS):
+            # Added after the session was made (moto adds its request stubber when it is imported): a session
+            # made now would have them, so this one registers them too. Only the new ones: no handler twice.
+            events = _session.get_component("event_emitter")
+            for spec in handlers.BUILTIN_HANDLERS[_builtin_handlers:]:
+                event_name, handler, *placement = spec
+                if placement and placement[0] is handlers.REGISTER_FIRST:
+                    events.register_first(event_name, handler)
+                elif placement and placement[0] is handlers.REGISTER_LAST:
+                    events.register_last(event_name, handler)
+                else:
+                    events.register(event_name, handler)
+            _builtin_handlers = len(handlers.BUILTIN_HANDLERS)
         return _session
 
 
@@ -104,28 +147,60 @@ def resolve_region(explicit: str | None = None, environ: Mapping[str, str] | Non
     return str(region)
 
 
-def client(service_name: str, **kwargs: Any) -> Any:
+def client(service_name: str, *, memoize_endpoints: bool = False, **kwargs: Any) -> Any:
     """A client of ``service_name`` from the shared session; ``kwargs`` as for ``boto3.client``.
 
     Jobs should make their clients here (once, e.g. behind ``functools.cache``):
-    they then cost a model read, not a second session.
+    they then cost a model read, not a second session. ``memoize_endpoints``
+    puts the endpoint memo on it (the runtime's own clients; see
+    sqsjobs._endpoint_memo for what a memo hit skips).
 
     Example:
         >>> client("ses", region_name="eu-west-1").meta.region_name
         'eu-west-1'
     """
-    from botocore.config import Config
+    with _collector_paused_for_first(service_name):
+        config = Config(retries=RETRIES)
+        if kwargs.get("config") is not None:
+            config = config.merge(kwargs.pop("config"))
+        kwargs.pop("config", None)
+        kwargs["region_name"] = resolve_region(kwargs.get("region_name"))
+        made = session().create_client(service_name, config=config, **kwargs)
+        if memoize_endpoints:
+            from sqsjobs._endpoint_memo import install
 
-    config = Config(retries=RETRIES)
-    if kwargs.get("config") is not None:
-        config = config.merge(kwargs.pop("config"))
-    kwargs.pop("config", None)
-    kwargs["region_name"] = resolve_region(kwargs.get("region_name"))
-    return session().create_client(service_name, config=config, **kwargs)
+            install(made)
+    return made
+
+
+@contextlib.contextmanager
+def _collector_paused_for_first(service_name: str) -> Iterator[None]:
+    """Build the first client of ``service_name`` with the cyclic collector off; freeze what it loaded.
+
+    Only a service's first client loads its model (later ones read the
+    loader's cache), and the process's first client also makes the session
+    and imports the rest of botocore, so the collector is paused at most once
+    per service and process. ``gc.freeze`` moves every object tracked so far to the permanent
+    generation: the loaded models are never scanned again, and the first
+    collection after the pause has nothing of theirs to look at. A collector
+    that was off stays off.
+    """
+    if service_name in _loaded:
+        yield
+        return
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        _loaded.add(service_name)
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
 
 
 def dynamodb_client(**kwargs: Any) -> DynamoDBClient:
-    """A DynamoDB client for the guard: no parameter validation, a pool for 10 concurrent calls.
+    """A DynamoDB client for the guard: no parameter validation, a pool for 10 concurrent calls, endpoints memoized.
 
     Example (a value of the wrong type reaches the wire unchecked; a default client refuses it):
         >>> from botocore.stub import Stubber
@@ -137,23 +212,20 @@ def dynamodb_client(**kwargs: Any) -> DynamoDBClient:
         >>> dynamodb_client(region_name="eu-west-1").meta.config.max_pool_connections
         10
     """
-    from botocore.config import Config
-
     config = Config(parameter_validation=False, max_pool_connections=POOL_CONNECTIONS)
-    made: DynamoDBClient = client("dynamodb", config=config, **kwargs)
+    made: DynamoDBClient = client("dynamodb", config=config, memoize_endpoints=True, **kwargs)
     return made
 
 
 def sqs_client(**kwargs: Any) -> SQSClient:
-    """An SQS client (botocore's defaults, standard retries).
+    """An SQS client (botocore's defaults, standard retries, endpoints memoized).
 
     Example:
         >>> sqs_client(region_name="eu-west-1").meta.region_name
         'eu-west-1'
     """
-    made: SQSClient = client("sqs", **kwargs)
+    made: SQSClient = client("sqs", memoize_endpoints=True, **kwargs)
     return made
-
 
 
 def scheduler_client(**kwargs: Any) -> EventBridgeSchedulerClient:
@@ -163,8 +235,67 @@ def scheduler_client(**kwargs: Any) -> EventBridgeSchedulerClient:
         >>> scheduler_client(region_name="eu-west-1").meta.service_model.service_name
         'scheduler'
     """
-    made: EventBridgeSchedulerClient = client("scheduler", **kwargs)
+    made: EventBridgeSchedulerClient = client("scheduler", memoize_endpoints=True, **kwargs)
     return made
+
+
+OperatorService = Literal["sqs", "dynamodb", "cloudwatch", "scheduler"]
+
+
+@overload
+def operator_client(service: Literal["sqs"], *, endpoint_url: str | None = ..., region: str | None = ...
+                    ) -> SQSClient: ...
+@overload
+def operator_client(service: Literal["dynamodb"], *, endpoint_url: str | None = ..., region: str | None = ...
+                    ) -> DynamoDBClient: ...
+@overload
+def operator_client(service: Literal["cloudwatch"], *, endpoint_url: str | None = ..., region: str | None = ...
+                    ) -> CloudWatchClient: ...
+@overload
+def operator_client(service: Literal["scheduler"], *, endpoint_url: str | None = ..., region: str | None = ...
+                    ) -> EventBridgeSchedulerClient: ...
+def operator_client(service: OperatorService, *, endpoint_url: str | None = None, region: str | None = None) -> Any:
+    """A client for the operator tools (CLI, console, redrive function): AWS, or the local cloud on a loopback endpoint.
+
+    ``endpoint_url`` wins over ``AWS_ENDPOINT_URL``. On a loopback endpoint
+    (the local cloud, which accepts any signature) the client signs with
+    ``LOCAL_CREDENTIALS`` and falls back to ``LOCAL_REGION``: a laptop with no
+    AWS profile runs the runbook's commands as written, and real credentials
+    are never sent to a local server.
+
+    Example:
+        >>> local = operator_client("sqs", endpoint_url="http://127.0.0.1:5000", region="eu-west-1")
+        >>> local.meta.endpoint_url, local.meta.region_name
+        ('http://127.0.0.1:5000', 'eu-west-1')
+        >>> operator_client("cloudwatch", region="eu-west-1").meta.region_name
+        'eu-west-1'
+    """
+    endpoint = endpoint_url or os.environ.get(ENV_AWS_ENDPOINT_URL) or None
+    kwargs: dict[str, Any] = {}
+    if endpoint is None:
+        kwargs["region_name"] = resolve_region(region)
+    else:
+        kwargs["endpoint_url"] = endpoint
+        if is_loopback(endpoint):
+            kwargs.update(LOCAL_CREDENTIALS)
+            try:
+                kwargs["region_name"] = resolve_region(region)
+            except ConfigurationError:
+                kwargs["region_name"] = LOCAL_REGION
+        else:
+            kwargs["region_name"] = resolve_region(region)
+    return client(service, **kwargs)
+
+
+def is_loopback(endpoint: str) -> bool:
+    """Whether ``endpoint`` is on this machine (the local cloud's moto server).
+
+    Example:
+        >>> is_loopback("http://127.0.0.1:5000"), is_loopback("https://sqs.eu-west-1.amazonaws.com")
+        (True, False)
+    """
+    return urlparse(endpoint).hostname in ("127.0.0.1", "localhost", "::1")
+
 
 class ServiceLoader(Loader):
     """botocore's data loader, minus the scan of every service directory on a service's first model.

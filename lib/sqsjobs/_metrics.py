@@ -4,14 +4,26 @@ The template's alarms and dashboard name exactly these metrics; a test reads
 both and fails when they drift apart. This module must never call AWS: metrics
 leave the function as Embedded Metric Format lines on stdout, which CloudWatch
 Logs turns into metrics for free (no PutMetricData round trip per batch).
+
+The lines are written here, once per batch, straight from the counts
+(CloudWatch's "Specification: Embedded metric format": an ``_aws`` member with
+the ``Timestamp`` in epoch milliseconds and ``CloudWatchMetrics``, a list of
+directives naming the ``Namespace``, the ``Dimensions`` (lists of root member
+names, at most 30 each) and the ``Metrics`` (``Name`` and ``Unit``, at most 100);
+the root holds each dimension's value and each metric's values, at most 100 per
+metric). They are the documents Powertools' metrics provider would write for
+the same counts, key for key (tests/unit/test_emf.py compares them), without
+its per-value validation and objects: about 24 µs a message less (bench/).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -49,6 +61,17 @@ UNKNOWN_JOB: Final = "?"
 Extra = tuple[tuple[str, str], ...]
 
 
+class Unit(StrEnum):
+    """The CloudWatch units these metrics use (EMF's ``Unit``)."""
+
+    COUNT = "Count"
+    MILLISECONDS = "Milliseconds"
+
+
+#: EMF allows at most this many values per metric in one document; more go in the next document
+MAX_VALUES_PER_METRIC: Final = 100
+
+
 @dataclass
 class BatchMetrics:
     """Collects one batch's measurements and writes them as EMF lines.
@@ -75,6 +98,8 @@ class BatchMetrics:
     namespace: str
     service: str
     emit: Callable[[str], None] = print
+    #: epoch seconds, for the documents' ``Timestamp``
+    clock: Callable[[], float] = time.time
     _counts: dict[tuple[str, Extra], dict[str, int]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(int)))
     _durations: dict[tuple[str, Extra], list[float]] = field(default_factory=lambda: defaultdict(list))
@@ -98,36 +123,68 @@ class BatchMetrics:
         return totals
 
     def flush(self) -> None:
-        """Write one EMF line per job seen in this batch, then forget them."""
-        # Imported here: Powertools' provider costs ~70 ms to import, which a
-        # cold start pays only once a batch actually has metrics to write.
-        import json
-
-        from aws_lambda_powertools.metrics import MetricUnit
-        from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import (
-            AmazonCloudWatchEMFProvider,
-        )
-
-        documents = set(self._counts) | set(self._durations)
-        for job, extra in sorted(documents):
-            provider = AmazonCloudWatchEMFProvider(namespace=self.namespace, service=self.service)
-            provider.add_dimension(name=DIMENSION_JOB, value=job)
-            for name, value in extra:
-                provider.add_dimension(name=name, value=value)
-            if len(extra) > 1:
-                for name, value in extra:
-                    provider.add_dimensions(**{DIMENSION_JOB: job, name: value, DIMENSION_SERVICE: self.service})
-            if extra:
-                provider.add_dimensions(**{DIMENSION_JOB: job, DIMENSION_SERVICE: self.service})
-            provider.add_dimensions(**{DIMENSION_SERVICE: self.service})
-            for name, count in self._counts.get((job, extra), {}).items():
-                provider.add_metric(name=name, unit=MetricUnit.Count, value=count)
-            for ms in self._durations.get((job, extra), []):
-                provider.add_metric(name=DURATION, unit=MetricUnit.Milliseconds, value=ms)
-            provider.timestamp = int(time.time() * 1000)
-            self.emit(json.dumps(provider.serialize_metric_set(), separators=(",", ":")))
+        """Write one EMF line per job (and set of extra dimensions) seen in this batch, then forget them."""
+        timestamp = int(self.clock() * 1000)
+        for job, extra in sorted(set(self._counts) | set(self._durations)):
+            counts = self._counts.get((job, extra), {})
+            durations = self._durations.get((job, extra), [])
+            for line in emf_lines(namespace=self.namespace, service=self.service, job=job, extra=extra,
+                                  counts=counts, durations=durations, timestamp=timestamp):
+                self.emit(line)
         self._counts.clear()
         self._durations.clear()
+
+
+def dimension_sets(extra: Extra) -> list[list[str]]:
+    """The dimension sets of a document: all its dimensions, then ``{service, Job, <each extra>}``, then
+    ``{service, Job}`` (when there are extras) and ``{service}``.
+
+    Example:
+        >>> dimension_sets((("Limiter", "ses"), ("Tenant", "t1")))
+        [['Job', 'Limiter', 'Tenant', 'service'], ['Job', 'Limiter', 'service'], ['Job', 'Tenant', 'service'], \
+['Job', 'service'], ['service']]
+    """
+    sets = [[DIMENSION_JOB, *(name for name, _ in extra), DIMENSION_SERVICE]]
+    if len(extra) > 1:
+        sets += [[DIMENSION_JOB, name, DIMENSION_SERVICE] for name, _ in extra]
+    if extra:
+        sets.append([DIMENSION_JOB, DIMENSION_SERVICE])
+    sets.append([DIMENSION_SERVICE])
+    return sets
+
+
+def emf_lines(*, namespace: str, service: str, job: str, extra: Extra, counts: Mapping[str, int],
+              durations: list[float], timestamp: int) -> list[str]:
+    """The EMF documents of one job's measurements: one, or more when a metric has over 100 values.
+
+    Example:
+        >>> emf_lines(namespace="sqsjobs", service="demo", job="invoice-email", extra=(),
+        ...           counts={SUCCEEDED: 2}, durations=[12.5], timestamp=1)  # doctest: +NORMALIZE_WHITESPACE
+        ['{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"sqsjobs","Dimensions":[["Job","service"],\
+["service"]],"Metrics":[{"Name":"JobSucceeded","Unit":"Count"},{"Name":"JobDuration","Unit":"Milliseconds"}]}]},\
+"Job":"invoice-email","service":"demo","JobSucceeded":[2.0],"JobDuration":[12.5]}']
+    """
+    dimensions: dict[str, Any] = {DIMENSION_JOB: job, **dict(extra), DIMENSION_SERVICE: service}
+    sets = dimension_sets(extra)
+    lines = []
+    chunks = max(1, -(-len(durations) // MAX_VALUES_PER_METRIC))
+    for chunk in range(chunks):
+        metrics: list[dict[str, str]] = []
+        values: dict[str, list[float]] = {}
+        if chunk == 0:
+            for name, count in counts.items():
+                metrics.append({"Name": name, "Unit": Unit.COUNT.value})
+                values[name] = [float(count)]
+        part = durations[chunk * MAX_VALUES_PER_METRIC:(chunk + 1) * MAX_VALUES_PER_METRIC]
+        if part:
+            metrics.append({"Name": DURATION, "Unit": Unit.MILLISECONDS.value})
+            values[DURATION] = [float(ms) for ms in part]
+        if not metrics:
+            continue
+        document = {"_aws": {"Timestamp": timestamp, "CloudWatchMetrics": [
+            {"Namespace": namespace, "Dimensions": sets, "Metrics": metrics}]}, **dimensions, **values}
+        lines.append(json.dumps(document, separators=(",", ":")))
+    return lines
 
 
 def _extra(dimensions: Mapping[str, str] | None) -> Extra:

@@ -26,11 +26,16 @@ pytestmark = pytest.mark.timeout(1800)
 
 BUILD = ROOT / ".aws-sam" / "build"
 #: what may change the bundle: a build older than any of these is rebuilt before it is inspected
-SOURCES = (ROOT / "pyproject.toml", ROOT / "template.yaml", ROOT / "infra" / "bundle" / "Makefile",
-           ROOT / "lib" / "sqsjobs", ROOT / "handlers")
+SOURCES = (ROOT / "pyproject.toml", ROOT / "template.yaml", ROOT / "infra" / "bundle", ROOT / "lib" / "sqsjobs",
+           ROOT / "handlers")
+#: the botocore services the bundle keeps (infra/bundle/trim_botocore_data.py deletes the others)
+KEPT_SERVICES = sorted(line.split("#", 1)[0].strip()
+                       for line in (ROOT / "infra" / "bundle" / "botocore-services.txt").read_text().splitlines()
+                       if line.split("#", 1)[0].strip())
 # Run in each function's bundle with `python3.12 -I -S` (no site-packages, no environment, no current
 # directory): import the handler, then every module of the bundled sqsjobs package (the handler imports
-# most of them lazily, on its first event), then build the clients the runtime builds. No AWS call.
+# most of them lazily, on its first event), then build the clients the runtime and the reference app
+# build, from the bundle's trimmed botocore data. No AWS call.
 PROBE = """
 import importlib, json, pkgutil, sys, sysconfig
 bundle, handler = sys.argv[1], sys.argv[2]
@@ -41,7 +46,7 @@ import sqsjobs
 for info in pkgutil.walk_packages(sqsjobs.__path__, "sqsjobs."):
     importlib.import_module(info.name)
 from sqsjobs import _clients as clients
-clients.dynamodb_client(), clients.sqs_client()
+clients.dynamodb_client(), clients.sqs_client(), clients.scheduler_client(), clients.client("ses")
 allowed = (bundle, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"])
 outside = sorted(name for name, m in list(sys.modules.items())
                  if getattr(m, "__file__", None) and not m.__file__.startswith(allowed))
@@ -92,6 +97,9 @@ def test_the_bundle_holds_no_package_of_an_extra(build: Path, logical_id: str) -
     top = {path.name for path in bundle.iterdir()}
     assert {"sqsjobs", "botocore", "aws_lambda_powertools", "pynamodb"} <= top
     assert list((bundle / "sqsjobs" / "__pycache__").glob("*.cpython-312.pyc"))
+    # botocore's data holds the kept services only (tests/infra/test_botocore_data.py checks their endpoints).
+    data = bundle / "botocore" / "data"
+    assert sorted(p.name for p in data.iterdir() if p.is_dir()) == KEPT_SERVICES
 
 
 @pytest.mark.parametrize("logical_id", sorted(functions()))

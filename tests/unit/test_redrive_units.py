@@ -10,11 +10,12 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from sqsjobs._clients import operator_client
 from sqsjobs._errors import MoveTaskError, SqsJobsError
 from sqsjobs.enqueue._batching import batches
 from sqsjobs.ops import _redrive as rd
 from sqsjobs.ops._dlq_letters import DlqMessage, dedup_id
-from sqsjobs.ops._queues import make_sqs_client, queue_name
+from sqsjobs.ops._queues import queue_name
 from sqsjobs.ops._redrive import (
     RedriveError,
     RedriveOptions,
@@ -260,12 +261,12 @@ def test_local_cloud_client_works_without_an_aws_profile(monkeypatch: pytest.Mon
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:4566")
-    client = make_sqs_client()
+    client = operator_client("sqs")
     assert client.meta.endpoint_url == "http://127.0.0.1:4566"
     assert client.meta.region_name == "us-east-1"
     assert client._request_signer._credentials.access_key == "testing"
     # An explicit endpoint wins over the environment.
-    assert make_sqs_client(endpoint_url="http://127.0.0.1:5000").meta.endpoint_url == "http://127.0.0.1:5000"
+    assert operator_client("sqs", endpoint_url="http://127.0.0.1:5000").meta.endpoint_url == "http://127.0.0.1:5000"
 
 
 @pytest.mark.parametrize(("value", "expected"), [(True, True), (False, False), ("true", True), ("False", False)])

@@ -67,9 +67,9 @@ def register(app: typer.Typer) -> None:
         with exit_on_errors(console):
             status = table_app(table, endpoint_url, region).status(key)
             if status is None and schedule_group:
-                from sqsjobs.ops._queues import make_scheduler_client
+                from sqsjobs._clients import operator_client
 
-                waiting = scheduled_job(make_scheduler_client(endpoint_url=endpoint_url, region=region),
+                waiting = scheduled_job(operator_client("scheduler", endpoint_url=endpoint_url, region=region),
                                         schedule_group, key)
                 if waiting is not None:
                     show(console, waiting, json_output=json_output, render=render_scheduled,
@@ -97,10 +97,10 @@ def register(app: typer.Typer) -> None:
         with exit_on_errors(console):
             app = table_app(table, endpoint_url, region)
             if schedule_group:
-                from sqsjobs.ops._queues import make_scheduler_client
+                from sqsjobs._clients import operator_client
 
                 with app.use(settings={"schedule_group": schedule_group},
-                             scheduler_client=make_scheduler_client(endpoint_url=endpoint_url, region=region)):
+                             scheduler_client=operator_client("scheduler", endpoint_url=endpoint_url, region=region)):
                     outcome = app.cancel(key, reason)
             else:
                 outcome = app.cancel(key, reason)
@@ -116,15 +116,15 @@ def register(app: typer.Typer) -> None:
         """Delete the pending schedule of the delayed job KEY (exit 3 when none was pending)."""
 
         from sqsjobs._app import JobApp
+        from sqsjobs._clients import operator_client
         from sqsjobs._errors import ConfigurationError
-        from sqsjobs.ops._queues import make_scheduler_client
 
         console = command_console()
         with exit_on_errors(console):
             if not schedule_group:
                 raise ConfigurationError(f"which schedule group? pass --schedule-group or set {ENV_SCHEDULE_GROUP}")
             app = JobApp(schedule_group=schedule_group,
-                         scheduler_client=make_scheduler_client(endpoint_url=endpoint_url, region=region))
+                         scheduler_client=operator_client("scheduler", endpoint_url=endpoint_url, region=region))
             deleted = app.unschedule(key)
         if not deleted:
             console.print(f"{key}: no delayed job pending in {schedule_group} (it ran, was never delayed, "
@@ -192,9 +192,10 @@ def when(epoch: float | None) -> str | None:
 def table_app(table: str | None, endpoint_url: str | None, region: str | None) -> JobApp:
     """An app with no jobs, on ``table``: enough to read and write job records."""
     from sqsjobs._app import JobApp
+    from sqsjobs._clients import operator_client
     from sqsjobs._errors import ConfigurationError
-    from sqsjobs.ops._queues import make_dynamodb_client
 
     if not table:
         raise ConfigurationError("which idempotency table? pass --table or set SQSJOBS_TABLE")
-    return JobApp(table_name=table, dynamodb_client=make_dynamodb_client(endpoint_url=endpoint_url, region=region))
+    return JobApp(table_name=table,
+                  dynamodb_client=operator_client("dynamodb", endpoint_url=endpoint_url, region=region))

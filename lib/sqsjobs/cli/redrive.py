@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from sqsjobs._clients import operator_client
 from sqsjobs._errors import RedriveError
 from sqsjobs._settings import DEFAULT_RECORD_TTL, ENV_DLQ_URL, ENV_QUEUE_URL, ENV_RECORD_TTL, ENV_TABLE
 from sqsjobs.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, exit_on_errors
@@ -21,7 +22,6 @@ from sqsjobs.cli.render import command_console, format_age, plain
 from sqsjobs.ops._queues import (
     dead_letter_queue_of,
     dead_letter_sources,
-    make_sqs_client,
     queue_depth,
     resolve_queue_url,
 )
@@ -135,7 +135,7 @@ def register(app: typer.Typer) -> None:
         with exit_on_errors(console):
             if (status or cancel) and not native:
                 raise RedriveError("--status and --cancel go with --native")
-            sqs = make_sqs_client(endpoint_url=endpoint_url, region=region)
+            sqs = operator_client("sqs", endpoint_url=endpoint_url, region=region)
             options = RedriveOptions(
                 dlq=_checked_dlq(sqs, dlq) if dlq else _dlq_of(sqs, queue),
                 to=to,
@@ -155,10 +155,9 @@ def register(app: typer.Typer) -> None:
                 return
             records = None
             if table:
-                from sqsjobs.ops._queues import make_dynamodb_client
                 from sqsjobs.store._dynamodb import DynamoDBStore
 
-                records = DynamoDBStore(make_dynamodb_client(endpoint_url=endpoint_url, region=region), table)
+                records = DynamoDBStore(operator_client("dynamodb", endpoint_url=endpoint_url, region=region), table)
             summary = _run(console, options, sqs, json_output=json_output, records=records)
         if json_output:
             typer.echo(json.dumps(summary.to_dict(), indent=2))

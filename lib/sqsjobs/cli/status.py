@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from sqsjobs._clients import operator_client
 from sqsjobs._settings import ENV_SCHEDULE_GROUP
 from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
 from sqsjobs.cli.options import Dlq, EndpointUrl, Queue, Region, Table
 from sqsjobs.cli.render import command_console, format_age, plain
-from sqsjobs.ops._queues import make_cloudwatch_client, make_dynamodb_client, make_scheduler_client, make_sqs_client
 from sqsjobs.ops._status import DEFAULT_RECENT, DEFAULT_SAMPLE, DEFAULT_SKIPPED_HOURS, StatusReport, collect_status
 
 if TYPE_CHECKING:
@@ -78,8 +78,8 @@ def register(app: typer.Typer) -> None:
             runs.append((job, run_id))
         with exit_on_errors(console):
             report = collect_status(
-                sqs_client=make_sqs_client(endpoint_url=endpoint_url, region=region),
-                cloudwatch_client=make_cloudwatch_client(endpoint_url=endpoint_url, region=region),
+                sqs_client=operator_client("sqs", endpoint_url=endpoint_url, region=region),
+                cloudwatch_client=operator_client("cloudwatch", endpoint_url=endpoint_url, region=region),
                 queue=queue,
                 dlq=dlq,
                 sample=sample,
@@ -87,10 +87,10 @@ def register(app: typer.Typer) -> None:
                 alarm_prefix=alarm_prefix,
                 runs=runs,
                 # The table also proves the DLQ's reasons (its evidence items): read it whenever it is known.
-                dynamodb_client=make_dynamodb_client(endpoint_url=endpoint_url, region=region)
+                dynamodb_client=operator_client("dynamodb", endpoint_url=endpoint_url, region=region)
                 if runs or table else None,
                 table=table,
-                scheduler_client=(make_scheduler_client(endpoint_url=endpoint_url, region=region)
+                scheduler_client=(operator_client("scheduler", endpoint_url=endpoint_url, region=region)
                                   if schedule_group else None),
                 schedule_group=schedule_group,
                 schedule_sample=schedule_sample,

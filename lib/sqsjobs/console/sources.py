@@ -13,12 +13,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from sqsjobs._clients import operator_client
 from sqsjobs.ops._queues import (
     dead_letter_queue_of,
-    make_cloudwatch_client,
-    make_dynamodb_client,
-    make_scheduler_client,
-    make_sqs_client,
     resolve_queue_url,
 )
 
@@ -62,7 +59,7 @@ class Sources:
     @classmethod
     def connect(cls, config: ConsoleConfig, *, clock: Callable[[], float] = time.time) -> Sources:
         """Build clients for AWS or the local cloud and resolve the queues (QueueNotFoundError if one is not there)."""
-        sqs = make_sqs_client(endpoint_url=config.endpoint_url, region=config.region)
+        sqs = operator_client("sqs", endpoint_url=config.endpoint_url, region=config.region)
         queue_url = resolve_queue_url(sqs, config.queue) if config.queue else None
         if config.dlq:
             dlq_url: str | None = resolve_queue_url(sqs, config.dlq)
@@ -70,13 +67,13 @@ class Sources:
             dlq_url = dead_letter_queue_of(sqs, queue_url) if queue_url else None
         return cls(
             sqs=sqs,
-            cloudwatch=make_cloudwatch_client(endpoint_url=config.endpoint_url, region=config.region),
-            dynamodb=make_dynamodb_client(endpoint_url=config.endpoint_url, region=config.region),
+            cloudwatch=operator_client("cloudwatch", endpoint_url=config.endpoint_url, region=config.region),
+            dynamodb=operator_client("dynamodb", endpoint_url=config.endpoint_url, region=config.region),
             queue_url=queue_url,
             dlq_url=dlq_url,
             table=config.table,
             clock=clock,
             schedule_group=config.schedule_group,
-            scheduler=(make_scheduler_client(endpoint_url=config.endpoint_url, region=config.region)
+            scheduler=(operator_client("scheduler", endpoint_url=config.endpoint_url, region=config.region)
                        if config.schedule_group else None),
         )

@@ -12,7 +12,12 @@ DynamoDB what it already saw:
   start with room for the deviations (``cover``), and a container takes a
   token about its lag before the previous window ends (``early``);
 - **recent deferrals**: how many jobs a limiter deferred in its last window,
-  the backlog the deferrals are spread over.
+  the backlog the deferrals are spread over;
+- **contended slots**: a concurrency limiter that refused this process a slot
+  lately. Its slots are read before they are written (``sqsjobs.flow._permits``),
+  so a crowd of invocations waiting for a few slots reads them instead of
+  writing refused conditional puts on them (each would be a write unit on one
+  hot item).
 
 What it remembers is only ever a hint: a token's lease in DynamoDB decides.
 """
@@ -50,6 +55,7 @@ class LimiterMemory:
     def __init__(self) -> None:
         self._busy: dict[str, dict[int, float]] = {}
         self._deferred: dict[str, deque[tuple[float, int]]] = {}
+        self._contended: dict[str, float] = {}
         self.lag, self.lag_deviation = INITIAL_LAG_SECONDS, INITIAL_LAG_SECONDS
         self.step, self.step_deviation = 0.0, 0.0
         self._lock = threading.Lock()
@@ -66,6 +72,16 @@ class LimiterMemory:
             for index in [i for i, until in known.items() if until < now]:
                 del known[index]
             return set(known)
+
+    def saw_contention(self, limiter: str, *, until: float) -> None:
+        """A slot of concurrency limiter ``limiter`` was refused: treat it as contended until ``until``."""
+        with self._lock:
+            self._contended[limiter] = max(until, self._contended.get(limiter, until))
+
+    def contended(self, limiter: str, *, now: float) -> bool:
+        """Whether ``limiter`` refused this process a slot recently enough that its slots are read first."""
+        with self._lock:
+            return self._contended.get(limiter, -1.0) >= now
 
     def free_at(self, limiter: RateLimit, *, now: float) -> float:
         """When a token of ``limiter`` can be taken at the earliest, as far as this process knows (now: maybe)."""

@@ -47,6 +47,22 @@ holds. A batch takes only the tokens of the
 jobs it starts within half a window (``k x step <= per / 2``): a slow batch
 does not sit on tokens another invocation could use now.
 
+Why a crowd waiting for a few slots does not overrun their items: every probe
+is a conditional write, billed and counted against its item's partition
+(1,000 write units a second) even when refused. A batch probes up to
+``SLOT_PROBES`` slots; once a concurrency limiter has refused this process a
+slot, for ``CONTENDED_SECONDS`` its batches first read the slots (one
+consistent ``BatchGetItem`` of at most ``CONTENDED_READS`` of them, in the
+round trip the probes would have taken) and write only to those that look
+free; none free: the jobs are deferred without a write. So the writes on a
+slot are its turnover plus the few racers that saw it free, and the refused
+blind probes of a crowd of P invocations are at most P per
+``CONTENDED_SECONDS``; the reads (at most one per batch and slot) have three
+times a write's budget per partition. The read is only a hint: the
+conditional write still decides, so the limit holds whatever a read saw
+(tests/unit/test_slot_contention.py checks it across many invocations).
+bench/capacity.py has the figures.
+
 ``LimiterMemory`` (``sqsjobs.flow._limiter_memory``) is what a process remembers
 between batches: busy tokens, the lag and the step, recent deferrals.
 
@@ -67,8 +83,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sqsjobs._backoff import MAX_VISIBILITY_SECONDS, RandomSource
+from sqsjobs._errors import StoreError
 from sqsjobs.flow._limiter_memory import LimiterMemory
 from sqsjobs.flow._limits import ConcurrencyLimit, Limiter, RateLimit
+from sqsjobs.store import _lease as lease
 from sqsjobs.store._lease import Acquire, LeaseState, Operation, Release, Renew, Written, expiry
 from sqsjobs.worker._delivery import State
 
@@ -82,6 +100,10 @@ LIMIT_TTL_SECONDS = 24 * 3600.0
 SLOT_PROBES = 3
 #: a batch refused a slot comes back after 1..2 s (slots free when a batch ends, which nobody announces)
 SLOT_RETRY_SECONDS = 1.0
+#: after a refused slot, this process reads a concurrency limiter's slots before writing them for this long
+CONTENDED_SECONDS = 60.0
+#: the most slots a contended batch reads (a random run of them, as the probes)
+CONTENDED_READS = 25
 #: a token held longer than this (or a tenth of its window) past a window after its start is shortened
 SHORTEN_SECONDS = 0.05
 #: the longest a job waits for its token's previous window to end (longer: it is deferred)
@@ -124,6 +146,8 @@ class PermitCalls:
     """The limiter writes one batch made (tests and benchmarks read them)."""
 
     probes: int = 0
+    #: slots read before probing (a contended concurrency limiter)
+    reads: int = 0
     renewals: int = 0
     releases: int = 0
     errors: list[str] = field(default_factory=list)
@@ -178,16 +202,19 @@ class Permits:
             for name in d.job.options.limits:
                 needs[name] = needs.get(name, 0) + 1
         probes: list[tuple[Limiter, int, Acquire]] = []
+        looks_free = self._read_contended([self.limiters[name] for name in needs], now)
         for name, count in needs.items():
             limiter = self.limiters[name]
             if isinstance(limiter, RateLimit):
                 # Taken up to `early` before its lease ends (a lease that ends then counts as run out); the
                 # job starts by the later of its cover and that end, and holds the token a window after.
-                indexes = self._token_probes(limiter, min(count, self._startable(limiter)), now)
+                wanted = min(count, self._startable(limiter))
+                indexes = (looks_free[name][:wanted] if name in looks_free
+                           else self._token_probes(limiter, wanted, now))
                 leases = [now + limiter.per + self.memory.cover(position) for position in range(len(indexes))]
                 taken_as_of = now + self.memory.early(limiter)
             else:
-                indexes = self._slot_probes(limiter)
+                indexes = looks_free.get(name, self._slot_order(limiter))[:SLOT_PROBES]
                 leases = [lease_until] * len(indexes)
                 taken_as_of = now
             probes += [(limiter, i, Acquire(key=limiter.key(i), owner=self.owner, now=taken_as_of,
@@ -237,7 +264,9 @@ class Permits:
             if answer.error is not None:
                 self.calls.errors.append(f"{op.key}: {answer.error}")
             elif isinstance(limiter, ConcurrencyLimit):
-                if answer.ok and limiter.name in slots:
+                if not answer.ok:
+                    self.memory.saw_contention(limiter.name, until=op.now + CONTENDED_SECONDS)
+                elif limiter.name in slots:
                     self._release(op.key)  # one slot is enough: the invocation runs one job at a time
                 elif answer.ok:
                     slots[limiter.name] = op.key
@@ -250,6 +279,7 @@ class Permits:
                     not_before=before.lease_until if before is not None else None))
             elif answer.item is not None and answer.item.state is LeaseState.HELD \
                     and answer.item.lease_until is not None:
+                self.memory.saw_contention(limiter.name, until=op.now + CONTENDED_SECONDS)
                 # Its holder may shorten it once its job starts, which is a window before its end at the latest.
                 self.memory.saw_busy(limiter.name, index, until=min(answer.item.lease_until, op.now + limiter.per))
         for granted in tokens.values():
@@ -272,9 +302,49 @@ class Permits:
                     break
         return picks
 
-    def _slot_probes(self, limiter: ConcurrencyLimit) -> list[int]:
+    def _slot_order(self, limiter: ConcurrencyLimit) -> list[int]:
+        """The slots to try, from a random place: ``SLOT_PROBES`` of them (or ``CONTENDED_READS``, to be read)."""
         start = int(self.random.uniform(0, limiter.capacity)) % limiter.capacity
-        return [(start + step) % limiter.capacity for step in range(min(SLOT_PROBES, limiter.capacity))]
+        return [(start + step) % limiter.capacity
+                for step in range(min(max(SLOT_PROBES, CONTENDED_READS), limiter.capacity))]
+
+    def _read_contended(self, limiters: list[Limiter], now: float) -> dict[str, list[int]]:
+        """For each contended limiter, the tokens or slots a read shows free, in probing order (one read for all).
+
+        A limiter missing from the answer is probed blind (not contended, or the read failed). What looks
+        free is what the acquire's rule (``store/_lease.py``) would let this batch take; a token seen held is
+        remembered busy as a refusal would be.
+        """
+        contended = [limiter for limiter in limiters if self.memory.contended(limiter.name, now=now)]
+        if not contended:
+            return {}
+        orders: dict[str, list[int]] = {}
+        for limiter in contended:
+            if isinstance(limiter, RateLimit):
+                orders[limiter.name] = self._token_probes(limiter, CONTENDED_READS, now)
+            else:
+                orders[limiter.name] = self._slot_order(limiter)
+        keys = [limiter.key(i) for limiter in contended for i in orders[limiter.name]]
+        if not keys:  # every token is known busy: nothing to read, nothing to probe
+            return {limiter.name: [] for limiter in contended}
+        try:
+            seen = self.store.get_many(keys)
+        except StoreError as error:  # the probes still decide; they only cost more writes
+            self.calls.errors.append(f"read of {len(keys)} limiter items: {error}")
+            return {}
+        self.calls.reads += len(keys)
+        free: dict[str, list[int]] = {}
+        for limiter in contended:
+            as_of = now + self.memory.early(limiter) if isinstance(limiter, RateLimit) else now
+            free[limiter.name] = []
+            for i in orders[limiter.name]:
+                item = seen.get(limiter.key(i))
+                probe = Acquire(key=limiter.key(i), owner=self.owner, now=as_of, lease_until=None, expires_at=as_of)
+                if lease.answer(probe, item)[0].ok:
+                    free[limiter.name].append(i)
+                elif isinstance(limiter, RateLimit) and item is not None and item.lease_until is not None:
+                    self.memory.saw_busy(limiter.name, i, until=min(item.lease_until, now + limiter.per))
+        return free
 
     def _backlog(self, limiter: Limiter, now: float, count: int) -> float:
         """How many windows the jobs this process deferred lately need (at least one)."""

@@ -1,14 +1,20 @@
-"""boto3 clients pointed at the local moto server (fake credentials, one region).
+"""Clients pointed at the local moto server (fake credentials, one region), from the one client factory.
 
-Also the environment a child process needs to reach the same server: every
-boto3 client built in a function worker, in ``sqsjobs enqueue`` or in a test
-honours ``AWS_ENDPOINT_URL``, so runtime code needs no local-only branch.
+What is local here is only the endpoint, the fake credentials and the retry
+and pool settings; the clients themselves come from ``sqsjobs._clients.client``
+(the process's one botocore session). Also the environment a child process
+needs to reach the same server: every client built in a function worker, in
+``sqsjobs enqueue`` or in a test honours ``AWS_ENDPOINT_URL``, so runtime code
+needs no local-only branch.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from botocore.config import _RetryDict
 
 REGION = "us-east-1"
 ACCOUNT_ID = "123456789012"
@@ -33,8 +39,13 @@ def local_environment(endpoint: str, region: str = REGION) -> dict[str, str]:
     }
 
 
+#: the local cloud answers at once or not at all: fail fast, and serve many concurrent callers
+LOCAL_RETRIES: _RetryDict = {"max_attempts": 2, "mode": "standard"}
+LOCAL_POOL_CONNECTIONS = 64
+
+
 class Clients:
-    """One thread-safe boto3 client per service, created on first use."""
+    """One thread-safe client per service on the local endpoint, created on first use."""
 
     def __init__(self, endpoint: str, region: str = REGION) -> None:
         self.endpoint = endpoint
@@ -47,18 +58,15 @@ class Clients:
         with self._lock:
             client = self._clients.get(service)
             if client is None:
-                import boto3
                 from botocore.config import Config
 
+                from sqsjobs._clients import client as make_client
+
                 env = local_environment(self.endpoint, self.region)
-                client = boto3.session.Session().client(
-                    service,  # type: ignore[call-overload]
-                    endpoint_url=self.endpoint,
-                    region_name=self.region,
-                    aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-                    aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+                client = make_client(
+                    service, endpoint_url=self.endpoint, region_name=self.region,
+                    aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
                     aws_session_token=env["AWS_SESSION_TOKEN"],
-                    config=Config(retries={"max_attempts": 2, "mode": "standard"}, max_pool_connections=64),
-                )
+                    config=Config(retries=LOCAL_RETRIES, max_pool_connections=LOCAL_POOL_CONNECTIONS))
                 self._clients[service] = client
             return client

@@ -1,25 +1,21 @@
 """Finding and reaching queues from the operator tools (redrive, status).
 
-Queue references may be URLs, ARNs or names; clients point at AWS or at the
-local cloud (``--endpoint-url`` / ``AWS_ENDPOINT_URL``). Nothing here runs at
-import: boto3 is imported when a client is built.
+Queue references may be URLs, ARNs or names. The clients are passed in: the
+operator tools make theirs with ``sqsjobs._clients.operator_client`` (AWS, or
+the local cloud on ``--endpoint-url`` / ``AWS_ENDPOINT_URL``). Nothing here
+runs at import.
 """
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from sqsjobs._errors import QueueNotFoundError
-from sqsjobs._settings import ENV_AWS_ENDPOINT_URL
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from mypy_boto3_cloudwatch import CloudWatchClient
-    from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sqs import SQSClient
 
 
@@ -29,8 +25,9 @@ def resolve_queue_url(sqs_client: SQSClient, ref: str) -> str:
 
     Example:
         >>> from moto import mock_aws
+        >>> from sqsjobs._clients import sqs_client
         >>> with mock_aws():
-        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     sqs = sqs_client(region_name="eu-west-1")
         ...     _ = sqs.create_queue(QueueName="jobs-dlq")
         ...     resolve_queue_url(sqs, "arn:aws:sqs:eu-west-1:123456789012:jobs-dlq")
         'https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq'
@@ -91,8 +88,9 @@ def queue_arn(sqs_client: SQSClient, url: str) -> str:
 
     Example:
         >>> from moto import mock_aws
+        >>> from sqsjobs._clients import sqs_client
         >>> with mock_aws():
-        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     sqs = sqs_client(region_name="eu-west-1")
         ...     queue_arn(sqs, sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"])
         'arn:aws:sqs:eu-west-1:123456789012:jobs-dlq'
     """
@@ -105,8 +103,9 @@ def queue_depth(sqs_client: SQSClient, url: str) -> int:
 
     Example:
         >>> from moto import mock_aws
+        >>> from sqsjobs._clients import sqs_client
         >>> with mock_aws():
-        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     sqs = sqs_client(region_name="eu-west-1")
         ...     url = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
         ...     ids = [sqs.send_message(QueueUrl=url, MessageBody="{}", DelaySeconds=d) for d in (0, 0, 60)]
         ...     queue_depth(sqs, url)
@@ -129,8 +128,9 @@ def dead_letter_queue_of(sqs_client: SQSClient, queue_url: str) -> str | None:
     Example:
         >>> import json
         >>> from moto import mock_aws
+        >>> from sqsjobs._clients import sqs_client
         >>> with mock_aws():
-        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     sqs = sqs_client(region_name="eu-west-1")
         ...     policy = {"deadLetterTargetArn": "arn:aws:sqs:eu-west-1:123456789012:jobs-dlq", "maxReceiveCount": 5}
         ...     _ = sqs.create_queue(QueueName="jobs-dlq")
         ...     jobs = sqs.create_queue(QueueName="jobs", Attributes={"RedrivePolicy": json.dumps(policy)})
@@ -152,8 +152,9 @@ def dead_letter_sources(sqs_client: SQSClient, dlq_url: str) -> Iterator[str]:
     Example:
         >>> import json
         >>> from moto import mock_aws
+        >>> from sqsjobs._clients import sqs_client
         >>> with mock_aws():
-        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     sqs = sqs_client(region_name="eu-west-1")
         ...     dlq_url = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
         ...     policy = {"deadLetterTargetArn": queue_arn(sqs, dlq_url), "maxReceiveCount": 5}
         ...     _ = sqs.create_queue(QueueName="jobs", Attributes={"RedrivePolicy": json.dumps(policy)})
@@ -163,81 +164,3 @@ def dead_letter_sources(sqs_client: SQSClient, dlq_url: str) -> Iterator[str]:
     paginator = sqs_client.get_paginator("list_dead_letter_source_queues")
     for page in paginator.paginate(QueueUrl=dlq_url):
         yield from page.get("queueUrls", [])
-
-
-def make_sqs_client(*, endpoint_url: str | None = None, region: str | None = None) -> SQSClient:
-    """An SQS client for AWS or the local cloud (``AWS_ENDPOINT_URL`` is honoured).
-
-    Example:
-        >>> make_sqs_client(endpoint_url="http://127.0.0.1:5000", region="eu-west-1").meta.endpoint_url
-        'http://127.0.0.1:5000'
-    """
-    import boto3
-
-    return boto3.session.Session().client("sqs", **_client_kwargs(endpoint_url, region))
-
-
-def make_cloudwatch_client(*, endpoint_url: str | None = None, region: str | None = None) -> CloudWatchClient:
-    """A CloudWatch client for AWS or the local cloud (``AWS_ENDPOINT_URL`` is honoured).
-
-    Example:
-        >>> make_cloudwatch_client(region="eu-west-1").meta.region_name
-        'eu-west-1'
-    """
-    import boto3
-
-    return boto3.session.Session().client("cloudwatch", **_client_kwargs(endpoint_url, region))
-
-
-def make_dynamodb_client(*, endpoint_url: str | None = None, region: str | None = None) -> DynamoDBClient:
-    """A DynamoDB client for AWS or the local cloud (``AWS_ENDPOINT_URL`` is honoured).
-
-    Example:
-        >>> make_dynamodb_client(region="eu-west-1").meta.region_name
-        'eu-west-1'
-    """
-    import boto3
-
-    return boto3.session.Session().client("dynamodb", **_client_kwargs(endpoint_url, region))
-
-
-def make_scheduler_client(*, endpoint_url: str | None = None,
-                          region: str | None = None) -> EventBridgeSchedulerClient:
-    """An EventBridge Scheduler client for AWS or the local cloud (delayed jobs' schedules).
-
-    Example:
-        >>> make_scheduler_client(region="eu-west-1").meta.region_name
-        'eu-west-1'
-    """
-    import boto3
-
-    return boto3.session.Session().client("scheduler", **_client_kwargs(endpoint_url, region))
-
-
-def _client_kwargs(endpoint_url: str | None, region: str | None) -> dict[str, Any]:
-    """Endpoint, region and (for the local cloud) credentials, read the same way by every command."""
-    import boto3
-
-    from sqsjobs._clients import resolve_region
-    from sqsjobs._errors import ConfigurationError
-
-    endpoint = endpoint_url or os.environ.get(ENV_AWS_ENDPOINT_URL) or None
-    kwargs: dict[str, Any] = {}
-    if endpoint:
-        kwargs["endpoint_url"] = endpoint
-    if endpoint and _is_loopback(endpoint):
-        # The local cloud accepts any signature and any region: a laptop with no AWS profile
-        # should still run the runbook's commands as written.
-        if boto3.session.Session().get_credentials() is None:
-            kwargs.update(aws_access_key_id="testing", aws_secret_access_key="testing")
-        try:
-            kwargs["region_name"] = resolve_region(region)
-        except ConfigurationError:
-            kwargs["region_name"] = "us-east-1"
-        return kwargs
-    kwargs["region_name"] = resolve_region(region)
-    return kwargs
-
-
-def _is_loopback(endpoint: str) -> bool:
-    return urlparse(endpoint).hostname in ("127.0.0.1", "localhost", "::1")

@@ -198,9 +198,9 @@ class Redrive:
     Example:
         >>> import json
         >>> from moto import mock_aws
-        >>> from sqsjobs.ops._queues import make_sqs_client
+        >>> from sqsjobs._clients import sqs_client
         >>> with mock_aws():
-        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     sqs = sqs_client(region_name="eu-west-1")
         ...     dlq, jobs = (sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("jobs-dlq", "jobs"))
         ...     for job in ("invoice-email", "sync"):
         ...         _ = sqs.send_message(QueueUrl=dlq, MessageBody=json.dumps({"job": job, "key": f"{job}:1"}))
@@ -722,9 +722,9 @@ def redrive(
     Example:
         >>> import json
         >>> from moto import mock_aws
-        >>> from sqsjobs.ops._queues import make_sqs_client
+        >>> from sqsjobs._clients import sqs_client
         >>> with mock_aws():
-        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     sqs = sqs_client(region_name="eu-west-1")
         ...     dlq, jobs = (sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("jobs-dlq", "jobs"))
         ...     for job in ("invoice-email", "sync"):
         ...         _ = sqs.send_message(QueueUrl=dlq, MessageBody=json.dumps({"job": job, "key": f"{job}:1"}))
@@ -883,9 +883,9 @@ def handle_redrive_event(
     Example:
         >>> import json
         >>> from moto import mock_aws
-        >>> from sqsjobs.ops._queues import make_sqs_client
+        >>> from sqsjobs._clients import sqs_client
         >>> with mock_aws():
-        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     sqs = sqs_client(region_name="eu-west-1")
         ...     dlq, jobs = (sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("jobs-dlq", "jobs"))
         ...     for job in ("invoice-email", "sync"):
         ...         _ = sqs.send_message(QueueUrl=dlq, MessageBody=json.dumps({"job": job, "key": f"{job}:1"}))

@@ -249,9 +249,9 @@ def collect_status(
     Example:
         >>> import json
         >>> from moto import mock_aws
-        >>> from sqsjobs.ops._queues import make_sqs_client
+        >>> from sqsjobs._clients import sqs_client
         >>> with mock_aws():
-        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     sqs = sqs_client(region_name="eu-west-1")
         ...     dlq_url = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
         ...     policy = json.dumps({"deadLetterTargetArn": "arn:aws:sqs:eu-west-1:123456789012:jobs-dlq",
         ...                          "maxReceiveCount": 5})
@@ -545,9 +545,9 @@ def peek_dead_letters(sqs_client: SQSClient, dlq_url: str, *, sample: int = DEFA
     Example:
         >>> import json
         >>> from moto import mock_aws
-        >>> from sqsjobs.ops._queues import make_sqs_client
+        >>> from sqsjobs._clients import sqs_client
         >>> with mock_aws():
-        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     sqs = sqs_client(region_name="eu-west-1")
         ...     dlq_url = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
         ...     for i in (1, 2):
         ...         _ = sqs.send_message(QueueUrl=dlq_url, MessageBody=json.dumps({"job": "invoice-email"}))
@@ -595,9 +595,9 @@ def read_queue_status(sqs_client: SQSClient, url: str, *, cloudwatch_client: Clo
     Example:
         >>> import json
         >>> from moto import mock_aws
-        >>> from sqsjobs.ops._queues import make_sqs_client
+        >>> from sqsjobs._clients import sqs_client
         >>> with mock_aws():
-        ...     sqs = make_sqs_client(region="eu-west-1")
+        ...     sqs = sqs_client(region_name="eu-west-1")
         ...     dlq_url = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
         ...     for i in (1, 2):
         ...         _ = sqs.send_message(QueueUrl=dlq_url, MessageBody=json.dumps({"job": "invoice-email"}))

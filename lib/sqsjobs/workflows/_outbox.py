@@ -450,9 +450,9 @@ class OutboxRelay:
             if not self.queue_url:
                 raise ConfigurationError("the relay needs the jobs queue: pass queue_url= or set SQSJOBS_QUEUE_URL")
             if self._sqs is None:
-                import boto3
+                from sqsjobs._clients import sqs_client
 
-                self._sqs = boto3.client("sqs")
+                self._sqs = sqs_client()  # the process's one botocore session, as every handler's clients
             self._producer = Producer(self._sqs, self.queue_url, sleep=self.sleep)
         return self._producer
 

@@ -1,0 +1,140 @@
+"""The bundle's trimmed botocore data resolves every commercial region's endpoints as botocore's own data does.
+
+infra/bundle/Makefile runs infra/bundle/trim_botocore_data.py on the bundle's
+site-packages, keeping only the services in infra/bundle/botocore-services.txt.
+Here the same trim runs on a copy of this environment's botocore package (its
+data must stay at botocore's own path: botocore treats endpoint data found
+anywhere else as a custom override). A process importing that copy must
+create every kept service's client in every region of the ``aws`` partition
+and resolve the same endpoint URL for a call (plain, FIPS, dual-stack) as a
+process importing the untrimmed package.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import botocore
+import pytest
+from template_support import ROOT
+
+BUNDLE = ROOT / "infra" / "bundle"
+PACKAGE = Path(botocore.__file__).parent
+DATA = PACKAGE / "data"
+VARIANTS = {"plain": {}, "fips": {"use_fips_endpoint": True}, "dualstack": {"use_dualstack_endpoint": True}}
+#: one call per service, whose endpoint is resolved (with its context parameters, where it has some)
+CALLS: dict[str, tuple[str, dict[str, Any]]] = {
+    "dynamodb": ("UpdateItem", {"TableName": "jobs", "Key": {}}),
+    "sqs": ("SendMessageBatch", {"QueueUrl": "https://sqs.us-east-1.amazonaws.com/1/q", "Entries": []}),
+    "scheduler": ("CreateSchedule", {"Name": "s"}),
+    "ses": ("SendEmail", {}),
+}
+# Run with the botocore to test first on sys.path: every (service, region, variant)'s endpoint, as JSON.
+RESOLVE = """
+import json, sys
+import botocore
+from botocore.config import Config
+from botocore.session import Session
+calls, regions, variants = json.loads(sys.stdin.read())
+session = Session()
+urls = {}
+for service, (operation, params) in calls.items():
+    for region in regions:
+        for variant, options in variants.items():
+            client = session.create_client(service, region_name=region, config=Config(**options),
+                                           aws_access_key_id="testing", aws_secret_access_key="testing")
+            model = client.meta.service_model.operation_model(operation)
+            try:
+                url = client._ruleset_resolver.construct_endpoint(operation_model=model, call_args=params,
+                                                                  request_context={}).url
+            except Exception as error:  # e.g. no FIPS endpoint there: both data sets must refuse alike
+                url = type(error).__name__ + ": " + str(error)
+            urls[f"{service} {region} {variant}"] = [url, client.meta.endpoint_url]
+print(json.dumps({"botocore": botocore.__file__, "urls": urls}))
+"""
+
+
+def _trimmer() -> Any:
+    spec = importlib.util.spec_from_file_location("trim_botocore_data", BUNDLE / "trim_botocore_data.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+trimmer = _trimmer()
+
+
+@pytest.fixture(scope="module")
+def trimmed_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory holding a copy of botocore whose data is trimmed as the bundle's is."""
+    site = tmp_path_factory.mktemp("site")
+    shutil.copytree(PACKAGE, site / "botocore", ignore=shutil.ignore_patterns("__pycache__"))
+    trimmer.trim(site / "botocore" / "data", trimmer.kept_services())
+    return site
+
+
+@cache
+def commercial_regions() -> list[str]:
+    partitions = json.loads((DATA / "partitions.json").read_text())["partitions"]
+    (aws,) = [p for p in partitions if p["id"] == "aws"]
+    return sorted(aws["regions"])
+
+
+def _resolve(site: Path | None) -> dict[str, Any]:
+    """Every endpoint, resolved in a fresh process with ``site``'s botocore first on the path (None: the venv's)."""
+    env = {"PATH": "", "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": "/dev/null",
+           "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"}
+    if site is not None:
+        env["PYTHONPATH"] = str(site)
+    payload = json.dumps([CALLS, commercial_regions(), VARIANTS])
+    done = subprocess.run([sys.executable, "-c", RESOLVE], input=payload, env=env, capture_output=True, text=True,
+                          check=True, timeout=600)
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def test_the_trim_keeps_the_listed_services_and_the_shared_files(trimmed_site: Path) -> None:
+    data = trimmed_site / "botocore" / "data"
+    services = trimmer.kept_services()
+    assert {"dynamodb", "sqs", "scheduler", "ses"} <= set(services)
+    assert set(services) == set(CALLS)  # every kept service has its endpoints checked below
+    assert sorted(p.name for p in data.iterdir() if p.is_dir()) == sorted(services)
+    assert all((data / name).is_file() for name in trimmer.SHARED_FILES)
+    size = sum(p.stat().st_size for p in data.rglob("*") if p.is_file())
+    assert size < 3_000_000  # from about 23 MB
+
+
+def test_every_commercial_region_resolves_the_same_endpoints_from_the_trimmed_data(trimmed_site: Path) -> None:
+    regions = commercial_regions()
+    assert len(regions) > 25 and "us-east-1" in regions
+    full, trimmed = _resolve(None), _resolve(trimmed_site)
+    assert trimmed["botocore"].startswith(str(trimmed_site))  # the trimmed copy was the one imported
+    assert not full["botocore"].startswith(str(trimmed_site))
+    assert len(trimmed["urls"]) == len(CALLS) * len(regions) * len(VARIANTS)
+    differ = {key: (trimmed["urls"][key], urls) for key, urls in full["urls"].items() if trimmed["urls"][key] != urls}
+    assert differ == {}
+    assert trimmed["urls"]["dynamodb us-east-1 plain"][0] == "https://dynamodb.us-east-1.amazonaws.com"
+
+
+def test_the_trimmed_data_does_not_know_the_other_services(trimmed_site: Path) -> None:
+    probe = "from botocore.session import Session; print(sorted(Session().get_available_services()))"
+    done = subprocess.run([sys.executable, "-c", probe], env={"PATH": "", "PYTHONPATH": str(trimmed_site)},
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == str(sorted(trimmer.kept_services()))
+
+
+def test_a_missing_kept_service_stops_the_build(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in trimmer.SHARED_FILES:
+        (data / name).write_text("{}")
+    with pytest.raises(SystemExit, match="has no dynamodb"):
+        trimmer.trim(data, ["dynamodb"])
