@@ -99,7 +99,7 @@ import sys, time
 sys.path.insert(0, sys.argv[1])
 started = time.perf_counter()
 import worker
-worker.app.processor
+worker.app.runtime.consumer
 worker.ses_client()
 print((time.perf_counter() - started) * 1000)
 """

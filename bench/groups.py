@@ -77,7 +77,7 @@ def _run(out: GroupFigures, label: str, members: int, sqs: Any, dynamodb: Any) -
         group = app.group(on_complete=report.message(run=name))
         group.add_many(messages)
         group.enqueue()
-        out.shards[label] = int(app.store.get(f"group#{group.id}").get("shards"))
+        out.shards[label] = int(app.runtime.store.get(f"group#{group.id}").get("shards"))
     enqueue_calls = list(log.calls)
     log.clear()
     depths = []
@@ -104,7 +104,7 @@ def _run(out: GroupFigures, label: str, members: int, sqs: Any, dynamodb: Any) -
     out.enqueue_wcu[label] = sum(_wcu(c, sizes) for c in enqueue_calls if c.service == "dynamodb") / members
     out.callbacks_run[label] = len(ran)
     out.largest_item[label] = max(sizes.values())
-    app.store.close()
+    app.runtime.store.close()
 
 
 def _units(size: int, unit: int) -> int:

@@ -127,7 +127,7 @@ class PatternsOutcome:
 
 
 def _tx(cloud: Any, app: Any) -> Transaction:
-    return Transaction(app, client=cloud.clients.get("dynamodb"), outbox_table=cloud.deployment.tables["OutboxTable"])
+    return app.transaction(client=cloud.clients.get("dynamodb"), outbox_table=cloud.deployment.tables["OutboxTable"])
 
 
 def orders_table(cloud: Any) -> str:

@@ -1,7 +1,9 @@
 """A registered job: the function, its options, and how to enqueue it.
 
-Declaring a job only records metadata and validates options; it never calls
-AWS (Chalice's rule). Sending goes through the app's producer.
+Declaring a job only records metadata and validates options
+(``_job_options.py``); it never calls AWS (Chalice's rule). A job depends on
+its app's runtime (``_runtime.py``: the clock, and the sender of messages),
+never on the app.
 """
 
 from __future__ import annotations
@@ -10,28 +12,20 @@ import hashlib
 import json
 import string
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
-from sqsjobs._backoff import BackoffPolicy
-from sqsjobs._errors import (
-    ConfigurationError,
-    InvalidArgumentsError,
-    MalformedMessageError,
-    PermanentError,
-    RetryableError,
-)
+from sqsjobs._errors import ConfigurationError, InvalidArgumentsError, MalformedMessageError, RetryableError
+from sqsjobs._job_options import JobOptions
 from sqsjobs.enqueue._arguments import Signature
 from sqsjobs.enqueue._envelope import Envelope
 from sqsjobs.enqueue._message import JobMessage
-from sqsjobs.enqueue._routing import DEFAULT_QUEUE, check_tenant
+from sqsjobs.enqueue._routing import check_tenant
 from sqsjobs.store._lease import RESERVED_PREFIXES, is_reserved
 
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
-    from sqsjobs._app import JobApp
+    from sqsjobs._runtime import Runtime
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -50,79 +44,6 @@ CELERY_ENQUEUE_NAMES = {
 }
 
 
-class Classification(StrEnum):
-    """What a failure of the job means."""
-
-    RETRY = "retry"  #: run it again after a full-jitter delay
-    PERMANENT = "permanent"  #: retrying cannot help: dead-letter it with the reason
-
-
-class OnCrash(StrEnum):
-    """What a delivery does when it finds that the previous run of its key died mid-way."""
-
-    RETRY = "retry"  #: run it again (at-least-once: the side effect may repeat)
-    DEAD_LETTER = "dead_letter"  #: never run it twice: dead-letter it with reason ``crashed``
-
-
-@dataclass(frozen=True, kw_only=True)
-class JobOptions:
-    """A job's retry, time and routing options (validated when the job is declared).
-
-    Example:
-        >>> JobOptions(max_attempts=3, retry_on=(TimeoutError,)).classify(TimeoutError()).value
-        'retry'
-    """
-
-    key: str | None = None
-    group: str | None = None
-    max_attempts: int | None = None
-    backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
-    retry_on: tuple[type[BaseException], ...] = (Exception,)
-    permanent_on: tuple[type[BaseException], ...] = ()
-    time_limit: float | None = None
-    version: int = 1
-    #: store the return value (JSON, <= 4 KiB) with the completion; ``JobStatus.result`` shows it
-    store_result: bool = False
-    #: a delivery older than this (seconds since enqueue) is acknowledged without running
-    expires_in: float | None = None
-    on_crash: OnCrash = OnCrash.RETRY
-    #: limiters (``app.rate_limit``/``app.concurrency_limit`` names) every run must hold (docs/flow-control.md)
-    limits: tuple[str, ...] = ()
-    #: the queue the job is sent to (``JobApp(queues=...)``, ``SQSJOBS_QUEUE_URL_<NAME>``)
-    queue: str = DEFAULT_QUEUE
-    #: add a ``Tenant`` dimension (the enqueue's ``tenant=``) to the job's metrics
-    tenant_metrics: bool = False
-
-    def classify(self, error: BaseException) -> Classification:
-        """``'retry'`` or ``'permanent'`` for an exception the job raised.
-
-        First match wins: ``PermanentError`` → DLQ; ``RetryableError`` (and so
-        ``TimeLimitExceeded``) → retry; ``permanent_on`` → DLQ; ``retry_on`` →
-        retry; anything else (only possible when ``retry_on`` was narrowed) →
-        DLQ, as with Celery's ``autoretry_for``. The job's explicit
-        ``PermanentError``/``RetryableError`` come first because raising one is
-        a decision about this very failure; ``permanent_on`` is checked before
-        ``retry_on`` so it can carve exceptions out of a broad ``retry_on``.
-
-        Example:
-            >>> from sqsjobs._errors import RetryableError
-            >>> o = JobOptions(retry_on=(OSError,), permanent_on=(FileNotFoundError,))
-            >>> [o.classify(e).value for e in (ConnectionError(), FileNotFoundError(), KeyError())]
-            ['retry', 'permanent', 'permanent']
-            >>> JobOptions(permanent_on=(Exception,)).classify(RetryableError("rate limited")).value
-            'retry'
-        """
-        if isinstance(error, PermanentError):
-            return Classification.PERMANENT
-        if isinstance(error, RetryableError):
-            return Classification.RETRY
-        if isinstance(error, self.permanent_on):
-            return Classification.PERMANENT
-        if isinstance(error, self.retry_on):
-            return Classification.RETRY
-        return Classification.PERMANENT
-
-
 class Job(Generic[P, R]):
     """A function registered with ``@app.job``; call it directly to run it in-process.
 
@@ -135,8 +56,9 @@ class Job(Generic[P, R]):
         'invoice-email:42'
     """
 
-    def __init__(self, app: JobApp, name: str, fn: Callable[P, R], options: JobOptions) -> None:
-        self.app = app
+    def __init__(self, runtime: Runtime, name: str, fn: Callable[P, R], options: JobOptions) -> None:
+        #: the app's runtime: the clock a message is stamped with, and the sender it goes through
+        self.runtime = runtime
         self.name = name
         self.fn = fn
         self.options = options
@@ -201,7 +123,7 @@ class Job(Generic[P, R]):
         bound = self.signature.bind(args)
         from sqsjobs.enqueue._delays import plan_delay
 
-        now = self.app.clock()
+        now = self.runtime.clock()
         plan = plan_delay(self.name, delay=delay, eta=eta, now=now)
         if type(replace) is not bool:
             raise InvalidArgumentsError(f"job {self.name!r}: replace must be True or False, got {replace!r}")
@@ -254,7 +176,7 @@ class Job(Generic[P, R]):
         queues keep one noisy tenant from delaying the others; refused on a FIFO
         queue) are enqueue options too, not job arguments.
         """
-        return self.app.send(self.message(delay=delay, eta=eta, replace=replace, group=group, trace_id=trace_id,
+        return self.runtime.send(self.message(delay=delay, eta=eta, replace=replace, group=group, trace_id=trace_id,
                                           expires_in=expires_in, tenant=tenant, **args))
 
     def key_for(self, args: Mapping[str, Any]) -> str:

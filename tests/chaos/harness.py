@@ -466,7 +466,7 @@ class ChaosRun:
         The first ``grouped`` share of the wave goes out as groups (each enqueued by ``group.enqueue()``);
         some of their members are sent twice more, with the rest of the wave.
         """
-        job = app.get_job("chaos")
+        job = app.runtime.job("chaos")
         messages = []
         size = self.config.group_size
         in_groups = int(count * self.config.grouped) // size * size
@@ -489,18 +489,19 @@ class ChaosRun:
 
     def _enqueue_group(self, app: Any, numbers: range) -> list[Any]:
         """One group of ``numbers`` with both callbacks, enqueued; returns the copies to send again."""
-        job, callback = app.get_job("chaos"), app.get_job("chaos-callback")
+        job, callback = app.runtime.job("chaos"), app.runtime.job("chaos-callback")
         name = f"g{numbers.start}"
         group = app.group(on_complete=callback.message(name=name, kind="on_complete"),
                           on_success=callback.message(name=name, kind="on_success"), name=name)
         group.add_many(job.message(n=n) for n in numbers)
         sent: list[tuple[list[Any], Any]] = []
-        enqueue_many = app.enqueue_many
-        app.enqueue_many = lambda batch: sent.append((list(batch), enqueue_many(batch))) or sent[-1][1]
+        runtime = app.runtime  # a group sends its members through the app's runtime (_runtime.py)
+        send_many = runtime.send_many
+        runtime.send_many = lambda batch: sent.append((list(batch), send_many(batch))) or sent[-1][1]
         try:
             group_id = group.enqueue()
         finally:
-            del app.enqueue_many
+            del runtime.send_many
         for batch, report in sent:
             self.ledger.producer_calls += report.calls
             self.ledger.messages_sent += report.sent

@@ -57,7 +57,7 @@ def test_a_later_copy_of_a_key_follows_the_first_and_uses_no_attempt() -> None:
     from sqsjobs.testing import FakeContext, sqs_record
 
     app, _ = _copies_app()
-    body = app.get_job("flaky").message(n=1).body
+    body = app.runtime.job("flaky").message(n=1).body
     for expected_attempt in (1, 2, 3):
         result = app.process_batch({"Records": [sqs_record(body, attempt=3), sqs_record(body, attempt=1)]},
                                    FakeContext(clock=lambda: 0.0))
@@ -74,7 +74,7 @@ def test_a_later_copy_at_the_queues_last_receive_is_re_sent_not_left_to_sqs() ->
     from sqsjobs.testing import FakeContext, sqs_record
 
     app, sqs = _copies_app()
-    body = app.get_job("flaky").message(n=2).body
+    body = app.runtime.job("flaky").message(n=2).body
     last = sqs_record(body, attempt=5)  # max_attempts=4: maxReceiveCount is 5
     result = app.process_batch({"Records": [sqs_record(body, attempt=1), last]}, FakeContext(clock=lambda: 0.0))
     first, copy = result.deliveries

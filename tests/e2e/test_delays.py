@@ -61,9 +61,9 @@ def test_a_one_time_schedule_fires_by_itself_at_its_time(local_cloud: LocalCloud
     with producer(local_cloud) as app:
         message = app.message("invoice-email", invoice_id=invoice)
         # Due in two seconds: through the app's own schedules (an enqueue would use SQS for so short a wait).
-        app.one_time_schedules.create(DelayedMessage(
+        app.runtime.one_time_schedules.create(DelayedMessage(
             name=schedule_name(key), job="invoice-email", key=key, body=message.body, due_at=time.time() + 2,
-            queue_arn=app.one_time_schedules.queue_arn(app.settings.require("queue_url"))))
+            queue_arn=app.runtime.one_time_schedules.queue_arn(app.settings.require("queue_url"))))
 
     assert wait_until(lambda: sent(local_cloud, invoice) == 1, local_cloud), "the schedule never fired"
     assert schedule_name(key) not in pending_names(local_cloud)

@@ -9,7 +9,6 @@ from typing import Any
 from sqsjobs.local.pytest_plugin import LocalCloudSession
 from sqsjobs.store._dynamodb import DynamoDBStore
 from sqsjobs.workflows._chunked import RunStore
-from sqsjobs.workflows._outbox import Transaction
 
 _orders = itertools.count(5000)
 
@@ -23,7 +22,7 @@ def test_an_order_committed_with_its_job_is_processed_through_the_relay(local_cl
     orders = local_cloud.function_env("WorkerFunction")["SQSJOBS_ORDERS_TABLE"]
     outbox = local_cloud.deployment.tables["OutboxTable"]
 
-    with Transaction(local_cloud.app, client=dynamodb(local_cloud), outbox_table=outbox) as tx:
+    with local_cloud.app.transaction(client=dynamodb(local_cloud), outbox_table=outbox) as tx:
         tx.put(orders, {"pk": f"order#{order_id}", "total_cents": 990, "status": "NEW"},
                condition="attribute_not_exists(pk)")
         tx.enqueue("process-order", order_id=order_id)

@@ -48,7 +48,7 @@ def test_inside_use_app_no_request_leaves_127_0_0_1(local_cloud: LocalCloudSessi
             report = app.enqueue_many([app.message("invoice-email", invoice_id=990_100 + n) for n in range(12)])
             identities = reference.ses_client().list_identities()["Identities"]  # the app's SES hook
             metrics = client("cloudwatch").list_metrics()["Metrics"]  # any client of the shared session
-            assert app.unschedule("invoice-email:990001")
+            assert app.runtime.unschedule("invoice-email:990001")
     finally:
         reference.ses_client.cache_clear()
 

@@ -40,7 +40,7 @@ def reindex_app(make_app: Any) -> Any:
                 app.crash_at = None
                 raise Crash(f"killed while indexing {item}")
             app.indexed[item] += 1
-            app.clock.advance(app.item_cost)
+            app.runtime.parts.clock.advance(app.item_cost)
         return rows[-1] if len(rows) == PAGE else None
 
     app.reindex = reindex_products
@@ -132,7 +132,7 @@ def test_a_crash_in_the_middle_of_a_page_redoes_only_that_page(reindex_app: Any,
 def test_continuation_lost_after_the_checkpoint_is_resent_without_rerunning_the_page(
         reindex_app: Any, aws: Any) -> None:
     run_id = reindex_app.reindex.start(run_id="lost")
-    real_send = reindex_app.send
+    real_send = reindex_app.runtime.send
     failures = {"left": 1}
 
     def send(message: Any) -> str:
@@ -142,7 +142,7 @@ def test_continuation_lost_after_the_checkpoint_is_resent_without_rerunning_the_
             raise EnqueueError("SQS unavailable")
         return str(real_send(message))
 
-    reindex_app.send = send
+    reindex_app.runtime.send = send
     outcomes = Counter()
     for _ in range(60):
         event = receive(aws)
@@ -158,15 +158,15 @@ def test_continuation_lost_after_the_checkpoint_is_resent_without_rerunning_the_
 def test_a_crash_between_checkpoint_and_continuation_does_not_rerun_the_page(
         reindex_app: Any, aws: Any, clock: Any) -> None:
     run_id = reindex_app.reindex.start(run_id="gap")
-    real_send = reindex_app.send
+    real_send = reindex_app.runtime.send
 
     def send(message: Any) -> str:
         if message.key.endswith(":1000"):
-            reindex_app.send = real_send
+            reindex_app.runtime.send = real_send
             raise Crash("killed after the run record advanced, before the continuation left")
         return str(real_send(message))
 
-    reindex_app.send = send
+    reindex_app.runtime.send = send
     with pytest.raises(Crash):
         drain(reindex_app, aws)
     assert reindex_app.run_status("reindex-products", run_id).cursor == 1000  # checkpointed

@@ -96,7 +96,7 @@ def test_a_two_hour_delay_waits_in_a_schedule_not_on_the_queue(delayed_app: Any,
     reminder = declare(delayed_app())
     message = reminder.message(user_id=7, delay=timedelta(hours=2))
 
-    result = reminder.app.send(message)
+    result = reminder.runtime.send(message)
 
     assert isinstance(result, ScheduledJob) and result.outcome is ScheduleOutcome.SCHEDULED
     schedule = scheduler.get_schedule(Name=schedule_name("reminder:7"), GroupName=GROUP)
@@ -144,8 +144,8 @@ def test_unschedule_and_cancel_delete_the_pending_schedule(delayed_app: Any, sch
     app = delayed_app()
     reminder = declare(app)
     reminder.enqueue(user_id=7, delay=timedelta(hours=2))
-    assert app.unschedule("reminder:7") is True
-    assert app.unschedule("reminder:7") is False
+    assert app.runtime.unschedule("reminder:7") is True
+    assert app.runtime.unschedule("reminder:7") is False
 
     reminder.enqueue(user_id=8, delay=timedelta(hours=2))
     assert app.cancel("reminder:8", reason="account closed") == "not_found_but_cancelled"
@@ -170,7 +170,7 @@ def test_a_message_built_early_and_sent_late_is_held_back_only_what_is_left(dela
     message = reminder.message(user_id=7, delay=timedelta(hours=2))
     clock.advance(2 * 3600 - 300)
 
-    reminder.app.send(message)
+    reminder.runtime.send(message)
 
     assert schedules(scheduler) == []
     assert messages_in(aws.sqs, aws.queue_url) == []  # on the queue, delayed by the 300 s left
@@ -186,7 +186,7 @@ def test_enqueue_many_mixes_sqs_batches_and_schedules_in_one_report(delayed_app:
                  reminder.message(user_id=102, delay=timedelta(days=30)),
                  reminder.message(user_id=100, delay=timedelta(hours=9))]  # the same key: already scheduled
 
-    report = reminder.app.enqueue_many(messages)
+    report = reminder.runtime.send_many(messages)
 
     assert report.ok and report.sent == 12 and len(report.scheduled) == 4 and report.accepted == 16
     assert sorted(report.scheduled) == [3, 13, 14, 15]
@@ -205,7 +205,7 @@ def test_enqueue_many_mixes_sqs_batches_and_schedules_in_one_report(delayed_app:
 def test_enqueue_many_reports_a_schedule_that_failed_and_sends_the_rest(delayed_app: Any, aws: Any,
                                                                         scheduler: Any) -> None:
     reminder = declare(delayed_app(scheduler_client=Refusing(scheduler)))
-    report = reminder.app.enqueue_many([reminder.message(user_id=1),
+    report = reminder.runtime.send_many([reminder.message(user_id=1),
                                         reminder.message(user_id=2, delay=timedelta(hours=2))])
 
     assert not report.ok and report.sent == 1 and report.scheduled == {}

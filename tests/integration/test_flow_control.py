@@ -62,7 +62,7 @@ def test_a_rate_limit_runs_what_its_tokens_allow_and_defers_the_rest_untouched(
     # A deferred job's record is never written: no attempt used, nothing to clean up.
     assert all(app.status(f"email:{i}") is None for i in range(3, 10))
     assert [app.status(f"email:{i}").attempts for i in range(3)] == [1, 1, 1]
-    tokens = [app.store.get(f"limit#ses#token#{i}") for i in range(3)]
+    tokens = [app.runtime.store.get(f"limit#ses#token#{i}") for i in range(3)]
     assert all(t is not None and t.state is LeaseState.HELD for t in tokens)
     (doc,) = emf(lines, m.DEFERRED)
     assert doc[m.DIMENSION_LIMITER] == "ses" and doc[m.DEFERRED] == [7.0]
@@ -111,7 +111,7 @@ def limiter_memory(app: Any) -> Any:
     """What the worker's limits stage learned of its limiters (flow/_stage.py)."""
     from sqsjobs.flow._stage import LimitsStage
 
-    return next(s for s in app.processor.stages.stages if isinstance(s, LimitsStage)).memory
+    return next(s for s in app.runtime.consumer.stages.stages if isinstance(s, LimitsStage)).memory
 
 
 def test_ten_limited_jobs_cost_one_extra_round_trip_and_a_batch_without_any_costs_none(
@@ -159,9 +159,9 @@ def test_a_job_starting_after_its_token_covers_waits_and_one_starting_early_give
     # A fresh process allows 0.22 s after the take for its jobs to start: n=1, 0.3 s later, is past what its
     # token covers, so it waits for another window (its claim gave its attempt back).
     assert ran == [0] and (result.deliveries[1].outcome, result.deliveries[1].deferred_by) == (Outcome.DEFERRED, "ses")
-    record = app.store.get("email:1")
+    record = app.runtime.store.get("email:1")
     assert record is not None and record.state is LeaseState.RELEASED and record.attempts == 0
-    tokens = sorted((t for t in (app.store.get(f"limit#ses#token#{i}") for i in range(10)) if t is not None),
+    tokens = sorted((t for t in (app.runtime.store.get(f"limit#ses#token#{i}") for i in range(10)) if t is not None),
                     key=lambda t: t.lease_until or 0.0)
     # n=1's token went back as it was (no previous start: free at once); n=0's is held a window after its start
     # (it started 0.22 s earlier than its token allowed for: shortened).
@@ -188,13 +188,13 @@ def test_a_token_taken_before_its_window_ends_waits_for_it_briefly_or_not_at_all
     clock.now = starts[0] + 0.85  # the window of the first start ends in 0.15 s
     app.process_batch(sqs_event([body(email, n=1)]))
     assert starts[1] == starts[0] + 1.0  # it waited the last 0.15 s, and started exactly a window later
-    token = app.store.get("limit#ses#token#0")
+    token = app.runtime.store.get("limit#ses#token#0")
     assert token is not None and token.lease_until == starts[1] + 1.0
 
     clock.now = starts[1] + 0.6  # 0.4 s before the window ends: longer than a job may wait
     late = app.process_batch(sqs_event([body(email, n=2)]))
     assert late.deliveries[0].outcome is Outcome.DEFERRED and len(starts) == 2
-    token = app.store.get("limit#ses#token#0")
+    token = app.runtime.store.get("limit#ses#token#0")
     assert token is not None and token.lease_until == starts[1] + 1.0  # given back with the window it had
 
 
@@ -218,7 +218,7 @@ def test_a_concurrency_slot_is_held_by_the_invocation_and_freed_when_its_jobs_ar
     assert [d.outcome for d in result.deliveries] == [Outcome.SUCCEEDED] * 2
     refused = [d for batch in inside for d in batch.deliveries]
     assert [(d.outcome, d.deferred_by) for d in refused] == [(Outcome.DEFERRED, "pdf")] * 2
-    slot = first.store.get("limit#pdf#slot#0")
+    slot = first.runtime.store.get("limit#pdf#slot#0")
     assert slot is not None and slot.state is LeaseState.RELEASED  # given back when the batch's last render ended
     again = second.process_batch(sqs_event([body(second.jobs["render"], n=100)]))
     assert again.deliveries[0].outcome is Outcome.SUCCEEDED
@@ -236,7 +236,7 @@ def test_a_batch_takes_one_slot_whatever_its_size(make_app: Any, aws: Any) -> No
     assert [d.outcome for d in result.deliveries] == [Outcome.SUCCEEDED] * 10
     # probes + releases of the extras + the kept slot's release, beside 10 claims and 10 completions
     assert len(recorder.calls) == 20 + SLOT_PROBES + SLOT_PROBES
-    slots = [app.store.get(f"limit#pdf#slot#{i}") for i in range(5)]
+    slots = [app.runtime.store.get(f"limit#pdf#slot#{i}") for i in range(5)]
     assert sum(1 for s in slots if s is not None) == SLOT_PROBES  # probed 3, kept 1, gave 2 back at once
     assert all(s is None or s.state is LeaseState.RELEASED for s in slots)
 
@@ -251,10 +251,10 @@ def test_a_job_over_one_of_its_limiters_gives_the_others_back(make_app: Any, clo
 
     busy = Acquire(key="limit#pdf#slot#0", owner="another-invocation", now=clock(), lease_until=clock() + 60,
                    expires_at=clock() + LIMIT_TTL_SECONDS)
-    assert app.store.write(busy).ok
+    assert app.runtime.store.write(busy).ok
     result = app.process_batch(sqs_event([body(invoice, n=1)]))
     assert (result.deliveries[0].outcome, result.deliveries[0].deferred_by) == (Outcome.DEFERRED, "pdf")
-    tokens = [t for t in (app.store.get(f"limit#ses#token#{i}") for i in range(5)) if t is not None]
+    tokens = [t for t in (app.runtime.store.get(f"limit#ses#token#{i}") for i in range(5)) if t is not None]
     # The token went back as it was: its lease ends now (no earlier start to keep apart from).
     assert len(tokens) == 1 and tokens[0].lease_until == clock()
 

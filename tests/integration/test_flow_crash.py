@@ -70,11 +70,11 @@ def test_a_killed_invocation_holds_its_slot_only_until_its_lease_ends(endpoint: 
 
     ran: list[int] = []
     app = worker_app(endpoint, table, clock, ran)
-    slot = app.store.get(SLOT)
+    slot = app.runtime.store.get(SLOT)
     assert slot is not None and slot.state is LeaseState.HELD and slot.lease_until is not None
     dead_owner = slot.owner
     # The slot's lease is the dead invocation's: its remaining time plus the lease margin.
-    record = app.store.get("render:1")
+    record = app.runtime.store.get("render:1")
     assert record is not None and record.owner == dead_owner
     assert slot.lease_until == pytest.approx(record.lease_until, abs=5.0)
 
@@ -93,5 +93,5 @@ def test_a_killed_invocation_holds_its_slot_only_until_its_lease_ends(endpoint: 
     assert [d.outcome for d in after.deliveries] == [Outcome.SUCCEEDED, Outcome.SUCCEEDED]
     assert ran == [1, 2] and after.deliveries[0].took_over
     assert app.status("render:1").attempts == 2 and app.status("render:2").attempts == 1
-    freed = app.store.get(SLOT)
+    freed = app.runtime.store.get(SLOT)
     assert freed is not None and freed.state is LeaseState.RELEASED and freed.owner != dead_owner

@@ -51,7 +51,8 @@ def release(aws: Any, event: dict[str, Any]) -> None:
 
 
 def redrive_all(app: JobApp, aws: Any) -> int:
-    return redrive(RedriveOptions(dlq=aws.dlq_url, wait_time_seconds=0), sqs_client=aws.sqs, records=app.store).moved
+    options = RedriveOptions(dlq=aws.dlq_url, wait_time_seconds=0)
+    return redrive(options, sqs_client=aws.sqs, records=app.runtime.store).moved
 
 
 @pytest.fixture
@@ -135,7 +136,7 @@ def test_a_group_larger_than_a_shard_counts_every_member_once(world: Any, aws: A
     group = app.group(on_complete=world.report.message(run="done"), on_success=world.report.message(run="ok"))
     group.add_many(world.resize.message(n=n) for n in range(230))
     group_id = group.enqueue()
-    heads = app.store.get(head_key(group_id))
+    heads = app.runtime.store.get(head_key(group_id))
     assert heads.get("shards") == 3
     drain(app, aws)
     status = app.group_status(group_id)
@@ -171,8 +172,8 @@ def test_a_callback_sent_twice_runs_once(world: Any, aws: Any) -> None:
     group_id = group.enqueue()
     drain(app, aws)
     # As if the worker died after sending the callback, before noting it: a duplicate member sends it again.
-    assert app.store.write(Amend(key=head_key(group_id), data={"on_complete_sent": None})).ok
-    assert app.store.get(head_key(group_id)).get("on_complete_sent") is None
+    assert app.runtime.store.write(Amend(key=head_key(group_id), data={"on_complete_sent": None})).ok
+    assert app.runtime.store.get(head_key(group_id)).get("on_complete_sent") is None
     app.enqueue_many(group.messages)
     results = drain(app, aws)
     outcomes = Counter(d.outcome for r in results for d in r.deliveries)
@@ -302,7 +303,7 @@ def test_a_chain_runs_in_order_stops_at_a_dead_letter_and_resumes_after_a_redriv
     assert order == ["fetch", "parse", "publish"]
     # A late duplicate of the first step sends the next again (a step's key may have come from another path, so
     # only the key itself can tell): each is a duplicate in turn, and nothing runs again.
-    app.send(steps.messages[0])
+    app.enqueue(steps.messages[0])
     results = drain(app, aws)
     assert [d.outcome for r in results for d in r.deliveries] == [Outcome.DUPLICATE] * 3
     assert order == ["fetch", "parse", "publish"]

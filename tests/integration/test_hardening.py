@@ -75,7 +75,7 @@ def test_reserved_keys_can_never_be_claimed_from_a_message_or_an_enqueue(make_ap
     forged = {"v": 1, "job": "report", "key": "lock#nightly-report:2026-01-02", "args": {"name": "x"}}
     (delivery,) = app.process_batch(sqs_event([forged])).deliveries
     assert delivery.outcome is Outcome.DEAD_LETTERED and delivery.reason == "malformed"
-    assert app.store.get("lock#nightly-report:2026-01-02") is None
+    assert app.runtime.store.get("lock#nightly-report:2026-01-02") is None
 
 
 # -- 5. producer-set sqsjobs.* attributes never survive into a dead letter ----------------------------------------
@@ -158,7 +158,7 @@ def test_a_last_attempt_that_died_is_dead_lettered_as_lost_with_its_last_error(m
     message = export.message(n=1)
     given_attempts(app, message, MAX_ATTEMPTS - 1, last_error="TimeoutError: warehouse slow")
     # The last attempt claims the key, then the invocation dies (a timeout, out of memory): no word.
-    app.store.write(Acquire(key=message.key, owner="died", now=clock(), lease_until=clock() + 60,
+    app.runtime.store.write(Acquire(key=message.key, owner="died", now=clock(), lease_until=clock() + 60,
                             expires_at=clock() + 9999, count_attempt=True))
     clock.advance(61)
     arn = queue_arn(aws.sqs, aws.queue_url)
@@ -188,7 +188,7 @@ def test_a_crash_mid_batch_leaves_the_jobs_before_it_completed(make_app: Any, aw
     event = sqs_event([json.loads(step.message(n=n).body) for n in range(5)])
     with pytest.raises(Killed):
         app.process_batch(event)
-    app.store.close()  # wait for the writes already started (they were on the wire when the process died)
-    states = [app.store.get(f"step:{n}").state for n in range(5)]
+    app.runtime.store.close()  # wait for the writes already started (they were on the wire when the process died)
+    states = [app.runtime.store.get(f"step:{n}").state for n in range(5)]
     assert states[:3] == [LeaseState.DONE] * 3  # only job 3 (and those never started) will run again
     assert states[3:] == [LeaseState.HELD] * 2

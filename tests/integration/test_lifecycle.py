@@ -184,7 +184,7 @@ def test_on_crash_dead_letter_never_runs_a_job_twice(make_app: Any, aws: Any, cl
         ran.append(n)
 
     message = wire.message(n=1)
-    app.store.write(Acquire(key=message.key, owner="died", now=clock(), lease_until=clock() + 60,
+    app.runtime.store.write(Acquire(key=message.key, owner="died", now=clock(), lease_until=clock() + 60,
                             expires_at=clock() + 9999, count_attempt=True))
     clock.advance(61)
     (delivery,) = app.process_batch(sqs_event([json.loads(message.body)], attempt=2)).deliveries
@@ -266,7 +266,8 @@ def test_redrive_skips_and_counts_letters_whose_key_was_cancelled_after_the_dlq(
         refund.enqueue(n=n)
     app.process_batch(receive_event(aws.sqs, aws.queue_url))
     assert app.cancel("refund:1", reason="refunded by hand") == "cancelled"
-    summary = redrive(RedriveOptions(dlq=aws.dlq_url, wait_time_seconds=0), sqs_client=aws.sqs, records=app.store)
+    options = RedriveOptions(dlq=aws.dlq_url, wait_time_seconds=0)
+    summary = redrive(options, sqs_client=aws.sqs, records=app.runtime.store)
     assert summary.moved == 1 and summary.skipped == {"cancelled": 1}
     (left,) = messages_in(aws.sqs, aws.dlq_url)
     assert json.loads(left["Body"])["args"] == {"n": 1}

@@ -81,7 +81,7 @@ def test_a_delivery_past_the_jobs_attempts_is_dead_lettered_without_running(make
     result = app.process_batch(sqs_event([json.loads(message.body)], attempt=3))
     (delivery,) = result.deliveries
     assert delivery.outcome is Outcome.DEAD_LETTERED and runs == []
-    record = app.store.get("fragile:1")
+    record = app.runtime.store.get("fragile:1")
     assert record.attempts == 2 and record.get("outcome") == "dead_lettered"  # this delivery ran nothing
     (dead,) = messages_in(aws.sqs, aws.dlq_url)
     assert attr(dead, ATTR_REASON) == "exhausted"
@@ -340,12 +340,12 @@ def test_the_trace_id_goes_from_producer_to_job_logs_and_on_to_the_jobs_it_enque
     @app.job("receipt", key="receipt:{order_id}")
     def receipt(order_id: int) -> None:
         seen.append(current_trace_id())
-        app.logger.info("receipt sent")
+        app.runtime.logger.info("receipt sent")
 
     @app.job("checkout", key="checkout:{order_id}")
     def checkout(order_id: int) -> None:
         seen.append(current_trace_id())
-        app.logger.info("order charged")
+        app.runtime.logger.info("order charged")
         receipt.enqueue(order_id=order_id)
 
     checkout.enqueue(order_id=9, trace_id="req-123")
@@ -371,7 +371,7 @@ def test_a_message_without_a_trace_id_starts_one_named_by_its_message_id(make_ap
 
     @app.job("root", key="root:{n}")
     def root(n: int) -> None:
-        app.logger.info("root ran")
+        app.runtime.logger.info("root ran")
         child.enqueue(n=n)
 
     message_id = root.enqueue(n=1)
@@ -388,7 +388,7 @@ def test_trace_ids_do_not_leak_between_records_of_a_batch(make_app: Any) -> None
 
     @app.job("step", key="step:{n}")
     def step(n: int) -> None:
-        app.logger.info("step ran", extra={"n": n})
+        app.runtime.logger.info("step ran", extra={"n": n})
 
     records = [sqs_event([json.loads(step.message(n=n).body)], attributes={ATTR_TRACE_ID: f"t-{n}"})["Records"][0]
                for n in (1, 2)]
@@ -421,7 +421,7 @@ def test_a_v1_message_in_flight_is_consumed_by_the_v2_job(make_app: Any, aws: An
     result = after.process_batch(receive_event(aws.sqs, aws.queue_url))
     assert [d.outcome for d in result.deliveries] == [Outcome.SUCCEEDED, Outcome.SUCCEEDED]
     assert sorted(calls) == [(7, False), (8, True)]
-    assert after.store.get("greet:7").state is LeaseState.DONE
+    assert after.runtime.store.get("greet:7").state is LeaseState.DONE
 
 
 def test_upcasters_chain_across_versions(make_app: Any) -> None:

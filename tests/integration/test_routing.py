@@ -69,9 +69,8 @@ def test_a_queue_known_by_name_but_without_a_url_fails_clearly_at_send(make_app:
 
 def test_the_outbox_relay_routes_by_queue_and_keeps_the_tenant(app: JobApp, aws: Any, queues: dict[str, str]) -> None:
     create_table(aws.dynamodb, "outbox")
-    app.settings = app.settings.with_overrides(outbox_table="outbox")
     images: list[dict[str, Any]] = []
-    with app.transaction() as tx:
+    with app.use(settings={"outbox_table": "outbox"}), app.transaction() as tx:
         tx.enqueue("password-reset", user_id=9, tenant="acme")
         tx.enqueue("invoice-email", n=9)
     for item in aws.dynamodb.scan(TableName="outbox")["Items"]:

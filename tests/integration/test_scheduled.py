@@ -65,7 +65,7 @@ def test_racing_threads_fire_the_period_exactly_once(endpoint: str, table: str) 
 
     def tick(i: int) -> None:
         start.wait()
-        results[i] = apps[i].scheduler.fire("nightly-report", at=TICK)
+        results[i] = apps[i].runtime.scheduler.fire("nightly-report", at=TICK)
 
     threads = [threading.Thread(target=tick, args=(i,)) for i in range(len(apps))]
     for t in threads:
@@ -83,10 +83,10 @@ def test_racing_threads_fire_the_period_exactly_once(endpoint: str, table: str) 
     # Each loser said so in its log.
     for app, result in zip(apps, results, strict=True):
         if not result.fired:
-            (line,) = app.logger.lines
+            (line,) = app.runtime.logger.lines
             assert line[1] == "scheduled job not fired: its period is taken"
             assert line[2]["period"] == "2026-08-05" and line[2]["reason"] == result.reason
-    state = locks(apps[0].dynamodb, table).get(LOCK)
+    state = locks(apps[0].runtime.dynamodb, table).get(LOCK)
     assert state is not None and state.state is LeaseState.DONE and state.owner == winner
 
 
@@ -111,7 +111,7 @@ def nightly_report(period: str) -> None:
 dynamodb.describe_table(TableName=table)  # connect before the start line, so all start together
 print(json.dumps({"ready": True}), flush=True)
 sys.stdin.readline()
-result = app.scheduler.fire("nightly-report", at=datetime(2026, 8, 5, 2, tzinfo=UTC))
+result = app.runtime.scheduler.fire("nightly-report", at=datetime(2026, 8, 5, 2, tzinfo=UTC))
 print(json.dumps({"fired": result.fired, "reason": result.reason, "owner": result.owner, "ran": ran}), flush=True)
 """
 
@@ -166,11 +166,11 @@ def test_a_killed_holder_blocks_its_period_until_the_lease_ends_then_the_next_ti
     # Lambda's retry of the killed tick: the dead holder's lease outlasts this invocation, so the tick fails
     # (and Lambda retries it again later) instead of answering "fired: False" and losing the day.
     with pytest.raises(PeriodBusyError, match=f"held by {lease.owner} until {lease.lease_until}"):
-        app.scheduler.fire("nightly-report", at=TICK, context=FakeContext(remaining_ms=60_000, clock=clock))
+        app.runtime.scheduler.fire("nightly-report", at=TICK, context=FakeContext(remaining_ms=60_000, clock=clock))
     assert ran == []
 
     # A later retry whose invocation outlasts the dead lease waits it out and takes the period over.
-    late = app.scheduler.fire("nightly-report", at=TICK, context=FakeContext(remaining_ms=240_000, clock=clock))
+    late = app.runtime.scheduler.fire("nightly-report", at=TICK, context=FakeContext(remaining_ms=240_000, clock=clock))
     assert late.fired and ran == ["2026-08-05"]
     assert clock.now >= lease.lease_until
 
@@ -188,9 +188,9 @@ def test_a_failed_run_gives_the_period_back_to_the_next_tick(endpoint: str, tabl
 
     at = datetime(2026, 8, 5, 2, 30, tzinfo=UTC)
     with pytest.raises(ConnectionError):
-        app.scheduler.fire("flaky-report", at=at)  # the invocation fails; Lambda retries it
-    assert app.scheduler.fire("flaky-report", at=at).fired  # the retry takes the released lease at once
-    assert not app.scheduler.fire("flaky-report", at=at).fired
+        app.runtime.scheduler.fire("flaky-report", at=at)  # the invocation fails; Lambda retries it
+    assert app.runtime.scheduler.fire("flaky-report", at=at).fired  # the retry takes the released lease at once
+    assert not app.runtime.scheduler.fire("flaky-report", at=at).fired
     assert attempts["n"] == 2
 
 
@@ -204,17 +204,17 @@ def test_a_holder_whose_lease_ran_out_cannot_complete_over_the_new_holder(
     @slow.scheduled("slow-report", schedule="cron(0 3 * * ? *)", lease_seconds=60)
     def slow_report(period: str) -> None:
         clock.advance(61)  # runs past its lease; a second scheduler takes the period over meanwhile
-        inner.append(other.scheduler.fire("slow-report", at=datetime(2026, 8, 5, 3, tzinfo=UTC)))
+        inner.append(other.runtime.scheduler.fire("slow-report", at=datetime(2026, 8, 5, 3, tzinfo=UTC)))
 
     @other.scheduled("slow-report", schedule="cron(0 3 * * ? *)", lease_seconds=60)
     def slow_report_elsewhere(period: str) -> None:
         ran.append("elsewhere")
 
-    first = slow.scheduler.fire("slow-report", at=datetime(2026, 8, 5, 3, tzinfo=UTC))
+    first = slow.runtime.scheduler.fire("slow-report", at=datetime(2026, 8, 5, 3, tzinfo=UTC))
     assert inner[0].fired and ran == ["elsewhere"]
     assert first.fired and first.reason == "lease lost"
     assert slow.logger.lines[-1][1].startswith("lease ran out while the job ran")
-    state = locks(slow.dynamodb, table).get(lock_key("slow-report:2026-08-05"))
+    state = locks(slow.runtime.dynamodb, table).get(lock_key("slow-report:2026-08-05"))
     assert state is not None and state.owner == inner[0].owner and state.state is LeaseState.DONE
 
 
@@ -239,9 +239,9 @@ def test_enqueue_mode_hands_the_period_to_the_worker(make_app: Any, aws: Any) ->
         ran.append(period)
 
     at = datetime(2026, 8, 5, 4, tzinfo=UTC)
-    first = app.scheduler.fire("nightly-export", at=at)
+    first = app.runtime.scheduler.fire("nightly-export", at=at)
     assert first.fired and first.enqueued and ran == []
-    assert not app.scheduler.fire("nightly-export", at=at).fired
+    assert not app.runtime.scheduler.fire("nightly-export", at=at).fired
     result = app.process_batch(receive_event(aws.sqs, aws.queue_url))
     assert [d.key for d in result.deliveries] == ["nightly-export:2026-08-05"]
     assert [d.outcome for d in result.deliveries] == [Outcome.SUCCEEDED] and ran == ["2026-08-05"]

@@ -60,7 +60,7 @@ def test_a_crashed_claim_is_taken_over_after_its_lease(make_app: Any, aws: Any, 
         calls.append(invoice_id)
 
     # An invocation claimed the key and died before completing it.
-    app.store.write(Acquire(key="invoice-email:7", owner="crashed", now=clock(), lease_until=clock() + 60,
+    app.runtime.store.write(Acquire(key="invoice-email:7", owner="crashed", now=clock(), lease_until=clock() + 60,
                             expires_at=clock() + 3600, count_attempt=True))
     send.enqueue(invoice_id=7)
     busy = app.process_batch(receive_event(aws.sqs, aws.queue_url))
@@ -74,7 +74,7 @@ def test_a_crashed_claim_is_taken_over_after_its_lease(make_app: Any, aws: Any, 
     taken = app.process_batch(event)
     assert [d.outcome for d in taken.deliveries] == [Outcome.SUCCEEDED]
     assert calls == [7]
-    record = app.store.get("invoice-email:7")
+    record = app.runtime.store.get("invoice-email:7")
     assert record.state is LeaseState.DONE and record.owner != "crashed"
     assert record.attempts == 2  # the run that died counts
 
@@ -96,7 +96,7 @@ def test_retry_delay_is_full_jitter_and_the_visibility_really_changes(make_app: 
     # The message stays invisible for the delay: an immediate receive finds nothing.
     assert receive_event(aws.sqs, aws.queue_url)["Records"] == []
     # The claim was released, so the retry can claim the key again.
-    assert app.store.get("flaky:1").state is LeaseState.RELEASED
+    assert app.runtime.store.get("flaky:1").state is LeaseState.RELEASED
     assert app.status("flaky:1").state == "retrying"
 
 
@@ -221,7 +221,7 @@ def test_records_are_not_started_past_the_deadline(make_app: Any, aws: Any, cloc
     unstarted = result.deliveries[3]
     assert result.failures == (unstarted.message_id,)
     assert unstarted.delay == 0 and unstarted.error is None
-    record = app.store.get("slow:3")  # released: its retry can claim at once, and no attempt was used
+    record = app.runtime.store.get("slow:3")  # released: its retry can claim at once, and no attempt was used
     assert record.state is LeaseState.RELEASED and record.attempts == 0
 
 
@@ -245,7 +245,7 @@ def test_fifo_stops_a_group_after_a_failure(make_app: Any, aws: Any) -> None:
     assert [d.outcome for d in result.deliveries] == [Outcome.RETRY, Outcome.GROUP_BLOCKED, Outcome.SUCCEEDED,
                                                       Outcome.GROUP_BLOCKED]
     assert set(result.failures) == {result.deliveries[i].message_id for i in (0, 1, 3)}
-    blocked = app.store.get("sync:a:2")  # blocked records keep no claim and use no attempt
+    blocked = app.runtime.store.get("sync:a:2")  # blocked records keep no claim and use no attempt
     assert blocked.state is LeaseState.RELEASED and blocked.attempts == 0
 
 

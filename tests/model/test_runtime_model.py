@@ -55,7 +55,7 @@ class RuntimeModel(RuleBasedStateMachine):
     def enqueue(self, job: str, n: int, twice: bool, app: int) -> None:
         message = self.world.apps[app].jobs[job].message(n=n)
         for _ in range(2 if twice else 1):
-            self.world.apps[app].send(message)
+            self.world.apps[app].enqueue(message)
 
     @rule(members=st.lists(st.tuples(st.sampled_from(MEMBER_JOBS), keys), min_size=1, max_size=4),
           alone=st.lists(st.booleans(), min_size=4, max_size=4), on_success=st.booleans(), app=apps)
@@ -82,7 +82,7 @@ class RuntimeModel(RuleBasedStateMachine):
                                   callbacks=callbacks))
         for message, also in zip(messages, alone, strict=False):
             if also:
-                w.apps[app].send(message)
+                w.apps[app].enqueue(message)
 
     @rule(steps=st.lists(st.tuples(st.sampled_from(MEMBER_JOBS), keys), min_size=2, max_size=3), app=apps)
     def enqueue_chain(self, steps: list[tuple[str, int]], app: int) -> None:

@@ -106,13 +106,14 @@ def test_everything_the_app_had_is_put_back_and_nothing_leaks_between_blocks() -
     store, sqs, clock, rng = InMemoryStore(), FakeSQS(), ManualClock(5.0), random.Random(1)
     app, ran = make_app(queue_url="https://sqs.eu-west-1.amazonaws.com/1/jobs", store=store, sqs_client=sqs,  # type: ignore[arg-type]
                         clock=clock, random=rng, max_attempts=4)
-    before = (app.settings, app.store, app.sqs, app.clock, app.random, app.sleep, app.emit_metrics)
+    before = app.runtime.parts
     with app.testing(settings={"max_attempts": 2}) as t:
-        assert app.store is not store and app.sqs is t.sqs is not sqs and app.clock is t.clock
+        parts = app.runtime.parts
+        assert app.runtime.store is not store and app.runtime.sqs is t.sqs is not sqs and parts.clock is t.clock
         assert app.settings.max_attempts == 2 and t.queue_url == "https://sqs.eu-west-1.amazonaws.com/1/jobs"
         t.run(app.message("greet", user_id=1))
-    assert (app.settings, app.store, app.sqs, app.clock, app.random, app.sleep, app.emit_metrics) == before
-    assert app.producer.client is sqs  # rebuilt from the restored client, not the fake's
+    assert app.runtime.parts == before and app.runtime.store is store and app.runtime.sqs is sqs
+    assert app.runtime.producer.client is sqs  # rebuilt from the restored client, not the fake's
     with app.testing() as second:
         second.run(app.message("greet", user_id=1))  # a fresh store: not a duplicate of the first block
         assert [o.outcome for o in second.outcomes] == [Outcome.SUCCEEDED]
@@ -191,7 +192,7 @@ def test_a_named_queue_known_by_name_only_gets_a_fake_url_and_drain_runs_every_q
         password_reset.enqueue(user_id=7, tenant="acme")
         assert [s.key for s in t.enqueued()] == ["invoice-email:1", "password-reset:7"]
         assert [s.group for s in t.enqueued()] == ["acme", "acme"]  # a tenant, on standard queues
-        critical_url = app.router.url("critical")
+        critical_url = app.runtime.router.url("critical")
         assert critical_url != t.queue_url and t.queue_urls == [t.queue_url, critical_url]
         results = t.drain()
         single = t.run(password_reset.message(user_id=8))

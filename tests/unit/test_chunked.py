@@ -18,13 +18,13 @@ def app() -> Any:
     # The real page runner over the in-memory store (the lease contract suite proves it equals DynamoDB's).
     app = JobApp(queue_url="https://sqs.example/q", store=InMemoryStore(), logger=_Quiet())
     sent: list[JobMessage] = []
-    app.send = lambda message: sent.append(message) or "m"  # type: ignore[method-assign]
+    app.runtime.send = lambda message: sent.append(message) or "m"  # type: ignore[method-assign]
     app.sent = sent  # type: ignore[attr-defined]
     return app
 
 
 def run_record(app: JobApp, run_id: str, job: str = "walk") -> Any:
-    return app.store.get(f"run#{job}:{run_id}")
+    return app.runtime.store.get(f"run#{job}:{run_id}")
 
 
 def declare(app: JobApp, fn: Any, key: str = "walk:{run_id}:{cursor}") -> Any:
@@ -84,7 +84,7 @@ def test_a_continuation_sqs_refused_is_retryable(app: Any) -> None:
     def refuse(message: JobMessage) -> str:
         raise EnqueueError("throttled")
 
-    app.send = refuse
+    app.runtime.send = refuse
     with pytest.raises(RetryableError, match="continuation 'walk:r:10' not sent"):
         walk.fn(run_id="r", cursor=0)
     assert run_record(app, "r").get("cursor") == "10"  # checkpointed: the retry only sends

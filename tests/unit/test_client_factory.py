@@ -28,7 +28,7 @@ def counting(self, *args, **kwargs):
     original(self, *args, **kwargs)
 botocore.session.Session.__init__ = counting
 import worker, redrive, scheduler, outbox_relay
-worker.app.processor, worker.app.sqs, worker.ses_client(), worker.orders_client()
+worker.app.runtime.consumer, worker.app.runtime.sqs, worker.ses_client(), worker.orders_client()
 redrive._sqs(), redrive._records()
 from sqsjobs._clients import operator_client
 operator_client("cloudwatch")

@@ -43,7 +43,7 @@ def counting(self, *args, **kwargs):
     original(self, *args, **kwargs)
 botocore.session.Session.__init__ = counting
 import worker
-worker.app.processor, worker.app.sqs, worker.ses_client(), worker.orders_client()
+worker.app.runtime.consumer, worker.app.runtime.sqs, worker.ses_client(), worker.orders_client()
 from sqsjobs._clients import session
 # botocore caches each full listing of its service directories under this key (loaders.instance_cache).
 cached = session().get_component("data_loader")._cache

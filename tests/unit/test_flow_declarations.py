@@ -30,7 +30,7 @@ def test_a_rate_must_be_a_whole_number_of_starts(app: JobApp, rate: Any) -> None
     with pytest.raises(ConfigurationError) as refused:
         app.rate_limit("ses", rate)
     assert one_line(refused).startswith("rate_limit('ses'): rate must be a whole number of starts >= 1, got ")
-    assert app.limiters == {}
+    assert app.runtime.registry.limiters == {}
 
 
 @pytest.mark.parametrize("per", [0, -1.0, float("inf"), float("nan"), 86_401, True, "1"])
@@ -55,7 +55,7 @@ def test_a_limiter_name_becomes_part_of_a_key_so_it_is_checked(app: JobApp, name
 
 def test_limiters_are_declared_once(app: JobApp) -> None:
     assert app.rate_limit("ses", 14) == RateLimit(name="ses", rate=14, per=1.0)
-    assert app.rate_limit("ses", 14) is app.limiters["ses"]  # the same declaration again is harmless
+    assert app.rate_limit("ses", 14) is app.runtime.registry.limiters["ses"]  # the same declaration again is harmless
     with pytest.raises(ConfigurationError, match="limiter 'ses' is already declared as RateLimit"):
         app.concurrency_limit("ses", 2)
     assert app.concurrency_limit("pdf", 2) == ConcurrencyLimit(name="pdf", limit=2)

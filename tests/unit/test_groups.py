@@ -9,6 +9,7 @@ import pytest
 from botocore.stub import Stubber
 
 from sqsjobs import ChainError, GroupError, InMemoryStore, JobApp, JobMessage, chain
+from sqsjobs._runtime import Runtime
 from sqsjobs.enqueue._envelope import MemberOf
 from sqsjobs.store._dynamodb import DynamoDBStore
 from sqsjobs.store._lease import Close, LeaseState, Transact
@@ -97,7 +98,7 @@ def test_a_group_of_no_members_is_refused_and_nothing_is_written(app: JobApp) ->
     group = app.group(on_complete=app.message("report", run="x"))
     with pytest.raises(GroupError, match=r"has no members; add jobs with group\.add"):
         group.enqueue()
-    assert app.store.get(head_key(group.id)) is None
+    assert app.runtime.store.get(head_key(group.id)) is None
 
 
 def test_a_bad_name_is_refused(app: JobApp) -> None:
@@ -111,7 +112,7 @@ def test_adding_after_enqueue_is_refused(app: JobApp, monkeypatch: pytest.Monkey
     from sqsjobs.enqueue._producer import EnqueueReport
 
     sent: list[list[JobMessage]] = []
-    monkeypatch.setattr(JobApp, "enqueue_many", lambda self, messages: sent.append(list(messages)) or
+    monkeypatch.setattr(Runtime, "send_many", lambda self, messages: sent.append(list(messages)) or
                         EnqueueReport(message_ids={i: f"m{i}" for i in range(len(sent[-1]))}, calls=1))
     group = app.group()
     group.add(app.message("resize", n=1))
@@ -129,7 +130,7 @@ def test_a_partly_sent_group_sends_the_rest_when_enqueued_again(app: JobApp, mon
 
     calls: list[list[str]] = []
 
-    def enqueue_many(self: JobApp, messages: Any) -> EnqueueReport:
+    def send_many(self: Runtime, messages: Any) -> EnqueueReport:
         batch = list(messages)
         calls.append([m.key for m in batch])
         if len(calls) == 1:
@@ -137,7 +138,7 @@ def test_a_partly_sent_group_sends_the_rest_when_enqueued_again(app: JobApp, mon
                 FailedEntry(index=1, key=batch[1].key, code="Throttled", message="slow down", sender_fault=False),))
         return EnqueueReport(message_ids={i: f"m{i}" for i in range(len(batch))}, calls=1)
 
-    monkeypatch.setattr(JobApp, "enqueue_many", enqueue_many)
+    monkeypatch.setattr(Runtime, "send_many", send_many)
     group = app.group()
     group.add_many([app.message("resize", n=1), app.message("resize", n=2)])
     with pytest.raises(EnqueueError, match=r"1 of 2 members were not sent .*call enqueue\(\) again"):

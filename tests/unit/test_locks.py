@@ -55,7 +55,7 @@ def test_a_scheduled_job_needs_a_period_parameter_and_is_not_left_registered_wit
     with pytest.raises(ConfigurationError, match="'period: str' parameter"):
         @app.scheduled("nightly-report", schedule="cron(0 2 * * ? *)")
         def report(day: str) -> None: ...
-    assert "nightly-report" not in app.jobs and app.schedules == {}
+    assert "nightly-report" not in app.jobs and app.runtime.registry.schedules == {}
 
 
 def test_scheduled_declarations_are_validated() -> None:
@@ -68,7 +68,7 @@ def test_scheduled_declarations_are_validated() -> None:
     @app.scheduled("weekly", schedule="cron(0 2 ? * MON *)", period="%G-W%V", max_attempts=2)
     def weekly(period: str) -> None: ...
 
-    assert app.schedules["weekly"].period_of(datetime(2026, 8, 5, tzinfo=UTC)) == "2026-W32"
+    assert app.runtime.registry.schedules["weekly"].period_of(datetime(2026, 8, 5, tzinfo=UTC)) == "2026-W32"
     assert weekly.options.max_attempts == 2 and weekly.message(period="2026-W32").key == "weekly:2026-W32"
 
 
@@ -99,25 +99,25 @@ def scheduler_with_store(**options: Any) -> tuple[JobApp, Clock, list[str]]:
 
 def test_the_lease_is_the_invocation_time_left_plus_the_margin() -> None:
     app, clock, _ran = scheduler_with_store(lease_margin=5, function_timeout=120)
-    app.scheduler.fire("r", context=FakeContext(remaining_ms=30_000, clock=clock))
-    (lock,) = app.store.items()
+    app.runtime.scheduler.fire("r", context=FakeContext(remaining_ms=30_000, clock=clock))
+    (lock,) = app.runtime.store.items()
     assert lock.lease_until == clock.now + 35.0
     app2, clock2, _ = scheduler_with_store(lease_margin=5, function_timeout=120)
-    app2.scheduler.fire("r")  # no Lambda context: the function's timeout bounds the run
-    assert app2.store.items()[0].lease_until == clock2.now + 125.0
+    app2.runtime.scheduler.fire("r")  # no Lambda context: the function's timeout bounds the run
+    assert app2.runtime.store.items()[0].lease_until == clock2.now + 125.0
 
 
 def test_a_shorter_lease_seconds_wins_over_the_invocation_time() -> None:
     app, clock, _ = scheduler_with_store(lease_margin=5)
     app.scheduled("short", schedule="rate(1 hour)", lease_seconds=10)(lambda period: None)
-    app.scheduler.fire("short", context=FakeContext(remaining_ms=300_000, clock=clock))
-    (lock,) = app.store.items()
+    app.runtime.scheduler.fire("short", context=FakeContext(remaining_ms=300_000, clock=clock))
+    (lock,) = app.runtime.store.items()
     assert lock.lease_until == clock.now + 10.0
 
 
 def held_by_a_dead_run(app: JobApp, clock: Clock, lease: float) -> str:
-    key = lock_key(f"r:{app.schedules['r'].period_of(scheduled_time({}, clock.now))}")
-    app.store.write(Acquire(key=key, owner="dead", now=clock.now, lease_until=clock.now + lease,
+    key = lock_key(f"r:{app.runtime.registry.schedules['r'].period_of(scheduled_time({}, clock.now))}")
+    app.runtime.store.write(Acquire(key=key, owner="dead", now=clock.now, lease_until=clock.now + lease,
                             expires_at=clock.now + 86_400))
     return key
 
@@ -125,7 +125,7 @@ def held_by_a_dead_run(app: JobApp, clock: Clock, lease: float) -> str:
 def test_a_tick_waits_out_a_dead_holders_lease_that_ends_within_its_invocation_then_runs() -> None:
     app, clock, ran = scheduler_with_store()
     held_by_a_dead_run(app, clock, lease=40)
-    result = app.scheduler.fire("r", context=FakeContext(remaining_ms=120_000, clock=clock))
+    result = app.runtime.scheduler.fire("r", context=FakeContext(remaining_ms=120_000, clock=clock))
     assert result.fired and len(ran) == 1
     assert sum(clock.slept) == pytest.approx(41.0)  # polled until the lease was over, never past it
 
@@ -135,17 +135,17 @@ def test_a_tick_fails_when_the_holders_lease_outlasts_it_so_lambda_retries_later
     app, clock, ran = scheduler_with_store()
     key = held_by_a_dead_run(app, clock, lease=300)
     with pytest.raises(PeriodBusyError, match="Lambda retries"):
-        app.scheduler.fire("r", context=FakeContext(remaining_ms=60_000, clock=clock))
+        app.runtime.scheduler.fire("r", context=FakeContext(remaining_ms=60_000, clock=clock))
     assert ran == [] and clock.slept == []
     clock.now += 301  # Lambda's retry, after the dead run's lease
-    assert app.scheduler.fire("r", context=FakeContext(remaining_ms=60_000, clock=clock)).fired
-    assert app.store.get(key).state is LeaseState.DONE and len(ran) == 1
+    assert app.runtime.scheduler.fire("r", context=FakeContext(remaining_ms=60_000, clock=clock)).fired
+    assert app.runtime.store.get(key).state is LeaseState.DONE and len(ran) == 1
 
 
 def test_a_tick_that_finds_the_period_done_does_nothing_and_succeeds() -> None:
     app, _clock, ran = scheduler_with_store()
-    assert app.scheduler.fire("r").fired
-    again = app.scheduler.fire("r")
+    assert app.runtime.scheduler.fire("r").fired
+    again = app.runtime.scheduler.fire("r")
     assert not again.fired and again.reason.startswith("already done by") and len(ran) == 1
 
 
@@ -156,7 +156,7 @@ def test_events_must_name_a_scheduled_job_when_there_are_several() -> None:
     with pytest.raises(InvalidEventError, match="scheduled_time"):
         app.fire_schedule({"scheduled_time": "2026-08-05T02:00:00Z"})
     with pytest.raises(UnknownJobError, match="scheduled: a, b"):
-        app.scheduler.fire("c")
+        app.runtime.scheduler.fire("c")
 
 
 def test_taken_explains_itself() -> None:
@@ -180,7 +180,7 @@ def test_every_template_schedule_matches_the_apps_declaration(handlers_on_path: 
                 assert payload["scheduled_time"] == "<aws.scheduler.scheduled-time>"
                 assert resource["Properties"]["Handler"] == "scheduler.handler"
     assert {job: expression for job, (_, expression) in seen.items()} == {
-        name: spec.expression for name, spec in reference.app.schedules.items()}
+        name: spec.expression for name, spec in reference.app.runtime.registry.schedules.items()}
     sys.modules.pop("app", None)
 
 

@@ -91,9 +91,10 @@ def test_log_lines_carry_job_key_message_id_and_attempt(app_and_lines: Any) -> N
     app, _, _ = app_and_lines
     stream = io.StringIO()
     # A service name of its own: Powertools shares one stdlib logger per service name.
-    app._logger = Logger(service="log-fields-test", stream=stream)
     body = json.loads(app.message("flaky", n=3).body)
-    app.process_batch(sqs_event([body], message_id="mid-1", attempt=2))
+    with app.use(logger=Logger(service="log-fields-test", stream=stream)):
+        app.process_batch(sqs_event([body], message_id="mid-1", attempt=2))
+        current = app.runtime.logger.get_current_keys()
     logs = [json.loads(line) for line in stream.getvalue().splitlines()]
     failed = [line for line in logs if line.get("message") == "job failed"]
     assert failed, logs
@@ -101,7 +102,7 @@ def test_log_lines_carry_job_key_message_id_and_attempt(app_and_lines: Any) -> N
     # The second receive, but the first run: attempts count runs that started, from the job's record.
     assert (line["job"], line["key"], line["message_id"], line["attempt"]) == ("flaky", "flaky:3", "mid-1", 1)
     assert line["error"] == "TimeoutError: slow"
-    assert "job" not in app.logger.get_current_keys()  # removed after the record
+    assert "job" not in current  # removed after the record
 
 
 def test_the_sqs_calls_for_failures_are_batched(app_and_lines: Any) -> None:
@@ -119,8 +120,8 @@ def test_a_job_name_with_a_lone_surrogate_is_still_logged(app_and_lines: Any) ->
 
     app, _, _ = app_and_lines
     stream = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # strict UTF-8, like Lambda's stdout
-    app._logger = Logger(service="surrogate-log-test", stream=stream)
-    result = app.process_batch(sqs_event(['{"v": 1, "job": "\\ud800x", "args": {}}']))
+    with app.use(logger=Logger(service="surrogate-log-test", stream=stream)):
+        result = app.process_batch(sqs_event(['{"v": 1, "job": "\\ud800x", "args": {}}']))
     assert [d.outcome.value for d in result.deliveries if d.outcome] == ["dead_lettered"]
     stream.flush()
     lines = [json.loads(line) for line in stream.buffer.getvalue().decode().splitlines()]  # type: ignore[attr-defined]

@@ -13,8 +13,8 @@ import pytest
 from aws_support import create_queues, create_table
 from moto import mock_aws
 
-from sqsjobs._app import CELERY_NAMES
 from sqsjobs._job import CELERY_ENQUEUE_NAMES
+from sqsjobs._job_options import CELERY_NAMES
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "jobs.md"
 

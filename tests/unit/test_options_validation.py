@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from sqsjobs import ConfigurationError, InvalidArgumentsError, JobApp, PermanentError, RetryableError
-from sqsjobs._app import CELERY_NAMES
 from sqsjobs._errors import MalformedMessageError, TimeLimitExceeded
-from sqsjobs._job import CELERY_ENQUEUE_NAMES, JobOptions
+from sqsjobs._job import CELERY_ENQUEUE_NAMES
+from sqsjobs._job_options import CELERY_NAMES, JobOptions
 
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
 

@@ -76,8 +76,8 @@ def test_warm_builds_the_first_batch_set_up_and_the_batch_builds_nothing_more(ma
     warm(app, lambda: calls.append("ses"))
     assert sorted(made_clients) == ["dynamodb", "sqs"]
     assert calls == ["ses"]
-    processor, sqs, store = app.processor, app.sqs, app.store
-    assert (app.processor, app.sqs, app.store) == (processor, sqs, store)
+    processor, sqs, store = app.runtime.consumer, app.runtime.sqs, app.runtime.store
+    assert (app.runtime.consumer, app.runtime.sqs, app.runtime.store) == (processor, sqs, store)
     assert sorted(made_clients) == ["dynamodb", "sqs"]  # nothing built twice
 
 
@@ -88,7 +88,7 @@ def test_reseed_gives_each_restored_instance_its_own_jitter() -> None:
     random.seed(99)
     module_twin = random.getstate()
     reseed(app)
-    assert [app.random.random() for _ in range(4)] != [twin.random() for _ in range(4)]
+    assert [app.runtime.random.random() for _ in range(4)] != [twin.random() for _ in range(4)]
     after = random.random()
     random.setstate(module_twin)
     assert after != random.random()

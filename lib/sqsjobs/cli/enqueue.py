@@ -169,7 +169,7 @@ def messages_from_file(app: JobApp, path: Path, job: str | None, *, tenant: str 
         if not {"delay", "eta"} & set(options):
             options.update(defaults or {})
         try:
-            messages.append(app.get_job(name).message(**options, **arguments))
+            messages.append(app.runtime.job(name).message(**options, **arguments))
         except SqsJobsError as error:
             raise ConfigurationError(f"{where}: {error}") from None
     return messages

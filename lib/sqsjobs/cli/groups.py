@@ -48,7 +48,7 @@ def register(app: typer.Typer) -> None:
         with exit_on_errors(console):
             jobs = table_app(table, endpoint_url, region)
             status = jobs.group_status(group_id)
-            failures = GroupRecords(jobs.store, ttl=jobs.settings.record_ttl).failures(group_id) \
+            failures = GroupRecords(jobs.runtime.store, ttl=jobs.settings.record_ttl).failures(group_id) \
                 if status is not None and status.failed else []
         show(console, status, json_output=json_output, render=lambda out, found: render_group(out, found, failures),
              as_json=lambda found: {**asdict(found), "failures": [asdict(f) for f in failures]},

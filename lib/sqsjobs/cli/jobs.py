@@ -38,7 +38,7 @@ def describe_jobs(app: JobApp) -> list[dict[str, Any]]:
     for name in sorted(app.jobs):
         job = app.jobs[name]
         options = job.options
-        schedule = app.schedules.get(name)
+        schedule = app.runtime.registry.schedules.get(name)
         rows.append({
             "name": name,
             "function": f"{job.fn.__module__}.{job.fn.__qualname__}",

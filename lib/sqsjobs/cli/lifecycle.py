@@ -125,7 +125,7 @@ def register(app: typer.Typer) -> None:
                 raise ConfigurationError(f"which schedule group? pass --schedule-group or set {ENV_SCHEDULE_GROUP}")
             app = JobApp(schedule_group=schedule_group,
                          scheduler_client=operator_client("scheduler", endpoint_url=endpoint_url, region=region))
-            deleted = app.unschedule(key)
+            deleted = app.runtime.unschedule(key)
         if not deleted:
             console.print(f"{key}: no delayed job pending in {schedule_group} (it ran, was never delayed, "
                           "or was unscheduled)")

@@ -40,7 +40,7 @@ from sqsjobs.store._lease import expiry
 from sqsjobs.worker._budget import remaining_seconds
 
 if TYPE_CHECKING:
-    from sqsjobs._app import JobApp
+    from sqsjobs._runtime import Runtime
 
 PERIOD = "period"
 DAILY = "%Y-%m-%d"
@@ -142,7 +142,7 @@ class Scheduler:
         >>> @app.scheduled("nightly-report", schedule="cron(0 2 * * ? *)")
         ... def nightly_report(period: str) -> None: ...
         >>> at = datetime(2026, 8, 5, 2, tzinfo=UTC)
-        >>> scheduler = Scheduler(app)  # a second fire in the same period is refused by its lease
+        >>> scheduler = Scheduler(app.runtime)  # a second fire in the same period is refused by its lease
         >>> scheduler.fire("nightly-report", at=at).fired, scheduler.fire("nightly-report", at=at).fired
         (True, False)
     """
@@ -152,28 +152,28 @@ class Scheduler:
     #: a bound on the looks, whatever the clock does (a 15-minute invocation polls ~180 times)
     MAX_LOOKS = 1000
 
-    def __init__(self, app: JobApp, *, locks: PeriodLocks | None = None) -> None:
-        self.app = app
+    def __init__(self, runtime: Runtime, *, locks: PeriodLocks | None = None) -> None:
+        self.runtime = runtime
         self._locks = locks
 
     @property
     def locks(self) -> PeriodLocks:
         """The period locks (in the idempotency table)."""
         if self._locks is None:
-            self._locks = PeriodLocks(self.app.store)
+            self._locks = PeriodLocks(self.runtime.store)
         return self._locks
 
     def handle(self, event: Any, context: Any = None) -> dict[str, Any]:
         """The Lambda handler body for EventBridge Scheduler's invocation."""
         name = event.get("job") if isinstance(event, dict) else None
-        if name is None and len(self.app.schedules) == 1:
-            name = next(iter(self.app.schedules))
+        if name is None and len(self.runtime.registry.schedules) == 1:
+            name = next(iter(self.runtime.registry.schedules))
         if not isinstance(name, str):
             raise InvalidEventError(
                 "the scheduler event names no job: the schedule's Input must be "
                 '{"job": "<name>", "scheduled_time": "<aws.scheduler.scheduled-time>"}'
             )
-        return self.fire(name, at=scheduled_time(event, self.app.clock()), context=context).response()
+        return self.fire(name, at=scheduled_time(event, self.runtime.clock()), context=context).response()
 
     def fire(self, job: str, *, at: datetime | None = None, context: Any = None) -> FireResult:
         """Take the period's lease and run (or enqueue) ``job``; do nothing if the period is taken.
@@ -182,49 +182,49 @@ class Scheduler:
         fails and a retry in the same period can take the lease again; raises
         ``PeriodBusyError`` when another holder's lease outlasts this invocation.
         """
-        spec = self.app.schedules.get(job)
+        spec = self.runtime.registry.schedules.get(job)
         if spec is None:
-            known = ", ".join(sorted(self.app.schedules)) or "none"
+            known = ", ".join(sorted(self.runtime.registry.schedules)) or "none"
             raise UnknownJobError(f"no scheduled job named {job!r} (scheduled: {known})")
-        now = self.app.clock()
+        now = self.runtime.clock()
         period = spec.period_of(at or datetime.fromtimestamp(now, UTC))
         key = lock_key(f"{job}:{period}")
         owner = uuid.uuid4().hex
-        settings = self.app.settings
+        settings = self.runtime.settings
         fields = {"job": job, "period": period, "lock": key, "owner": owner}
         taken = self._take(key, job, owner, spec, context)
         if not taken.ok:
-            self.app.logger.info("scheduled job not fired: its period is taken", extra={**fields,
+            self.runtime.logger.info("scheduled job not fired: its period is taken", extra={**fields,
                                                                                          "reason": taken.reason})
             return FireResult(job=job, period=period, fired=False, owner=owner, reason=taken.reason)
-        target = self.app.get_job(job)
+        target = self.runtime.job(job)
         enqueued: str | None = None
         try:
             if spec.enqueue:
-                enqueued = self.app.enqueue(job, **{PERIOD: period})
+                enqueued = self.runtime.send(target.message(period=period))
             else:
                 target.fn(**{PERIOD: period})
         except BaseException:
             # Give the period back, so the next tick (a retry) may run it.
-            if not self.locks.release(key, owner=owner, expires_at=expiry(self.app.clock(), settings.record_ttl)):
-                self.app.logger.warning("lease lost before release", extra=fields)
+            if not self.locks.release(key, owner=owner, expires_at=expiry(self.runtime.clock(), settings.record_ttl)):
+                self.runtime.logger.warning("lease lost before release", extra=fields)
             raise
-        if not self.locks.complete(key, owner=owner, expires_at=expiry(self.app.clock(), settings.record_ttl)):
-            self.app.logger.warning("lease ran out while the job ran; another scheduler may have fired too",
+        if not self.locks.complete(key, owner=owner, expires_at=expiry(self.runtime.clock(), settings.record_ttl)):
+            self.runtime.logger.warning("lease ran out while the job ran; another scheduler may have fired too",
                                     extra=fields)
             return FireResult(job=job, period=period, fired=True, owner=owner, reason="lease lost",
                               enqueued=enqueued)
-        self.app.logger.info("scheduled job fired", extra={**fields, "enqueued": enqueued})
+        self.runtime.logger.info("scheduled job fired", extra={**fields, "enqueued": enqueued})
         return FireResult(job=job, period=period, fired=True, owner=owner, reason="acquired", enqueued=enqueued)
 
     def _take(self, key: str, job: str, owner: str, spec: ScheduleSpec, context: Any) -> Taken:
         """Acquire the period, waiting out another holder's lease when it ends within this invocation."""
-        settings = self.app.settings
-        started = self.app.clock()
+        settings = self.runtime.settings
+        started = self.runtime.clock()
         remaining = remaining_seconds(context)
         own_end = started + (remaining if remaining is not None else self._default_lease())
         for _ in range(self.MAX_LOOKS):
-            now = self.app.clock()
+            now = self.runtime.clock()
             lease_until = min(own_end + settings.lease_margin,
                               now + spec.lease_seconds if spec.lease_seconds is not None else float("inf"))
             taken = self.locks.acquire(key, owner=owner, now=now, lease_until=lease_until, job=job,
@@ -239,11 +239,11 @@ class Scheduler:
                     f"scheduled job {job!r}: the period is {taken.reason}, past this invocation's end; failing the "
                     "tick so that Lambda retries it after that lease (a run that died holding it is taken over then)"
                 )
-            self.app.sleep(max(min(self.POLL_SECONDS, holder_end + 1.0 - now), 0.0))
+            self.runtime.sleep(max(min(self.POLL_SECONDS, holder_end + 1.0 - now), 0.0))
         raise PeriodBusyError(f"scheduled job {job!r}: the period stayed held after {self.MAX_LOOKS} looks")
 
     def _default_lease(self) -> float:
-        return self.app.settings.function_timeout or 900.0
+        return self.runtime.settings.function_timeout or 900.0
 
 
 def schedule_spec(job: str, schedule: str, *, period: str | None, lease_seconds: float | None,

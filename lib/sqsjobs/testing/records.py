@@ -35,9 +35,9 @@ def given_attempts(app: JobApp, message: JobMessage, attempts: int, *, last_erro
     from sqsjobs.worker._job_records import Claim, JobState
 
     envelope = Envelope.decode(message.body)
-    job = app.get_job(envelope.job)
+    job = app.runtime.job(envelope.job)
     args = job.signature.bind(job.upcast(envelope.job_version, envelope.args))
-    at = app.clock() if now is None else now
+    at = app.runtime.clock() if now is None else now
     expires_at = expiry(at, app.settings.record_ttl)
     claim = Claim(key=message.key, job=job.name, owner="given-attempts", now=at, lease_until=at,
                   expires_at=expires_at, fingerprint=job.fingerprint(args), fp_version=job.options.version,
@@ -45,6 +45,6 @@ def given_attempts(app: JobApp, message: JobMessage, attempts: int, *, last_erro
     for op in (claim.operation(), Release(key=message.key, owner="given-attempts", expires_at=expires_at,
                                           attempts_delta=attempts - 1,
                                           data={"outcome": JobState.RETRYING.value, "last_error": last_error})):
-        written = app.store.write(op)
+        written = app.runtime.store.write(op)
         if not written.ok:
             raise RuntimeError(f"given_attempts: could not write {message.key!r}: {written.error or written.item}")

@@ -222,7 +222,7 @@ class JobTester:
             return self.sqs.put(self.queue_url, message)
         if isinstance(message, Mapping):
             return self.sqs.put(self.queue_url, json.dumps(message))
-        url = self.app.router.url(message.queue)
+        url = self.app.runtime.router.url(message.queue)
         fifo = url.endswith(".fifo")
         return self.sqs.put(url, message.body, attributes=message.attributes(),
                             group_id=(message.group or message.key[:128]) if fifo else message.tenant,
@@ -271,7 +271,7 @@ def use(
         **({"queues": named} if named else {}),
         **(settings or {}),
     }
-    with app.use(store=store, sqs_client=sqs, dynamodb_client=dynamodb_client, clock=clock,  # type: ignore[arg-type]
+    with app.use(store=store, sqs_client=sqs, dynamodb_client=dynamodb_client, clock=clock,
                  random=random or _random.Random(0), sleep=clock.advance, emit_metrics=metrics.append,
                  settings=overrides):
         yield JobTester(app, sqs=sqs, store=store, clock=clock, metrics=metrics)

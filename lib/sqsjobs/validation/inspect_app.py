@@ -30,7 +30,8 @@ def describe(module_name: str) -> dict[str, Any]:
     module = importlib.import_module(module_name)
     apps = {id(v): v for v in vars(module).values() if isinstance(v, JobApp)}
     return {"ok": True, "apps": [
-        {"jobs": sorted(app.jobs), "schedules": {name: spec.expression for name, spec in app.schedules.items()}}
+        {"jobs": sorted(app.jobs),
+         "schedules": {name: spec.expression for name, spec in app.runtime.registry.schedules.items()}}
         for app in apps.values()
     ]}
 

@@ -54,7 +54,7 @@ from sqsjobs._errors import (
     ScheduleError,
     UnknownJobError,
 )
-from sqsjobs._job import Classification, OnCrash
+from sqsjobs._job_options import Classification, OnCrash
 from sqsjobs._tracing import reset_trace_id, set_trace_id
 from sqsjobs.enqueue._batching import Sent, batches, send_entries
 from sqsjobs.enqueue._envelope import Envelope
@@ -329,7 +329,7 @@ class Consumer:
         job, args = d.job, d.args
         token = set_trace_id(d.trace_id or d.message_id)
         fields = self._fields(d)
-        # The job's own log lines through app.logger carry the same fields.
+        # The job's own log lines through app.runtime.logger carry the same fields.
         self.log.append_keys(**fields)
         started = time.perf_counter()
         error: BaseException | None = None

@@ -63,15 +63,15 @@ def prepare(app: JobApp, *factories: Callable[[], object]) -> bool:
 
 def warm(app: JobApp, *factories: Callable[[], object]) -> None:
     """Build what the first batch would: clients, store, processor, logger, and the app's ``factories``."""
-    app.sqs  # noqa: B018 - building it is the point
-    app.processor  # noqa: B018 - builds the store (DynamoDB client, table model) and the logger
+    app.runtime.sqs  # noqa: B018 - building it is the point
+    app.runtime.consumer  # noqa: B018 - builds the store (DynamoDB client, table model) and the logger
     for factory in factories:
         factory()
 
 
 def reseed(app: JobApp) -> None:
     """Seed the app's random source and the ``random`` module from the OS again (after a restore)."""
-    seed = getattr(app.random, "seed", None)
+    seed = getattr(app.runtime.random, "seed", None)
     if callable(seed):
         seed()
     _random.seed()

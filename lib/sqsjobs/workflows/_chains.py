@@ -32,7 +32,7 @@ from sqsjobs.worker._job_records import JobState, JobStatus
 from sqsjobs.workflows._members import job_of, new_id, related, restored, stored
 
 if TYPE_CHECKING:
-    from sqsjobs._app import JobApp
+    from sqsjobs._runtime import Runtime
     from sqsjobs.enqueue._message import JobMessage
 
 CHAIN_PREFIX = "chain#"
@@ -172,7 +172,7 @@ class Chain:
         ['fetch:7', 'fetch:8']
     """
 
-    app: JobApp = field(repr=False)
+    runtime: Runtime = field(repr=False)
     steps: tuple[JobMessage, ...]
     name: str | None = None
     id: str = field(default_factory=new_id)
@@ -187,7 +187,7 @@ class Chain:
             raise ChainError(f"a chain's name is text of 1..{MAX_NAME} characters, got {self.name!r}")
         built = []
         for i, message in enumerate(self.steps):
-            job_of(self.app, message, f"step {i}", ChainError)
+            job_of(self.runtime, message, f"step {i}", ChainError)
             built.append(related(message, f"step {i}", ChainError, step_of=StepOf(self.id, i)))
         self.messages = tuple(built)
 
@@ -195,10 +195,10 @@ class Chain:
         """Write the chain's record, send its first step; returns the chain's id."""
         if self._sent:
             raise ChainError(f"chain {self.name or self.id} was enqueued already (id {self.id})")
-        ChainRecords(self.app.store, ttl=self.app.settings.record_ttl).create(
-            self.id, list(self.messages), name=self.name, now=self.app.clock())
+        ChainRecords(self.runtime.store, ttl=self.runtime.settings.record_ttl).create(
+            self.id, list(self.messages), name=self.name, now=self.runtime.clock())
         self._sent = True
-        self.app.send(self.messages[0])
+        self.runtime.send(self.messages[0])
         return self.id
 
 
@@ -213,10 +213,10 @@ def chain(*steps: JobMessage, name: str | None = None) -> Chain:
     """
     from sqsjobs.enqueue._message import JobMessage
 
-    app = next((s.source.app for s in steps if isinstance(s, JobMessage) and s.source is not None), None)
-    if app is None:
+    runtime = next((s.source.runtime for s in steps if isinstance(s, JobMessage) and s.source is not None), None)
+    if runtime is None:
         if not steps:
             raise ChainError("a chain needs at least one step: chain(a.message(...), b.message(...))")
         raise ChainError("no step of this chain was built by job.message(...) of a registered job, so it names no "
                          f"app (step 0 is {type(steps[0]).__name__}); build the steps with job.message(...)")
-    return Chain(app=app, steps=tuple(steps), name=name)
+    return Chain(runtime=runtime, steps=tuple(steps), name=name)

@@ -41,7 +41,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 from sqsjobs._errors import ConfigurationError, EnqueueError, PermanentError, RetryableError, StoreError
-from sqsjobs._job import Job, JobOptions
+from sqsjobs._job import Job
+from sqsjobs._job_options import JobOptions
 from sqsjobs.store._lease import (
     Acquire,
     Complete,
@@ -55,7 +56,7 @@ from sqsjobs.store._lease import (
 )
 
 if TYPE_CHECKING:
-    from sqsjobs._app import JobApp
+    from sqsjobs._runtime import Runtime
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -131,8 +132,8 @@ class ChunkedJob(Job[P, R]):
         ('r1', ['reindex-products:r1:0', 'reindex-products:r1:500', 'reindex-products:r1:1000'])
     """
 
-    def __init__(self, app: JobApp, name: str, fn: Callable[P, R], options: JobOptions) -> None:
-        super().__init__(app, name, fn, options)
+    def __init__(self, runtime: Runtime, name: str, fn: Callable[P, R], options: JobOptions) -> None:
+        super().__init__(runtime, name, fn, options)
         missing = [p for p in (RUN_ID, CURSOR) if p not in self.signature.names]
         if missing:
             raise ConfigurationError(
@@ -165,8 +166,8 @@ class ChunkedJob(Job[P, R]):
         run_id = run_id or uuid.uuid4().hex
         message = self.message(run_id=run_id, **args)
         cursor = args.get(CURSOR, self._defaults.get(CURSOR))
-        self.runs.begin(self.name, run_id, cursor=_encode(cursor), now=self.app.clock())
-        self.app.send(message)
+        self.runs.begin(self.name, run_id, cursor=_encode(cursor), now=self.runtime.clock())
+        self.runtime.send(message)
         return run_id
 
     # ------------------------------------------------------------ consuming
@@ -189,7 +190,7 @@ class ChunkedJob(Job[P, R]):
             if record.get("cursor") != here:
                 self._log("stale page (the run is elsewhere); not run", run_id, here)
                 return None
-        elif not runs.begin(self.name, run_id, cursor=here, now=self.app.clock()):
+        elif not runs.begin(self.name, run_id, cursor=here, now=self.runtime.clock()):
             # Enqueued without start(): the first page made the record, unless another delivery just did.
             self._log("another delivery started the run first; not run", run_id, here)
             return None
@@ -199,7 +200,7 @@ class ChunkedJob(Job[P, R]):
             raise PermanentError(f"chunked job {self.name!r}: the page at cursor {here} returned the same cursor; "
                                  "the run would never end")
         pages_done = int(record.get("pages_done") or 0) if record is not None else 0
-        if not runs.advance(self.name, run_id, page=here, following=after, now=self.app.clock(),
+        if not runs.advance(self.name, run_id, page=here, following=after, now=self.runtime.clock(),
                             pages_done=pages_done):
             self._log("another delivery advanced the run first; no continuation from this one", run_id, here)
             return following
@@ -210,18 +211,18 @@ class ChunkedJob(Job[P, R]):
     def _continue(self, args: Mapping[str, Any], cursor: Any) -> None:
         message = self.message(**{**args, CURSOR: cursor})
         try:
-            self.app.send(message)
+            self.runtime.send(message)
         except EnqueueError as error:
             # Retrying the page is safe: the run record says it is done, so the retry only sends this.
             raise RetryableError(f"continuation {message.key!r} not sent: {error}") from error
 
     def _log(self, text: str, run_id: str, cursor: str) -> None:
-        self.app.logger.info(text, extra={"job": self.name, "run_id": run_id, "cursor": cursor})
+        self.runtime.logger.info(text, extra={"job": self.name, "run_id": run_id, "cursor": cursor})
 
     @property
     def runs(self) -> RunStore:
         """The run records (in the app's idempotency table)."""
-        return RunStore(self.app.store, ttl=self.app.settings.record_ttl)
+        return RunStore(self.runtime.store, ttl=self.runtime.settings.record_ttl)
 
 
 class RunStore:

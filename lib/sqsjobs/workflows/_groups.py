@@ -70,7 +70,7 @@ from sqsjobs.worker._job_records import JobState, cancel_marker, cancel_request
 from sqsjobs.workflows._members import job_of, new_id, related, stored
 
 if TYPE_CHECKING:
-    from sqsjobs._app import JobApp
+    from sqsjobs._runtime import Runtime
     from sqsjobs.enqueue._message import JobMessage
 
 GROUP_PREFIX = "group#"
@@ -517,7 +517,7 @@ class Group:
         sqsjobs.GroupError: group thumbnails: 'resize:1' is already a member; each member needs its own key
     """
 
-    app: JobApp = field(repr=False)
+    runtime: Runtime = field(repr=False)
     on_success: JobMessage | None = None
     on_complete: JobMessage | None = None
     name: str | None = None
@@ -536,7 +536,7 @@ class Group:
         for kind, message in ((Callback.ON_SUCCESS, self.on_success), (Callback.ON_COMPLETE, self.on_complete)):
             if message is None:
                 continue
-            job_of(self.app, message, kind.value, GroupError)
+            job_of(self.runtime, message, kind.value, GroupError)
             callback = message
             if len(stored(callback).encode("utf-8")) > MAX_CALLBACK_BYTES:
                 raise GroupError(f"{kind.value}: the callback's message is over {MAX_CALLBACK_BYTES} bytes; "
@@ -564,7 +564,7 @@ class Group:
         keys: list[str] = []
         for i, message in enumerate(batch):
             what = f"member {len(self._members) + i}"
-            job_of(self.app, message, what, GroupError)
+            job_of(self.runtime, message, what, GroupError)
             key = message.key
             if key in self._keys or key in keys:
                 raise GroupError(f"group {self.label}: {message.key!r} is already a member; "
@@ -590,13 +590,13 @@ class Group:
             self.messages = tuple(
                 related(m, f"member {i}", GroupError, member_of=MemberOf(self.id, i % shards, i))
                 for i, m in enumerate(self._members))
-            GroupRecords(self.app.store, ttl=self.app.settings.record_ttl).create(
+            GroupRecords(self.runtime.store, ttl=self.runtime.settings.record_ttl).create(
                 self.id, [m.key for m in self.messages], name=self.name, callbacks=self._callbacks,
-                now=self.app.clock())
+                now=self.runtime.clock())
             self._recorded = True
             self._unsent = list(self.messages)
         pending = self._unsent or []
-        report = self.app.enqueue_many(pending)
+        report = self.runtime.send_many(pending)
         self._unsent = [pending[f.index] for f in report.failed]
         if self._unsent:
             first = report.failed[0]

@@ -24,8 +24,8 @@ from sqsjobs.enqueue._envelope import MAX_BODY_BYTES, Envelope, MemberOf, StepOf
 from sqsjobs.enqueue._message import JobMessage
 
 if TYPE_CHECKING:
-    from sqsjobs._app import JobApp
     from sqsjobs._job import Job
+    from sqsjobs._runtime import Runtime
 
 
 def new_id() -> str:
@@ -38,14 +38,14 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-def job_of(app: JobApp, message: Any, what: str, error: type[Exception]) -> Job[Any, Any]:
+def job_of(runtime: Runtime, message: Any, what: str, error: type[Exception]) -> Job[Any, Any]:
     """The registered job ``message`` was built by; ``error`` says why it is not one.
 
     Example:
         >>> from sqsjobs import JobApp
         >>> from sqsjobs._errors import GroupError
         >>> app = JobApp(queue_url="https://sqs.example/q")
-        >>> job_of(app, "invoice-email:42", "member", GroupError)
+        >>> job_of(app.runtime, "invoice-email:42", "member", GroupError)
         Traceback (most recent call last):
         ...
         sqsjobs.GroupError: member must be a job message (job.message(...)), got str
@@ -54,9 +54,9 @@ def job_of(app: JobApp, message: Any, what: str, error: type[Exception]) -> Job[
 
     if not isinstance(message, JobMessage):
         raise error(f"{what} must be a job message (job.message(...)), got {type(message).__name__}")
-    job = app.jobs.get(message.job)
+    job = runtime.registry.jobs.get(message.job)
     if job is None or message.source is not job:
-        known = ", ".join(sorted(app.jobs)) or "none"
+        known = ", ".join(sorted(runtime.registry.jobs)) or "none"
         raise error(f"{what} is a message of job {message.job!r}, which is not registered on this app (registered: "
                     f"{known}); build it with job.message(...) of a job of this app")
     if isinstance(job, ChunkedJob):

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
-    from sqsjobs._app import JobApp
+    from sqsjobs._runtime import Runtime
     from sqsjobs.enqueue._producer import Producer
     from sqsjobs.enqueue._routing import QueueRouter
 
@@ -107,12 +107,12 @@ class Transaction:
         order 7 placed
     """
 
-    def __init__(self, app: JobApp, *, client: DynamoDBClient | None = None, outbox_table: str | None = None,
+    def __init__(self, runtime: Runtime, *, client: DynamoDBClient | None = None, outbox_table: str | None = None,
                  clock: Callable[[], float] | None = None, ttl: float = OUTBOX_TTL_SECONDS) -> None:
-        self.app = app
+        self.runtime = runtime
         self._client = client
         self.outbox_table = outbox_table
-        self.clock = clock or app.clock
+        self.clock = clock or runtime.clock
         self.ttl = ttl
         self.items: list[dict[str, Any]] = []
         self.enqueued: dict[str, JobMessage] = {}
@@ -202,7 +202,7 @@ class Transaction:
             >>> tx.enqueue("process-order", order_id=7), tx.items[0]["Put"]["TableName"]
             ('process-order:7', 'outbox')
         """
-        message = self.app.get_job(job).message(delay=delay, group=group, trace_id=trace_id, tenant=tenant, **args)
+        message = self.runtime.job(job).message(delay=delay, group=group, trace_id=trace_id, tenant=tenant, **args)
         if message.due_at is not None:
             from sqsjobs._errors import InvalidDelayError
 
@@ -287,7 +287,7 @@ class Transaction:
     def _write(self) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        client = self._client or self.app.dynamodb
+        client = self._client or self.runtime.dynamodb
         try:
             client.transact_write_items(TransactItems=self.items, ClientRequestToken=self.token)  # type: ignore[arg-type]
         except ClientError as error:
@@ -318,7 +318,7 @@ class Transaction:
             raise errors[0]
 
     def _outbox_table(self) -> str:
-        table = self.outbox_table or self.app.settings.outbox_table
+        table = self.outbox_table or self.runtime.settings.outbox_table
         if not table:
             raise ConfigurationError(
                 "the outbox table is not set: pass outbox_table= to JobApp or set SQSJOBS_OUTBOX_TABLE "

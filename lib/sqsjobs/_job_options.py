@@ -1,0 +1,310 @@
+"""A job's options: what ``@app.job(...)`` takes, validated when the job is declared, with one clear error each.
+
+``declare_options`` turns the decorator's arguments into a frozen
+``JobOptions`` (dramatiq's rule: an actor refuses options at declaration, with
+an error that says what to do); Celery's names are answered with sqsjobs'
+own. Declaring never calls AWS.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from sqsjobs._backoff import BackoffPolicy
+from sqsjobs._errors import ConfigurationError, PermanentError, RetryableError
+from sqsjobs.enqueue._routing import DEFAULT_QUEUE
+
+if TYPE_CHECKING:
+    from sqsjobs._settings import Settings
+    from sqsjobs.flow._limits import Limiter
+
+
+class Classification(StrEnum):
+    """What a failure of the job means."""
+
+    RETRY = "retry"  #: run it again after a full-jitter delay
+    PERMANENT = "permanent"  #: retrying cannot help: dead-letter it with the reason
+
+
+class OnCrash(StrEnum):
+    """What a delivery does when it finds that the previous run of its key died mid-way."""
+
+    RETRY = "retry"  #: run it again (at-least-once: the side effect may repeat)
+    DEAD_LETTER = "dead_letter"  #: never run it twice: dead-letter it with reason ``crashed``
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobOptions:
+    """A job's retry, time and routing options (validated when the job is declared).
+
+    Example:
+        >>> JobOptions(max_attempts=3, retry_on=(TimeoutError,)).classify(TimeoutError()).value
+        'retry'
+    """
+
+    key: str | None = None
+    group: str | None = None
+    max_attempts: int | None = None
+    backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
+    retry_on: tuple[type[BaseException], ...] = (Exception,)
+    permanent_on: tuple[type[BaseException], ...] = ()
+    time_limit: float | None = None
+    version: int = 1
+    #: store the return value (JSON, <= 4 KiB) with the completion; ``JobStatus.result`` shows it
+    store_result: bool = False
+    #: a delivery older than this (seconds since enqueue) is acknowledged without running
+    expires_in: float | None = None
+    on_crash: OnCrash = OnCrash.RETRY
+    #: limiters (``app.rate_limit``/``app.concurrency_limit`` names) every run must hold (docs/flow-control.md)
+    limits: tuple[str, ...] = ()
+    #: the queue the job is sent to (``JobApp(queues=...)``, ``SQSJOBS_QUEUE_URL_<NAME>``)
+    queue: str = DEFAULT_QUEUE
+    #: add a ``Tenant`` dimension (the enqueue's ``tenant=``) to the job's metrics
+    tenant_metrics: bool = False
+
+    def classify(self, error: BaseException) -> Classification:
+        """``'retry'`` or ``'permanent'`` for an exception the job raised.
+
+        First match wins: ``PermanentError`` → DLQ; ``RetryableError`` (and so
+        ``TimeLimitExceeded``) → retry; ``permanent_on`` → DLQ; ``retry_on`` →
+        retry; anything else (only possible when ``retry_on`` was narrowed) →
+        DLQ, as with Celery's ``autoretry_for``. The job's explicit
+        ``PermanentError``/``RetryableError`` come first because raising one is
+        a decision about this very failure; ``permanent_on`` is checked before
+        ``retry_on`` so it can carve exceptions out of a broad ``retry_on``.
+
+        Example:
+            >>> from sqsjobs._errors import RetryableError
+            >>> o = JobOptions(retry_on=(OSError,), permanent_on=(FileNotFoundError,))
+            >>> [o.classify(e).value for e in (ConnectionError(), FileNotFoundError(), KeyError())]
+            ['retry', 'permanent', 'permanent']
+            >>> JobOptions(permanent_on=(Exception,)).classify(RetryableError("rate limited")).value
+            'retry'
+        """
+        if isinstance(error, PermanentError):
+            return Classification.PERMANENT
+        if isinstance(error, RetryableError):
+            return Classification.RETRY
+        if isinstance(error, self.permanent_on):
+            return Classification.PERMANENT
+        if isinstance(error, self.retry_on):
+            return Classification.RETRY
+        return Classification.PERMANENT
+
+
+#: Celery option names people bring with them, and what to write instead (docs/jobs.md has the table).
+CELERY_NAMES = {
+    "max_retries": "max_attempts (= max_retries + 1: sqsjobs counts the first run)",
+    "retry_kwargs": "max_attempts (retry_kwargs={'max_retries': n} is max_attempts=n + 1)",
+    "retry_backoff": "backoff_base (seconds; Celery's retry_backoff=True is backoff_base=1)",
+    "retry_backoff_max": "backoff_cap",
+    "default_retry_delay": "backoff_base (with jitter=False for a fixed delay, which the docs advise against)",
+    "retry_jitter": "jitter",
+    "autoretry_for": "retry_on",
+    "dont_autoretry_for": "permanent_on",
+    "soft_time_limit": "time_limit (it raises TimeLimitExceeded in the job, a retryable failure)",
+    "bind": "nothing: jobs take their arguments only; read the current message's trace id with "
+    "sqsjobs._tracing.current_trace_id()",
+    "acks_late": "nothing: a message is always deleted only after its job finished",
+    "ignore_result": "store_result (off by default: store_result=True keeps the return value, JSON <= 4 KiB)",
+    "rate_limit": "limits=[name] with app.rate_limit(name, rate, per) declared first (docs/flow-control.md)",
+    "priority": "queue= (a job on its own queue, e.g. queue=\"critical\", with its own MaximumConcurrency)",
+    "countdown": "delay= on enqueue (it is an enqueue option, not a job option)",
+    "eta": "eta= on enqueue (an aware datetime; beyond 900 s it waits in EventBridge Scheduler)",
+}
+#: what a job name may be: it travels in message bodies, attributes, log lines, metric dimensions and keys
+JOB_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
+MAX_JOB_NAME = 80
+#: the options ``JobApp.job`` takes, for error messages
+JOB_OPTIONS = ("key", "group", "max_attempts", "backoff_base", "backoff_cap", "jitter", "retry_on", "permanent_on",
+               "time_limit", "version", "chunked", "store_result", "expires_in", "on_crash", "limits", "queue",
+               "tenant_metrics")
+
+
+def declare_options(
+    name: str,
+    settings: Settings,
+    limiters: Mapping[str, Limiter],
+    *,
+    key: str | None = None,
+    group: str | None = None,
+    max_attempts: int | None = None,
+    backoff_base: float | None = None,
+    backoff_cap: float | None = None,
+    jitter: bool = True,
+    retry_on: Iterable[type[BaseException]] | type[BaseException] = (Exception,),
+    permanent_on: Iterable[type[BaseException]] | type[BaseException] = (),
+    time_limit: float | None = None,
+    version: int = 1,
+    chunked: bool = False,
+    store_result: bool = False,
+    expires_in: float | None = None,
+    on_crash: OnCrash | str = OnCrash.RETRY,
+    limits: Iterable[str] = (),
+    queue: str = DEFAULT_QUEUE,
+    tenant_metrics: bool = False,
+    **unknown: Any,
+) -> JobOptions:
+    """The options of job ``name``, checked against the app's settings and limiters (docs/jobs.md lists them).
+
+    Example:
+        >>> from sqsjobs import Settings
+        >>> declare_options("sync-account", Settings(), {}, max_attempts=3).max_attempts
+        3
+        >>> declare_options("sync-account", Settings(), {}, max_retries=2)
+        Traceback (most recent call last):
+        ...
+        sqsjobs.ConfigurationError: job 'sync-account': unknown option(s) 'max_retries' (Celery) → use \
+max_attempts (= max_retries + 1: sqsjobs counts the first run). Options: key, group, max_attempts, backoff_base, \
+backoff_cap, jitter, retry_on, permanent_on, time_limit, version, chunked, store_result, expires_in, on_crash, limits, \
+queue, tenant_metrics
+    """
+    if "expires" in unknown and expires_in is None:
+        expires_in = unknown.pop("expires")  # Celery's name for it
+    if unknown:
+        hints = [f"{k!r} (Celery) → use {CELERY_NAMES[k]}" for k in unknown if k in CELERY_NAMES]
+        others = [repr(k) for k in unknown if k not in CELERY_NAMES]
+        raise ConfigurationError(
+            f"job {name!r}: unknown option(s) {'; '.join(hints + others)}. Options: {', '.join(JOB_OPTIONS)}"
+        )
+    options = _options(
+        name, settings, key=key, group=group, max_attempts=max_attempts, backoff_base=backoff_base,
+        backoff_cap=backoff_cap, jitter=jitter, retry_on=_exception_classes(name, "retry_on", retry_on),
+        permanent_on=_exception_classes(name, "permanent_on", permanent_on), time_limit=time_limit,
+        version=version, store_result=store_result, expires_in=expires_in, on_crash=on_crash, chunked=chunked,
+    )
+    return _flow_options(name, options, settings, limiters, limits=limits, queue=queue, tenant_metrics=tenant_metrics)
+
+
+def _options(name: str, settings: Settings, *, backoff_base: float | None, backoff_cap: float | None,
+             jitter: bool, max_attempts: int | None, time_limit: float | None, version: int,
+             retry_on: tuple[type[BaseException], ...], permanent_on: tuple[type[BaseException], ...],
+             key: str | None, group: str | None, store_result: bool, expires_in: float | None,
+             on_crash: OnCrash | str, chunked: bool) -> JobOptions:
+    if not isinstance(name, str) or not JOB_NAME.fullmatch(name) or len(name) > MAX_JOB_NAME:
+        raise ConfigurationError(
+            f"job name {name!r} is not allowed: use lowercase letters, digits, '.', '_' and '-', starting "
+            f"with a letter or digit ([a-z0-9][a-z0-9._-]*), at most {MAX_JOB_NAME} characters, "
+            "e.g. 'invoice-email'"
+        )
+    if max_attempts is not None and (type(max_attempts) is not int or max_attempts < 1):
+        raise ConfigurationError(f"job {name!r}: max_attempts must be a positive integer, got {max_attempts!r}")
+    if max_attempts is not None and max_attempts > settings.max_attempts:
+        raise ConfigurationError(
+            f"job {name!r}: max_attempts={max_attempts} must be within 1..{settings.max_attempts}: the "
+            f"queue's redrive policy (maxReceiveCount = SQSJOBS_MAX_ATTEMPTS = {settings.max_attempts}) "
+            "moves a message to the DLQ after that many receives, so more attempts can never happen. "
+            "Raise MaxAttempts in the template instead."
+        )
+    _check_exception_rules(name, retry_on, permanent_on)
+    if type(jitter) is not bool:
+        raise ConfigurationError(f"job {name!r}: jitter must be True or False, got {jitter!r}")
+    if time_limit is not None:
+        if isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not time_limit > 0:
+            raise ConfigurationError(f"job {name!r}: time_limit must be a positive number of seconds, "
+                                     f"got {time_limit!r}")
+        timeout = settings.function_timeout
+        if timeout is not None and time_limit > timeout - settings.deadline_margin:
+            raise ConfigurationError(
+                f"job {name!r}: time_limit={time_limit} s does not fit in the function's timeout of "
+                f"{timeout} s minus the {settings.deadline_margin} s deadline margin; lower the limit "
+                "or raise the worker's Timeout (and the queue's visibility with it)"
+            )
+    if type(version) is not int or version < 1:
+        raise ConfigurationError(f"job {name!r}: version must be a positive integer, got {version!r}")
+    base = settings.backoff_base if backoff_base is None else backoff_base
+    cap = settings.backoff_cap if backoff_cap is None else backoff_cap
+    for label, value in (("backoff_base", base), ("backoff_cap", cap)):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigurationError(f"job {name!r}: {label} must be a number of seconds, got {value!r}")
+    if base > cap:
+        # Usually swapped arguments: every delay would be the cap, so the base means nothing.
+        raise ConfigurationError(
+            f"job {name!r}: backoff_base={base} s is above backoff_cap={cap} s, so every retry would wait "
+            "the cap; lower backoff_base or raise backoff_cap (the cap bounds the exponential growth)"
+        )
+    try:
+        backoff = BackoffPolicy(base=base, cap=cap, jitter=jitter)
+    except ConfigurationError as error:
+        raise ConfigurationError(f"job {name!r}: {error}") from None
+    if type(store_result) is not bool:
+        raise ConfigurationError(f"job {name!r}: store_result must be True or False, got {store_result!r}")
+    if store_result and chunked:
+        raise ConfigurationError(
+            f"job {name!r}: store_result=True does not fit a chunked job: its pages return cursors, and the "
+            "run's progress is in app.run_status(job, run_id)"
+        )
+    if expires_in is not None and (isinstance(expires_in, bool) or not isinstance(expires_in, int | float)
+                                   or not expires_in > 0):
+        raise ConfigurationError(f"job {name!r}: expires_in must be a positive number of seconds, "
+                                 f"got {expires_in!r}")
+    try:
+        crash = OnCrash(on_crash)
+    except ValueError:
+        raise ConfigurationError(
+            f"job {name!r}: on_crash must be one of {[c.value for c in OnCrash]}, got {on_crash!r}"
+        ) from None
+    return JobOptions(key=key, group=group, max_attempts=max_attempts, backoff=backoff, retry_on=retry_on,
+                      permanent_on=permanent_on, time_limit=time_limit, version=version,
+                      store_result=store_result, expires_in=None if expires_in is None else float(expires_in),
+                      on_crash=crash)
+
+def _flow_options(name: str, options: JobOptions, settings: Settings, limiters: Mapping[str, Limiter], *,
+                  limits: Any, queue: Any, tenant_metrics: Any) -> JobOptions:
+    """``options`` with the job's limiters, queue and tenant metrics, each checked against the app."""
+    from dataclasses import replace
+
+    from sqsjobs.enqueue._routing import job_queue
+    from sqsjobs.flow._limits import job_limits
+
+    if type(tenant_metrics) is not bool:
+        raise ConfigurationError(f"job {name!r}: tenant_metrics must be True or False, got {tenant_metrics!r}")
+    return replace(options, limits=job_limits(name, limits, limiters),
+                   queue=job_queue(name, queue, settings.queue_urls()), tenant_metrics=tenant_metrics)
+
+
+def _exception_classes(job: str, label: str, kinds: Any) -> tuple[type[Exception], ...]:
+    """``retry_on``/``permanent_on`` as a tuple of exception classes (one bare class is accepted too)."""
+    if isinstance(kinds, type):
+        kinds = (kinds,)
+    try:
+        result = tuple(kinds)
+    except TypeError:
+        raise ConfigurationError(f"job {job!r}: {label} must be a tuple of exception classes, got {kinds!r}") from None
+    for kind in result:
+        # The worker catches Exception: a BaseException-only class (KeyboardInterrupt...) would never be seen.
+        if not (isinstance(kind, type) and issubclass(kind, Exception)):
+            raise ConfigurationError(
+                f"job {job!r}: {label} must hold exception classes (subclasses of Exception), got {kind!r}"
+            )
+    return result
+
+
+def _check_exception_rules(job: str, retry_on: tuple[type[BaseException], ...],
+                           permanent_on: tuple[type[BaseException], ...]) -> None:
+    """Refuse rules that can never apply, given the order ``JobOptions.classify`` checks them in."""
+    from sqsjobs._errors import PermanentError, RetryableError
+
+    for kind in retry_on:
+        if issubclass(kind, PermanentError):
+            raise ConfigurationError(
+                f"job {job!r}: retry_on has {kind.__name__}, a PermanentError, which is never retried; "
+                "raise RetryableError for failures that should be retried, or remove it from retry_on"
+            )
+        shadow = next((p for p in permanent_on if issubclass(kind, p)), None)
+        if shadow is not None:
+            raise ConfigurationError(
+                f"job {job!r}: {kind.__name__} is in retry_on but is a subclass of {shadow.__name__}, which "
+                "permanent_on sends to the DLQ first, so it would never be retried; remove one of them or narrow "
+                "permanent_on"
+            )
+    for kind in permanent_on:
+        if issubclass(kind, RetryableError):
+            raise ConfigurationError(
+                f"job {job!r}: permanent_on has {kind.__name__}, a RetryableError, which is always retried "
+                "(TimeLimitExceeded included); raise PermanentError instead, or remove it from permanent_on"
+            )
