@@ -14,7 +14,7 @@ import pytest
 from aws_support import create_table
 from moto import mock_aws
 
-from sqsjobs.schedules._period_locks import PeriodLocks, lock_key
+from sqsjobs.schedules._period_locks import PeriodLocks
 from sqsjobs.store._dynamodb import DynamoDBStore
 from sqsjobs.store._lease import (
     Acquire,
@@ -376,15 +376,16 @@ def test_status_of_a_key_never_claimed_is_none(store: LeaseStore) -> None:
 # ---------------------------------------------------------------- user 2: period locks (schedules/_period_locks.py)
 def test_period_locks(store: LeaseStore) -> None:
     locks = PeriodLocks(store)
-    key = lock_key("nightly-report:2026-08-05")
-    assert locks.acquire(key, owner="a", now=NOW, lease_until=NOW + 300, expires_at=NOW + TTL, job="r").ok
-    held = locks.acquire(key, owner="b", now=NOW + 1, lease_until=NOW + 301, expires_at=NOW + TTL, job="r")
+    key = "nightly-report:2026-08-05"  # the period's lock is the job's own record
+    take = {"expires_at": NOW + TTL, "job": "r", "fingerprint": "f", "fp_version": 1}
+    assert locks.acquire(key, owner="a", now=NOW, lease_until=NOW + 300, **take).ok
+    held = locks.acquire(key, owner="b", now=NOW + 1, lease_until=NOW + 301, **take)
     assert not held.ok and not held.done and held.reason == f"held by a until {NOW + 300}"
-    assert locks.release(key, owner="a", expires_at=NOW + TTL)
-    assert locks.acquire(key, owner="b", now=NOW + 2, lease_until=NOW + 302, expires_at=NOW + TTL, job="r").ok
-    assert not locks.complete(key, owner="a", expires_at=NOW + TTL)
-    assert locks.complete(key, owner="b", expires_at=NOW + TTL)
-    done = locks.acquire(key, owner="c", now=NOW + 1000, lease_until=NOW + 1300, expires_at=NOW + TTL, job="r")
+    assert locks.release(key, owner="a", now=NOW + 1, expires_at=NOW + TTL, error=RuntimeError("down"))
+    assert locks.acquire(key, owner="b", now=NOW + 2, lease_until=NOW + 302, **take).ok
+    assert not locks.complete(key, owner="a", now=NOW + 3, expires_at=NOW + TTL)
+    assert locks.complete(key, owner="b", now=NOW + 3, expires_at=NOW + TTL)
+    done = locks.acquire(key, owner="c", now=NOW + 1000, lease_until=NOW + 1300, **take)
     assert done.done and done.reason == "already done by b"
 
 

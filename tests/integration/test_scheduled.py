@@ -15,14 +15,15 @@ import boto3
 import pytest
 
 from sqsjobs import JobApp, Outcome, PeriodBusyError
-from sqsjobs.schedules._period_locks import PeriodLocks, lock_key
+from sqsjobs.schedules._period_locks import PeriodLocks
 from sqsjobs.store._dynamodb import DynamoDBStore
 from sqsjobs.store._lease import LeaseState
 from sqsjobs.testing import FakeContext, receive_event
 
 ROOT = Path(__file__).resolve().parents[2]
 TICK = datetime(2026, 8, 5, 2, 0, tzinfo=UTC)
-LOCK = lock_key("nightly-report:2026-08-05")
+#: the period's lock is the job's own record (schedules/_period_locks.py)
+LOCK = "nightly-report:2026-08-05"
 
 
 class RecordingLogger:
@@ -214,7 +215,7 @@ def test_a_holder_whose_lease_ran_out_cannot_complete_over_the_new_holder(
     assert inner[0].fired and ran == ["elsewhere"]
     assert first.fired and first.reason == "lease lost"
     assert slow.logger.lines[-1][1].startswith("lease ran out while the job ran")
-    state = locks(slow.runtime.dynamodb, table).get(lock_key("slow-report:2026-08-05"))
+    state = locks(slow.runtime.dynamodb, table).get("slow-report:2026-08-05")
     assert state is not None and state.owner == inner[0].owner and state.state is LeaseState.DONE
 
 
@@ -241,8 +242,10 @@ def test_enqueue_mode_hands_the_period_to_the_worker(make_app: Any, aws: Any) ->
     at = datetime(2026, 8, 5, 4, tzinfo=UTC)
     first = app.runtime.scheduler.fire("nightly-export", at=at)
     assert first.fired and first.enqueued and ran == []
-    assert not app.runtime.scheduler.fire("nightly-export", at=at).fired
+    # A second tick of the period sends it again: the worker claims the period's key, so it runs once.
+    assert app.runtime.scheduler.fire("nightly-export", at=at).enqueued
     result = app.process_batch(receive_event(aws.sqs, aws.queue_url))
-    assert [d.key for d in result.deliveries] == ["nightly-export:2026-08-05"]
-    assert [d.outcome for d in result.deliveries] == [Outcome.SUCCEEDED] and ran == ["2026-08-05"]
+    assert [d.key for d in result.deliveries] == ["nightly-export:2026-08-05"] * 2
+    assert [d.outcome for d in result.deliveries] == [Outcome.SUCCEEDED, Outcome.DUPLICATE]
+    assert ran == ["2026-08-05"]
 

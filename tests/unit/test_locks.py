@@ -11,7 +11,7 @@ import pytest
 from template_support import load_template
 
 from sqsjobs import ConfigurationError, InMemoryStore, InvalidEventError, JobApp, PeriodBusyError, UnknownJobError
-from sqsjobs.schedules._period_locks import Taken, lock_key
+from sqsjobs.schedules._period_locks import Taken
 from sqsjobs.schedules._periodic import DAILY, HOURLY, MINUTELY, period_format, scheduled_time
 from sqsjobs.store._lease import Acquire, LeaseItem, LeaseState
 from sqsjobs.testing import FakeContext
@@ -116,7 +116,7 @@ def test_a_shorter_lease_seconds_wins_over_the_invocation_time() -> None:
 
 
 def held_by_a_dead_run(app: JobApp, clock: Clock, lease: float) -> str:
-    key = lock_key(f"r:{app.runtime.registry.schedules['r'].period_of(scheduled_time({}, clock.now))}")
+    key = f"r:{app.runtime.registry.schedules['r'].period_of(scheduled_time({}, clock.now))}"  # its own record
     app.runtime.store.write(Acquire(key=key, owner="dead", now=clock.now, lease_until=clock.now + lease,
                             expires_at=clock.now + 86_400))
     return key
@@ -160,11 +160,11 @@ def test_events_must_name_a_scheduled_job_when_there_are_several() -> None:
 
 
 def test_taken_explains_itself() -> None:
-    held = LeaseItem(key=lock_key("r:1"), state=LeaseState.HELD, owner="a", lease_until=10.0)
+    held = LeaseItem(key="r:1", state=LeaseState.HELD, owner="a", lease_until=10.0)
     assert Taken(key=held.key, ok=False, current=held).reason == "held by a until 10.0"
     assert Taken(key=held.key, ok=True).reason == "acquired"
     assert Taken(key=held.key, ok=False).reason == "held by another owner"
-    assert Taken(key=held.key, ok=False, error="throttled").reason == "the lock store failed: throttled"
+    assert Taken(key=held.key, ok=False, error="throttled").reason == "the store failed: throttled"
 
 
 def test_every_template_schedule_matches_the_apps_declaration(handlers_on_path: Any) -> None:

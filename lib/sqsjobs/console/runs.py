@@ -1,4 +1,7 @@
-"""Chunked runs, job groups and scheduled leases: the ``run#``, ``group#`` and ``lock#`` records.
+"""Chunked runs, job groups and scheduled periods: the ``run#`` and ``group#`` records, and the periods' own.
+
+A scheduled job's period is its job's record (``schedules/_period_locks.py``),
+found by its ``period`` field.
 
 The table has one key (``pk``) and no index by prefix, so finding them is a
 ``Scan`` with a prefix filter, bounded by ``max_items`` items read (about
@@ -22,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from sqsjobs.schedules._period_locks import LOCK_PREFIX, PeriodLocks
+from sqsjobs.schedules._period_locks import PeriodLocks
 from sqsjobs.store._dynamodb import DynamoDBStore
 from sqsjobs.store._lease import LeaseItem
 from sqsjobs.store._table import KEY_ATTRIBUTE
@@ -65,10 +68,10 @@ def read_runs_and_leases(dynamodb: DynamoDBClient, table: str, *,
     scanned = 0
     kwargs: dict[str, object] = {
         "TableName": table,
-        "FilterExpression": "begins_with(#pk, :run) OR begins_with(#pk, :lock)",
-        "ProjectionExpression": "#pk, job, run_id",
-        "ExpressionAttributeNames": {"#pk": KEY_ATTRIBUTE},
-        "ExpressionAttributeValues": {":run": {"S": RUN_PREFIX}, ":lock": {"S": LOCK_PREFIX}},
+        "FilterExpression": "begins_with(#pk, :run) OR attribute_exists(#period)",
+        "ProjectionExpression": "#pk, job, run_id, #period",
+        "ExpressionAttributeNames": {"#pk": KEY_ATTRIBUTE, "#period": "period"},
+        "ExpressionAttributeValues": {":run": {"S": RUN_PREFIX}},
     }
     complete = False
     while scanned < max_items:
@@ -78,7 +81,7 @@ def read_runs_and_leases(dynamodb: DynamoDBClient, table: str, *,
             key = item[KEY_ATTRIBUTE].get("S", "")
             if key.startswith(RUN_PREFIX) and "job" in item and "run_id" in item:
                 run_refs.append((item["job"].get("S", ""), item["run_id"].get("S", "")))
-            elif key.startswith(LOCK_PREFIX):
+            elif "period" in item:
                 lease_keys.append(key)
         if "LastEvaluatedKey" not in page:
             complete = True

@@ -5,9 +5,13 @@ job taking ``period: str`` and a schedule for it. EventBridge Scheduler invokes
 ``handlers/scheduler.py`` with ``{"job": ..., "scheduled_time": ...}``; the
 scheduler turns the *scheduled* time (not the arrival time, so a late or
 retried tick still names its own period) into a period such as
-``2026-08-05``, takes the lease ``lock#nightly-report:2026-08-05`` and only
-then runs the job (or enqueues it, ``enqueue=True``). A second scheduler in
-the same period finds the lease held or done, does nothing and logs why.
+``2026-08-05``, claims the job's own record ``nightly-report:2026-08-05``
+(``schedules/_period_locks.py``: the period's lock is the job's record, so a
+key names one operation whatever path it comes by) and only then runs the job.
+A second scheduler in the same period finds the record held or done, does
+nothing and logs why. With ``enqueue=True`` the tick only sends the period's
+message; the worker claims its key like any delivery's, so a second tick's
+message is a duplicate.
 
 The lease lasts the invocation's remaining time + ``lease_margin`` (or
 ``lease_seconds``, when shorter): the holder cannot outlive its invocation,
@@ -35,11 +39,12 @@ from typing import TYPE_CHECKING, Any
 from sqsjobs._errors import ConfigurationError, InvalidEventError, PeriodBusyError, StoreError, UnknownJobError
 from sqsjobs.schedules._cron import RateUnit
 from sqsjobs.schedules._cron import parse as parse_schedule
-from sqsjobs.schedules._period_locks import PeriodLocks, Taken, lock_key
+from sqsjobs.schedules._period_locks import PeriodLocks, Taken
 from sqsjobs.store._lease import expiry
 from sqsjobs.worker._budget import remaining_seconds
 
 if TYPE_CHECKING:
+    from sqsjobs._job import Job
     from sqsjobs._runtime import Runtime
 
 PERIOD = "period"
@@ -155,13 +160,25 @@ class Scheduler:
     def __init__(self, runtime: Runtime, *, locks: PeriodLocks | None = None) -> None:
         self.runtime = runtime
         self._locks = locks
+        #: the invocation of the tick being fired (its deadline bounds the retries of the period's writes)
+        self._context: Any = None
 
     @property
     def locks(self) -> PeriodLocks:
-        """The period locks (in the idempotency table)."""
+        """The periods' records (in the idempotency table); their completions are retried inside the deadline."""
         if self._locks is None:
-            self._locks = PeriodLocks(self.runtime.store)
+            from functools import partial
+
+            from sqsjobs.worker._record_writes import write_with_retries
+
+            store = self.runtime.store
+            self._locks = PeriodLocks(store, write=partial(write_with_retries, store, sleep=self.runtime.sleep,
+                                                           time_left=self._time_left, random=self.runtime.random))
         return self._locks
+
+    def _time_left(self) -> float | None:
+        remaining = remaining_seconds(self._context)
+        return None if remaining is None else remaining - self.runtime.settings.deadline_margin
 
     def handle(self, event: Any, context: Any = None) -> dict[str, Any]:
         """The Lambda handler body for EventBridge Scheduler's invocation."""
@@ -176,10 +193,10 @@ class Scheduler:
         return self.fire(name, at=scheduled_time(event, self.runtime.clock()), context=context).response()
 
     def fire(self, job: str, *, at: datetime | None = None, context: Any = None) -> FireResult:
-        """Take the period's lease and run (or enqueue) ``job``; do nothing if the period is taken.
+        """Claim the period's record and run ``job`` (or enqueue it); do nothing if the period is taken.
 
-        Raises what the job raised, after releasing the lease, so the invocation
-        fails and a retry in the same period can take the lease again; raises
+        Raises what the job raised, after releasing the record, so the invocation
+        fails and a retry in the same period can claim it again; raises
         ``PeriodBusyError`` when another holder's lease outlasts this invocation.
         """
         spec = self.runtime.registry.schedules.get(job)
@@ -188,37 +205,40 @@ class Scheduler:
             raise UnknownJobError(f"no scheduled job named {job!r} (scheduled: {known})")
         now = self.runtime.clock()
         period = spec.period_of(at or datetime.fromtimestamp(now, UTC))
-        key = lock_key(f"{job}:{period}")
+        target = self.runtime.job(job)
+        key = target.key_for({PERIOD: period})
         owner = uuid.uuid4().hex
-        settings = self.runtime.settings
-        fields = {"job": job, "period": period, "lock": key, "owner": owner}
-        taken = self._take(key, job, owner, spec, context)
+        fields = {"job": job, "period": period, "key": key, "owner": owner}
+        if spec.enqueue:  # the worker claims the key: a second tick's message is a duplicate there
+            enqueued = self.runtime.send(target.message(**{PERIOD: period}))  # type: ignore[arg-type]
+            self.runtime.logger.info("scheduled job enqueued", extra={**fields, "enqueued": enqueued})
+            return FireResult(job=job, period=period, fired=True, owner=owner, reason="enqueued", enqueued=enqueued)
+        self._context = context
+        taken = self._take(key, target, period, owner, spec, context)
         if not taken.ok:
             self.runtime.logger.info("scheduled job not fired: its period is taken", extra={**fields,
                                                                                          "reason": taken.reason})
             return FireResult(job=job, period=period, fired=False, owner=owner, reason=taken.reason)
-        target = self.runtime.job(job)
-        enqueued: str | None = None
+        ttl = self.runtime.settings.record_ttl
         try:
-            if spec.enqueue:
-                enqueued = self.runtime.send(target.message(period=period))
-            else:
-                target.fn(**{PERIOD: period})
-        except BaseException:
+            target.fn(**{PERIOD: period})
+        except BaseException as error:
             # Give the period back, so the next tick (a retry) may run it.
-            if not self.locks.release(key, owner=owner, expires_at=expiry(self.runtime.clock(), settings.record_ttl)):
+            now = self.runtime.clock()
+            if not self.locks.release(key, owner=owner, now=now, expires_at=expiry(now, ttl), error=error):
                 self.runtime.logger.warning("lease lost before release", extra=fields)
             raise
-        if not self.locks.complete(key, owner=owner, expires_at=expiry(self.runtime.clock(), settings.record_ttl)):
+        now = self.runtime.clock()
+        if not self.locks.complete(key, owner=owner, now=now, expires_at=expiry(now, ttl)):
             self.runtime.logger.warning("lease ran out while the job ran; another scheduler may have fired too",
-                                    extra=fields)
-            return FireResult(job=job, period=period, fired=True, owner=owner, reason="lease lost",
-                              enqueued=enqueued)
-        self.runtime.logger.info("scheduled job fired", extra={**fields, "enqueued": enqueued})
-        return FireResult(job=job, period=period, fired=True, owner=owner, reason="acquired", enqueued=enqueued)
+                                        extra=fields)
+            return FireResult(job=job, period=period, fired=True, owner=owner, reason="lease lost")
+        self.runtime.logger.info("scheduled job fired", extra=fields)
+        return FireResult(job=job, period=period, fired=True, owner=owner, reason="acquired")
 
-    def _take(self, key: str, job: str, owner: str, spec: ScheduleSpec, context: Any) -> Taken:
-        """Acquire the period, waiting out another holder's lease when it ends within this invocation."""
+    def _take(self, key: str, target: Job[Any, Any], period: str, owner: str, spec: ScheduleSpec,
+              context: Any) -> Taken:
+        """Claim the period, waiting out another holder's lease when it ends within this invocation."""
         settings = self.runtime.settings
         started = self.runtime.clock()
         remaining = remaining_seconds(context)
@@ -227,20 +247,26 @@ class Scheduler:
             now = self.runtime.clock()
             lease_until = min(own_end + settings.lease_margin,
                               now + spec.lease_seconds if spec.lease_seconds is not None else float("inf"))
-            taken = self.locks.acquire(key, owner=owner, now=now, lease_until=lease_until, job=job,
-                                       expires_at=expiry(now, settings.record_ttl, lease_until))
+            taken = self.locks.acquire(key, owner=owner, now=now, lease_until=lease_until, job=target.name,
+                                       expires_at=expiry(now, settings.record_ttl, lease_until),
+                                       fingerprint=target.fingerprint({PERIOD: period}),
+                                       fp_version=target.options.version, period=period)
             if taken.error is not None:
                 raise StoreError(taken.error)
+            if taken.conflict:
+                raise ConfigurationError(f"scheduled job {target.name!r}: the key {key!r} of its period "
+                                         f"{taken.reason}; give the job a key template of its own")
             if taken.ok or taken.done or taken.current is None:
                 return taken
             holder_end = taken.current.lease_until
             if holder_end is None or holder_end + 1.0 > own_end - settings.deadline_margin:
                 raise PeriodBusyError(
-                    f"scheduled job {job!r}: the period is {taken.reason}, past this invocation's end; failing the "
-                    "tick so that Lambda retries it after that lease (a run that died holding it is taken over then)"
+                    f"scheduled job {target.name!r}: the period is {taken.reason}, past this invocation's end; "
+                    "failing the tick so that Lambda retries it after that lease (a run that died holding it is "
+                    "taken over then)"
                 )
             self.runtime.sleep(max(min(self.POLL_SECONDS, holder_end + 1.0 - now), 0.0))
-        raise PeriodBusyError(f"scheduled job {job!r}: the period stayed held after {self.MAX_LOOKS} looks")
+        raise PeriodBusyError(f"scheduled job {target.name!r}: the period stayed held after {self.MAX_LOOKS} looks")
 
     def _default_lease(self) -> float:
         return self.runtime.settings.function_timeout or 900.0

@@ -67,6 +67,8 @@ class TableItem(Model):
     #: the SQS message id this record's job was dead-lettered with (a redelivery of it is not run again)
     dead_letter_of = UnicodeAttribute(null=True)
     cancel_requested = BooleanAttribute(null=True)
+    #: a scheduled job's record: the period its tick claimed (schedules/_period_locks.py)
+    period = UnicodeAttribute(null=True)
     reason = UnicodeAttribute(null=True)
     #: ``attempts`` when the job was last dead-lettered: a redrive starts counting afresh from there
     spent_attempts = NumberAttribute(null=True)

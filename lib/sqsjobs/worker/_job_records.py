@@ -93,6 +93,8 @@ class Claim:
     fp_version: int
     message_id: str
     enqueued_at: float | None = None
+    #: what a scheduled job's tick claims: the period its record is (the console lists the periods by it)
+    period: str | None = None
 
     def operation(self) -> Acquire:
         """The lease acquire that claims the key."""
@@ -101,7 +103,8 @@ class Claim:
             job=self.job, fingerprint=self.fingerprint, fp_version=self.fp_version, not_for_message=self.message_id,
             count_attempt=True,
             data={"job": self.job, "outcome": JobState.RUNNING.value, "started_at": self.now, "updated_at": self.now,
-                  "enqueued_at": self.enqueued_at, "finished_at": None, "cancel_requested": None},
+                  "enqueued_at": self.enqueued_at, "finished_at": None, "cancel_requested": None,
+                  **({"period": self.period} if self.period is not None else {})},
         )
 
 

@@ -27,6 +27,32 @@ RECORD_WRITE_TRIES = 6
 RECORD_WRITE_BACKOFF = BackoffPolicy(base=0.05, cap=1.0)
 
 
+def write_with_retries(store: LeaseStore, op: Operation, *, sleep: Callable[[float], None],
+                       time_left: Callable[[], float | None], random: RandomSource | None = None) -> Written:
+    """Write ``op``; after a store failure try again with full jitter while ``time_left()`` allows; the last answer.
+
+    Example:
+        >>> from sqsjobs.store._lease import Close
+        >>> from sqsjobs.testing.flaky_store import FlakyStore
+        >>> store = FlakyStore()
+        >>> store.fail(lambda op: True, times=9)
+        >>> write_with_retries(store, Close(key="k", now=0.0, expires_at=9.0), sleep=lambda s: None,
+        ...                    time_left=lambda: 60.0).error  # six tries in all, then the last answer
+        'injected by FlakyStore.fail'
+    """
+    answer = store.write(op)
+    for attempt in range(1, RECORD_WRITE_TRIES):
+        if answer.error is None:
+            break
+        pause = RECORD_WRITE_BACKOFF.next_delay(attempt, random)
+        left = time_left()
+        if left is not None and pause >= left:
+            break
+        sleep(pause)
+        answer = store.write(op)
+    return answer
+
+
 class RecordWrites:
     """The record writes of one batch, by delivery.
 
@@ -62,17 +88,7 @@ class RecordWrites:
 
     def write_now(self, op: Operation) -> Written:
         """Write ``op``, trying again after a store failure while there is time; the last answer."""
-        answer = self.store.write(op)
-        for attempt in range(1, RECORD_WRITE_TRIES):
-            if answer.error is None:
-                break
-            pause = RECORD_WRITE_BACKOFF.next_delay(attempt, self.random)
-            left = self.time_left()
-            if left is not None and pause >= left:
-                break
-            self.sleep(pause)
-            answer = self.store.write(op)
-        return answer
+        return write_with_retries(self.store, op, sleep=self.sleep, time_left=self.time_left, random=self.random)
 
     def wait(self) -> None:
         """Wait for every write started so far."""

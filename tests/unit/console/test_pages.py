@@ -15,7 +15,7 @@ from unit.console.conftest import TABLE, Stack, csrf_of
 from sqsjobs.console.app import create_app
 from sqsjobs.console.config import ConsoleConfig
 from sqsjobs.console.sources import Sources
-from sqsjobs.schedules._period_locks import PeriodLocks, lock_key
+from sqsjobs.schedules._period_locks import PeriodLocks
 from sqsjobs.store._dynamodb import DynamoDBStore
 from sqsjobs.worker._job_records import Claim, cancel_marker, retrying, succeeded
 from sqsjobs.workflows._chunked import RunStore
@@ -225,8 +225,9 @@ def test_the_lookup_escapes_a_last_error(stack: Stack) -> None:
 def test_runs_and_leases_are_found_and_a_run_is_looked_up_exactly(stack: Stack) -> None:
     store = DynamoDBStore(stack.dynamodb, TABLE)
     RunStore(store, ttl=3600).begin("reindex-products", "r-1", cursor="0", now=time.time())
-    PeriodLocks(store).acquire(lock_key("nightly-report:2026-08-05"), owner="owner-token", now=time.time(),
-                               lease_until=time.time() + 300, expires_at=time.time() + 3600, job="nightly-report")
+    PeriodLocks(store).acquire("nightly-report:2026-08-05", owner="owner-token", now=time.time(),
+                               lease_until=time.time() + 300, expires_at=time.time() + 3600, job="nightly-report",
+                               fingerprint="f", fp_version=1, period="2026-08-05")
     store.write(cancel_marker("invoice-email:1", now=time.time(), expires_at=time.time() + 3600, reason=None))
     client = stack.client()
 
@@ -235,7 +236,7 @@ def test_runs_and_leases_are_found_and_a_run_is_looked_up_exactly(stack: Stack) 
     bad = client.get("/runs?run=no-run-id").text
 
     assert 'data-run="r-1"' in page and "RUNNING" in page
-    assert 'data-lease="lock#nightly-report:2026-08-05"' in page and "HELD" in page
+    assert 'data-lease="nightly-report:2026-08-05"' in page and "HELD" in page
     assert "Found by a scan of 3 records." in text_of(page)
     assert "reindex-products <code>r-1</code>" in exact
     assert "a run is JOB:RUN_ID, got &#39;no-run-id&#39;" in bad
