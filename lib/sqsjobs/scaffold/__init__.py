@@ -24,9 +24,8 @@ from importlib import resources
 from pathlib import Path
 
 from sqsjobs._errors import ConfigurationError
+from sqsjobs.scaffold.names import check_name, suggest_name
 
-#: a name that is a CloudFormation stack name, a service name and a Python project name at once
-PROJECT_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
 _DIRECTIVE = re.compile(r"^\s*#@ (if|if not|end)\b\s*(\w*)\s*$")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
@@ -52,12 +51,7 @@ class ProjectOptions:
     extras: frozenset[Extra] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
-        if not PROJECT_NAME.fullmatch(self.name):
-            raise ConfigurationError(
-                f"project name {self.name!r} is not allowed: use a lowercase letter, then lowercase letters, digits "
-                "or '-', at most 63 characters (it names the stack, the service and the Python project); "
-                "pass --name"
-            )
+        check_name(self.name)
 
     @property
     def flags(self) -> dict[str, bool]:
@@ -81,16 +75,13 @@ def parse_extras(text: str | None) -> frozenset[Extra]:
 
 
 def default_name(directory: Path) -> str:
-    """A project name from a directory name: ``My_Jobs`` -> ``my-jobs``.
+    """A project name from a directory name: ``My_Jobs`` -> ``my-jobs`` (always one ``check_name`` accepts).
 
     Example:
-        >>> default_name(Path("/tmp/My_Jobs v2"))
-        'my-jobs-v2'
+        >>> default_name(Path("/tmp/My_Jobs v2")), default_name(Path("/tmp/jobs-"))
+        ('my-jobs-v2', 'jobs')
     """
-    name = re.sub(r"[^a-z0-9-]+", "-", directory.resolve().name.lower()).strip("-")
-    if not name or not name[0].isalpha():
-        name = f"jobs-{name}".strip("-")
-    return name[:63]
+    return suggest_name(directory.resolve().name)
 
 
 def render(options: ProjectOptions) -> dict[str, str]:
