@@ -18,6 +18,7 @@ from sqsjobs._backoff import BackoffPolicy, RandomSource
 from sqsjobs._errors import ConfigurationError, UnknownJobError
 from sqsjobs._job import Job, JobOptions, OnCrash
 from sqsjobs._settings import Settings
+from sqsjobs._with_block import check_entered, with_block
 from sqsjobs.enqueue._message import DEFAULT_QUEUE
 from sqsjobs.flow._limits import ConcurrencyLimit, Limiter, RateLimit
 
@@ -709,6 +710,7 @@ class JobApp:
         return self._scheduler
 
     # ------------------------------------------------------------ collaborators (lazy)
+    @with_block("app.use(...)")  # a call outside `with` is an error, not a silent no-op (sqsjobs._with_block)
     @contextmanager
     def use(
         self,
@@ -772,9 +774,10 @@ class JobApp:
             'fake-000001'
             (['succeeded'], 'greet:7')
         """
+        from sqsjobs._with_block import Block
         from sqsjobs.testing.tester import use
 
-        return use(self, **options)
+        return Block(self, use(self, **options), "app.testing()")  # outside `with`: an error (_with_block)
 
     def _forget_built(self) -> None:
         """Drop what was built from the collaborators, so it is built again from the current ones."""
@@ -788,6 +791,7 @@ class JobApp:
     @property
     def sqs(self) -> SQSClient:
         """The SQS client (created on first use unless injected)."""
+        check_entered(self)
         if self._sqs is None:
             from sqsjobs._clients import sqs_client
 
@@ -797,6 +801,7 @@ class JobApp:
     @property
     def dynamodb(self) -> DynamoDBClient:
         """The DynamoDB client (created on first use unless injected)."""
+        check_entered(self)
         if self._dynamodb is None:
             from sqsjobs._clients import dynamodb_client
 
@@ -806,6 +811,7 @@ class JobApp:
     @property
     def store(self) -> LeaseStore:
         """The idempotency store: DynamoDB on ``SQSJOBS_TABLE`` unless one was injected."""
+        check_entered(self)
         if self._store is None:
             from sqsjobs.store._dynamodb import DynamoDBStore
 
@@ -823,6 +829,7 @@ class JobApp:
     @property
     def scheduler_client(self) -> EventBridgeSchedulerClient:
         """The EventBridge Scheduler client for delayed jobs (created on first use unless injected)."""
+        check_entered(self)
         if self._scheduler_client is None:
             from sqsjobs._clients import scheduler_client
 
