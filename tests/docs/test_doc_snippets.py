@@ -37,6 +37,21 @@ def _cases(kinds: frozenset[str]) -> list[Any]:
 
 @pytest.mark.parametrize("page", _cases(PYTHON))
 def test_the_python_snippets_of_the_page_run(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_python_blocks(page, monkeypatch)
+
+
+def test_the_readme_declares_the_queues_its_jobs_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its `queue="critical"` job runs on the README's own app, not only where the environment names the queue.
+
+    Issue 25, finding 13: `@app.job(..., queue="critical")` failed on the README's `app = JobApp()` in a
+    project whose template has no critical queue; the page passed here only because this test's environment
+    gave SQSJOBS_QUEUE_URL_CRITICAL.
+    """
+    run_python_blocks(ROOT / "README.md", monkeypatch, unset=("SQSJOBS_QUEUE_URL_CRITICAL",))
+
+
+def run_python_blocks(page: Path, monkeypatch: pytest.MonkeyPatch, *, unset: tuple[str, ...] = ()) -> None:
+    """The page's Python blocks, in order, in one namespace, under moto and the worker's environment."""
     blocks = [s for s in snippets(page) if s.runnable and s.language in PYTHON]
     with mock_aws():
         sqs = boto3.client("sqs", region_name="us-east-1")
@@ -56,6 +71,8 @@ def test_the_python_snippets_of_the_page_run(page: Path, monkeypatch: pytest.Mon
                             ("SQSJOBS_SCHEDULE_GROUP", "docs-delayed"),
                             ("SQSJOBS_SCHEDULER_ROLE_ARN", "arn:aws:iam::123456789012:role/docs-delivery")):
             monkeypatch.setenv(name, value)
+        for name in unset:
+            monkeypatch.delenv(name)
         # A page that imports the reference app gets it fresh, configured by this page's environment
         # (an earlier test may have imported it under another one); the old modules come back afterwards.
         for name in [n for n in sys.modules if n == "handlers" or n.startswith("handlers.")]:
