@@ -85,6 +85,8 @@ class JobApp:
     default one is ``queue_url``); a name given with ``None`` takes its URL from
     ``SQSJOBS_QUEUE_URL_<NAME>`` and may be declared on jobs without one (its
     sends then fail with a clear error).
+    ``max_message_bytes`` (``SQSJOBS_MAX_MESSAGE_BYTES``) is the queues'
+    ``MaximumMessageSize`` (262,144 unless the template raises it, up to 1 MiB).
     ``schedule_group``/``scheduler_role_arn``
     (``SQSJOBS_SCHEDULE_GROUP``/``SQSJOBS_SCHEDULER_ROLE_ARN``) let jobs wait
     longer than 900 s in EventBridge Scheduler (docs/delays.md).
@@ -114,6 +116,7 @@ class JobApp:
         record_ttl: float | None = None,
         deadline_margin: float | None = None,
         lease_margin: float | None = None,
+        max_message_bytes: int | None = None,
         schedule_group: str | None = None,
         scheduler_role_arn: str | None = None,
         sqs_client: SQSClient | None = None,
@@ -147,6 +150,7 @@ class JobApp:
             record_ttl=record_ttl,
             deadline_margin=deadline_margin,
             lease_margin=lease_margin,
+            max_message_bytes=max_message_bytes,
             schedule_group=schedule_group,
             scheduler_role_arn=scheduler_role_arn,
         )
@@ -867,7 +871,7 @@ class JobApp:
             from sqsjobs.enqueue._routing import QueueRouter
 
             self._router = QueueRouter(self.settings.queue_urls(), make_producer=lambda url: Producer(
-                self.sqs, url, random=self.random, sleep=self.sleep))
+                self.sqs, url, random=self.random, sleep=self.sleep, max_message_bytes=self.settings.max_message_bytes))
         return self._router
 
     @property

@@ -271,6 +271,9 @@ def use(
         **({"queues": named} if named else {}),
         **(settings or {}),
     }
+    limit = int(overrides.get("max_message_bytes", app.settings.max_message_bytes))
+    for url in [overrides["queue_url"], overrides["dlq_url"], *named.values()]:
+        sqs.set_maximum_message_size(url, limit)  # the template gives the queues and the functions one size
     with app.use(store=store, sqs_client=sqs, dynamodb_client=dynamodb_client, clock=clock,  # type: ignore[arg-type]
                  random=random or _random.Random(0), sleep=clock.advance, emit_metrics=metrics.append,
                  settings=overrides):

@@ -379,7 +379,8 @@ class JobBatchProcessor:
         dlq_url = self.settings.dlq_url
         if dlq_url:
             fifo = dlq_url.endswith(".fifo")
-            entries = [self._dead_letter_of(d).entry(str(i), fifo) for i, d in enumerate(pending)]
+            entries = [self._dead_letter_of(d).entry(str(i), fifo, max_bytes=self.settings.max_message_bytes)
+                       for i, d in enumerate(pending)]
             sent = send_entries(self.sqs, dlq_url, entries)
         else:
             sent = {str(i): "no DLQ configured (SQSJOBS_DLQ_URL)" for i in range(len(pending))}
