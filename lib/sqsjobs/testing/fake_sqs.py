@@ -156,6 +156,19 @@ class FakeSQS:
             raise ValueError(f"MaximumMessageSize is 1024..1048576, got {size}")
         self._queue(queue_url).maximum_message_size = size
 
+    def queue_url_of(self, arn: str) -> str:
+        """The URL of the queue with ARN ``arn`` (a queue of this fake's account is created if new).
+
+        Example:
+            >>> sqs = FakeSQS(clock=lambda: 0.0)
+            >>> sqs.queue_url_of(sqs.arn(sqs.queue_url("jobs"))) == sqs.queue_url("jobs")
+            True
+        """
+        for url, queue in self._queues.items():
+            if queue.arn == arn:
+                return url
+        return self.queue_url(arn.rsplit(":", 1)[-1])
+
     def messages(self, queue_url: str) -> list[QueuedMessage]:
         """The messages on a queue now (visible, in flight or delayed), oldest first."""
         return list(self._queue(queue_url).messages)
