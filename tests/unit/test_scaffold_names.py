@@ -41,7 +41,7 @@ def pyproject_metadata(text: str) -> Metadata:
         "version": project["version"],
         "requires_python": project["requires-python"],
         "requires_dist": [*project["dependencies"],
-                          *(f"{r}; extra == {e!r}" for e, rs in extras.items() for r in rs)],
+                          *(f"{r} ; extra == {e!r}" for e, rs in extras.items() for r in rs)],
         "provides_extra": list(extras),
     }
     return Metadata.from_raw(raw, validate=True)  # type: ignore[arg-type]

@@ -90,8 +90,10 @@ class LocalCloudSession:
         from sqsjobs._settings import Settings
 
         settings = Settings.from_env(self.cloud.app_environment())
-        with self.app.use(sqs_client=self.cloud.clients.get("sqs"), dynamodb_client=self.cloud.clients.get("dynamodb"),
-                          settings=asdict(settings)) as app:
+        clients = self.cloud.clients
+        # Every client the app builds, the Scheduler's too (delayed jobs), points at the local cloud.
+        with self.app.use(sqs_client=clients.get("sqs"), dynamodb_client=clients.get("dynamodb"),
+                          scheduler_client=clients.get("scheduler"), settings=asdict(settings)) as app:
             yield app
 
     def outcomes(self) -> list[dict[str, Any]]:
