@@ -13,4 +13,5 @@ def test_the_page_quotes_the_generated_code_and_tests_verbatim() -> None:
     assert len(quoted) == 4
     for block in quoted:
         assert any(block.code.strip() in text for text in files.values()), f"{block.where} is not in the project"
-    assert quoted[0].code.strip() in files["handlers/app.py"] and quoted[3].code.strip() in files["tests/test_delays.py"]
+    assert quoted[0].code.strip() in files["handlers/app.py"]
+    assert quoted[3].code.strip() in files["tests/test_delays.py"]

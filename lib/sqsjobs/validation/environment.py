@@ -153,7 +153,7 @@ def features_of(environments: Iterable[Iterable[str]], *, declares_schedule_grou
 
     Example:
         >>> sorted(features_of([["SQSJOBS_OUTBOX_TABEL"]], declares_schedule_group=True))
-        [<Feature.OUTBOX: 'outbox'>, <Feature.DELAYS: 'delays'>]
+        [<Feature.DELAYS: 'delays'>, <Feature.OUTBOX: 'outbox'>]
     """
     found = {Feature.DELAYS} if declares_schedule_group else set()
     if relays_a_table:
