@@ -8,7 +8,7 @@ SAM_VENV := .venv-sam
 SAM_STAMP := $(SAM_VENV)/.installed
 SAM_APP_DIR := $(SAM_VENV)/app-dir
 
-.PHONY: test lint typecheck doctest unit demo clean
+.PHONY: test lint typecheck doctest unit demo clean dist
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,24 @@ chaos: $(STAMP)
 
 fuzz: $(STAMP)
 	SQSJOBS_FUZZ_EXAMPLES=10000 $(BIN)/pytest tests/fuzz -p no:cacheprovider -q -s --timeout=0
+
+# ---- distribution (docs/deploy.md, "Install sqsjobs"): the wheel and sdist, and a Lambda layer zip of the
+# base install for python3.12 arm64 (infra/bundle/Makefile's `layer`, the same runtime as every bundle).
+DIST ?= dist
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)
+dist: $(STAMP)
+	@test -n "$(PY312_BIN)" || { echo "dist: python3.12 not found (pyenv or PATH): the layer is compiled for it" >&2; exit 2; }
+	rm -rf "$(DIST)" build
+	$(BIN)/python -m build --outdir "$(DIST)" .
+	$(MAKE) -f infra/bundle/Makefile layer PYTHON312="$(PY312_BIN)/python3.12" \
+		WHEEL="$(abspath $(DIST))/sqsjobs-$(VERSION)-py3-none-any.whl" \
+		LAYER_ZIP="$(abspath $(DIST))/sqsjobs-layer-$(VERSION)-python3.12-arm64.zip"
+	ls -l "$(DIST)"
+
+# `sqsjobs init`'s costly checks on every one of the 256 option combinations (make test: a covering subset).
+.PHONY: scaffold-matrix
+scaffold-matrix: $(STAMP) $(SAM_STAMP) $(SAM_APP_DIR)/metadata.json
+	SQSJOBS_SCAFFOLD_MATRIX=all $(BIN)/pytest tests/scaffold/test_init_matrix.py -p no:cacheprovider -q --timeout=0
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -23,7 +23,9 @@ docs, with this checkout's `sqsjobs` first on PATH. A ```console block runs its 
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,3 +151,45 @@ def _marker_above(lines: list[str], fence_index: int) -> str | None:
         return None
     match = _MARKER.match(lines[previous])
     return match.group("body") if match else None
+
+
+def shell_environment(tmp_path: Path) -> dict[str, str]:
+    """A clean environment: this checkout's venv first on PATH, fake credentials, a private local-cloud state."""
+    keep = {k: v for k, v in os.environ.items()
+            if not k.startswith(("SQSJOBS_", "AWS_", "PYTEST_", "VIRTUAL_ENV", "POWERTOOLS_"))}
+    return {**keep, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            "SQSJOBS_LOCAL_STATE": str(tmp_path / "local-cloud.json"), "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials")}
+
+
+def page_script(blocks: list[Snippet], logs: Path) -> str:
+    """One bash script for a page's shell blocks: each announced (with the time), background ones waited for, the
+    cloud stopped."""
+    lines = [
+        "set -eo pipefail",
+        "__background=()",
+        "__stop() { if [ ${#__background[@]} -gt 0 ]; then sqsjobs local down --timeout 60 >/dev/null 2>&1 "
+        "|| kill ${__background[@]} 2>/dev/null || true; wait ${__background[@]} 2>/dev/null || true; fi; }",
+        "trap __stop EXIT",
+        "__wait_for_cloud() {  # $1: the background block's log",
+        "  for _ in $(seq 1 600); do",
+        "    if sqsjobs local env >/dev/null 2>&1; then return 0; fi",
+        "    if ! kill -0 \"${__background[-1]}\" 2>/dev/null; then echo 'the background block ended:'; cat \"$1\";"
+        " return 1; fi",
+        "    sleep 0.3",
+        "  done",
+        "  echo 'no local cloud after 180 s:'; cat \"$1\"; return 1",
+        "}",
+    ]
+    for number, block in enumerate(blocks):
+        lines.append(f"echo \"### snippet {block.where} at $(date +%s.%N)\"")
+        code = block.shell_commands()
+        if "background" in block.directives:
+            log = logs / f"background-{number}.log"
+            lines += [f"( {code.strip()}\n) > '{log}' 2>&1 &", "__background+=($!)", f"__wait_for_cloud '{log}'"]
+        else:
+            lines.append(code)
+    lines.append("echo \"### snippet (page done) at $(date +%s.%N)\"")
+    return "\n".join(lines) + "\n"

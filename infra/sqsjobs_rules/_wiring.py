@@ -60,7 +60,62 @@ class Resolver:
     def __init__(self, template: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> None:
         self._parameters: Mapping[str, Any] = _mapping(template.get("Parameters"))
         self._mappings: Mapping[str, Any] = _mapping(template.get("Mappings"))
+        self._conditions: Mapping[str, Any] = _mapping(template.get("Conditions"))
         self._overrides = dict(overrides or {})
+
+    def branch(self, value: Any) -> Any:
+        """``value`` with every ``Fn::If`` whose condition is known replaced by its branch (``AWS::NoValue``: None).
+
+        An ``Fn::If`` whose condition cannot be decided is left as it is.
+
+        Example:
+            >>> t = {"Parameters": {"N": {"Type": "Number", "Default": 0}},
+            ...      "Conditions": {"On": {"Fn::Not": [{"Fn::Equals": [{"Ref": "N"}, 0]}]}}}
+            >>> value = {"Fn::If": ["On", {"A": 1}, {"Ref": "AWS::NoValue"}]}
+            >>> Resolver(t).branch(value), Resolver(t, {"N": "2"}).branch(value)
+            (None, {'A': 1})
+        """
+        if isinstance(value, Mapping):
+            if set(value) == {"Ref"} and value["Ref"] == "AWS::NoValue":
+                return None
+            if set(value) == {"Fn::If"} and isinstance(value["Fn::If"], list) and len(value["Fn::If"]) == 3:
+                name, chosen, other = value["Fn::If"]
+                holds = self.condition(name) if isinstance(name, str) else None
+                if holds is None:
+                    return value
+                return self.branch(chosen if holds else other)
+            return {key: self.branch(item) for key, item in value.items()}
+        return value
+
+    def condition(self, name: str, _seen: frozenset[str] = frozenset()) -> bool | None:
+        """Whether condition ``name`` holds with these parameter values (None: it cannot be decided here)."""
+        if name in _seen:
+            return None
+        return self._holds(self._conditions.get(name), _seen | {name})
+
+    def _holds(self, expression: Any, seen: frozenset[str]) -> bool | None:
+        if not isinstance(expression, Mapping) or len(expression) != 1:
+            return None
+        (function, args), = expression.items()
+        if function == "Condition" and isinstance(args, str):
+            return self.condition(args, seen)
+        if not isinstance(args, list):
+            return None
+        if function == "Fn::Equals" and len(args) == 2:
+            left, right = (self.scalar(a) for a in args)
+            if left is None or right is None or isinstance(left, Mapping) or isinstance(right, Mapping):
+                return None
+            return _text(left) == _text(right)
+        values = [self._holds(a, seen) for a in args]
+        if None in values:
+            return None
+        if function == "Fn::Not" and len(values) == 1:
+            return not values[0]
+        if function == "Fn::And":
+            return all(values)
+        if function == "Fn::Or":
+            return any(values)
+        return None
 
     def parameter(self, name: str) -> Any:
         """The value a deployment would give parameter ``name`` (override, else default)."""
@@ -376,6 +431,15 @@ def _map_key(value: Any) -> Any:
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+def _text(value: Any) -> str:
+    """A value as Fn::Equals compares it: Number parameters are their text (``5`` and ``"5"`` are equal)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def _variables(props: Mapping[str, Any]) -> dict[str, Any]:

@@ -497,8 +497,7 @@ class JobApp:
         return RunStore(self.runtime.store, ttl=self.settings.record_ttl).status(job, run_id)
 
     # ------------------------------------------------------------ tests
-    @contextmanager
-    def use(self, *, settings: Mapping[str, Any] | None = None, **parts: Any) -> Iterator[JobApp]:
+    def use(self, *, settings: Mapping[str, Any] | None = None, **parts: Any) -> AbstractContextManager[JobApp]:
         """Swap collaborators (``store=``, ``sqs_client=``, ``clock=``...) and settings for the ``with`` block.
 
         This is how a test drives an app whose jobs are declared at import (``handlers.app:app``)
@@ -515,8 +514,14 @@ class JobApp:
             >>> app.settings.max_attempts
             5
         """
-        with self.runtime.using(settings=settings, **parts):
-            yield self
+        from sqsjobs._with_block import Block
+
+        @contextmanager
+        def block() -> Iterator[JobApp]:
+            with self.runtime.using(settings=settings, **parts):
+                yield self
+
+        return Block(self.runtime, block(), "app.use(...)")  # outside `with`: an error, not a no-op (_with_block)
 
     def testing(self, **options: Any) -> AbstractContextManager[JobTester]:
         """Run this app's jobs in-process for a test: an in-memory store, a recording fake SQS, a manual clock.
@@ -533,6 +538,7 @@ class JobApp:
             'fake-000001'
             (['succeeded'], 'greet:7')
         """
+        from sqsjobs._with_block import Block
         from sqsjobs.testing.tester import use
 
-        return use(self, **options)
+        return Block(self.runtime, use(self, **options), "app.testing()")  # outside `with`: an error (_with_block)

@@ -37,7 +37,8 @@ PURPOSE = {
 }
 #: the top-level modules each extra brings that sqsjobs imports
 MODULES: dict[Extra, tuple[str, ...]] = {
-    Extra.CLI: ("typer", "click", "rich"),
+    # Not click: typer brings what it needs (recent typer no longer installs click at all).
+    Extra.CLI: ("typer", "rich"),
     Extra.CHECK: ("cfnlint", "samtranslator"),
     Extra.LOCAL: ("moto", "flask", "samtranslator", "rich"),
     Extra.CONSOLE: ("starlette", "uvicorn", "jinja2"),

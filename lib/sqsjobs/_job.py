@@ -153,7 +153,7 @@ class Job(Generic[P, R]):
             tenant=None if tenant is None else check_tenant(self.name, tenant),
             source=self,
         )
-        check_message(message, bound)
+        check_message(message, bound, limit=self.runtime.settings.max_message_bytes)
         return message
 
     def enqueue(

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import UnknownJobError
+from sqsjobs._with_block import check_entered
 from sqsjobs.enqueue._message import DEFAULT_QUEUE
 
 if TYPE_CHECKING:
@@ -150,6 +151,8 @@ class Runtime:
     @property
     def sqs(self) -> SQSClient:
         """The SQS client (injected, else created on first use)."""
+        check_entered(self)
+
         def build() -> SQSClient:
             from sqsjobs._clients import sqs_client
 
@@ -161,6 +164,8 @@ class Runtime:
     @property
     def dynamodb(self) -> DynamoDBClient:
         """The DynamoDB client (injected, else created on first use)."""
+        check_entered(self)
+
         def build() -> DynamoDBClient:
             from sqsjobs._clients import dynamodb_client
 
@@ -172,6 +177,8 @@ class Runtime:
     @property
     def scheduler_client(self) -> EventBridgeSchedulerClient:
         """The EventBridge Scheduler client of delayed jobs (injected, else created on first use)."""
+        check_entered(self)
+
         def build() -> EventBridgeSchedulerClient:
             from sqsjobs._clients import scheduler_client
 
@@ -183,6 +190,8 @@ class Runtime:
     @property
     def store(self) -> LeaseStore:
         """The idempotency store: DynamoDB on ``SQSJOBS_TABLE`` unless one was injected."""
+        check_entered(self)
+
         def build() -> LeaseStore:
             if self._parts.store is not None:
                 return self._parts.store
@@ -213,7 +222,7 @@ class Runtime:
             from sqsjobs.enqueue._routing import QueueRouter
 
             return QueueRouter(self.settings.queue_urls(), make_producer=lambda url: Producer(
-                self.sqs, url, random=self.random, sleep=self.sleep))
+                self.sqs, url, random=self.random, sleep=self.sleep, max_message_bytes=self.settings.max_message_bytes))
 
         router: QueueRouter = self._once("router", build)
         return router

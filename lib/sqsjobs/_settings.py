@@ -25,6 +25,7 @@ ENV_OUTBOX_TABLE = "SQSJOBS_OUTBOX_TABLE"
 ENV_MAX_ATTEMPTS = "SQSJOBS_MAX_ATTEMPTS"
 ENV_FUNCTION_TIMEOUT = "SQSJOBS_FUNCTION_TIMEOUT"
 ENV_RECORD_TTL = "SQSJOBS_RECORD_TTL_SECONDS"
+ENV_MAX_MESSAGE_BYTES = "SQSJOBS_MAX_MESSAGE_BYTES"
 ENV_SCHEDULE_GROUP = "SQSJOBS_SCHEDULE_GROUP"
 ENV_SCHEDULER_ROLE_ARN = "SQSJOBS_SCHEDULER_ROLE_ARN"
 ENV_SERVICE = "POWERTOOLS_SERVICE_NAME"
@@ -45,6 +46,12 @@ ENV_APP = "SQSJOBS_APP"
 #: what EventBridge Scheduler takes as a group name, and as the role a schedule sends with
 _SCHEDULE_GROUP = re.compile(r"[0-9a-zA-Z\-_.]{1,64}")
 _ROLE_ARN = re.compile(r"arn:aws(-[a-z]+)*:iam:[a-z0-9-]*:\d{12}:role/[\w+=,.@/-]+")
+
+#: a queue's ``MaximumMessageSize``: SQS's range, and what the template's parameter (and an app without
+#: ``SQSJOBS_MAX_MESSAGE_BYTES``) assumes
+SQS_MIN_MESSAGE_BYTES = 1024
+SQS_MAX_MESSAGE_BYTES = 1024 * 1024
+DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024
 
 #: 21 days: the DLQ's longest retention (14 days) plus a week to redrive it
 DEFAULT_RECORD_TTL = 21 * 24 * 3600.0
@@ -84,6 +91,9 @@ class Settings:
     deadline_margin: float = 5.0
     #: added to the remaining invocation time to form a claim's lease
     lease_margin: float = 5.0
+    #: the queues' ``MaximumMessageSize`` (the template's parameter): a larger message is refused before it is sent,
+    #: and a dead letter is shrunk to fit. SQS takes 1,024..1,048,576; each 64 KiB is billed as one request
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     #: the EventBridge Scheduler schedule group of delayed jobs (delays beyond 15 minutes, docs/delays.md)
     schedule_group: str | None = None
     #: the role EventBridge Scheduler assumes to send a delayed job to the jobs queue (and its DLQ)
@@ -98,6 +108,13 @@ class Settings:
             raise ConfigurationError(
                 "backoff_base and backoff_cap must be >= 0 and the cap at most 43200 s "
                 "(the longest visibility timeout SQS allows)"
+            )
+        if (type(self.max_message_bytes) is not int
+                or not SQS_MIN_MESSAGE_BYTES <= self.max_message_bytes <= SQS_MAX_MESSAGE_BYTES):
+            raise ConfigurationError(
+                f"max_message_bytes ({ENV_MAX_MESSAGE_BYTES}) must be the queues' MaximumMessageSize, a whole number "
+                f"of bytes within {SQS_MIN_MESSAGE_BYTES}..{SQS_MAX_MESSAGE_BYTES} (SQS's range), "
+                f"got {self.max_message_bytes!r}"
             )
         if self.function_timeout is not None and self.function_timeout <= 0:
             raise ConfigurationError(f"function_timeout must be positive, got {self.function_timeout}")
@@ -163,6 +180,8 @@ class Settings:
             values["max_attempts"] = _number(env, ENV_MAX_ATTEMPTS, int)
         if env.get(ENV_FUNCTION_TIMEOUT):
             values["function_timeout"] = _number(env, ENV_FUNCTION_TIMEOUT, float)
+        if env.get(ENV_MAX_MESSAGE_BYTES):
+            values["max_message_bytes"] = _number(env, ENV_MAX_MESSAGE_BYTES, int)
         if env.get(ENV_RECORD_TTL):
             values["record_ttl"] = _number(env, ENV_RECORD_TTL, float)
         if env.get(ENV_SCHEDULE_GROUP):

@@ -8,7 +8,6 @@ glob; a block that cannot run carries a skip marker with its reason, and the las
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from unittest.mock import MagicMock
 import boto3
 import pytest
 from aws_support import create_queues, create_table
-from doc_snippets import PYTHON, ROOT, SHELL, Snippet, pages, snippets
+from doc_snippets import PYTHON, ROOT, SHELL, page_script, pages, shell_environment, snippets
 from moto import mock_aws
 
 SHELL_TIMEOUT = 900
@@ -37,6 +36,21 @@ def _cases(kinds: frozenset[str]) -> list[Any]:
 
 @pytest.mark.parametrize("page", _cases(PYTHON))
 def test_the_python_snippets_of_the_page_run(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_python_blocks(page, monkeypatch)
+
+
+def test_the_readme_declares_the_queues_its_jobs_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its `queue="critical"` job runs on the README's own app, not only where the environment names the queue.
+
+    Issue 25, finding 13: `@app.job(..., queue="critical")` failed on the README's `app = JobApp()` in a
+    project whose template has no critical queue; the page passed here only because this test's environment
+    gave SQSJOBS_QUEUE_URL_CRITICAL.
+    """
+    run_python_blocks(ROOT / "README.md", monkeypatch, unset=("SQSJOBS_QUEUE_URL_CRITICAL",))
+
+
+def run_python_blocks(page: Path, monkeypatch: pytest.MonkeyPatch, *, unset: tuple[str, ...] = ()) -> None:
+    """The page's Python blocks, in order, in one namespace, under moto and the worker's environment."""
     blocks = [s for s in snippets(page) if s.runnable and s.language in PYTHON]
     with mock_aws():
         sqs = boto3.client("sqs", region_name="us-east-1")
@@ -56,6 +70,8 @@ def test_the_python_snippets_of_the_page_run(page: Path, monkeypatch: pytest.Mon
                             ("SQSJOBS_SCHEDULE_GROUP", "docs-delayed"),
                             ("SQSJOBS_SCHEDULER_ROLE_ARN", "arn:aws:iam::123456789012:role/docs-delivery")):
             monkeypatch.setenv(name, value)
+        for name in unset:
+            monkeypatch.delenv(name)
         # A page that imports the reference app gets it fresh, configured by this page's environment
         # (an earlier test may have imported it under another one); the old modules come back afterwards.
         for name in [n for n in sys.modules if n == "handlers" or n.startswith("handlers.")]:
@@ -114,44 +130,3 @@ def test_every_block_runs_or_says_why_not() -> None:
                 f"{block.where}: only shell blocks run in the background")
     assert runnable >= 30, runnable
     print("\n".join(["skipped snippets:", *skipped]))  # shown with -s or -rA
-
-
-def shell_environment(tmp_path: Path) -> dict[str, str]:
-    """A clean environment: this checkout's venv first on PATH, fake credentials, a private local-cloud state."""
-    keep = {k: v for k, v in os.environ.items()
-            if not k.startswith(("SQSJOBS_", "AWS_", "PYTEST_", "VIRTUAL_ENV", "POWERTOOLS_"))}
-    return {**keep, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-            "SQSJOBS_LOCAL_STATE": str(tmp_path / "local-cloud.json"), "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
-            "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
-            "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials")}
-
-
-def page_script(blocks: list[Snippet], logs: Path) -> str:
-    """One bash script for a page's shell blocks: each announced, background ones waited for, the cloud stopped."""
-    lines = [
-        "set -eo pipefail",
-        "__background=()",
-        "__stop() { if [ ${#__background[@]} -gt 0 ]; then sqsjobs local down --timeout 60 >/dev/null 2>&1 "
-        "|| kill ${__background[@]} 2>/dev/null || true; wait ${__background[@]} 2>/dev/null || true; fi; }",
-        "trap __stop EXIT",
-        "__wait_for_cloud() {  # $1: the background block's log",
-        "  for _ in $(seq 1 600); do",
-        "    if sqsjobs local env >/dev/null 2>&1; then return 0; fi",
-        "    if ! kill -0 \"${__background[-1]}\" 2>/dev/null; then echo 'the background block ended:'; cat \"$1\";"
-        " return 1; fi",
-        "    sleep 0.3",
-        "  done",
-        "  echo 'no local cloud after 180 s:'; cat \"$1\"; return 1",
-        "}",
-    ]
-    for number, block in enumerate(blocks):
-        lines.append(f"echo '### snippet {block.where}'")
-        code = block.shell_commands()
-        if "background" in block.directives:
-            log = logs / f"background-{number}.log"
-            lines += [f"( {code.strip()}\n) > '{log}' 2>&1 &", "__background+=($!)", f"__wait_for_cloud '{log}'"]
-        else:
-            lines.append(code)
-    lines.append("echo '### snippet (page done)'")
-    return "\n".join(lines) + "\n"

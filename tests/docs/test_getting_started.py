@@ -1,4 +1,4 @@
-"""docs/getting-started.md shows the files `sqsjobs init billing-jobs --with scheduled` writes, as they are."""
+"""docs/getting-started.md shows the files `sqsjobs init billing-jobs --with delays,groups` writes, as they are."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from doc_snippets import PYTHON, ROOT, snippets
 from sqsjobs.scaffold import Extra, ProjectOptions, render
 
 
-def test_the_page_quotes_the_generated_job_and_test_verbatim() -> None:
-    files = render(ProjectOptions(name="billing-jobs", extras=frozenset({Extra.SCHEDULED})))
+def test_the_page_quotes_the_generated_code_and_tests_verbatim() -> None:
+    files = render(ProjectOptions(name="billing-jobs", extras=frozenset({Extra.DELAYS, Extra.GROUPS})))
     quoted = [s for s in snippets(ROOT / "docs" / "getting-started.md") if s.language in PYTHON]
-    assert len(quoted) == 2
-    app, test = quoted
-    assert app.code.strip() in files["handlers/app.py"]
-    assert test.code.strip() in files["tests/test_jobs.py"]
+    assert len(quoted) == 4
+    for block in quoted:
+        assert any(block.code.strip() in text for text in files.values()), f"{block.where} is not in the project"
+    assert quoted[0].code.strip() in files["handlers/app.py"]
+    assert quoted[3].code.strip() in files["tests/test_delays.py"]

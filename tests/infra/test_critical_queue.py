@@ -31,7 +31,9 @@ def test_the_critical_queue_has_its_own_mapping_and_concurrency(template: dict[s
     assert props["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "CriticalMaximumConcurrency"}}
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     jobs = template["Resources"]["WorkerFunction"]["Properties"]["Events"]["Jobs"]["Properties"]
-    assert jobs["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "MaximumConcurrency"}}
+    # Off provisioned mode (the default), the jobs queue's mapping is capped by MaximumConcurrency.
+    assert jobs["ScalingConfig"] == {"Fn::If": ["UseProvisionedPollers", {"Ref": "AWS::NoValue"},
+                                                {"MaximumConcurrency": {"Ref": "MaximumConcurrency"}}]}
 
 
 def test_every_function_that_sends_jobs_knows_the_critical_queue(template: dict[str, Any]) -> None:

@@ -164,6 +164,8 @@ def test_jobs_queue_redrives_to_a_longer_lived_dlq(stack: dict[str, Any]) -> Non
     assert int(redrive["maxReceiveCount"]) == 6
     assert int(attrs["VisibilityTimeout"]) >= 60 + 1 + 30
     assert int(dlq["MessageRetentionPeriod"]) == 1209600 > int(attrs["MessageRetentionPeriod"])
+    # The MaximumMessageSize parameter: the queue and its DLQ take what the functions may send.
+    assert int(attrs["MaximumMessageSize"]) == int(dlq["MaximumMessageSize"]) == 262144
     assert stack["outputs"]["JobsQueueUrl"] == queue_url
     assert stack["outputs"]["DeadLetterQueueUrl"] == dlq_url
 
@@ -199,6 +201,7 @@ def test_worker_environment_matches_the_wire_contract(stack: dict[str, Any]) -> 
             "SQSJOBS_MAX_ATTEMPTS": "5",
             "SQSJOBS_RECORD_TTL_SECONDS": "1814400",
             "SQSJOBS_FUNCTION_TIMEOUT": "60",
+            "SQSJOBS_MAX_MESSAGE_BYTES": "262144",
             "SQSJOBS_SENDER": SENDER,
             "POWERTOOLS_SERVICE_NAME": "sqsjobs",
             "POWERTOOLS_METRICS_NAMESPACE": "sqsjobs",
@@ -213,6 +216,7 @@ def test_worker_environment_matches_the_wire_contract(stack: dict[str, Any]) -> 
         "POWERTOOLS_SERVICE_NAME": "sqsjobs",
         "POWERTOOLS_METRICS_NAMESPACE": "sqsjobs",
         "SQSJOBS_RECORD_TTL_SECONDS": 1814400,
+        "SQSJOBS_MAX_MESSAGE_BYTES": 262144,  # a redriven letter is re-sent within its queue's size
     }
     assert (redrive["Handler"], redrive["Timeout"]) == ("redrive.handler", 300)
 
@@ -228,6 +232,7 @@ def test_event_source_mapping_reports_batch_item_failures(stack: dict[str, Any])
     for mapping in mappings:
         assert mapping["BatchSize"] == 10
         assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+        assert "ProvisionedPollerConfig" not in mapping  # off unless ProvisionedMinimumPollers is given
 
 
 def test_the_jobs_queue_invokes_the_workers_alias(translated: dict[str, Any]) -> None:

@@ -116,8 +116,8 @@ def test_enqueue_many_splits_by_total_size(make_app: Any, aws: Any) -> None:
     client = Recording(aws.sqs)
     app = make_app(sqs_client=client)
     task = declare_task(app)
-    messages = [task.message(n=n, blob="x" * 40_000) for n in range(14)]
-    per_call = MAX_BATCH_BYTES // messages[0].size()  # 6 of these fit in 256 KiB, not 10
+    messages = [task.message(n=n, blob="x" * 200_000) for n in range(14)]
+    per_call = MAX_BATCH_BYTES // messages[0].size()  # 5 of these fit in SendMessageBatch's 1 MiB, not 10
 
     report = app.enqueue_many(messages)
     assert report.ok and report.sent == 14
@@ -134,7 +134,7 @@ def test_enqueue_many_splits_by_total_size(make_app: Any, aws: Any) -> None:
 def test_an_oversized_message_is_refused_the_same_way_by_every_path(make_app: Any, aws: Any) -> None:
     app = make_app()
     task = declare_task(app)
-    blob = "x" * (MAX_BATCH_BYTES + 1)
+    blob = "x" * (262_144 + 1)  # over the queue's MaximumMessageSize (the template's default)
     refusals = []
     for attempt in (lambda: task.message(n=1, blob=blob), lambda: task.enqueue(n=1, blob=blob),
                     lambda: app.enqueue("task", n=1, blob=blob),
@@ -143,7 +143,8 @@ def test_an_oversized_message_is_refused_the_same_way_by_every_path(make_app: An
             attempt()
         refusals.append(str(refused.value))
     assert len(set(refusals)) == 1  # one message, wherever it came from
-    assert "over SQS's 262,144-byte limit; its largest arguments: blob (262,147 bytes), n (1 byte)" in refusals[0]
+    assert "over its queue's 262,144-byte limit (max_message_bytes, SQSJOBS_MAX_MESSAGE_BYTES); its largest " \
+           "arguments: blob (262,147 bytes), n (1 byte)" in refusals[0]
     assert keys_in(aws.sqs, aws.queue_url) == []  # nothing was sent, not even the small one
 
 

@@ -1,24 +1,40 @@
-"""`sqsjobs init`, every combination of --fifo and --with (16): the cheap checks, each project on its own.
+"""`sqsjobs init`, every combination of --fifo and the seven --with extras (256), each project on its own.
 
-Per combination: `sqsjobs check`'s validation with the lint rules applied in-process (parameters, files,
-queues, the app against the template's schedules), the SAM transform, ruff on the generated Python, and
-the project's own unit test (its pytest, e2e deselected). cfn-lint with the sqsjobs rules runs once over
-all sixteen templates. The expensive checks (sam validate --lint, the e2e tests, `sqsjobs local up`) run
-on three of them in test_init_projects.py, which together cover every option.
+Every combination gets the checks that take a fraction of a second, in-process: `sqsjobs check`'s
+validation with the lint rules (parameters, files, queues, the E91xx rules), the app's import aside; the SAM
+transform (as `sam` and the local cloud read the template), with the functions, FIFO queues and alarm topics
+each option brings; and ruff over all the generated Python at once.
+
+The costly checks run on a covering subset: cfn-lint with the sqsjobs rules over the templates of a
+strength-3 covering array (16 projects: any three options meet in all eight ways, which covers the pieces
+that interact, such as FIFO with delays and the critical queue), and for each of them the app checks
+(each function's app imported in a child: schedules and environment against the template) and the
+project's own unit tests; `sam validate --lint` itself on a strength-2 array (8 projects).
+`make scaffold-matrix` (SQSJOBS_SCAFFOLD_MATRIX=all) runs the costly checks on all 256.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from scaffold_support import COMBINATIONS, generate, option_id, run_pytest
+from scaffold_support import COMBINATIONS, FACTORS, bits, covering, generate, option_id, run_pytest, unit_tests_of
+from tool_support import sam
 
 from sqsjobs.cli.check import _CFN_LINT, rules_directory
-from sqsjobs.scaffold import ProjectOptions
+from sqsjobs.scaffold import Extra, ProjectOptions
 from sqsjobs.validation import validate
+
+FULL = os.environ.get("SQSJOBS_SCAFFOLD_MATRIX") == "all"
+COSTLY = COMBINATIONS if FULL else covering(3)
+SAM_VALIDATED = COMBINATIONS if FULL else covering(2)
+#: functions each extra adds beside the worker
+FUNCTIONS = {Extra.OUTBOX: "OutboxRelayFunction", Extra.SCHEDULED: "SchedulerFunction"}
+#: queues each option makes
+QUEUES = {Extra.CRITICAL: "CriticalQueue"}
 
 
 @pytest.fixture(scope="module")
@@ -27,17 +43,39 @@ def projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {option_id(options): generate(root, options) for options in COMBINATIONS}
 
 
-def test_there_are_sixteen_distinct_combinations() -> None:
-    assert len({option_id(o) for o in COMBINATIONS}) == 16
+def test_the_matrix_is_every_combination_and_the_subsets_cover_every_interaction() -> None:
+    assert len({option_id(o) for o in COMBINATIONS}) == 2 ** len(FACTORS) == 256
+    for strength, chosen in ((3, covering(3)), (2, covering(2))):
+        import itertools
+
+        for columns in itertools.combinations(range(len(FACTORS)), strength):
+            seen = {tuple(bits(o)[i] for i in columns) for o in chosen}
+            assert len(seen) == 2 ** strength, (strength, columns)
 
 
 @pytest.mark.timeout(900)
-def test_cfn_lint_with_the_sqsjobs_rules_passes_every_template(projects: dict[str, Path]) -> None:
-    templates = [str(p / "template.yaml") for p in projects.values()]
-    done = subprocess.run([sys.executable, "-c", _CFN_LINT, "--append-rules", str(rules_directory()),
-                           "--non-zero-exit-code", "informational", "--", *templates],
-                          capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
+def test_every_combination_validates_and_translates_with_its_pieces(projects: dict[str, Path]) -> None:
+    from sqsjobs.local.template import Template
+
+    for options in COMBINATIONS:
+        project = projects[option_id(options)]
+        # What `sqsjobs local up` checks before it starts (with the lint rules), the app's import aside.
+        problems = validate(project / "template.yaml", {}, require_values=True, lint_rules=True, app_checks=False)
+        assert [p.line("template.yaml") for p in problems] == [], option_id(options)
+
+        resources = Template.load(project / "template.yaml").resources
+        functions = {k for k, r in resources.items() if r["Type"] == "AWS::Lambda::Function"}
+        assert functions == {"WorkerFunction"} | {f for e, f in FUNCTIONS.items() if e in options.extras}
+        queues = {k for k, r in resources.items() if r["Type"] == "AWS::SQS::Queue"}
+        expected = {"JobsQueue", "DeadLetterQueue"} | {q for e, q in QUEUES.items() if e in options.extras}
+        assert queues - {"OutboxRelayFailureQueue"} == expected, option_id(options)
+        for queue in expected:
+            assert resources[queue]["Properties"].get("FifoQueue", False) is options.fifo
+        groups = {k for k, r in resources.items() if r["Type"] == "AWS::Scheduler::ScheduleGroup"}
+        assert groups == ({"DelayedJobsScheduleGroup"} if Extra.DELAYS in options.extras else set())
+        # The DLQ pages (its own topic), the rest warns (issue 25, finding 8).
+        assert resources["DeadLetterAlarm"]["Properties"]["AlarmActions"] == [{"Ref": "PageTopic"}]
+        assert resources["OldestMessageAlarm"]["Properties"]["AlarmActions"] == [{"Ref": "WarnTopic"}]
 
 
 def test_ruff_finds_nothing_in_the_generated_python(projects: dict[str, Path]) -> None:
@@ -48,27 +86,34 @@ def test_ruff_finds_nothing_in_the_generated_python(projects: dict[str, Path]) -
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.timeout(3600 if FULL else 900)
+def test_cfn_lint_with_the_sqsjobs_rules_passes_the_covering_templates(projects: dict[str, Path]) -> None:
+    templates = [str(projects[option_id(o)] / "template.yaml") for o in COSTLY]
+    done = subprocess.run([sys.executable, "-c", _CFN_LINT, "--append-rules", str(rules_directory()),
+                           "--non-zero-exit-code", "informational", "--", *templates],
+                          capture_output=True, text=True, timeout=3500 if FULL else 800, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("options", COMBINATIONS, ids=option_id)
-def test_the_project_validates_translates_and_passes_its_unit_test(
-    options: ProjectOptions, projects: dict[str, Path]
-) -> None:
+@pytest.mark.parametrize("options", COSTLY, ids=option_id)
+def test_the_project_passes_the_app_checks_and_its_unit_tests(options: ProjectOptions,
+                                                              projects: dict[str, Path]) -> None:
     project = projects[option_id(options)]
-    # What `sqsjobs local up` checks (check's validation plus the lint rules): not even a warning.
-    problems = validate(project / "template.yaml", {}, require_values=True, lint_rules=True)
+    problems = validate(project / "template.yaml", {}, require_values=True)
     assert [p.line("template.yaml") for p in problems] == []
 
-    from sqsjobs.local.template import Template
-
-    translated = Template.load(project / "template.yaml")
-    functions = {k for k, r in translated.resources.items() if r["Type"] == "AWS::Lambda::Function"}
-    expected = {"WorkerFunction"} | {name for extra, name in (("outbox", "OutboxRelayFunction"),
-                                                             ("scheduled", "SchedulerFunction"))
-                                     if extra in options.extras}
-    assert functions == expected
-    for queue in ("JobsQueue", "DeadLetterQueue"):
-        assert translated.resources[queue]["Properties"].get("FifoQueue", False) is options.fifo
-
     done = run_pytest(project, "-m", "not e2e")
+    tests = unit_tests_of(project)
+    assert tests == 1 + sum({Extra.DELAYS: 2}.get(e, 1) for e in options.extras)  # one test (two) per extra
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 passed, 1 deselected" in done.stdout
+    assert f"{tests} passed, 1 deselected" in done.stdout, done.stdout
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("options", SAM_VALIDATED, ids=option_id)
+def test_sam_validate_lint_passes(options: ProjectOptions, projects: dict[str, Path]) -> None:
+    project = projects[option_id(options)]
+    validated = sam("validate", "--lint", "--template", "template.yaml", cwd=project)
+    assert validated.returncode == 0 and "is a valid SAM Template" in validated.stdout + validated.stderr, (
+        validated.stdout + validated.stderr)

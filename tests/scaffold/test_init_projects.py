@@ -1,12 +1,12 @@
 """`sqsjobs init`, the expensive checks on three projects that together cover every option.
 
-- standard, no extras: `sqsjobs check` (the command), `sam validate --lint`, `sam build` outside this
-  repository (handlers/requirements.txt installs sqsjobs from a wheel, as from an index), its pytest
-  including the e2e test, and `sqsjobs local up --reload` driven from a shell's point of view: enqueue,
-  an outcome line, `local env`, an edit that reloads the workers, `local down`;
-- FIFO with outbox, chunked and scheduled: `sam validate --lint`, its pytest with the e2e test (each
-  extra exercised on the local cloud), `sqsjobs local up` and `sqsjobs local fire daily-summary`;
-- standard with outbox, chunked and scheduled: `sam validate --lint` and its pytest with the e2e test.
+- standard, no extras, installing sqsjobs from a wheel (`--sqsjobs-spec`): `sqsjobs check` (the command),
+  `sam validate --lint`, `sam build` outside this repository (handlers/requirements.txt names the wheel),
+  its pytest including the e2e test, and `sqsjobs local up --reload` driven from a shell's point of view:
+  enqueue, an outcome line, `local env`, an edit that reloads the workers, `local down`;
+- FIFO with every extra: `sam validate --lint`, its pytest with the e2e test (each extra exercised on the
+  local cloud), `sqsjobs local up` and `sqsjobs local fire daily-summary`;
+- standard with every extra: `sam validate --lint` and its pytest with the e2e test.
 
 Every combination gets the cheap checks in test_init_matrix.py.
 """
@@ -22,10 +22,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from scaffold_support import ROOT, generate, run_pytest
+from scaffold_support import ROOT, generate, run_pytest, unit_tests_of
 from tool_support import sam
 
 from sqsjobs.scaffold import Extra, ProjectOptions
+from sqsjobs.scaffold.source import parse_spec
 
 ALL_EXTRAS = frozenset(Extra)
 SQSJOBS = Path(sys.executable).parent / "sqsjobs"
@@ -76,7 +77,14 @@ def local_up() -> Iterator[list[LocalUp]]:
 def test_standard_project_builds_outside_the_repo_and_runs_on_the_local_cloud(
     tmp_path: Path, local_up: list[LocalUp]
 ) -> None:
-    project = generate(tmp_path, ProjectOptions(name="billing"))
+    # The bundle: sam's own pip builder installs handlers/requirements.txt, which names a wheel of this
+    # checkout; nothing of this repository is referenced.
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels),
+                    str(ROOT)], check=True, capture_output=True, timeout=600)
+    (wheel,) = wheels.glob("sqsjobs-*.whl")
+    project = generate(tmp_path, ProjectOptions(name="billing", source=parse_spec(str(wheel))))
+    assert (project / "handlers" / "requirements.txt").read_text().splitlines()[-1] == f"sqsjobs @ {wheel.as_uri()}"
     state = tmp_path / "state.json"
 
     checked = cli(project, state, "check", "template.yaml")
@@ -85,20 +93,15 @@ def test_standard_project_builds_outside_the_repo_and_runs_on_the_local_cloud(
     assert validated.returncode == 0 and "is a valid SAM Template" in validated.stdout + validated.stderr, (
         validated.stdout + validated.stderr)
 
-    # The bundle: sam's own pip builder installs handlers/requirements.txt (sqsjobs==<version>) from a wheel
-    # of this checkout, found the way an index would be searched; nothing of this repository is referenced.
-    wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels),
-                    str(ROOT)], check=True, capture_output=True, timeout=600)
-    links = " ".join(filter(None, [os.environ.get("PIP_FIND_LINKS"), str(wheels)]))
-    built = sam("build", "--template", "template.yaml", cwd=project, PIP_FIND_LINKS=links)
+    built = sam("build", "--template", "template.yaml", cwd=project)
     assert built.returncode == 0, built.stdout + built.stderr
     bundle = project / ".aws-sam" / "build" / "WorkerFunction"
     assert (bundle / "worker.py").is_file() and (bundle / "app.py").is_file()
     assert (bundle / "sqsjobs" / "__init__.py").is_file() and (bundle / "aws_lambda_powertools").is_dir()
 
     tested = run_pytest(project)
-    assert tested.returncode == 0 and "2 passed" in tested.stdout, tested.stdout + tested.stderr
+    assert tested.returncode == 0 and f"{unit_tests_of(project) + 1} passed" in tested.stdout, (
+        tested.stdout + tested.stderr)
 
     up = LocalUp(project, state, "--reload")
     local_up.append(up)
@@ -108,6 +111,11 @@ def test_standard_project_builds_outside_the_repo_and_runs_on_the_local_cloud(
     assert f"done             welcome key=welcome:7 message={message_id} attempt=1" in log
     exports = cli(project, state, "local", "env").stdout
     assert "export SQSJOBS_TABLE=" in exports and "export SQSJOBS_DLQ_URL=" in exports
+    # A dead letter pages, as docs/getting-started.md shows (issue 25, finding 8: it used to say WARN).
+    cli(project, state, "enqueue", "welcome", "user_id=0")
+    log = up.wait_for("DeadLetterAlarm is in ALARM")
+    (line,) = [line for line in log.splitlines() if "DeadLetterAlarm is in ALARM" in line]
+    assert " PAGE alarm " in line, line
 
     app = project / "handlers" / "app.py"
     app.write_text(app.read_text().replace('app.logger.info("welcomed"', 'app.logger.info("welcomed again"'))
@@ -130,7 +138,8 @@ def test_fifo_project_with_every_extra(tmp_path: Path, local_up: list[LocalUp]) 
     validated = sam("validate", "--lint", "--template", "template.yaml", cwd=project)
     assert validated.returncode == 0, validated.stdout + validated.stderr
     tested = run_pytest(project)
-    assert tested.returncode == 0 and "2 passed" in tested.stdout, tested.stdout + tested.stderr
+    assert tested.returncode == 0 and f"{unit_tests_of(project) + 1} passed" in tested.stdout, (
+        tested.stdout + tested.stderr)
 
     # A value that breaks a lint rule: `local up` says what `sqsjobs check -p` says, then runs the loop anyway.
     up = LocalUp(project, state, "-p", "QueueVisibilityTimeoutSeconds=10")
@@ -154,4 +163,5 @@ def test_standard_project_with_every_extra(tmp_path: Path) -> None:
     validated = sam("validate", "--lint", "--template", "template.yaml", cwd=project)
     assert validated.returncode == 0, validated.stdout + validated.stderr
     tested = run_pytest(project)
-    assert tested.returncode == 0 and "2 passed" in tested.stdout, tested.stdout + tested.stderr
+    assert tested.returncode == 0 and f"{unit_tests_of(project) + 1} passed" in tested.stdout, (
+        tested.stdout + tested.stderr)

@@ -35,15 +35,25 @@ def register(app: typer.Typer) -> None:
         extras: Annotated[
             str | None,
             typer.Option("--with", help="Also: outbox (transactional enqueue), chunked (page-by-page job), "
-                                        "scheduled (a daily job); comma-separated."),
+                                        "scheduled (a daily job), delays (a job two days later), groups (a job "
+                                        "group and its callback), limits (a rate limit), critical (a queue of "
+                                        "its own); comma-separated."),
+        ] = None,
+        sqsjobs_spec: Annotated[
+            str | None,
+            typer.Option("--sqsjobs-spec", help="Where the project installs sqsjobs from (default: where this "
+                                                "sqsjobs came from): 'sqsjobs==0.1.0' (an index), "
+                                                "'sqsjobs @ git+https://...' (VCS), or a wheel's path."),
         ] = None,
     ) -> None:
         """Write a new sqsjobs project into DIRECTORY: template.yaml, handlers/, tests/, configs, README."""
         from sqsjobs._errors import ConfigurationError
         from sqsjobs.scaffold import ProjectOptions, default_name, parse_extras, write
+        from sqsjobs.scaffold.source import parse_spec
 
         try:
-            options = ProjectOptions(name=name or default_name(directory), fifo=fifo, extras=parse_extras(extras))
+            options = ProjectOptions(name=name or default_name(directory), fifo=fifo, extras=parse_extras(extras),
+                                     source=parse_spec(sqsjobs_spec) if sqsjobs_spec else None)
             written = write(directory, options)
         except ConfigurationError as exc:
             typer.echo(f"error: {exc}", err=True)

@@ -1,7 +1,8 @@
-"""Cutting what goes to SQS into batch calls: at most 10 entries, and at most 256 KiB, per call.
+"""Cutting what goes to SQS into batch calls: at most 10 entries, and at most 1 MiB, per call.
 
 ``SendMessageBatch``, ``DeleteMessageBatch`` and ``ChangeMessageVisibilityBatch``
-take 10 entries; a ``SendMessageBatch`` also takes at most 256 KiB in all.
+take 10 entries; a ``SendMessageBatch`` also takes at most 1 MiB in all (the sum
+of its entries; each entry is also within its queue's ``MaximumMessageSize``).
 The producer, redrive and the worker cut their entries with ``batches``; the
 worker sends its dead letters and re-sent messages with ``send_entries``, which
 falls back to one call per entry when SQS refuses a batch as a whole and
@@ -21,8 +22,8 @@ T = TypeVar("T")
 
 #: entries per SQS batch call
 SQS_MAX_ENTRIES = 10
-#: bytes per SendMessageBatch call (every message's body and attributes together)
-SQS_MAX_BYTES = 256 * 1024
+#: bytes per SendMessageBatch call (every message's body and attributes together): SQS's request limit
+SQS_MAX_BYTES = 1024 * 1024
 
 
 def batches(

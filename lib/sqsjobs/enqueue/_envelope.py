@@ -21,13 +21,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqsjobs._errors import MalformedMessageError
+from sqsjobs._settings import DEFAULT_MAX_MESSAGE_BYTES, SQS_MAX_MESSAGE_BYTES
 from sqsjobs.enqueue._arguments import MAX_LIST_ITEMS
 from sqsjobs.store._lease import RESERVED_PREFIXES, is_reserved
 
 ENVELOPE_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({ENVELOPE_VERSION})
-#: SQS's classic message size limit; IDs-only payloads stay far below it.
-MAX_BODY_BYTES = 256 * 1024
+#: the largest message SQS takes on any queue (a queue's ``MaximumMessageSize`` is 1,024..1,048,576 bytes). A body
+#: delivered is within its queue's limit, so decoding bounds it by this; senders check the app's own limit
+#: (``Settings.max_message_bytes``, ``sqsjobs.enqueue._sizes``).
+MAX_BODY_BYTES = SQS_MAX_MESSAGE_BYTES
+#: the template's ``MaximumMessageSize`` default: IDs-only payloads stay far below it
+DEFAULT_MESSAGE_BYTES = DEFAULT_MAX_MESSAGE_BYTES
+#: SQS bills a message per 64 KiB chunk: a 1 MiB message is 16 requests to send, 16 to receive, 16 to delete
+BILLED_CHUNK_BYTES = 64 * 1024
 #: DynamoDB's partition key limit is 2048 bytes; the key is the partition key.
 MAX_KEY_BYTES = 2048
 #: what a group's or a chain's id may be (they are parts of table keys and of job keys)

@@ -1,7 +1,7 @@
 """Sending job messages to SQS: one at a time, or in full batches.
 
 ``send_many`` packs messages into ``SendMessageBatch`` calls of at most 10
-entries and 256 KiB, retries the entries a batch reports as failed (with
+entries and 1 MiB, retries the entries a batch reports as failed (with
 full-jitter backoff; sender faults are not retried), and returns a report
 instead of raising halfway through.
 
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from sqsjobs._backoff import BackoffPolicy, RandomSource
 from sqsjobs._errors import ConfigurationError, EnqueueError, MessageTooLargeError
 from sqsjobs.enqueue._batching import SQS_MAX_BYTES, SQS_MAX_ENTRIES, batches
+from sqsjobs.enqueue._envelope import DEFAULT_MESSAGE_BYTES
 from sqsjobs.enqueue._message import JobMessage
 from sqsjobs.enqueue._sizes import check_message
 
@@ -143,8 +144,11 @@ class Producer:
         backoff: BackoffPolicy = SEND_RETRY_BACKOFF,
         random: RandomSource | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        max_message_bytes: int = DEFAULT_MESSAGE_BYTES,
     ) -> None:
         self.client = client
+        #: the queue's MaximumMessageSize (``Settings.max_message_bytes``): larger messages are refused before sending
+        self.max_message_bytes = max_message_bytes
         self.queue_url = queue_url
         self.fifo = queue_url.endswith(".fifo")
         self.attempts = botocore_attempts(client)
@@ -162,7 +166,7 @@ class Producer:
         """Send one message (at most ``self.attempts`` requests); raises ``EnqueueError`` when SQS refuses it."""
         from botocore.exceptions import BotoCoreError, ClientError
 
-        check_message(message)
+        check_message(message, limit=self.max_message_bytes)
         try:
             response = self.client.send_message(QueueUrl=self.queue_url, **self._entry(message))
         except (ClientError, BotoCoreError) as error:
@@ -188,7 +192,7 @@ class Producer:
         for i, message in enumerate(messages):
             # Refuse what SQS would refuse before sending anything, per entry.
             try:
-                check_message(message)
+                check_message(message, limit=self.max_message_bytes)
                 built[i] = {"Id": str(i), **self._entry(message)}
             except (EnqueueError, MessageTooLargeError) as error:
                 failed[i] = FailedEntry(

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import InvalidArgumentsError, MessageTooLargeError
-from sqsjobs.enqueue._envelope import MAX_BODY_BYTES, MAX_KEY_BYTES
+from sqsjobs.enqueue._envelope import BILLED_CHUNK_BYTES, DEFAULT_MESSAGE_BYTES, MAX_BODY_BYTES, MAX_KEY_BYTES
 
 if TYPE_CHECKING:
     from sqsjobs.enqueue._message import JobMessage
@@ -43,8 +43,9 @@ def largest_arguments(args: Mapping[str, Any], count: int = NAMED_ARGUMENTS) -> 
     return ", ".join(f"{name} ({size:,} byte{'s' if size != 1 else ''})" for size, name in sizes[:count]) or "none"
 
 
-def check_message(message: JobMessage, args: Mapping[str, Any] | None = None) -> None:
-    """Refuse a message SQS would refuse for its size, naming the largest arguments.
+def check_message(message: JobMessage, args: Mapping[str, Any] | None = None, *,
+                  limit: int = DEFAULT_MESSAGE_BYTES) -> None:
+    """Refuse a message over ``limit`` bytes (``Settings.max_message_bytes``), naming the largest arguments.
 
     ``args`` default to those in the message's body (hand-built messages).
 
@@ -55,17 +56,22 @@ def check_message(message: JobMessage, args: Mapping[str, Any] | None = None) ->
         ...     check_message(JobMessage(job="report", key="report:7", body=body))
         ... except MessageTooLargeError as error:
         ...     print(error)  # doctest: +NORMALIZE_WHITESPACE
-        job 'report': the message is 300,079 bytes, over SQS's 262,144-byte limit; its largest arguments:
-        csv (300,002 bytes), day (1 byte). Send IDs and re-fetch the data in the job.
+        job 'report': the message is 300,079 bytes, over its queue's 262,144-byte limit (max_message_bytes,
+        SQSJOBS_MAX_MESSAGE_BYTES); its largest arguments: csv (300,002 bytes), day (1 byte). Send IDs and
+        re-fetch the data in the job: a queue takes up to 1,048,576 bytes (MaximumMessageSize), but SQS bills
+        each 64 KiB of a message as one request.
+        >>> check_message(JobMessage(job="report", key="report:7", body=body), limit=1_048_576)
     """
     size = message.size()
-    if size <= MAX_BODY_BYTES:
+    if size <= min(limit, MAX_BODY_BYTES):
         return
     if args is None:
         args = _body_args(message.body)
     raise MessageTooLargeError(
-        f"job {message.job!r}: the message is {size:,} bytes, over SQS's {MAX_BODY_BYTES:,}-byte limit; "
-        f"its largest arguments: {largest_arguments(args)}. Send IDs and re-fetch the data in the job."
+        f"job {message.job!r}: the message is {size:,} bytes, over its queue's {min(limit, MAX_BODY_BYTES):,}-byte "
+        f"limit (max_message_bytes, SQSJOBS_MAX_MESSAGE_BYTES); its largest arguments: {largest_arguments(args)}. "
+        f"Send IDs and re-fetch the data in the job: a queue takes up to {MAX_BODY_BYTES:,} bytes "
+        f"(MaximumMessageSize), but SQS bills each {BILLED_CHUNK_BYTES // 1024} KiB of a message as one request."
     )
 
 

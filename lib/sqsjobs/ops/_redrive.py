@@ -92,8 +92,7 @@ __all__ = [
 
 # SQS batch APIs take at most 10 entries.
 BATCH_SIZE: Final = SQS_MAX_ENTRIES
-# A batch's total payload limit. SQS accepts more today (1 MiB), but 256 KiB
-# is what every region and the local cloud accept, and costs one extra call at most.
+# A batch's total payload limit: SendMessageBatch's 1 MiB (each letter is within its DLQ's MaximumMessageSize).
 BATCH_BYTES: Final = SQS_MAX_BYTES
 # Consecutive receives that return only messages already seen in this run:
 # the DLQ has been scanned (what is left is hidden by us or by someone else).

@@ -2,8 +2,13 @@
 
 The project's files are templates shipped in ``sqsjobs/scaffold/project``
 (``*.tmpl``). A template line ``#@ if NAME`` / ``#@ if not NAME`` ...
-``#@ end`` keeps its lines only for the chosen options (``fifo``, ``outbox``,
-``chunked``, ``scheduled``); ``{{name}}``, ``{{version}}`` and friends are filled in.
+``#@ end`` keeps its lines only for the chosen options (``fifo`` and each
+``Extra``); ``{{name}}``, ``{{sqsjobs_requirement}}`` and friends are filled in.
+Each extra brings its template pieces (following this repository's own
+template.yaml), its code in ``handlers/app.py``, a unit test of its own
+(``tests/test_<extra>.py``) and its part of the end-to-end test. The project
+installs sqsjobs from where the running sqsjobs came from
+(:mod:`sqsjobs.scaffold.source`); the name rules are :mod:`sqsjobs.scaffold.names`.
 
 Example:
     >>> files = render(ProjectOptions(name="billing", extras=frozenset({Extra.SCHEDULED})))
@@ -24,9 +29,9 @@ from importlib import resources
 from pathlib import Path
 
 from sqsjobs._errors import ConfigurationError
+from sqsjobs.scaffold.names import check_name, suggest_name
+from sqsjobs.scaffold.source import SqsjobsSource, running_source
 
-#: a name that is a CloudFormation stack name, a service name and a Python project name at once
-PROJECT_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
 _DIRECTIVE = re.compile(r"^\s*#@ (if|if not|end)\b\s*(\w*)\s*$")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
@@ -37,10 +42,25 @@ class Extra(StrEnum):
     OUTBOX = "outbox"  #: a transactional outbox table and its relay function
     CHUNKED = "chunked"  #: a page-by-page job with a run record
     SCHEDULED = "scheduled"  #: a scheduled job, its scheduler function and an EventBridge schedule
+    DELAYS = "delays"  #: a job delayed by two days: a schedule group and Scheduler's delivery role
+    GROUPS = "groups"  #: a job group of 50 members with a callback that runs once
+    LIMITS = "limits"  #: a job limited to 5 starts a second (a rate limiter)
+    CRITICAL = "critical"  #: a critical queue with its own event source mapping and alarm, and a job on it
 
 
-#: files only some options need
-OPTIONAL_FILES = {"handlers/outbox_relay.py": Extra.OUTBOX, "handlers/scheduler.py": Extra.SCHEDULED}
+#: files only some options need: the extra's handler and its unit test
+OPTIONAL_FILES = {"handlers/outbox_relay.py": Extra.OUTBOX, "handlers/scheduler.py": Extra.SCHEDULED,
+                  **{f"tests/test_{extra.value}.py": extra for extra in Extra}}
+#: what each extra adds to the app, for the project's README
+NOTES = {
+    Extra.OUTBOX: "`sign_up` enqueues through the outbox (`handlers/outbox_relay.py` relays it)",
+    Extra.CHUNKED: "`reindex` is a chunked job",
+    Extra.SCHEDULED: "`daily-summary` runs daily (`handlers/scheduler.py`)",
+    Extra.DELAYS: "`send_digest_later` delays `digest` by two days (EventBridge Scheduler)",
+    Extra.GROUPS: "`index_all` runs a group of `index-doc` jobs, then `index-done` once",
+    Extra.LIMITS: "`resize` starts at most 5 times a second",
+    Extra.CRITICAL: "`password-reset` runs from the critical queue",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,14 +70,11 @@ class ProjectOptions:
     name: str
     fifo: bool = False
     extras: frozenset[Extra] = field(default_factory=frozenset)
+    #: where the project installs sqsjobs from (default: where the running sqsjobs came from)
+    source: SqsjobsSource | None = None
 
     def __post_init__(self) -> None:
-        if not PROJECT_NAME.fullmatch(self.name):
-            raise ConfigurationError(
-                f"project name {self.name!r} is not allowed: use a lowercase letter, then lowercase letters, digits "
-                "or '-', at most 63 characters (it names the stack, the service and the Python project); "
-                "pass --name"
-            )
+        check_name(self.name)
 
     @property
     def flags(self) -> dict[str, bool]:
@@ -81,27 +98,29 @@ def parse_extras(text: str | None) -> frozenset[Extra]:
 
 
 def default_name(directory: Path) -> str:
-    """A project name from a directory name: ``My_Jobs`` -> ``my-jobs``.
+    """A project name from a directory name: ``My_Jobs`` -> ``my-jobs`` (always one ``check_name`` accepts).
 
     Example:
-        >>> default_name(Path("/tmp/My_Jobs v2"))
-        'my-jobs-v2'
+        >>> default_name(Path("/tmp/My_Jobs v2")), default_name(Path("/tmp/jobs-"))
+        ('my-jobs-v2', 'jobs')
     """
-    name = re.sub(r"[^a-z0-9-]+", "-", directory.resolve().name.lower()).strip("-")
-    if not name or not name[0].isalpha():
-        name = f"jobs-{name}".strip("-")
-    return name[:63]
+    return suggest_name(directory.resolve().name)
 
 
 def render(options: ProjectOptions) -> dict[str, str]:
     """Every file of the project, by path relative to its directory."""
     from sqsjobs import __version__
 
+    source = options.source or running_source(__version__)
     values = {
         "name": options.name,
         "version": __version__,
         "init_options": _init_options(options),
         "extras_summary": _extras_summary(options),
+        "extra_tests": "".join(f", `tests/test_{extra.value}.py`" for extra in Extra if extra in options.extras),
+        "sqsjobs_requirement": source.requirement(),
+        "sqsjobs_dev_requirement": source.requirement(("check", "local")),
+        "sqsjobs_origin": source.what,
     }
     files: dict[str, str] = {}
     root = resources.files("sqsjobs").joinpath("scaffold/project")
@@ -189,9 +208,6 @@ def _init_options(options: ProjectOptions) -> str:
 
 
 def _extras_summary(options: ProjectOptions) -> str:
-    notes = {Extra.OUTBOX: "`sign_up` enqueues through the outbox (`handlers/outbox_relay.py` relays it)",
-             Extra.CHUNKED: "`reindex` is a chunked job", Extra.SCHEDULED: "`daily-summary` runs daily "
-             "(`handlers/scheduler.py`)"}
-    shown = [notes[extra] for extra in Extra if extra in options.extras]
+    shown = [NOTES[extra] for extra in Extra if extra in options.extras]
     fifo = ["a FIFO queue: a user's jobs run in order"] if options.fifo else []
     return "; " + "; ".join(fifo + shown) if fifo or shown else ""

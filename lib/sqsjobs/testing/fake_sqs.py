@@ -38,6 +38,10 @@ DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCOUNT = "123456789012"
 #: SQS's limits that sqsjobs relies on
 MAX_BATCH_ENTRIES = 10
+#: SendMessageBatch's request limit (all entries together)
+MAX_BATCH_BYTES = 1024 * 1024
+#: a new queue's MaximumMessageSize when none is given (SQS's own default; ``queue_url(..., maximum_message_size=)``)
+DEFAULT_MAXIMUM_MESSAGE_SIZE = 1024 * 1024
 MAX_DELAY_SECONDS = 900
 MAX_VISIBILITY_SECONDS = 43_200
 DEFAULT_VISIBILITY_SECONDS = 30
@@ -117,6 +121,7 @@ class _Queue:
     messages: list[QueuedMessage] = field(default_factory=list)
     visibility_timeout: int = DEFAULT_VISIBILITY_SECONDS
     redrive: _RedrivePolicy | None = None
+    maximum_message_size: int = DEFAULT_MAXIMUM_MESSAGE_SIZE
 
 
 class FakeSQS:
@@ -143,6 +148,37 @@ class FakeSQS:
         url = f"{self.meta.endpoint_url}/{self.account}/{name}"
         self._queue(url)
         return url
+
+    def set_maximum_message_size(self, queue_url: str, size: int) -> None:
+        """Give a queue a ``MaximumMessageSize`` (a new one has SQS's default, 1 MiB).
+
+        A larger message is refused as SQS refuses it, its body and attributes counted in bytes.
+
+        Example:
+            >>> sqs = FakeSQS(clock=lambda: 0.0)
+            >>> url = sqs.queue_url("small")
+            >>> sqs.set_maximum_message_size(url, 1024)
+            >>> sqs.send_message(QueueUrl=url, MessageBody="x" * 1025)  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            botocore.exceptions.ClientError: ... the message is 1025 bytes, over the queue's MaximumMessageSize 1024
+        """
+        if not 1024 <= size <= DEFAULT_MAXIMUM_MESSAGE_SIZE:
+            raise ValueError(f"MaximumMessageSize is 1024..1048576, got {size}")
+        self._queue(queue_url).maximum_message_size = size
+
+    def queue_url_of(self, arn: str) -> str:
+        """The URL of the queue with ARN ``arn`` (a queue of this fake's account is created if new).
+
+        Example:
+            >>> sqs = FakeSQS(clock=lambda: 0.0)
+            >>> sqs.queue_url_of(sqs.arn(sqs.queue_url("jobs"))) == sqs.queue_url("jobs")
+            True
+        """
+        for url, queue in self._queues.items():
+            if queue.arn == arn:
+                return url
+        return self.queue_url(arn.rsplit(":", 1)[-1])
 
     def messages(self, queue_url: str) -> list[QueuedMessage]:
         """The messages on a queue now (visible, in flight or delayed), oldest first."""
@@ -260,6 +296,10 @@ class FakeSQS:
         self._call("SendMessageBatch", params)
         entries: Sequence[Mapping[str, Any]] = params["Entries"]
         self._check_batch("SendMessageBatch", entries)
+        total = sum(_entry_bytes(entry) for entry in entries)
+        if total > MAX_BATCH_BYTES:
+            raise _client_error("SendMessageBatch", "BatchRequestTooLong",
+                                f"the entries are {total} bytes together, over {MAX_BATCH_BYTES}")
         successful, failed = [], []
         for entry in entries:
             try:
@@ -313,6 +353,7 @@ class FakeSQS:
         return {"Attributes": {
             "QueueArn": queue.arn,
             "VisibilityTimeout": str(queue.visibility_timeout),
+            "MaximumMessageSize": str(queue.maximum_message_size),
             "ApproximateNumberOfMessages": str(len(queue.messages) - in_flight - delayed),
             "ApproximateNumberOfMessagesNotVisible": str(in_flight),
             "ApproximateNumberOfMessagesDelayed": str(delayed),
@@ -361,11 +402,11 @@ class FakeSQS:
         if not isinstance(body, str) or not body:
             raise _EntryError("MissingParameter", "the message body must be a non-empty string")
         attributes = dict(params.get("MessageAttributes") or {})
-        size = len(body.encode("utf-8", "surrogatepass")) + sum(
-            len(name) + len(a.get("DataType", "")) + len(str(a.get("StringValue", "")).encode()) for name, a in
-            attributes.items())
-        if size > 256 * 1024:
-            raise _EntryError("InvalidParameterValue", f"the message is {size} bytes, over 262144")
+        size = _entry_bytes(params)
+        limit = self._queue(url).maximum_message_size
+        if size > limit:
+            raise _EntryError("InvalidParameterValue", f"the message is {size} bytes, over the queue's "
+                                                       f"MaximumMessageSize {limit}")
         delay = int(params.get("DelaySeconds", 0))
         fifo = url.endswith(".fifo")
         if not 0 <= delay <= MAX_DELAY_SECONDS or (fifo and delay):
@@ -439,6 +480,15 @@ def _client_error(operation: str, code: str, message: str) -> Exception:
     from botocore.exceptions import ClientError
 
     return ClientError({"Error": {"Code": code, "Message": message}}, operation)
+
+
+def _entry_bytes(params: Mapping[str, Any]) -> int:
+    """What SQS counts against the size limits: the body and every attribute's name, type and value, in bytes."""
+    body = str(params.get("MessageBody") or "")
+    return len(body.encode("utf-8", "surrogatepass")) + sum(
+        len(name.encode()) + len(str(a.get("DataType", "")).encode())
+        + len(str(a.get("StringValue", "")).encode("utf-8", "surrogatepass"))
+        for name, a in (params.get("MessageAttributes") or {}).items())
 
 
 def _md5(body: str) -> str:

@@ -11,6 +11,13 @@ does; ``t.drain()`` plays the poller over the jobs queue until it is empty,
 moving the clock to each retry instead of sleeping. ``t.outcomes``,
 ``t.enqueued()``, ``t.dead_letters()`` and ``t.calls`` show what happened.
 
+A job due beyond SQS's 900 s (``delay=2 * 86_400``), and a retry beyond 12
+hours, waits in a ``FakeScheduler`` one-time schedule, as it would in
+EventBridge Scheduler: ``t.scheduled()`` lists them, ``t.advance(seconds)``
+moves the clock and sends what fell due to its queue, and ``t.drain()`` runs it
+(``drain`` never jumps ahead to a schedule: time beyond SQS's is the test's to
+give). ``app.cancel(key)`` and ``replace=True`` act on those schedules too.
+
 Example:
     >>> from sqsjobs import JobApp, Outcome
     >>> app = JobApp()
@@ -37,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs.enqueue._message import ATTR_TRACE_ID
 from sqsjobs.testing.events import FakeContext, record_from_message
+from sqsjobs.testing.fake_scheduler import FakeSchedule, FakeScheduler
 from sqsjobs.testing.fake_sqs import FakeSQS, QueuedMessage, SqsCall
 
 if TYPE_CHECKING:
@@ -52,6 +60,9 @@ if TYPE_CHECKING:
 EPOCH = 1_767_225_600.0
 DEFAULT_QUEUE = "sqsjobs-test-jobs"
 DEFAULT_DLQ = "sqsjobs-test-dlq"
+#: the schedule group and delivery role an app under test gets when it has none
+DEFAULT_SCHEDULE_GROUP = "sqsjobs-test-delayed"
+DEFAULT_SCHEDULER_ROLE = "arn:aws:iam::123456789012:role/sqsjobs-test-delivery"
 
 
 class ManualClock:
@@ -104,9 +115,11 @@ class JobTester:
     """The handle ``app.testing()`` yields: run batches, drain the queue, read what happened."""
 
     def __init__(self, app: JobApp, *, sqs: FakeSQS, store: LeaseStore, clock: ManualClock,
-                 metrics: list[str]) -> None:
+                 metrics: list[str], scheduler: FakeScheduler) -> None:
         self.app = app
         self.sqs = sqs
+        #: the one-time schedules delayed jobs and long retries wait in
+        self.scheduler = scheduler
         self.store = store
         self.clock = clock
         #: the EMF metric documents the worker wrote (JSON text), in order
@@ -190,6 +203,7 @@ class JobTester:
         """
         results: list[BatchResult] = []
         while len(results) < max_batches:
+            self.scheduler.fire_due()  # what fell due (the clock jumps below) goes to its queue first
             batches = [(url, taken) for url in self.queue_urls if (taken := self.sqs.receive(url, batch_size))]
             if not batches:
                 waiting = [at for url in self.queue_urls if (at := self.sqs.next_visible_at(url)) is not None]
@@ -203,6 +217,30 @@ class JobTester:
         if left:
             raise AssertionError(f"the jobs queues still hold {left} message(s) after {len(results)} batches")
         return results
+
+    def advance(self, seconds: float) -> list[FakeSchedule]:
+        """Move the clock ``seconds`` ahead and send the schedules that fell due to their queues; those sent.
+
+        ``t.drain()`` then runs them.
+
+        Example:
+            >>> from sqsjobs import JobApp
+            >>> app = JobApp()
+            >>> @app.job("digest", key="digest:{user_id}")
+            ... def digest(user_id: int) -> None: ...
+            >>> with app.testing() as t:
+            ...     _ = digest.enqueue(user_id=7, delay=2 * 86_400)
+            ...     [(s.key, s.kind) for s in t.scheduled()], t.drain()
+            ...     [s.key for s in t.advance(2 * 86_400)], [o.outcome.value for o in t.drain()[0].deliveries]
+            ([('digest:7', 'enqueue')], [])
+            (['digest:7'], ['succeeded'])
+        """
+        self.clock.advance(seconds)
+        return self.scheduler.fire_due()
+
+    def scheduled(self, job: str | None = None) -> list[FakeSchedule]:
+        """The schedules waiting (of ``job``, when given), soonest first: delayed enqueues and long retries."""
+        return [s for s in self.scheduler.pending() if job is None or s.job == job]
 
     def enqueued(self, job: str | None = None) -> list[SentJob]:
         """The job messages the code under test sent to the jobs queues (of ``job``, when given), oldest first."""
@@ -250,31 +288,39 @@ def use(
     random: _random.Random | None = None,
     dynamodb_client: DynamoDBClient | None = None,
     settings: Mapping[str, Any] | None = None,
+    scheduler: FakeScheduler | None = None,
 ) -> Iterator[JobTester]:
     """Drive ``app`` with an in-memory store, a recording fake SQS and a manual clock; restore it afterwards.
 
     ``settings`` override the app's (``{"max_attempts": 3}``); a queue URL and a DLQ URL are
     made up when the app has none, and so is the URL of a named queue known by name only
     (``queues={"critical": None}``). ``dynamodb_client`` (e.g. moto's) is for jobs that use
-    DynamoDB themselves: chunked and scheduled jobs, transactions.
+    DynamoDB themselves: chunked and scheduled jobs, transactions. Delayed jobs wait in a
+    ``FakeScheduler`` (``scheduler``) on the same clock, in the app's schedule group or a made-up one.
     """
     from sqsjobs.store._memory import InMemoryStore
 
     clock = clock or ManualClock()
     sqs = sqs or FakeSQS(clock=clock)
+    scheduler = scheduler or FakeScheduler(sqs=sqs, clock=clock)
     store = store if store is not None else InMemoryStore()
     metrics: list[str] = []
     named = {name: url or sqs.queue_url(f"{DEFAULT_QUEUE}-{name}") for name, url in app.settings.queues.items()}
     overrides: dict[str, Any] = {
         "queue_url": app.settings.queue_url or sqs.queue_url(DEFAULT_QUEUE),
         "dlq_url": app.settings.dlq_url or sqs.queue_url(DEFAULT_DLQ),
+        "schedule_group": app.settings.schedule_group or DEFAULT_SCHEDULE_GROUP,
+        "scheduler_role_arn": app.settings.scheduler_role_arn or DEFAULT_SCHEDULER_ROLE,
         **({"queues": named} if named else {}),
         **(settings or {}),
     }
+    limit = int(overrides.get("max_message_bytes", app.settings.max_message_bytes))
+    for url in [overrides["queue_url"], overrides["dlq_url"], *named.values()]:
+        sqs.set_maximum_message_size(url, limit)  # the template gives the queues and the functions one size
     with app.use(store=store, sqs_client=sqs, dynamodb_client=dynamodb_client, clock=clock,
                  random=random or _random.Random(0), sleep=clock.advance, emit_metrics=metrics.append,
-                 settings=overrides):
-        yield JobTester(app, sqs=sqs, store=store, clock=clock, metrics=metrics)
+                 settings=overrides, scheduler_client=scheduler):
+        yield JobTester(app, sqs=sqs, store=store, clock=clock, metrics=metrics, scheduler=scheduler)
 
 
 def _sent_job(message: QueuedMessage) -> SentJob:

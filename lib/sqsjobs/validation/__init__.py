@@ -4,7 +4,8 @@ Both commands call :func:`validate` and print :meth:`Problem.line` for each
 finding: parameters (unknown, wrong type, out of bounds, and, for ``local up``,
 missing), the files the template points at (``CodeUri``, the handler module,
 a ``makefile`` build's ``ContextPath``), a template no queue feeds, the app's
-jobs against the template's schedules and filters, and (``lint_rules=True``)
+jobs against the template's schedules and filters, each function's environment
+against what its app needs (``environment``: a missing or misspelled variable), and (``lint_rules=True``)
 the sqsjobs lint rules with the parameter values applied. ``sqsjobs check``
 leaves the rules to its cfn-lint run, which applies the same values.
 
@@ -69,5 +70,5 @@ def validate(template: Path, parameters: Mapping[str, str], *, require_values: b
     if app_checks:
         from sqsjobs.validation.app_consistency import check_app_consistency
 
-        problems += check_app_consistency(document, base, wiring(document, usable).resolve)
+        problems += check_app_consistency(document, base, wiring(document, usable))
     return problems

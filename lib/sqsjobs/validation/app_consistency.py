@@ -51,9 +51,22 @@ class Routes:
     filtered_jobs: list[tuple[str, str]] = field(default_factory=list)  # (source, job)
 
 
-def check_app_consistency(document: Mapping[str, Any], base: Path, resolve: Any) -> list[Problem]:
-    """Import each python function's handler module (in a child) and compare its app with the template."""
+def check_app_consistency(document: Mapping[str, Any], base: Path, wired: Any) -> list[Problem]:
+    """Import each python function's handler module (in a child) and compare its app with the template.
+
+    ``wired`` is the rules' reading of the template (``sqsjobs_rules._wiring.Wiring``): its resolver, and
+    which queues feed which function.
+    """
+    from sqsjobs.validation.environment import Role, check_environment, features_of
+
+    resolve = wired.resolve
     routes = collect_routes(document, resolve)
+    fed = {source.function_id for source in wired.sources if source.function_id}
+    variables = {logical_id: list(function.environment) for logical_id, function in wired.functions.items()}
+    features = features_of(variables.values(), declares_schedule_group=any(
+        isinstance(r, Mapping) and r.get("Type") == "AWS::Scheduler::ScheduleGroup"
+        for r in _mapping(document.get("Resources")).values()), relays_a_table=_relays_a_table(wired))
+    written = _written_values(wired)
     problems: list[Problem] = []
     described: dict[tuple[Path, str, tuple[tuple[str, str], ...]], dict[str, Any]] = {}
     # per app: its CodeUri and its @app.scheduled jobs (with their expressions)
@@ -62,21 +75,33 @@ def check_app_consistency(document: Mapping[str, Any], base: Path, resolve: Any)
         code_dir, module = code_location(properties, base), handler_module(properties)
         if code_dir is None or module is None or not module_exists(code_dir, module):
             continue  # a missing CodeUri or handler module is check_layout's to report
-        environment = tuple(sorted(_environment(properties, resolve).items()))
+        environment = tuple(sorted(_environment(wired, logical_id).items()))
         cache_key = (code_dir, module, environment)
         if cache_key not in described:
             described[cache_key] = _describe(code_dir, module, dict(environment))
         answer = described[cache_key]
         uri = str(properties.get("CodeUri", "."))
         if not answer.get("ok"):
+            if answer.get("configuration"):
+                # The app refuses its own configuration with this environment: Lambda's cold start would too.
+                problems.append(Problem(
+                    where=logical_id, message=f"{module} in {uri} fails at import with this function's environment: "
+                                              f"{answer.get('error')}",
+                    fix=f"give {logical_id} what the error names (its Environment.Variables), or fix the app"))
+                continue
             problems.append(Problem(
                 where=logical_id, severity=Severity.WARNING,
                 message=f"cannot import {module} from {uri} to compare its jobs with the template: "
                         f"{answer.get('error')}",
                 fix=f"make `python -c 'import {module}'` work in {uri} (its dependencies installed)"))
             continue
+        roles = ({Role.WORKER} if logical_id in fed else set()) | (
+            {Role.SCHEDULER} if routes.get(logical_id, Routes()).schedules else set())
         for app in answer.get("apps", []):
             problems += compare(logical_id, uri, routes.get(logical_id, Routes()), app)
+            problems += check_environment(logical_id, variables.get(logical_id, []), app, roles=roles,
+                                          features=features, sources={**_likely_values(wired, logical_id),
+                                                                      **written})
             # Two handler modules of one CodeUri (worker.py, scheduler.py) share the app: key it by its jobs.
             scheduled.setdefault((code_dir, tuple(sorted(app.get("jobs", [])))),
                                  (uri, dict(app.get("schedules", {}))))
@@ -211,10 +236,52 @@ def _target_id(value: Any) -> str | None:
     return None
 
 
-def _environment(properties: Mapping[str, Any], resolve: Any) -> dict[str, str]:
-    variables = _mapping(_mapping(properties.get("Environment")).get("Variables"))
-    resolved = {name: resolve.scalar(value) for name, value in variables.items()}
-    return {name: str(value) for name, value in resolved.items() if isinstance(value, str | int | float)}
+def _environment(wired: Any, logical_id: str) -> dict[str, str]:
+    """The function's environment (Globals merged) as the child gets it.
+
+    Parameters and mappings are resolved; a reference to a resource stands for what a deployment gives, in
+    the shape sqsjobs' settings check (a queue URL, a role ARN, a name), so the app is built as in Lambda.
+    """
+    found: dict[str, str] = {}
+    for name, value in wired.functions[logical_id].environment.items():
+        resolved = wired.resolve.scalar(value)
+        if isinstance(resolved, str | int | float) and not isinstance(resolved, bool):
+            found[name] = str(resolved)
+        else:
+            stand_in = _stand_in(wired, value)
+            if stand_in is not None:
+                found[name] = stand_in
+    return found
+
+
+def _stand_in(wired: Any, value: Any) -> str | None:
+    """What ``!Ref X`` / ``!GetAtt X.Arn`` of a resource of the template will be, in its shape."""
+    from sqsjobs._settings import ENV_AWS_DEFAULT_REGION
+
+    if not isinstance(value, Mapping) or len(value) != 1:
+        return None
+    region = os.environ.get(ENV_AWS_DEFAULT_REGION, "us-east-1")
+    if set(value) == {"Ref"}:
+        target, attribute = value["Ref"], None
+    elif set(value) == {"Fn::GetAtt"}:
+        att = value["Fn::GetAtt"]
+        parts = att.split(".", 1) if isinstance(att, str) else list(att)
+        if len(parts) != 2:
+            return None
+        target, attribute = parts
+    else:
+        return None
+    kind = _mapping(wired.resources.get(target)).get("Type")
+    if not isinstance(target, str) or not isinstance(kind, str):
+        return None
+    if attribute is None:
+        return f"https://sqs.{region}.amazonaws.com/123456789012/{target}" if kind == "AWS::SQS::Queue" else target
+    if attribute == "Arn":
+        service = kind.split("::")[1].lower() if kind.count("::") == 2 else "unknown"
+        if service == "iam":
+            return f"arn:aws:iam::123456789012:role/{target}"
+        return f"arn:aws:{service}:{region}:123456789012:{target}"
+    return target
 
 
 def _describe(code_dir: Path, module: str, environment: Mapping[str, str]) -> dict[str, Any]:
@@ -232,6 +299,65 @@ def _describe(code_dir: Path, module: str, environment: Mapping[str, str]) -> di
     except (IndexError, ValueError):
         answer = {"ok": False, "error": (done.stderr.strip().splitlines() or ["the child printed nothing"])[-1]}
     return answer
+
+
+def _relays_a_table(wired: Any) -> bool:
+    """Whether a DynamoDB table's stream feeds a function that sends jobs: the outbox's relay."""
+    from sqsjobs._settings import ENV_QUEUE_URL
+
+    streams: list[tuple[Any, Any]] = []  # (stream ARN, function id): mappings, and SAM DynamoDB events
+    for logical_id, resource in wired.resources.items():
+        props = _mapping(resource.get("Properties"))
+        if resource.get("Type") == "AWS::Lambda::EventSourceMapping":
+            streams.append((props.get("EventSourceArn"), _target_id(props.get("FunctionName"))))
+        for event in _mapping(props.get("Events")).values():
+            if isinstance(event, Mapping) and event.get("Type") == "DynamoDB":
+                streams.append((_mapping(event.get("Properties")).get("Stream"), logical_id))
+    for source, function in streams:
+        att = _mapping(source).get("Fn::GetAtt")
+        parts = att.split(".", 1) if isinstance(att, str) else att
+        if not (isinstance(parts, list) and len(parts) == 2 and parts[1] == "StreamArn"):
+            continue
+        table = _mapping(wired.resources.get(parts[0])).get("Type") == "AWS::DynamoDB::Table"
+        if table and function in wired.functions and ENV_QUEUE_URL in wired.functions[function].environment:
+            return True
+    return False
+
+
+def _likely_values(wired: Any, function_id: str) -> dict[str, str]:
+    """What a function's missing variables most likely are, from the template alone (for a fix)."""
+    from sqsjobs._settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_TABLE
+
+    found: dict[str, str] = {}
+    fed = [s.queue_id for s in wired.sources if s.function_id == function_id and s.queue_id]
+    if fed:
+        found[ENV_QUEUE_URL] = f"!Ref {fed[0]}"
+        dead = wired.queues[fed[0]].dead_letter_id
+        if dead:
+            found[ENV_DLQ_URL] = f"!Ref {dead}"
+    by_type: dict[str, list[str]] = {}
+    for logical_id, resource in wired.resources.items():
+        kind = resource.get("Type")
+        if kind == "AWS::DynamoDB::Table" and "StreamSpecification" in _mapping(resource.get("Properties")):
+            continue  # a streamed table is an outbox (or the app's own), not the idempotency table
+        by_type.setdefault(str(kind), []).append(logical_id)
+    for variable, kind in ((ENV_TABLE, "AWS::DynamoDB::Table"), (ENV_SCHEDULE_GROUP, "AWS::Scheduler::ScheduleGroup")):
+        if len(by_type.get(kind, [])) == 1:
+            found[variable] = f"!Ref {by_type[kind][0]}"
+    return found
+
+
+def _written_values(wired: Any) -> dict[str, str]:
+    """Per variable, how a function of the template sets it when that is a plain reference (for a fix)."""
+    found: dict[str, str] = {}
+    for function in wired.functions.values():
+        for name, value in function.environment.items():
+            if isinstance(value, Mapping) and set(value) == {"Ref"}:
+                found.setdefault(name, f"!Ref {value['Ref']}")
+            elif isinstance(value, Mapping) and set(value) == {"Fn::GetAtt"}:
+                att = value["Fn::GetAtt"]
+                found.setdefault(name, f"!GetAtt {att if isinstance(att, str) else '.'.join(map(str, att))}")
+    return found
 
 
 def _normal(expression: str) -> str:

@@ -6,8 +6,12 @@ imports user code, and two templates' ``app`` modules never meet::
 
     python -m sqsjobs.validation.inspect_app handlers worker
 
-It prints one JSON line: ``{"ok": true, "apps": [{"jobs": [...], "schedules": {...}}]}``
-or ``{"ok": false, "error": "ModuleNotFoundError: ..."}``.
+It prints one JSON line: ``{"ok": true, "apps": [{"jobs": [...], "schedules": {...}, "settings": {...},
+"queues": [...], "enqueues_on_schedule": false}]}`` or ``{"ok": false, "error": "ModuleNotFoundError: ...",
+"configuration": false}`` (``configuration``: the module refused its own configuration, a
+``ConfigurationError`` Lambda would meet at every cold start). ``settings`` says which of the settings a
+function may need have a value, as the app was built with the function's environment
+(:mod:`sqsjobs.validation.environment` compares them with what the app needs).
 """
 
 from __future__ import annotations
@@ -29,11 +33,25 @@ def describe(module_name: str) -> dict[str, Any]:
 
     module = importlib.import_module(module_name)
     apps = {id(v): v for v in vars(module).values() if isinstance(v, JobApp)}
-    return {"ok": True, "apps": [
-        {"jobs": sorted(app.jobs),
-         "schedules": {name: spec.expression for name, spec in app.runtime.registry.schedules.items()}}
-        for app in apps.values()
-    ]}
+    return {"ok": True, "apps": [_app(app) for app in apps.values()]}
+
+
+#: the settings a function's environment gives an app (``sqsjobs.validation.environment`` says which it needs)
+SETTINGS = ("queue_url", "dlq_url", "table_name", "outbox_table", "schedule_group", "scheduler_role_arn")
+
+
+def _app(app: Any) -> dict[str, Any]:
+    settings = app.settings
+    schedules = app.runtime.registry.schedules
+    return {
+        "jobs": sorted(app.jobs),
+        "schedules": {name: spec.expression for name, spec in schedules.items()},
+        "settings": {name: bool(getattr(settings, name)) for name in SETTINGS},
+        # every named queue a job declares, and whether the app has its URL
+        "queues": {queue: bool(settings.queues.get(queue)) for queue in
+                   sorted({job.options.queue for job in app.jobs.values()} - {"default"})},
+        "enqueues_on_schedule": any(spec.enqueue for spec in schedules.values()),
+    }
 
 
 def main(argv: list[str]) -> None:
@@ -43,7 +61,10 @@ def main(argv: list[str]) -> None:
     try:
         answer = describe(module_name)
     except BaseException as error:  # user code at import can raise anything
-        answer = {"ok": False, "error": f"{type(error).__name__}: {error}".splitlines()[0][:300]}
+        from sqsjobs._errors import ConfigurationError
+
+        answer = {"ok": False, "error": f"{type(error).__name__}: {error}".splitlines()[0][:300],
+                  "configuration": isinstance(error, ConfigurationError)}
     sys.stdout.write(json.dumps(answer) + "\n")
 
 

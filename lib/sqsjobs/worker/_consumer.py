@@ -380,7 +380,9 @@ class Consumer:
         letters = [self._dead_letter_of(d) for d in pending]
         if dlq_url:
             fifo = dlq_url.endswith(".fifo")
-            sent = send_entries(self.sqs, dlq_url, [letter.entry(str(i), fifo) for i, letter in enumerate(letters)])
+            limit = self.settings.max_message_bytes
+            sent = send_entries(self.sqs, dlq_url, [letter.entry(str(i), fifo, max_bytes=limit)
+                                                    for i, letter in enumerate(letters)])
         else:
             sent = {str(i): Sent(error="no DLQ configured (SQSJOBS_DLQ_URL)") for i in range(len(pending))}
         now = self.clock()

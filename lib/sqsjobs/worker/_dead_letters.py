@@ -38,6 +38,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import StoreError
+from sqsjobs.enqueue._envelope import DEFAULT_MESSAGE_BYTES
 from sqsjobs.enqueue._message import ATTR_JOB, ATTR_TRACE_ID
 from sqsjobs.store._lease import Close
 
@@ -74,9 +75,10 @@ class Reason(StrEnum):
     RESULT_NOT_JSON = "result_not_json"  #: ``store_result``: the return value is not JSON
 
 
-#: SQS refuses more than 10 attributes on a message, and a message over 256 KiB.
+#: SQS refuses more than 10 attributes on a message, and one over the DLQ's MaximumMessageSize (the worker's
+#: ``Settings.max_message_bytes``: the template gives the queues and the functions the same parameter).
 MAX_ATTRIBUTES = 10
-MAX_MESSAGE_BYTES = 256 * 1024
+MAX_MESSAGE_BYTES = DEFAULT_MESSAGE_BYTES
 MAX_ERROR_MESSAGE = 1000
 #: registered job names are short, but a body may name anything
 MAX_JOB_ATTRIBUTE = 256
@@ -151,12 +153,22 @@ class DeadLetter:
                 attrs[name] = converted
         return attrs
 
-    def entry(self, entry_id: str, fifo: bool) -> dict[str, Any]:
-        """A ``SendMessageBatch`` entry for the DLQ, shrunk (error text, then carried attributes) to fit SQS."""
+    def entry(self, entry_id: str, fifo: bool, *, max_bytes: int = MAX_MESSAGE_BYTES) -> dict[str, Any]:
+        """A ``SendMessageBatch`` entry for the DLQ, shrunk (error text, then carried attributes) to ``max_bytes``.
+
+        Example:
+            >>> d = DeadLetter(message_id="m-1", body="x" * 300_000, reason=Reason.EXHAUSTED, error_type="E",
+            ...                error_message="e" * 900, job="j", attempts=5, first_receive_time=0,
+            ...                source_queue="https://sqs/q", source_attributes={})
+            >>> len(d.entry("0", False)["MessageAttributes"][ATTR_ERROR_MESSAGE]["StringValue"])
+            100
+            >>> len(d.entry("0", False, max_bytes=1_048_576)["MessageAttributes"][ATTR_ERROR_MESSAGE]["StringValue"])
+            900
+        """
         entry: dict[str, Any] = {"Id": entry_id, "MessageBody": self.body or "(empty body)",
                                  "MessageAttributes": self.attributes()}
         for shrink in ({"error_message_limit": 100}, {"error_message_limit": 100, "carry": False}):
-            if entry_size(entry) <= MAX_MESSAGE_BYTES:
+            if entry_size(entry) <= max_bytes:
                 break
             entry["MessageAttributes"] = self.attributes(**shrink)  # type: ignore[arg-type]
         if fifo:
