@@ -15,7 +15,7 @@ from moto import mock_aws
 
 from sqsjobs import JobApp, Outcome
 from sqsjobs._errors import MessageTooLargeError
-from sqsjobs.store._lease import InMemoryStore
+from sqsjobs.store._memory import InMemoryStore
 from sqsjobs.testing import receive_event
 
 MIB = 1024 * 1024

@@ -53,7 +53,8 @@ def test_with_use_swaps_and_restores_as_before_even_through_an_exit_stack() -> N
     with ExitStack() as stack:
         inside = stack.enter_context(app.use(store=store, sqs_client=sqs,  # type: ignore[arg-type]
                                              settings={"max_attempts": 3}))
-        assert inside is app and app.runtime.store is store and app.runtime.sqs is sqs and app.settings.max_attempts == 3
+        assert inside is app and app.runtime.store is store and app.runtime.sqs is sqs
+        assert app.settings.max_attempts == 3
         app.enqueue("greet", user_id=7)
         with app.use(store=InMemoryStore()) as nested:
             assert nested.store is not store
