@@ -49,6 +49,7 @@ MODULES = [
     "sqsjobs.ops._dlq_letters",
     "sqsjobs.ops._dlq_evidence",
     "sqsjobs.worker._dead_letters",
+    "sqsjobs.enqueue._addresses",
     "sqsjobs.ops._queues",
     "sqsjobs.ops._redrive",
     "sqsjobs.ops._redrive_report",

@@ -461,13 +461,10 @@ class LocalCloud:
 
     def peek(self, queue: str, max_messages: int = 10) -> list[dict[str, Any]]:
         """Receive up to ``max_messages`` from ``queue`` and make them visible again at once."""
-        sqs = self.clients.get("sqs")
-        url = self.queue_url(queue)
-        messages: list[dict[str, Any]] = sqs.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=min(10, max_messages), AttributeNames=["All"],
-            MessageAttributeNames=["All"], VisibilityTimeout=0,
-        ).get("Messages", [])
-        return messages
+        from sqsjobs.ops._peek import peek
+
+        return [dict(message) for message in peek(self.clients.get("sqs"), self.queue_url(queue),
+                                                  max_messages=max_messages)]
 
     def peek_all(self, queue: str) -> list[dict[str, Any]]:
         """Every message on ``queue``; they stay on the queue (each is received once more).
