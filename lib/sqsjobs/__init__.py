@@ -47,7 +47,8 @@ from sqsjobs.worker._delivery import BatchResult, Outcome
 from sqsjobs.worker._job_records import JobStatus
 from sqsjobs.workflows._chains import Chain, ChainStatus, chain
 from sqsjobs.workflows._chunked import ChunkedJob, RunStatus
-from sqsjobs.workflows._groups import Group, GroupStatus
+from sqsjobs.workflows._group import Group
+from sqsjobs.workflows._groups import GroupStatus
 from sqsjobs.workflows._outbox import OutboxRelay, Transaction
 
 __all__ = [
