@@ -38,7 +38,6 @@ Error tree additions (all under :class:`sqsjobs.SqsJobsError`)::
 from __future__ import annotations
 
 import time
-from collections import Counter
 from typing import TYPE_CHECKING, Final
 
 from sqsjobs._errors import SqsJobsError
@@ -51,6 +50,7 @@ from sqsjobs.ops._redrive_held import (
     BATCH_BYTES,
     BATCH_SIZE,
     HeldMessage,
+    Holding,
     entry_bytes,
     plan,
     record_counts,
@@ -62,7 +62,7 @@ from sqsjobs.ops._redrive_options import RedriveOptions
 from sqsjobs.ops._redrive_report import (
     LetterNote,
     NoteKind,
-    PlannedMove,
+    RedriveCounts,
     RedriveSummary,
     SkipReason,
     StopReason,
@@ -75,7 +75,6 @@ if TYPE_CHECKING:
 
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import (
-        DeleteMessageBatchRequestEntryTypeDef,
         MessageTypeDef,
     )
 
@@ -135,7 +134,6 @@ class Redrive:
         #: the idempotency table: evidence and redrive counts, cancelled keys (None: letters unverified)
         self._records = records
         self._unverified: str | None = None
-        self._counts_unrecorded = 0
         self._sqs = sqs_client
         self._clock = clock
         self._sleep = sleep
@@ -143,8 +141,7 @@ class Redrive:
         self._on_progress = on_progress
         self._dlq_url = ""
         self._targets: RedriveTargets | None = None
-        self._held: dict[str, HeldMessage] = {}
-        self._seen: set[str] = set()
+        self._holding = Holding(sqs_client)
         # Ids SQS gave the messages this run sent: a dead letter that names one
         # (its evidence's original id, or the same id when SQS's own redrive
         # policy moved it) failed again during this run.
@@ -154,16 +151,7 @@ class Redrive:
         self._replayed: set[str] = set()
         # Letters decided in the current round, by original id, until their send.
         self._pending: dict[str, HeldMessage] = {}
-        self._skipped: Counter[str] = Counter()
-        self._planned: list[PlannedMove] = []
-        self._notes: list[LetterNote] = []
-        self._moved = 0
-        self._matched = 0
-        self._failed = 0
-        self._delete_failed = 0
-        self._duplicates = 0
-        self._older = 0
-        self._malformed_attributes = 0
+        self._counts = RedriveCounts()
         self._sent_total = 0
         self._started = 0.0
         self._left: int | None = None
@@ -172,26 +160,15 @@ class Redrive:
 
     def summary(self) -> RedriveSummary:
         """The counts so far (also valid after an interrupted :meth:`run`)."""
-        return RedriveSummary(
+        return self._counts.summary(
             dlq_url=self._dlq_url or self.options.dlq,
             dry_run=self.options.dry_run,
-            moved=self._moved,
-            matched=self._matched,
-            skipped=dict(self._skipped),
-            failed=self._failed,
-            delete_failed=self._delete_failed,
-            duplicates=self._duplicates,
-            older_than_record_ttl=self._older,
-            malformed_attributes=self._malformed_attributes,
-            counts_unrecorded=self._counts_unrecorded,
             unverified=self._unverified,
             record_ttl=self.options.record_ttl,
             target_errors=dict(self._targets.unreachable) if self._targets else {},
             left=self._left,
             stopped=self._stopped,
             error=self._error,
-            planned=tuple(self._planned),
-            notes=tuple(self._notes),
         )
 
     def run(self) -> RedriveSummary:
@@ -207,7 +184,7 @@ class Redrive:
 
         self._started = self._clock()
         try:
-            self._dlq_url = resolve_queue_url(self._sqs, self.options.dlq)
+            self._dlq_url = self._holding.dlq_url = resolve_queue_url(self._sqs, self.options.dlq)
             to_url = resolve_queue_url(self._sqs, self.options.to) if self.options.to else None
             self._targets = RedriveTargets(self._sqs, self._dlq_url, to=to_url, default_to=self.options.default_to)
             self._stopped = self._loop()
@@ -253,7 +230,7 @@ class Redrive:
     def _remaining_quota(self) -> int:
         if self.options.max_messages is None:
             return BATCH_SIZE
-        return max(0, self.options.max_messages - self._matched)
+        return max(0, self.options.max_messages - self._counts.matched)
 
     def _deadline_near(self, wait: float = 0.0) -> bool:
         if self._remaining_time is None:
@@ -280,22 +257,11 @@ class Redrive:
 
     def _admit(self, message: MessageTypeDef, letter: DlqMessage) -> bool:
         """Hold ``message``; True when this run has not seen it before."""
-        message_id = message.get("MessageId", "")
-        if message_id in self._seen:
-            # Its visibility ran out during a long scan and it came back: keep
-            # the newest receipt handle so the release at the end still works.
-            if message_id in self._held:
-                self._held[message_id].message = message
-            else:
-                self._held[message_id] = HeldMessage(message, letter)
-            return False
-        self._seen.add(message_id)
-        self._held[message_id] = HeldMessage(message, letter)
-        return True
+        return self._holding.admit(message, letter)
 
     def _decide(self, message: MessageTypeDef) -> HeldMessage | None:
         """Return the held entry when it should be sent now; else record why not."""
-        held = self._held[message.get("MessageId", "")]
+        held = self._holding[message.get("MessageId", "")]
         letter = held.letter
         self._note_attributes(letter)
         if self._is_copy(held):
@@ -313,16 +279,16 @@ class Redrive:
             elif len(resend_attributes(message, redrive_count=0)) > MAX_MESSAGE_ATTRIBUTES:
                 skip = SkipReason.TOO_MANY_ATTRIBUTES
         if skip is not None:
-            self._skipped[skip] += 1
+            self._counts.skipped[skip] += 1
             if self.options.dry_run:
-                self._planned.append(plan(letter, f"skip:{skip}", None))
+                self._counts.planned.append(plan(letter, f"skip:{skip}", None))
             return None
-        self._matched += 1
+        self._counts.matched += 1
         held.target = target
         self._check_age(letter)
         self._pending[letter.copy_of] = held
         if self.options.dry_run:
-            self._planned.append(plan(letter, "move", target))
+            self._counts.planned.append(plan(letter, "move", target))
             self._replayed.add(letter.copy_of)
             return None
         return held
@@ -334,8 +300,8 @@ class Redrive:
         if original not in self._replayed and twin is None:
             return False
         if self.options.dry_run:
-            self._duplicates += 1
-            self._planned.append(plan(held.letter, "delete:duplicate", None))
+            self._counts.duplicates += 1
+            self._counts.planned.append(plan(held.letter, "delete:duplicate", None))
         elif twin is not None:
             twin.copies.append(held)  # deleted after its twin's send succeeded
         else:
@@ -354,19 +320,19 @@ class Redrive:
     # -- notes ------------------------------------------------------------
 
     def _note(self, letter: DlqMessage, kind: NoteKind, detail: str) -> None:
-        self._notes.append(LetterNote(message_id=letter.original_message_id, job=letter.job, kind=kind,
+        self._counts.notes.append(LetterNote(message_id=letter.original_message_id, job=letter.job, kind=kind,
                                       detail=detail))
 
     def _note_attributes(self, letter: DlqMessage) -> None:
         if letter.bad_attributes:
-            self._malformed_attributes += 1
+            self._counts.malformed_attributes += 1
         for kind, detail in attribute_notes(letter):
             self._note(letter, kind, detail)
 
     def _check_age(self, letter: DlqMessage) -> None:
         detail = age_note(letter, self.options.record_ttl)
         if detail is not None:
-            self._older += 1
+            self._counts.older_than_record_ttl += 1
             self._note(letter, NoteKind.OLDER_THAN_RECORD_TTL, detail)
 
     # -- sending ----------------------------------------------------------
@@ -387,7 +353,7 @@ class Redrive:
             wait = self.options.pace_wait(started=self._started, sent=self._sent_total, now=self._clock())
             if self._deadline_near(wait):
                 # Not sent, so not matched after all: they go back with the rest.
-                self._matched -= sum(len(unsent) for _, unsent in chunks[index:])
+                self._counts.matched -= sum(len(unsent) for _, unsent in chunks[index:])
                 return False
             if wait > 0:
                 self._sleep(wait)
@@ -411,7 +377,7 @@ class Redrive:
             # This target refused (deleted, no permission, KMS): its letters stay, the others still move.
             assert self._targets is not None
             self._targets.mark_unreachable(target, f"{type(exc).__name__}: {exc}")
-            self._failed += len(chunk)
+            self._counts.failed += len(chunk)
             for held in chunk:
                 self._note(held.letter, NoteKind.TARGET_UNREACHABLE,
                            f"send to {queue_name(target)} failed: {self._targets.unreachable[target]}")
@@ -421,7 +387,7 @@ class Redrive:
         self._sent_ids.update(message_id for _, message_id in sent)
         self._replayed.update(held.letter.copy_of for held, _ in sent)
         failed = response.get("Failed", [])
-        self._failed += len(failed)
+        self._counts.failed += len(failed)
         if failed:
             # Not deleted, so still in the DLQ; release now so a re-run finds it.
             self._release(with_copies([chunk[int(entry["Id"])] for entry in failed]))
@@ -448,59 +414,38 @@ class Redrive:
             self._note(held.letter, NoteKind.COUNT_UNRECORDED,
                        f"sent back, but its redrive count could not be written ({error}): "
                        "it stays in the DLQ; run again (the guard absorbs the duplicate)")
-        self._counts_unrecorded += len(unrecorded)
+        self._counts.counts_unrecorded += len(unrecorded)
         self._release(with_copies(unrecorded))
         return kept
 
     def _give_up(self, target: str, chunk: Sequence[HeldMessage]) -> None:
         """Leave ``chunk`` in the DLQ: its target refused an earlier send of this run."""
         assert self._targets is not None
-        self._matched -= len(chunk)
-        self._skipped[SkipReason.TARGET_UNREACHABLE] += len(chunk)
+        self._counts.matched -= len(chunk)
+        self._counts.skipped[SkipReason.TARGET_UNREACHABLE] += len(chunk)
         for held in chunk:
             self._note(held.letter, NoteKind.TARGET_UNREACHABLE, self._targets.refusal(target))
         self._release(with_copies(chunk))
 
     def _delete(self, sent: Sequence[HeldMessage], *, copies: bool = False) -> None:
-        if not sent:
-            return
-        entries: list[DeleteMessageBatchRequestEntryTypeDef] = [
-            {"Id": str(i), "ReceiptHandle": held.message.get("ReceiptHandle", "")}
-            for i, held in enumerate(sent)
-        ]
-        response = self._sqs.delete_message_batch(QueueUrl=self._dlq_url, Entries=entries)
-        for entry in response.get("Successful", []):
-            held = sent[int(entry["Id"])]
-            self._held.pop(held.letter.message_id, None)
-            if copies:
-                self._duplicates += 1
-            else:
-                self._moved += 1
+        deleted, failed = self._holding.delete(sent)
+        if copies:
+            self._counts.duplicates += deleted
+        else:
+            self._counts.moved += deleted
         # Sent but still in the DLQ: a re-run sends it again, and the guard
         # absorbs that duplicate. Counted so the operator sees it.
-        self._delete_failed += len(response.get("Failed", []))
+        self._counts.delete_failed += failed
 
     # -- releasing and reporting -----------------------------------------
 
     def _release(self, entries: Iterable[HeldMessage]) -> None:
-        for chunk in batches(entries, max_bytes=BATCH_BYTES, size_of=entry_bytes):
-            self._sqs.change_message_visibility_batch(
-                QueueUrl=self._dlq_url,
-                Entries=[
-                    {"Id": str(i), "ReceiptHandle": held.message.get("ReceiptHandle", ""),
-                     "VisibilityTimeout": 0}
-                    for i, held in enumerate(chunk)
-                ],
-            )
-            for held in chunk:
-                self._held.pop(held.letter.message_id, None)
+        self._holding.release(entries)
 
     def _release_all(self) -> None:
         """Make every message this run still holds visible again (best effort)."""
-        if not self._held or not self._dlq_url:
-            return
         try:
-            self._release(list(self._held.values()))
+            self._holding.release_all()
         except Exception as exc:  # the connection may be what failed; their timeout still runs out
             if self._error is None:
                 self._error = f"release failed ({type(exc).__name__}: {exc}); held messages reappear after "

@@ -12,20 +12,24 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from sqsjobs.enqueue._batching import SQS_MAX_BYTES, SQS_MAX_ENTRIES
+from sqsjobs.enqueue._batching import SQS_MAX_BYTES, SQS_MAX_ENTRIES, batches
 from sqsjobs.ops._dlq_letters import dedup_id, resend_attributes
 from sqsjobs.ops._redrive_report import PlannedMove
 from sqsjobs.store._lease import expiry
 from sqsjobs.worker._dead_letters import redrive_record
 
 if TYPE_CHECKING:
-    from mypy_boto3_sqs.type_defs import MessageTypeDef, SendMessageBatchRequestEntryTypeDef
+    from mypy_boto3_sqs.type_defs import (
+        DeleteMessageBatchRequestEntryTypeDef,
+        MessageTypeDef,
+        SendMessageBatchRequestEntryTypeDef,
+    )
 
     from sqsjobs.ops._dlq_letters import DlqMessage
     from sqsjobs.store._lease import LeaseStore
 
-__all__ = ["BATCH_BYTES", "BATCH_SIZE", "TRANSIENT_CODES", "HeldMessage", "entry_bytes", "plan", "record_counts",
-           "send_entry", "transient", "with_copies"]
+__all__ = ["BATCH_BYTES", "BATCH_SIZE", "TRANSIENT_CODES", "HeldMessage", "Holding", "entry_bytes", "plan",
+           "record_counts", "send_entry", "transient", "with_copies"]
 
 # SQS batch APIs take at most 10 entries.
 BATCH_SIZE: Final = SQS_MAX_ENTRIES
@@ -147,3 +151,73 @@ def record_counts(records: LeaseStore, sent: Sequence[tuple[HeldMessage, str]], 
                        now=now, expires_at=expires_at) for held, message_id in sent])
     return [(held, None if answer.ok else (answer.error or "refused"))
             for (held, _), answer in zip(sent, written, strict=True)]
+
+
+class Holding:
+    """The DLQ messages a run holds, by message id: admitted when received, gone once deleted or released.
+
+    ``dlq_url`` is set once the run has resolved its DLQ; before that nothing
+    is held, and :meth:`release_all` has nothing to do.
+
+    Example:
+        >>> from sqsjobs.ops._dlq_letters import DlqMessage
+        >>> holding = Holding(sqs_client=None)  # admitting calls no AWS
+        >>> message = {"MessageId": "m", "Body": "{}", "ReceiptHandle": "r1"}
+        >>> letter = DlqMessage.from_message(message, now=0.0)
+        >>> holding.admit(message, letter), holding.admit({**message, "ReceiptHandle": "r2"}, letter)
+        (True, False)
+        >>> holding["m"].message["ReceiptHandle"]
+        'r2'
+    """
+
+    def __init__(self, sqs_client: Any) -> None:
+        self._sqs = sqs_client
+        self.dlq_url = ""
+        self._held: dict[str, HeldMessage] = {}
+        self._seen: set[str] = set()
+
+    def __getitem__(self, message_id: str) -> HeldMessage:
+        return self._held[message_id]
+
+    def admit(self, message: MessageTypeDef, letter: DlqMessage) -> bool:
+        """Hold ``message``; True when this run has not seen it before."""
+        message_id = message.get("MessageId", "")
+        if message_id in self._seen:
+            # Its visibility ran out during a long scan and it came back: keep
+            # the newest receipt handle so the release at the end still works.
+            if message_id in self._held:
+                self._held[message_id].message = message
+            else:
+                self._held[message_id] = HeldMessage(message, letter)
+            return False
+        self._seen.add(message_id)
+        self._held[message_id] = HeldMessage(message, letter)
+        return True
+
+    def delete(self, sent: Sequence[HeldMessage]) -> tuple[int, int]:
+        """Delete ``sent`` from the DLQ (one batch of at most 10): how many were deleted, how many failed."""
+        if not sent:
+            return 0, 0
+        entries: list[DeleteMessageBatchRequestEntryTypeDef] = [
+            {"Id": str(i), "ReceiptHandle": held.message.get("ReceiptHandle", "")} for i, held in enumerate(sent)]
+        response = self._sqs.delete_message_batch(QueueUrl=self.dlq_url, Entries=entries)
+        deleted = response.get("Successful", [])
+        for entry in deleted:
+            self._held.pop(sent[int(entry["Id"])].letter.message_id, None)
+        return len(deleted), len(response.get("Failed", []))
+
+    def release(self, entries: Iterable[HeldMessage]) -> None:
+        """Make ``entries`` visible again at once (batches within SQS's byte limit) and stop holding them."""
+        for chunk in batches(entries, max_bytes=BATCH_BYTES, size_of=entry_bytes):
+            self._sqs.change_message_visibility_batch(
+                QueueUrl=self.dlq_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": held.message.get("ReceiptHandle", ""), "VisibilityTimeout": 0}
+                         for i, held in enumerate(chunk)],
+            )
+            for held in chunk:
+                self._held.pop(held.letter.message_id, None)
+
+    def release_all(self) -> None:
+        """Release every message still held (raises what the release raised: the caller reports it)."""
+        if self._held and self.dlq_url:
+            self.release(list(self._held.values()))
