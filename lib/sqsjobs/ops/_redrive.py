@@ -22,14 +22,15 @@ What it must never do:
 and ``handlers/redrive.py``); SQS's own message move task, faster but unable
 to filter, is in :mod:`sqsjobs.ops._redrive_native`. What a DLQ message says is
 read by :mod:`sqsjobs.ops._dlq_letters`; queues are found by :mod:`sqsjobs.enqueue._addresses`.
-Its options are
-:mod:`sqsjobs.ops._redrive_options`, the messages it holds :mod:`sqsjobs.ops._redrive_held`, and the
-Lambda's entry :mod:`sqsjobs.ops._redrive_event`.
+Its options are :mod:`sqsjobs.ops._redrive_options`, which letters move
+:mod:`sqsjobs.ops._redrive_select`, the messages it holds
+:mod:`sqsjobs.ops._redrive_held`, its counts :mod:`sqsjobs.ops._redrive_report`,
+and the Lambda's entry :mod:`sqsjobs.ops._redrive_event`.
 
 Error tree additions (all under :class:`sqsjobs.SqsJobsError`)::
 
     SqsJobsError
-    ├── RedriveError                  bad redrive options (this module)
+    ├── RedriveError                  bad redrive options (redrive_options)
     ├── QueueNotFoundError (LookupError)  a URL, ARN or name leads to no queue (queues)
     ├── MoveTaskError                 no running message move task to cancel (redrive_native)
     └── StatusError                   status cannot tell which queues to read (status)
