@@ -421,7 +421,8 @@ LOCAL_PARAMETERS = {"SenderEmail": "billing@example.com", "WorkerTimeoutSeconds"
 
 def redrive_throughput(endpoint: str, messages: int, reps: int) -> dict[str, Stat]:
     """Messages/s moved DLQ → queue: ``sqsjobs.ops._redrive`` vs a raw receive → send → delete loop."""
-    from sqsjobs.ops._redrive import RedriveOptions, redrive
+    from sqsjobs.ops._redrive import redrive
+    from sqsjobs.ops._redrive_options import RedriveOptions
 
     sqs = client("sqs", endpoint)
     out: dict[str, list[float]] = {"sqsjobs": [], "raw": []}

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._settings import Settings
-from sqsjobs.ops._redrive import handle_redrive_event
+from sqsjobs.ops._redrive_event import handle_redrive_event
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

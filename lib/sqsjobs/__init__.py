@@ -47,8 +47,10 @@ from sqsjobs.worker._delivery import BatchResult, Outcome
 from sqsjobs.worker._job_records import JobStatus
 from sqsjobs.workflows._chains import Chain, ChainStatus, chain
 from sqsjobs.workflows._chunked import ChunkedJob, RunStatus
-from sqsjobs.workflows._groups import Group, GroupStatus
-from sqsjobs.workflows._outbox import OutboxRelay, Transaction
+from sqsjobs.workflows._group import Group
+from sqsjobs.workflows._groups import GroupStatus
+from sqsjobs.workflows._outbox import Transaction
+from sqsjobs.workflows._relay import OutboxRelay
 
 __all__ = [
     "BackoffPolicy",

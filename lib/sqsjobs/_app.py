@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from sqsjobs.worker._job_records import JobStatus
     from sqsjobs.workflows._chains import Chain, ChainStatus
     from sqsjobs.workflows._chunked import RunStatus
-    from sqsjobs.workflows._groups import CancelledGroup, Group, GroupStatus
+    from sqsjobs.workflows._group import Group
+    from sqsjobs.workflows._groups import CancelledGroup, GroupStatus
     from sqsjobs.workflows._outbox import Transaction
 
 P = ParamSpec("P")
@@ -328,7 +329,7 @@ class JobApp:
             ...
             sqsjobs.GroupError: on_complete must be a job message (job.message(...)), got str
         """
-        from sqsjobs.workflows._groups import Group
+        from sqsjobs.workflows._group import Group
 
         return Group(runtime=self.runtime, on_success=on_success, on_complete=on_complete, name=name)
 
@@ -413,32 +414,9 @@ class JobApp:
             >>> app.status("invoice-email:42").state, app.cancel("invoice-email:42")
             ('cancelled', 'already_finished')
         """
-        from sqsjobs._errors import StoreError
-        from sqsjobs.store._lease import LeaseState, expiry
-        from sqsjobs.worker import _job_records as guard
+        from sqsjobs._lifecycle import cancel_key
 
-        key = guard.checked_key(key)
-        if reason is not None and not isinstance(reason, str):
-            raise ConfigurationError(f"cancel: reason must be text, got {reason!r}")
-        now = self.runtime.clock()
-        store = self.runtime.store
-        written = store.write(guard.cancel_marker(key, now=now, expires_at=expiry(now, self.settings.record_ttl),
-                                                  reason=(reason or "")[:guard.MAX_ERROR_TEXT] or None))
-        if written.error is not None:
-            raise StoreError(written.error)
-        if self.settings.schedule_group:
-            self.runtime.unschedule(key)
-        if written.ok:
-            return (guard.CancelResult.CANCELLED if written.item is not None else guard.CancelResult.NOT_FOUND).value
-        found = written.item
-        if found is not None and found.state is LeaseState.HELD:
-            flagged = store.write(guard.cancel_request(key, now=now))
-            if flagged.error is not None:
-                raise StoreError(flagged.error)
-            if flagged.ok:
-                return guard.CancelResult.RUNNING.value
-            return self.cancel(key, reason)  # it finished (or died) in between: look again
-        return guard.CancelResult.ALREADY_FINISHED.value
+        return cancel_key(self.runtime, key, reason)
 
     def group_status(self, group_id: str) -> GroupStatus | None:
         """The group's counts (total, pending, succeeded, failed) and state, or None when there is no such group.

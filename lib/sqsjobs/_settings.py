@@ -15,6 +15,7 @@ from typing import Any
 from sqsjobs._backoff import MAX_VISIBILITY_SECONDS
 from sqsjobs._errors import ConfigurationError
 from sqsjobs._metrics import DEFAULT_NAMESPACE
+from sqsjobs.enqueue._message import DEFAULT_QUEUE
 
 ENV_QUEUE_URL = "SQSJOBS_QUEUE_URL"
 #: ``SQSJOBS_QUEUE_URL_<NAME>``: the URL of named queue ``<name>`` (``sqsjobs.enqueue._routing``)
@@ -55,6 +56,30 @@ DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024
 
 #: 21 days: the DLQ's longest retention (14 days) plus a week to redrive it
 DEFAULT_RECORD_TTL = 21 * 24 * 3600.0
+
+
+#: a queue name: lower-case, so that ``SQSJOBS_QUEUE_URL_<NAME>`` maps back to exactly one name
+QUEUE_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
+def check_queue_name(name: Any) -> str:
+    """``name`` if it can name a queue, else a ``ConfigurationError``.
+
+    Here, not in ``sqsjobs.enqueue._routing``, because ``Settings`` checks its queues' names and routing reads
+    ``Settings``: one direction of import (tests/unit/test_import_cycles.py).
+
+    Example:
+        >>> check_queue_name("critical")
+        'critical'
+        >>> check_queue_name("Critical-Jobs")
+        Traceback (most recent call last):
+        ...
+        sqsjobs.ConfigurationError: queue name 'Critical-Jobs': use 1..40 lower-case letters, digits or '_', ...
+    """
+    if not isinstance(name, str) or not QUEUE_NAME.fullmatch(name):
+        raise ConfigurationError(f"queue name {name!r}: use 1..40 lower-case letters, digits or '_', starting with "
+                                 f"a letter (its environment variable is {ENV_QUEUE_URL_PREFIX}<NAME>)")
+    return name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,8 +156,6 @@ class Settings:
                 f"scheduler_role_arn ({ENV_SCHEDULER_ROLE_ARN}) must be an IAM role ARN "
                 f"(arn:aws:iam::<account>:role/<name>), got {self.scheduler_role_arn!r}"
             )
-        from sqsjobs.enqueue._routing import DEFAULT_QUEUE, check_queue_name
-
         for name, url in self.queues.items():
             check_queue_name(name)
             if name == DEFAULT_QUEUE:

@@ -29,6 +29,12 @@ BUILD = ROOT / ".aws-sam" / "build"
 SOURCES = (ROOT / "pyproject.toml", ROOT / "template.yaml", ROOT / "infra" / "bundle", ROOT / "lib" / "sqsjobs",
            ROOT / "handlers")
 #: the botocore services the bundle keeps (infra/bundle/trim_botocore_data.py deletes the others)
+#: the modules of sqsjobs/ops the redrive function's bundle keeps (the other bundles keep none)
+REDRIVE_OPS = sorted(line.split("#", 1)[0].strip()
+                     for line in (ROOT / "infra" / "bundle" / "redrive-ops.txt").read_text().splitlines()
+                     if line.split("#", 1)[0].strip())
+#: the handler of the one function that runs part of sqsjobs/ops
+REDRIVE_HANDLER = "redrive.handler"
 KEPT_SERVICES = sorted(line.split("#", 1)[0].strip()
                        for line in (ROOT / "infra" / "bundle" / "botocore-services.txt").read_text().splitlines()
                        if line.split("#", 1)[0].strip())
@@ -119,3 +125,22 @@ def test_the_handler_and_the_whole_runtime_import_from_the_bundle_alone(build: P
     assert sorted(loaded & set(NOT_RUNTIME_PACKAGES)) == []
     extras = tuple(sub.replace("/", ".") for sub in NOT_RUNTIME_SUBPACKAGES)
     assert [m for m in report["modules"] if m in extras or m.startswith(tuple(f"{e}." for e in extras))] == []
+
+
+@pytest.mark.parametrize("logical_id", sorted(functions()))
+def test_only_the_redrive_bundle_holds_ops_and_only_what_redrive_runs(build: Path, logical_id: str) -> None:
+    ops = build / logical_id / "sqsjobs" / "ops"
+    if functions()[logical_id] != REDRIVE_HANDLER:
+        assert not ops.exists(), f"{logical_id}: the operator's side (sqsjobs/ops) is in a bundle that never runs it"
+        return
+    assert sorted(p.stem for p in ops.glob("*.py")) == REDRIVE_OPS
+    # Bytecode of the deleted modules goes too: no stale .pyc of a module that is not there.
+    assert sorted(p.name.split(".")[0] for p in (ops / "__pycache__").glob("*.pyc")) == REDRIVE_OPS
+
+
+def test_the_redrive_function_is_built_with_its_ops_modules() -> None:
+    # The Makefile keeps ops/ for the functions it names in REDRIVE_FUNCTIONS: they must be the redrive handlers.
+    makefile = (ROOT / "infra" / "bundle" / "Makefile").read_text()
+    (line,) = [line for line in makefile.splitlines() if line.startswith("REDRIVE_FUNCTIONS :=")]
+    named = line.split(":=", 1)[1].split()
+    assert named == sorted(i for i, handler in functions().items() if handler == REDRIVE_HANDLER) != []

@@ -168,7 +168,8 @@ def test_native_redrive_against_an_endpoint_without_move_tasks_is_one_line() -> 
 
 def test_the_worker_status_and_redrive_name_a_failure_by_the_same_message_id(make_app: Any, aws: Any) -> None:
     from sqsjobs import Outcome, PermanentError
-    from sqsjobs.ops._redrive import Redrive, RedriveOptions
+    from sqsjobs.ops._redrive import Redrive
+    from sqsjobs.ops._redrive_options import RedriveOptions
     from sqsjobs.ops._status import collect_status
     from sqsjobs.testing import FakeContext, receive_event
 

@@ -24,7 +24,10 @@ from typer.testing import CliRunner
 from sqsjobs import Outcome, PermanentError, RetryableError
 from sqsjobs.cli import build_app
 from sqsjobs.ops._dlq_evidence import read_letters
-from sqsjobs.ops._redrive import NoteKind, RedriveOptions, handle_redrive_event, redrive
+from sqsjobs.ops._redrive import redrive
+from sqsjobs.ops._redrive_event import handle_redrive_event
+from sqsjobs.ops._redrive_options import RedriveOptions
+from sqsjobs.ops._redrive_report import NoteKind
 from sqsjobs.ops._status import collect_status
 from sqsjobs.store._dynamodb import DynamoDBStore
 from sqsjobs.testing import FakeContext, messages_in, receive_event

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from sqsjobs import JobApp, PermanentError
 from sqsjobs.cli import build_app
-from sqsjobs.ops._redrive import RedriveOptions, redrive
+from sqsjobs.ops._redrive import redrive
+from sqsjobs.ops._redrive_options import RedriveOptions
 from sqsjobs.ops._status import collect_status
 from sqsjobs.testing import messages_in, receive_event
 

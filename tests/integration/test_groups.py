@@ -11,7 +11,8 @@ import pytest
 from aws_support import Serialized
 
 from sqsjobs import JobApp, Outcome, PermanentError
-from sqsjobs.ops._redrive import RedriveOptions, redrive
+from sqsjobs.ops._redrive import redrive
+from sqsjobs.ops._redrive_options import RedriveOptions
 from sqsjobs.store._lease import Amend
 from sqsjobs.testing import messages_in, receive_event
 from sqsjobs.worker._delivery import BatchResult

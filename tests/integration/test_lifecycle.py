@@ -254,7 +254,8 @@ def test_the_cli_shows_and_cancels_a_job_by_key(make_app: Any, aws: Any, monkeyp
 
 def test_redrive_skips_and_counts_letters_whose_key_was_cancelled_after_the_dlq(make_app: Any, aws: Any) -> None:
     from sqsjobs import PermanentError
-    from sqsjobs.ops._redrive import RedriveOptions, redrive
+    from sqsjobs.ops._redrive import redrive
+    from sqsjobs.ops._redrive_options import RedriveOptions
 
     app = make_app()
 

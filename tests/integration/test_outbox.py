@@ -9,7 +9,8 @@ import pytest
 
 from sqsjobs import Outcome, TransactionError
 from sqsjobs.testing import drain_queue, messages_in, receive_event
-from sqsjobs.workflows._outbox import MAX_TRANSACTION_ITEMS, OutboxRelay
+from sqsjobs.workflows._outbox import MAX_TRANSACTION_ITEMS
+from sqsjobs.workflows._relay import OutboxRelay
 
 OUTBOX = "outbox"
 ORDERS = "orders"

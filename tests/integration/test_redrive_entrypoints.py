@@ -264,7 +264,7 @@ def test_cli_dry_run_groups_a_long_plan(sqs: Any, monkeypatch: pytest.MonkeyPatc
 
 
 def test_lambda_dry_run_returns_the_first_lines_and_the_count(sqs: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sqsjobs.ops import _redrive as engine
+    from sqsjobs.ops import _redrive_event as engine
 
     src, dlq = make_queues(sqs)
     for key in range(5):

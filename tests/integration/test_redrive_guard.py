@@ -14,7 +14,8 @@ from botocore.exceptions import EndpointConnectionError
 
 from sqsjobs import Outcome, PermanentError, RetryableError
 from sqsjobs.ops._dlq_letters import ATTR_REDRIVE_COUNT
-from sqsjobs.ops._redrive import RedriveOptions, redrive
+from sqsjobs.ops._redrive import redrive
+from sqsjobs.ops._redrive_options import RedriveOptions
 from sqsjobs.testing import messages_in, receive_event
 
 

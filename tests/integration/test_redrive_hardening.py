@@ -25,7 +25,9 @@ from integration.test_redrive_moto import FlakyClient, drain, make_queues, optio
 
 from sqsjobs._settings import DEFAULT_RECORD_TTL
 from sqsjobs.ops._dlq_letters import ATTR_REDRIVE_COUNT
-from sqsjobs.ops._redrive import NoteKind, Redrive, RedriveOptions, redrive
+from sqsjobs.ops._redrive import Redrive, redrive
+from sqsjobs.ops._redrive_options import RedriveOptions
+from sqsjobs.ops._redrive_report import NoteKind
 from sqsjobs.ops._status import collect_status
 from sqsjobs.store._dynamodb import DynamoDBStore
 
@@ -420,7 +422,8 @@ def test_cli_redrive_warns_about_letters_older_than_the_record_ttl(sqs: Any, mon
 
 def test_the_redrive_lambda_reads_the_record_ttl_and_caps_its_notes(sqs: Any) -> None:
     from sqsjobs._errors import RedriveError
-    from sqsjobs.ops._redrive import LAMBDA_PLANNED_LINES, handle_redrive_event, options_from_event
+    from sqsjobs.ops._redrive_event import LAMBDA_PLANNED_LINES, handle_redrive_event
+    from sqsjobs.ops._redrive_options import options_from_event
 
     src, dlq = make_queues(sqs)
     env = {"SQSJOBS_DLQ_URL": dlq, "SQSJOBS_QUEUE_URL": src, "SQSJOBS_RECORD_TTL_SECONDS": "1209600"}

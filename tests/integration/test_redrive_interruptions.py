@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from sqsjobs.ops._queues import queue_depth
-from sqsjobs.ops._redrive import Redrive, RedriveOptions
+from sqsjobs.ops._redrive import Redrive
+from sqsjobs.ops._redrive_options import RedriveOptions
 
 KEYS = [f"k{i}" for i in range(13)]  # two receive rounds, the second one short
 

@@ -13,7 +13,8 @@ from moto import mock_aws
 
 from sqsjobs.ops._dlq_letters import ATTR_REDRIVE_COUNT, STALE_REASON_ATTRIBUTES, dedup_id
 from sqsjobs.ops._queues import queue_depth
-from sqsjobs.ops._redrive import Redrive, RedriveOptions, redrive
+from sqsjobs.ops._redrive import Redrive, redrive
+from sqsjobs.ops._redrive_options import RedriveOptions
 
 REGION = "us-east-1"
 

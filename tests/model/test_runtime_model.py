@@ -30,7 +30,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from model.world import FAULTS, MEMBER_JOBS, PLAIN_JOBS, PLANS, GroupBook, World, fault_matcher
 
 from sqsjobs import StoreError
-from sqsjobs.ops._redrive import RedriveOptions, redrive
+from sqsjobs.ops._redrive import redrive
+from sqsjobs.ops._redrive_options import RedriveOptions
 
 SCALE = int(os.environ.get("SQSJOBS_MODEL_SCALE", "1"))
 

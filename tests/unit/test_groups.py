@@ -287,7 +287,7 @@ def test_shard_keys_are_reserved(app: JobApp) -> None:
     assert is_reserved(shard_key("g", 0)) and is_reserved(head_key("g")) and not is_reserved("k")
 
 
-@pytest.mark.parametrize("name", ["sqsjobs.workflows._groups", "sqsjobs.workflows._chains",
+@pytest.mark.parametrize("name", ["sqsjobs.workflows._groups", "sqsjobs.workflows._group", "sqsjobs.workflows._chains",
                                   "sqsjobs.workflows._members",
                                   "sqsjobs.enqueue._envelope",
                                   "sqsjobs.store._lease", "sqsjobs._app", "sqsjobs.cli.groups"])

@@ -12,7 +12,8 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 from sqsjobs import ConfigurationError, InvalidArgumentsError, InvalidEventError, JobApp, TransactionError
 from sqsjobs.enqueue._message import JobMessage
 from sqsjobs.enqueue._producer import EnqueueReport, FailedEntry
-from sqsjobs.workflows._outbox import OUTBOX_TTL_SECONDS, OutboxRelay, message_from_image, outbox_item_model
+from sqsjobs.workflows._outbox import OUTBOX_TTL_SECONDS, outbox_item_model
+from sqsjobs.workflows._relay import OutboxRelay, message_from_image
 
 
 class FakeDynamoDB:

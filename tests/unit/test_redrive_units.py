@@ -11,19 +11,14 @@ import pytest
 from botocore.stub import Stubber
 
 from sqsjobs._clients import operator_client
-from sqsjobs._errors import MoveTaskError, SqsJobsError
+from sqsjobs._errors import MoveTaskError, RedriveError, SqsJobsError
+from sqsjobs.enqueue._addresses import queue_name
 from sqsjobs.enqueue._batching import batches
-from sqsjobs.ops import _redrive as rd
+from sqsjobs.ops import _redrive_held as rd
 from sqsjobs.ops._dlq_letters import DlqMessage, dedup_id
-from sqsjobs.ops._queues import queue_name
-from sqsjobs.ops._redrive import (
-    RedriveError,
-    RedriveOptions,
-    handle_redrive_event,
-    options_from_event,
-    refuse_filters_for_native,
-)
+from sqsjobs.ops._redrive_event import handle_redrive_event
 from sqsjobs.ops._redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
+from sqsjobs.ops._redrive_options import RedriveOptions, options_from_event, refuse_filters_for_native
 
 DLQ_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs-dlq"
 DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:jobs-dlq"
@@ -141,9 +136,9 @@ def test_options_from_event_refuse_unknown_keys() -> None:
 def test_chunks_respect_the_batch_byte_limit() -> None:
     big = "x" * 300_000  # letters of a queue whose MaximumMessageSize is raised: 3 fit in SendMessageBatch's 1 MiB
     letter = DlqMessage.from_message({"Body": big}, now=0)
-    held = [rd._Held({"MessageId": str(i), "Body": big}, letter) for i in range(5)]
+    held = [rd.HeldMessage({"MessageId": str(i), "Body": big}, letter) for i in range(5)]
     def chunks(items: list[Any], size: int) -> list[int]:
-        return [len(c) for c in batches(items, max_items=size, max_bytes=rd.BATCH_BYTES, size_of=rd._entry_bytes)]
+        return [len(c) for c in batches(items, max_items=size, max_bytes=rd.BATCH_BYTES, size_of=rd.entry_bytes)]
 
     assert chunks(held, 10) == [3, 2]
     assert chunks(held[:3], 1) == [1, 1, 1]

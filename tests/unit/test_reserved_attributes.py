@@ -19,7 +19,7 @@ from moto import mock_aws
 from sqsjobs._errors import EnqueueError, ReservedAttributeError, SqsJobsError
 from sqsjobs.enqueue._message import ATTR_JOB, ATTR_TRACE_ID, JobMessage
 from sqsjobs.enqueue._producer import Producer
-from sqsjobs.workflows._outbox import OutboxRelay, message_from_image
+from sqsjobs.workflows._relay import OutboxRelay, message_from_image
 
 
 def message(**extra: str) -> JobMessage:

@@ -16,7 +16,7 @@ from sqsjobs._settings import ENV_CONSOLE_TOKEN, ENV_NAMESPACE, ENV_SCHEDULE_GRO
 from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
 from sqsjobs.cli.options import Dlq, EndpointUrl, Queue, Region, Table
 from sqsjobs.cli.render import command_console
-from sqsjobs.ops._status import DEFAULT_SAMPLE
+from sqsjobs.ops._status_report import DEFAULT_SAMPLE
 
 DEFAULT_PORT = 8765
 

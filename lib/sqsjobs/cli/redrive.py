@@ -19,26 +19,19 @@ from sqsjobs._settings import DEFAULT_RECORD_TTL, ENV_DLQ_URL, ENV_QUEUE_URL, EN
 from sqsjobs.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, Region
 from sqsjobs.cli.render import command_console, format_age, plain
-from sqsjobs.ops._queues import (
-    dead_letter_queue_of,
-    dead_letter_sources,
-    queue_depth,
-    resolve_queue_url,
-)
-from sqsjobs.ops._redrive import (
-    Redrive,
-    RedriveOptions,
-    RedriveSummary,
-    refuse_filters_for_native,
-)
+from sqsjobs.enqueue._addresses import resolve_queue_url
+from sqsjobs.ops._queues import dead_letter_queue_of, dead_letter_sources, queue_depth
+from sqsjobs.ops._redrive import Redrive
 from sqsjobs.ops._redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
+from sqsjobs.ops._redrive_options import RedriveOptions, refuse_filters_for_native
+from sqsjobs.ops._redrive_report import RedriveSummary
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from rich.console import Console
 
-    from sqsjobs.ops._redrive import PlannedMove
     from sqsjobs.ops._redrive_native import MoveTask
+    from sqsjobs.ops._redrive_report import PlannedMove
     from sqsjobs.store._lease import LeaseStore
 
 # A dry run lists each message up to this many, then groups them.

@@ -15,12 +15,13 @@ from sqsjobs._settings import ENV_SCHEDULE_GROUP
 from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
 from sqsjobs.cli.options import Dlq, EndpointUrl, Queue, Region, Table
 from sqsjobs.cli.render import command_console, format_age, plain
-from sqsjobs.ops._status import DEFAULT_RECENT, DEFAULT_SAMPLE, DEFAULT_SKIPPED_HOURS, StatusReport, collect_status
+from sqsjobs.ops._status import collect_status
+from sqsjobs.ops._status_report import DEFAULT_RECENT, DEFAULT_SAMPLE, DEFAULT_SKIPPED_HOURS, StatusReport
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from sqsjobs.ops._status import QueueStatus
+    from sqsjobs.ops._status_report import QueueStatus
     from sqsjobs.schedules._one_time import PendingSummary
 
 
@@ -108,7 +109,7 @@ def print_report(console: Console, report: StatusReport) -> None:
     Example:
         >>> import io
         >>> from rich.console import Console
-        >>> from sqsjobs.ops._status import StatusReport
+        >>> from sqsjobs.ops._status_report import StatusReport
         >>> console = Console(width=100, record=True, file=io.StringIO())
         >>> print_report(console, StatusReport(queue=None, dlq=None, dlq_groups=(),
         ...     dlq_sampled=0, alarms=(), recent_failures=(), notes=()))

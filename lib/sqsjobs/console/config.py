@@ -29,7 +29,7 @@ from sqsjobs._settings import (
     ENV_SERVICE,
     ENV_TABLE,
 )
-from sqsjobs.ops._status import DEFAULT_SAMPLE
+from sqsjobs.ops._status_report import DEFAULT_SAMPLE
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765

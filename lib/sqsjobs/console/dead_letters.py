@@ -1,7 +1,7 @@
 """The DLQ page's data: dead letters grouped by job, reason and error, a few samples of each.
 
 Read exactly as ``sqsjobs status`` reads them (a peek that makes every
-message visible again, :func:`sqsjobs.ops._status.peek_dead_letters`), filtered
+message visible again, :func:`sqsjobs.ops._peek.peek`), filtered
 exactly as ``sqsjobs redrive --job/--error`` filters them
 (:func:`sqsjobs.ops._redrive.letter_matches`), so what the page lists is what a
 redrive with the same filters moves. Letters are checked against the
@@ -26,8 +26,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from sqsjobs.ops._dlq_evidence import read_letters
-from sqsjobs.ops._redrive import letter_matches
-from sqsjobs.ops._status import DeadLetterGroup, QueueStatus, group_dead_letters, peek_dead_letters, read_queue_status
+from sqsjobs.ops._peek import peek
+from sqsjobs.ops._redrive_options import letter_matches
+from sqsjobs.ops._status import read_queue_status
+from sqsjobs.ops._status_report import DeadLetterGroup, QueueStatus, group_dead_letters
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
@@ -79,7 +81,7 @@ def read_dead_letters(sources: Sources, dlq_url: str, *, sample: int, job: str |
                       error: str | None) -> DeadLetters:
     """Peek at most ``sample`` letters of ``dlq_url`` and group those that pass the filters."""
     with sources.dlq_lock:
-        messages = peek_dead_letters(sources.sqs, dlq_url, sample=sample)
+        messages = peek(sources.sqs, dlq_url, max_messages=sample)
     reading = read_letters(messages, records=sources.records, now=sources.clock())
     letters = reading.letters
     status = read_queue_status(sources.sqs, dlq_url, cloudwatch_client=sources.cloudwatch, letters=letters,

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, TypeVar
 
 from sqsjobs.console.charts import Chart, line_chart
 from sqsjobs.console.thresholds import QueueLimit, queue_limits
+from sqsjobs.enqueue._addresses import resolve_queue_url
 from sqsjobs.ops._metrics_reader import Throughput, Window, pick_service, throughput
-from sqsjobs.ops._queues import resolve_queue_url
-from sqsjobs.ops._status import QueueStatus, StatusReport, collect_status, read_queue_status
+from sqsjobs.ops._status import collect_status, read_queue_status
+from sqsjobs.ops._status_report import QueueStatus, StatusReport
 
 T = TypeVar("T")
 

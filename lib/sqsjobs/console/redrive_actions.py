@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from sqsjobs._errors import RedriveError
-from sqsjobs.ops._redrive import Redrive, RedriveOptions, RedriveSummary
+from sqsjobs.ops._redrive import Redrive
+from sqsjobs.ops._redrive_options import RedriveOptions
+from sqsjobs.ops._redrive_report import RedriveSummary
 
 if TYPE_CHECKING:
     from sqsjobs.console.sources import Sources

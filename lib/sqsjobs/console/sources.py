@@ -14,10 +14,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from sqsjobs._clients import operator_client
-from sqsjobs.ops._queues import (
-    dead_letter_queue_of,
-    resolve_queue_url,
-)
+from sqsjobs.enqueue._addresses import resolve_queue_url
+from sqsjobs.ops._queues import dead_letter_queue_of
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient

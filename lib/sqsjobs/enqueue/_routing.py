@@ -19,40 +19,18 @@ so a tenant there is refused (``sqsjobs.enqueue._producer``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import ConfigurationError, InvalidArgumentsError
-from sqsjobs._settings import ENV_QUEUE_URL, ENV_QUEUE_URL_PREFIX
+from sqsjobs._settings import ENV_QUEUE_URL, ENV_QUEUE_URL_PREFIX, QUEUE_NAME, check_queue_name
 from sqsjobs.enqueue._message import DEFAULT_QUEUE, JobMessage
 from sqsjobs.enqueue._producer import MESSAGE_GROUP_ID, EnqueueReport, FailedEntry
 
 if TYPE_CHECKING:
     from sqsjobs.enqueue._producer import Producer
 
-#: a queue name: lower-case, so that ``SQSJOBS_QUEUE_URL_<NAME>`` maps back to exactly one name
-QUEUE_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
-
 __all__ = ["DEFAULT_QUEUE", "QUEUE_NAME", "QueueRouter", "check_queue_name", "check_tenant", "job_queue"]
-
-
-def check_queue_name(name: Any) -> str:
-    """``name`` if it can name a queue, else a ``ConfigurationError``.
-
-    Example:
-        >>> check_queue_name("critical")
-        'critical'
-        >>> check_queue_name("Critical-Jobs")
-        Traceback (most recent call last):
-        ...
-        sqsjobs.ConfigurationError: queue name 'Critical-Jobs': use 1..40 lower-case letters, digits or '_', ...
-    """
-    if not isinstance(name, str) or not QUEUE_NAME.fullmatch(name):
-        raise ConfigurationError(f"queue name {name!r}: use 1..40 lower-case letters, digits or '_', starting with "
-                                 f"a letter (its environment variable is {ENV_QUEUE_URL_PREFIX}<NAME>)")
-    return name
-
 
 def check_tenant(job: str, tenant: Any) -> str:
     """``tenant`` if SQS takes it as a ``MessageGroupId``, else an ``InvalidArgumentsError``.

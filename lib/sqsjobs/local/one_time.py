@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqsjobs.enqueue._addresses import resolve_queue_url
 from sqsjobs.enqueue._delays import due_of, retry_prefix, schedule_name
-from sqsjobs.ops._queues import resolve_queue_url
 from sqsjobs.schedules._one_time import OneTimeSchedules
 
 #: how often the groups are looked at (a schedule fires within about this long of its time)

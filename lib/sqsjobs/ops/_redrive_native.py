@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import MoveTaskError, RedriveError
-from sqsjobs.ops._queues import queue_arn, resolve_queue_url
+from sqsjobs.enqueue._addresses import resolve_queue_url
+from sqsjobs.ops._queues import queue_arn
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -9,6 +9,7 @@ queue of the DLQ, a letter older than the idempotency records).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
@@ -178,3 +179,35 @@ class RedriveSummary:
         data["notes"] = [{**asdict(n), "kind": str(n.kind)} for n in self.notes]
         data["ok"] = self.ok
         return data
+
+
+@dataclass(kw_only=True)
+class RedriveCounts:
+    """What a redrive run counts and notes as it goes; :meth:`summary` freezes it with the run's own facts.
+
+    Example:
+        >>> counts = RedriveCounts(moved=2)
+        >>> counts.skipped["poison"] += 1
+        >>> counts.summary(dlq_url="u", dry_run=False).to_dict()["skipped"]
+        {'poison': 1}
+    """
+
+    moved: int = 0
+    matched: int = 0
+    failed: int = 0
+    delete_failed: int = 0
+    duplicates: int = 0
+    older_than_record_ttl: int = 0
+    malformed_attributes: int = 0
+    counts_unrecorded: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    planned: list[PlannedMove] = field(default_factory=list)
+    notes: list[LetterNote] = field(default_factory=list)
+
+    def summary(self, *, dlq_url: str, dry_run: bool, **run: Any) -> RedriveSummary:
+        """The :class:`RedriveSummary` of these counts; ``run`` holds the rest (``left``, ``stopped``, ``error``...)."""
+        return RedriveSummary(dlq_url=dlq_url, dry_run=dry_run, moved=self.moved, matched=self.matched,
+                              skipped=dict(self.skipped), failed=self.failed, delete_failed=self.delete_failed,
+                              duplicates=self.duplicates, older_than_record_ttl=self.older_than_record_ttl,
+                              malformed_attributes=self.malformed_attributes, counts_unrecorded=self.counts_unrecorded,
+                              planned=tuple(self.planned), notes=tuple(self.notes), **run)

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqsjobs.ops._queues import dead_letter_sources, queue_identity, queue_name
+from sqsjobs.enqueue._addresses import queue_identity, queue_name
+from sqsjobs.ops._queues import dead_letter_sources
 from sqsjobs.ops._redrive_report import SkipReason
 
 if TYPE_CHECKING:

@@ -4,6 +4,8 @@ Queue depth and in-flight counts, the oldest message's age, the DLQ grouped by
 job and reason, alarm states, the most recent failures and the delayed jobs
 waiting in the schedule group (count and next due), as one frozen
 :class:`StatusReport` (rendered as rich tables or JSON by ``sqsjobs.cli.status``).
+The report's values are :mod:`sqsjobs.ops._status_report`, CloudWatch's side
+:mod:`sqsjobs.ops._status_cloudwatch`, the DLQ's peek :mod:`sqsjobs.ops._peek`.
 
 What it must never do:
 
@@ -23,189 +25,41 @@ from __future__ import annotations
 
 import os
 import time
-from collections import defaultdict
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Final
 
 from sqsjobs._errors import StatusError
 from sqsjobs._settings import ENV_DLQ_URL, ENV_NAMESPACE, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_TABLE, Settings
+from sqsjobs.enqueue._addresses import queue_identity, queue_name, resolve_queue_url
 from sqsjobs.ops._dlq_evidence import read_letters
 from sqsjobs.ops._dlq_letters import DlqMessage, ignored_line
-from sqsjobs.ops._queues import dead_letter_queue_of, dead_letter_sources, queue_identity, queue_name, resolve_queue_url
+from sqsjobs.ops._peek import peek
+from sqsjobs.ops._queues import dead_letter_queue_of, dead_letter_sources
+from sqsjobs.ops._status_cloudwatch import Watch
+from sqsjobs.ops._status_report import (
+    DEFAULT_RECENT,
+    DEFAULT_SAMPLE,
+    DEFAULT_SKIPPED_HOURS,
+    AgeSource,
+    QueueStatus,
+    StatusReport,
+    group_dead_letters,
+    recent_failures,
+)
 from sqsjobs.workflows._chunked import RunStatus
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Sequence
 
     from mypy_boto3_cloudwatch import CloudWatchClient
-    from mypy_boto3_cloudwatch.type_defs import CompositeAlarmTypeDef, MetricAlarmTypeDef
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sqs import SQSClient
-    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
-    from sqsjobs.ops._metrics_reader import SkippedJob
     from sqsjobs.schedules._one_time import PendingSummary
     from sqsjobs.store._lease import LeaseStore
 
-DEFAULT_SAMPLE: Final = 100
-DEFAULT_RECENT: Final = 10
-#: the window of the cancelled and expired counts per job
-DEFAULT_SKIPPED_HOURS: Final = 24
-# Long enough to finish the peek before the first peeked message reappears,
-# short enough that a crash mid-peek hides nothing for long.
-PEEK_VISIBILITY_SECONDS: Final = 30
-ERROR_MESSAGE_CHARS: Final = 200
 # Lines about malformed attributes a report carries before it only counts them.
 ATTRIBUTE_NOTES: Final = 20
-
-AgeSource = Literal["cloudwatch", "peek", "empty", "unknown"]
-_T = TypeVar("_T")
-
-
-
-@dataclass(frozen=True, kw_only=True)
-class QueueStatus:
-    """Depth of one queue and the age of its oldest message.
-
-    Example:
-        >>> QueueStatus(name="jobs", url="u", visible=3, in_flight=1, delayed=0,
-        ...             oldest_age_seconds=None, oldest_age_source="unknown").depth
-        4
-    """
-
-    name: str
-    url: str
-    visible: int
-    in_flight: int
-    delayed: int
-    oldest_age_seconds: float | None
-    oldest_age_source: AgeSource
-
-    @property
-    def depth(self) -> int:
-        """Visible + in flight + delayed."""
-        return self.visible + self.in_flight + self.delayed
-
-
-@dataclass(frozen=True, kw_only=True)
-class DeadLetterGroup:
-    """Dead letters of one job with one reason and error type (from the peeked sample).
-
-    Example:
-        >>> DeadLetterGroup(job="a", reason="exhausted", error_type="TimeoutError", count=2,
-        ...                 oldest_age_seconds=60.0).count
-        2
-    """
-
-    job: str
-    reason: str
-    error_type: str
-    count: int
-    oldest_age_seconds: float | None
-    #: False when the reason is the letters' own claim (no idempotency table was read)
-    verified: bool = True
-
-
-@dataclass(frozen=True, kw_only=True)
-class RecentFailure:
-    """One recent dead letter: which job, why, when.
-
-    Example:
-        >>> RecentFailure(message_id="m", job="a", reason="permanent", error_type="KeyError",
-        ...               error_message="'x'", attempts=1, redrive_count=0, age_seconds=5.0).job
-        'a'
-    """
-
-    #: the id the worker logged (the original message id its evidence names; the DLQ's own id for a letter
-    #: SQS's redrive moved, which keeps the id): the same id in logs, status, redrive and the console
-    message_id: str
-    job: str
-    reason: str
-    error_type: str
-    error_message: str
-    attempts: int | None
-    #: None when the letter's count is unreadable (poison-suspect)
-    redrive_count: int | None
-    age_seconds: float | None
-    #: False when reason, error and counts are the letter's own claims (no idempotency table was read)
-    verified: bool = True
-
-
-@dataclass(frozen=True, kw_only=True)
-class AlarmState:
-    """One CloudWatch alarm and its state (``OK``, ``ALARM``, ``INSUFFICIENT_DATA``).
-
-    Example:
-        >>> AlarmState(name="jobs-dlq-not-empty", state="ALARM", reason="1 > 0", metric="x",
-        ...            updated_at=None).firing
-        True
-    """
-
-    name: str
-    state: str
-    reason: str
-    metric: str
-    updated_at: float | None
-
-    @property
-    def firing(self) -> bool:
-        """True in state ``ALARM``."""
-        return self.state == "ALARM"
-
-
-@dataclass(frozen=True, kw_only=True)
-class StatusReport:
-    """Everything ``sqsjobs status`` shows.
-
-    ``dlq_sampled`` is how many DLQ messages the groups and recent failures
-    were computed from; when it is below the DLQ's depth they are a sample.
-    Copies of one dead letter (the same original message id, as their
-    evidence says) count once: ``dlq_duplicates`` says how many extra copies
-    the sample held. ``dlq_verified`` is False when no idempotency table was
-    read: reasons and counts are then the letters' own claims.
-    ``dlq_malformed_attributes`` counts sampled letters with an unreadable
-    ``sqsjobs.*`` attribute (one note each).
-
-    Example:
-        >>> StatusReport(queue=None, dlq=None, dlq_groups=(), dlq_sampled=0, alarms=(),
-        ...              recent_failures=(), notes=()).to_dict()["dlq_sampled"]
-        0
-    """
-
-    queue: QueueStatus | None
-    dlq: QueueStatus | None
-    dlq_groups: tuple[DeadLetterGroup, ...]
-    dlq_sampled: int
-    alarms: tuple[AlarmState, ...]
-    recent_failures: tuple[RecentFailure, ...]
-    notes: tuple[str, ...]
-    #: chunked runs asked for with ``--run JOB:RUN_ID`` (docs/patterns.md)
-    runs: tuple[RunStatus, ...] = ()
-    dlq_duplicates: int = 0
-    dlq_malformed_attributes: int = 0
-    dlq_verified: bool = True
-    #: delayed jobs waiting in the schedule group (``--schedule-group`` / ``SQSJOBS_SCHEDULE_GROUP``)
-    delayed: PendingSummary | None = None
-    #: every jobs queue: ``queue`` first, then the app's named queues and the DLQ's other source queues
-    queues: tuple[QueueStatus, ...] = ()
-    #: per job, deliveries acknowledged without running in the last ``skipped_hours``: cancelled, expired
-    skipped: tuple[SkippedJob, ...] = ()
-    skipped_hours: int = DEFAULT_SKIPPED_HOURS
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (``sqsjobs status --json``)."""
-        data = asdict(self)
-        for key in ("queue", "dlq"):
-            value = getattr(self, key)
-            if value is not None:
-                data[key]["depth"] = value.depth
-        for entry, value in zip(data["queues"], self.queues, strict=True):
-            entry["depth"] = value.depth
-        data["alarms_firing"] = [a.name for a in self.alarms if a.firing]
-        data["delayed"] = None if self.delayed is None else self.delayed.to_dict()
-        return data
 
 
 def collect_status(
@@ -277,13 +131,13 @@ def collect_status(
     if dlq_url is None:
         notes.append("the queue has no redrive policy: no DLQ to inspect")
 
-    watch = _Watch(cloudwatch_client, notes)
+    watch = Watch(cloudwatch_client, notes)
     table = table or os.environ.get(ENV_TABLE)
     if records is None and dynamodb_client is not None and table:
         from sqsjobs.store._dynamodb import DynamoDBStore
 
         records = DynamoDBStore(dynamodb_client, table)
-    reading = read_letters(peek_dead_letters(sqs_client, dlq_url, sample=sample) if dlq_url else [],
+    reading = read_letters(peek(sqs_client, dlq_url, max_messages=sample) if dlq_url else [],
                            records=records, now=clock())
     copies = list(reading.letters)
     if copies and reading.note:
@@ -321,10 +175,10 @@ def collect_status(
     return StatusReport(
         queue=queue_status,
         dlq=dlq_status,
-        dlq_groups=_group(letters),
+        dlq_groups=group_dead_letters(letters),
         dlq_sampled=len(letters),
         alarms=alarms,
-        recent_failures=_recent(letters, recent),
+        recent_failures=recent_failures(letters, recent),
         notes=tuple(notes),
         runs=run_statuses,
         dlq_duplicates=len(copies) - len(letters),
@@ -354,7 +208,6 @@ def _jobs_queues(sqs_client: SQSClient, queue_url: str | None, dlq_url: str | No
             seen.add(identity)
             found.append(url)
     return found
-
 
 
 def _delayed(client: EventBridgeSchedulerClient | None, group: str | None, sample: int,
@@ -435,51 +288,9 @@ def _runs(runs: Sequence[tuple[str, str]], client: DynamoDBClient | None, table:
     return tuple(found)
 
 
-class _Watch:
-    """CloudWatch, best effort: an operator without CloudWatch rights still sees the queues."""
-
-    def __init__(self, client: CloudWatchClient | None, notes: list[str]) -> None:
-        self.client = client
-        self.notes = notes
-
-    def oldest_age(self, name: str, *, now: float) -> float | None:
-        if self.client is None:
-            return None
-        return self._guard("the oldest-age metric", lambda c: _cloudwatch_oldest_age(c, name, now=now), None)
-
-    def alarms(self, *, prefix: str | None, queue_names: set[str], namespace: str) -> tuple[AlarmState, ...]:
-        if self.client is None:
-            return ()
-        return self._guard(
-            "alarms",
-            lambda c: tuple(_alarms(c, prefix=prefix, queue_names=queue_names, namespace=namespace)),
-            (),
-        )
-
-    def skipped(self, *, namespace: str, hours: int, now: float) -> tuple[SkippedJob, ...]:
-        if self.client is None:
-            return ()
-        from sqsjobs.ops._metrics_reader import Window, skipped_jobs
-
-        window = Window.last(hours=hours, now=now)
-        return self._guard("the cancelled and expired counts", lambda c: skipped_jobs(c, namespace, window), ())
-
-    def _guard(self, what: str, read: Callable[[CloudWatchClient], _T], default: _T) -> _T:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        if self.client is None:
-            return default
-        try:
-            return read(self.client)
-        except (BotoCoreError, ClientError) as exc:
-            self.notes.append(f"could not read {what} from CloudWatch: {exc}")
-            self.client = None  # one note, not one per queue
-            return default
-
-
 def _queue_status(
     sqs_client: SQSClient,
-    watch: _Watch,
+    watch: Watch,
     url: str,
     *,
     letters: list[DlqMessage] | None,
@@ -520,74 +331,6 @@ def _queue_status(
     )
 
 
-def _cloudwatch_oldest_age(cloudwatch_client: CloudWatchClient, name: str, *, now: float) -> float | None:
-    end = datetime.fromtimestamp(now, tz=UTC)
-    response = cloudwatch_client.get_metric_statistics(
-        Namespace="AWS/SQS",
-        MetricName="ApproximateAgeOfOldestMessage",
-        Dimensions=[{"Name": "QueueName", "Value": name}],
-        StartTime=end - timedelta(minutes=15),
-        EndTime=end,
-        Period=60,
-        Statistics=["Maximum"],
-    )
-    points = sorted(response.get("Datapoints", []), key=lambda p: p["Timestamp"])
-    if not points or "Maximum" not in points[-1]:
-        return None
-    return float(points[-1]["Maximum"])
-
-
-def peek_dead_letters(sqs_client: SQSClient, dlq_url: str, *, sample: int = DEFAULT_SAMPLE) -> list[MessageTypeDef]:
-    """Receive up to ``sample`` DLQ messages (bodies included), then make every one visible again.
-
-    The operator console shows a sample of each group with its body.
-
-    Example:
-        >>> import json
-        >>> from moto import mock_aws
-        >>> from sqsjobs._clients import sqs_client
-        >>> with mock_aws():
-        ...     sqs = sqs_client(region_name="eu-west-1")
-        ...     dlq_url = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
-        ...     for i in (1, 2):
-        ...         _ = sqs.send_message(QueueUrl=dlq_url, MessageBody=json.dumps({"job": "invoice-email"}))
-        ...     peeked = peek_dead_letters(sqs, dlq_url, sample=1)
-        ...     [json.loads(m["Body"])["job"] for m in peeked], read_queue_status(sqs, dlq_url).visible
-        (['invoice-email'], 2)
-    """
-    received: dict[str, MessageTypeDef] = {}
-    try:
-        while len(received) < sample:
-            messages = sqs_client.receive_message(
-                QueueUrl=dlq_url,
-                MaxNumberOfMessages=min(10, sample - len(received)),
-                VisibilityTimeout=PEEK_VISIBILITY_SECONDS,
-                WaitTimeSeconds=0,
-                MessageAttributeNames=["All"],
-                AttributeNames=["All"],
-            ).get("Messages", [])
-            fresh = [m for m in messages if m.get("MessageId", "") not in received]
-            for m in messages:
-                received[m.get("MessageId", "")] = m
-            if not fresh:
-                break
-    finally:
-        _make_visible(sqs_client, dlq_url, received.values())
-    return list(received.values())
-
-
-def _make_visible(sqs_client: SQSClient, url: str, messages: Iterable[MessageTypeDef]) -> None:
-    handles = [m.get("ReceiptHandle", "") for m in messages]
-    for start in range(0, len(handles), 10):
-        sqs_client.change_message_visibility_batch(
-            QueueUrl=url,
-            Entries=[
-                {"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": 0}
-                for i, h in enumerate(handles[start : start + 10])
-            ],
-        )
-
-
 def read_queue_status(sqs_client: SQSClient, url: str, *, cloudwatch_client: CloudWatchClient | None = None,
                       letters: Sequence[DlqMessage] = (), clock: Callable[[], float] = time.time) -> QueueStatus:
     """One queue's depth and oldest age, as ``collect_status`` reads it (``letters``: a peek of it, if any).
@@ -604,129 +347,6 @@ def read_queue_status(sqs_client: SQSClient, url: str, *, cloudwatch_client: Clo
         ...     read_queue_status(sqs, dlq_url).visible
         2
     """
-    return _queue_status(sqs_client, _Watch(cloudwatch_client, []), url, letters=list(letters), now=clock())
+    return _queue_status(sqs_client, Watch(cloudwatch_client, []), url, letters=list(letters), now=clock())
 
 
-def group_dead_letters(letters: Iterable[DlqMessage]) -> tuple[DeadLetterGroup, ...]:
-    """Dead letters grouped by job, reason and error type, largest group first.
-
-    Example:
-        >>> msg = {"MessageId": "m", "Body": '{"job": "a"}', "MessageAttributes": {
-        ...     "sqsjobs.reason": {"DataType": "String", "StringValue": "exhausted"}}}
-        >>> [(g.job, g.reason, g.count) for g in group_dead_letters([DlqMessage.from_message(msg, now=0.0)] * 2)]
-        [('a', 'exhausted', 2)]
-    """
-    return _group(list(letters))
-
-
-def _group(letters: list[DlqMessage]) -> tuple[DeadLetterGroup, ...]:
-    groups: dict[tuple[str, str, str, bool], list[DlqMessage]] = defaultdict(list)
-    for letter in letters:
-        groups[letter.job, letter.reason, letter.error_type, letter.verified].append(letter)
-    out = []
-    for (job, reason, error_type, verified), members in groups.items():
-        ages = [m.age_seconds for m in members if m.age_seconds is not None]
-        out.append(
-            DeadLetterGroup(
-                job=job,
-                reason=reason,
-                error_type=error_type,
-                count=len(members),
-                oldest_age_seconds=max(ages) if ages else None,
-                verified=verified,
-            )
-        )
-    return tuple(sorted(out, key=lambda g: (-g.count, g.job, g.reason, g.error_type)))
-
-
-def _recent(letters: list[DlqMessage], limit: int) -> tuple[RecentFailure, ...]:
-    newest = sorted(letters, key=lambda m: -(m.sent_at or 0.0))[:limit]
-    return tuple(
-        RecentFailure(
-            message_id=m.original_message_id,
-            job=m.job,
-            reason=m.reason,
-            error_type=m.error_type,
-            error_message=m.error_message[:ERROR_MESSAGE_CHARS],
-            attempts=m.attempts,
-            redrive_count=m.redrive_count,
-            age_seconds=m.age_seconds,
-            verified=m.verified,
-        )
-        for m in newest
-    )
-
-
-def _alarms(
-    cloudwatch_client: CloudWatchClient, *, prefix: str | None, queue_names: set[str], namespace: str
-) -> Iterable[AlarmState]:
-    """Alarms named with ``prefix``; without one, the alarms that concern these queues.
-
-    Those are the alarms on the queues or on the sqsjobs metrics, plus every
-    alarm that notifies the same SNS topics (the worker's Lambda errors and
-    throttles alarms name a function, not a queue, but page the same people).
-    """
-    paginator = cloudwatch_client.get_paginator("describe_alarms")
-    kwargs: dict[str, Any] = {"AlarmTypes": ["MetricAlarm", "CompositeAlarm"]}
-    if prefix:
-        kwargs["AlarmNamePrefix"] = prefix
-    metric_alarms: list[MetricAlarmTypeDef] = []
-    composites: list[CompositeAlarmTypeDef] = []
-    for page in paginator.paginate(**kwargs):
-        metric_alarms.extend(page.get("MetricAlarms", []))
-        composites.extend(page.get("CompositeAlarms", []))
-    ours = [a for a in metric_alarms if prefix or _concerns(a, queue_names, namespace)]
-    topics = {arn for a in ours for arn in a.get("AlarmActions", []) if ":sns:" in arn}
-    for alarm in metric_alarms:
-        if alarm in ours or topics & set(alarm.get("AlarmActions", [])):
-            yield _alarm_state(alarm, _metric_label(alarm))
-    for composite in composites:
-        if prefix or topics & set(composite.get("AlarmActions", [])):
-            yield AlarmState(
-                name=composite.get("AlarmName", ""),
-                state=composite.get("StateValue", "INSUFFICIENT_DATA"),
-                reason=composite.get("StateReason", ""),
-                metric=composite.get("AlarmRule", ""),
-                updated_at=_ts(composite.get("StateUpdatedTimestamp")),
-            )
-
-
-def _alarm_state(alarm: MetricAlarmTypeDef, metric: str) -> AlarmState:
-    return AlarmState(
-        name=alarm.get("AlarmName", ""),
-        state=alarm.get("StateValue", "INSUFFICIENT_DATA"),
-        reason=alarm.get("StateReason", ""),
-        metric=metric,
-        updated_at=_ts(alarm.get("StateUpdatedTimestamp")),
-    )
-
-
-def _concerns(alarm: MetricAlarmTypeDef, queue_names: set[str], namespace: str) -> bool:
-    """True when the alarm watches one of our queues or our metric namespace."""
-    metrics: list[tuple[str, dict[str, str]]] = []
-    if "MetricName" in alarm:
-        dims = {d["Name"]: d["Value"] for d in alarm.get("Dimensions", [])}
-        metrics.append((alarm.get("Namespace", ""), dims))
-    for query in alarm.get("Metrics", []):
-        stat = query.get("MetricStat")
-        if stat is not None:
-            m = stat["Metric"]
-            metrics.append((m.get("Namespace", ""), {d["Name"]: d["Value"] for d in m.get("Dimensions", [])}))
-    for ns, dims in metrics:
-        if ns == namespace:
-            return True
-        if ns == "AWS/SQS" and dims.get("QueueName") in queue_names:
-            return True
-    return False
-
-
-def _metric_label(alarm: MetricAlarmTypeDef) -> str:
-    if "MetricName" in alarm:
-        return f"{alarm.get('Namespace', '')}/{alarm['MetricName']}"
-    queries = alarm.get("Metrics", [])
-    names = [q["MetricStat"]["Metric"].get("MetricName", "") for q in queries if "MetricStat" in q]
-    return "math(" + ", ".join(names) + ")" if names else ""
-
-
-def _ts(value: datetime | None) -> float | None:
-    return value.timestamp() if value is not None else None

@@ -380,7 +380,7 @@ def queue_arn(url: str, *, default_region: str, role_arn: str | None) -> str:
     """
     from urllib.parse import urlparse
 
-    from sqsjobs.ops._queues import queue_identity
+    from sqsjobs.enqueue._addresses import queue_identity
 
     identity = queue_identity(url)
     if identity is None:

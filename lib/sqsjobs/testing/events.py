@@ -176,20 +176,10 @@ def messages_in(client: SQSClient, queue_url: str, *, max_messages: int = 1000) 
 
     Each message is received once (its receive count goes up by one). Receiving
     with a zero visibility timeout instead would hand back the same first ten
-    every time, so they are held for a moment and then released in batches.
+    every time, so they are held for a moment and then released in batches
+    (the one peek: ``sqsjobs.ops._peek``).
     """
-    seen: dict[str, Any] = {}
-    while len(seen) < max_messages:
-        response = client.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, VisibilityTimeout=30,
-                                          AttributeNames=["All"], MessageAttributeNames=["All"])
-        batch = response.get("Messages", [])
-        if not batch:
-            break
-        seen.update({m["MessageId"]: m for m in batch})
-    held = [m["ReceiptHandle"] for m in seen.values()]
-    for i in range(0, len(held), 10):
-        client.change_message_visibility_batch(QueueUrl=queue_url, Entries=[
-            {"Id": str(j), "ReceiptHandle": handle, "VisibilityTimeout": 0} for j, handle in enumerate(held[i:i + 10])
-        ])
-    return list(seen.values())
+    from sqsjobs.ops._peek import peek
+
+    return peek(client, queue_url, max_messages=max_messages)
 
