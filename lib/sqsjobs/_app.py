@@ -290,7 +290,9 @@ class JobApp:
 
         batch = list(messages)
         with progress_bar(len(batch), "enqueueing", show=progress) as advance:
-            return self.runtime.send_many(batch, on_progress=advance)
+            from sqsjobs.enqueue._debounce import dedupe_many
+
+            return dedupe_many(self.runtime, batch, lambda kept: self.runtime.send_many(kept, on_progress=advance))
 
     def transaction(self, *, client: DynamoDBClient | None = None, outbox_table: str | None = None) -> Transaction:
         """Business writes and job enqueues in one DynamoDB transaction (the outbox).

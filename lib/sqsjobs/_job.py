@@ -198,6 +198,10 @@ class Job(Generic[P, R]):
         """
         from sqsjobs.enqueue._debounce import debounce_seconds, dedupe_hold, send_debounced, send_deduplicated
 
+        if debounce is not None and self.options.debounce is None:
+            raise InvalidArgumentsError(
+                f"job {self.name!r}: debounce= overrides the window of a job declared with debounce=SECONDS; "
+                "declare this one with it (its bursts' arguments differ, so its key may not hash them)")
         window = debounce_seconds(self.name, debounce, error=InvalidArgumentsError) if debounce is not None \
             else self.options.debounce
         if window is not None:
@@ -256,8 +260,12 @@ class Job(Generic[P, R]):
         return key
 
     def fingerprint(self, args: Mapping[str, Any]) -> str:
-        """What a key's record remembers of the call: a hash of the job and its arguments (``key_conflict``)."""
-        return args_digest(self.name, args)
+        """What a key's record remembers of the call: a hash of the job and its arguments (``key_conflict``).
+
+        A debounced job's bursts of one key carry different arguments by design
+        (the last enqueue's win), so its fingerprint is the job's alone.
+        """
+        return args_digest(self.name, {} if self.options.debounce is not None else args)
 
     def _format(self, template: str, args: Mapping[str, Any]) -> str:
         return template.format_map({**self._defaults, **args})

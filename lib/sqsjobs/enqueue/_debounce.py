@@ -43,7 +43,7 @@ This module never imports boto3; it writes through the ``LeaseStore``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from sqsjobs._runtime import Runtime
     from sqsjobs._settings import Settings
     from sqsjobs.enqueue._message import JobMessage
+    from sqsjobs.enqueue._producer import EnqueueReport
 
 #: the longest debounce window: a one-time schedule's longest delay (docs/delays.md)
 MAX_DEBOUNCE = 365 * 24 * 3600.0
@@ -253,3 +254,32 @@ def send_deduplicated(runtime: Runtime, message: JobMessage, mode: Dedupe, hold:
         unreserve(runtime, message, receipt)
         raise
     return Receipt(receipt, message_id=str(sent))
+
+
+def dedupe_many(runtime: Runtime, messages: Sequence[JobMessage],
+                send: Callable[[list[JobMessage]], EnqueueReport]) -> EnqueueReport:
+    """``enqueue_many``: deduplicated jobs' keys reserved first (repeats in the list refused too), the rest sent.
+
+    The report's positions are the input's; refused ones are in ``duplicates``.
+    """
+    from sqsjobs.enqueue._producer import EnqueueReport
+
+    dedup = [i for i, m in enumerate(messages) if m.source is not None and m.source.options.dedupe is not None]
+    if not dedup:
+        return send(list(messages))
+    chosen = [messages[i] for i in dedup]
+    modes = [m.source.options.dedupe for m in chosen if m.source is not None and m.source.options.dedupe]
+    now = runtime.clock()
+    holds = [dedupe_hold(m.source.options, runtime.settings, _due(m, now) - now) for m in chosen
+             if m.source is not None]
+    receipts = dict(zip(dedup, reserve(runtime, chosen, modes, holds), strict=True))
+    kept = [i for i in range(len(messages)) if i not in receipts or not receipts[i].duplicate]
+    report = send([messages[i] for i in kept])
+    for failed in report.failed:  # not sent: the key is given back
+        if kept[failed.index] in receipts:
+            unreserve(runtime, messages[kept[failed.index]], receipts[kept[failed.index]])
+    return EnqueueReport(
+        message_ids={kept[i]: mid for i, mid in report.message_ids.items()},
+        failed=tuple(replace(f, index=kept[f.index]) for f in report.failed), calls=report.calls,
+        scheduled={kept[i]: s for i, s in report.scheduled.items()},
+        duplicates={i: str(r) for i, r in receipts.items() if r.duplicate})
