@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from sqsjobs._settings import Settings
     from sqsjobs.enqueue._message import JobMessage
     from sqsjobs.enqueue._producer import EnqueueReport
+    from sqsjobs.store._lease import LeaseItem
 
 #: the longest debounce window: a one-time schedule's longest delay (docs/delays.md)
 MAX_DEBOUNCE = 365 * 24 * 3600.0
@@ -283,3 +284,47 @@ def dedupe_many(runtime: Runtime, messages: Sequence[JobMessage],
         failed=tuple(replace(f, index=kept[f.index]) for f in report.failed), calls=report.calls,
         scheduled={kept[i]: s for i, s in report.scheduled.items()},
         duplicates={i: str(r) for i, r in receipts.items() if r.duplicate})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Coalescing:
+    """What ``sqsjobs job KEY`` adds for a debounced or deduplicated key (``coalescing``).
+
+    Example:
+        >>> from sqsjobs.store._lease import LeaseItem, LeaseState
+        >>> item = LeaseItem(key="reindex:7", state=LeaseState.RELEASED, data={
+        ...     "job": "reindex", "debounce_token": "b", "debounce_due": 60.0, "debounce_count": 20})
+        >>> view = coalescing(item, now=0.0)
+        >>> view.state, view.coalesced, view.due_at
+        ('waiting', 20, 60.0)
+    """
+
+    key: str
+    job: str | None
+    #: ``waiting`` (a debounced burst not claimed yet) or ``queued`` (a deduplicated request holds the key)
+    state: str
+    due_at: float | None = None
+    #: the enqueues the waiting burst coalesced
+    coalesced: int = 0
+    #: the deduplicated request that holds the key, until when at most, and how
+    request: str | None = None
+    held_until: float | None = None
+    dedupe: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The view as JSON-ready fields."""
+        return asdict(self)
+
+
+def coalescing(item: LeaseItem, *, now: float) -> Coalescing | None:
+    """A debounced key's waiting burst, or a deduplicated key's live reservation; None when neither."""
+    token = item.get("debounce_token")
+    if token is not None and item.get("ran_token") != token:
+        count = int(item.get("debounce_count") or 0) - int(item.get("debounce_base") or 0)
+        return Coalescing(key=item.key, job=item.get("job"), state="waiting", due_at=item.get("debounce_due"),
+                          coalesced=count)
+    until = item.get("queued_until")
+    if item.get("queued_id") is not None and until is not None and until >= now:
+        return Coalescing(key=item.key, job=item.get("job"), state="queued", request=item.get("queued_id"),
+                          held_until=until, dedupe=item.get("queued_mode"))
+    return None

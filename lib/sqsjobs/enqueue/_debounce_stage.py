@@ -49,6 +49,8 @@ class DebounceStage(Stage):
         self.store = store
         self.clock = clock
         self.logger = logger
+        #: the coalesced count each debounced delivery's read saw: the claim starts the next burst's count there
+        self._counts: dict[str, int] = {}
 
     def before_claim(self, batch: Batch) -> None:
         waiting = [d for d in batch.deliveries if d.state is State.DECODED and token_of(d) is not None]
@@ -61,11 +63,13 @@ class DebounceStage(Stage):
                 self.logger.warning("could not read debounced records", extra={"error": str(error)})
             return
         rearmed: set[str] = set()
+        self._counts = {}
         for d in waiting:
             item, token = records.get(d.key), token_of(d)
             latest = item.get("debounce_token") if item is not None else None
             if item is None or latest is None:
                 continue
+            self._counts[d.message_id] = int(item.get("debounce_count") or 0)
             if latest != token:
                 d.notes.append(SUPERSEDED_NOTE)
                 batch.conclude(d, Ending.SUPERSEDED)
@@ -79,6 +83,8 @@ class DebounceStage(Stage):
     def claim_data(self, d: Delivery) -> Mapping[str, Any]:
         token = token_of(d)
         data: dict[str, Any] = {"ran_token": token} if token is not None else {}
+        if d.message_id in self._counts:
+            data["debounce_base"] = self._counts[d.message_id]
         if d.job is not None and d.job.options.dedupe is Dedupe.UNTIL_STARTED:
             data.update(UNRESERVED)
         return data

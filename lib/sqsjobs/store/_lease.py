@@ -423,7 +423,8 @@ class Debounce:
         return Rule(condition=mine, updates=(
             Set("job", Param("job")), Set("debounce_token", Param("token")), Set("debounce_due", Param("due")),
             Set("updated_at", Param("now")), Set("expires_at", Param("expires_at")),
-            SetIfMissing("status", RELEASED), SetIfMissing("debounce_base", Const(0)),
+            SetIfMissing("status", RELEASED), SetIfMissing("outcome", Const("waiting")),
+            SetIfMissing("debounce_base", Const(0)),
             Add("debounce_count", Const(1))), returns="new")
 
     def values(self) -> dict[str, Any]:
@@ -486,7 +487,7 @@ class Reserve:
             Set("job", Param("job")), Set("queued_id", Param("request")), Set("queued_until", Param("until")),
             Set("queued_mode", Const("until_done" if self.until_done else "until_started")),
             Set("updated_at", Param("now")), Set("expires_at", Param("expires_at")),
-            SetIfMissing("status", RELEASED)))
+            SetIfMissing("status", RELEASED), SetIfMissing("outcome", Const("queued"))))
 
     def values(self) -> dict[str, Any]:
         return {"job": self.job, "request": self.request, "now": self.now, "until": self.until,
