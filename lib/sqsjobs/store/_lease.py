@@ -461,10 +461,9 @@ class Reserve:
 
     Refused while another request's reservation is live (``queued_until``
     not passed: a lost message blocks the key until then, no longer), and,
-    with ``until_done``, while a run holds the key under a live lease; with
-    ``until_done`` a finished record (DONE, or dead-lettered) frees it, with
-    ``until_started`` the claim does (``Stage.claim_data``,
-    worker/_stages.py). An absent item is created RELEASED; an existing one
+    with ``until_done``, while a run holds the key under a live lease. A
+    finished record (DONE, or dead-lettered) frees it; for ``until_started``
+    the claim does too (``Stage.claim_data``, worker/_stages.py). An absent item is created RELEASED; an existing one
     keeps its state. The refusal returns the item, naming the request that holds it.
     """
 
@@ -478,9 +477,10 @@ class Reserve:
 
     def rule(self) -> Rule:
         mine = Or(Missing("job"), Eq("job", Param("job")))
-        unreserved = Or(Missing("queued_until"), Lt("queued_until", Param("now")))
-        if self.until_done:  # a finished run frees the key (the claim frees it for until_started)
-            unreserved = Or(unreserved, Eq("status", DONE), Eq("outcome", Const("dead_lettered")))
+        # A finished key (DONE, dead-lettered) is free: a delivery of it would be a duplicate or a redrive. An
+        # until_started key is also freed by its claim; a delivery that never claims (a duplicate) leaves it so.
+        unreserved = Or(Missing("queued_until"), Lt("queued_until", Param("now")), Eq("status", DONE),
+                        Eq("outcome", Const("dead_lettered")))
         running = all_of(Eq("status", HELD), Ge("lease_until", Param("now")))
         condition = Or(ItemMissing(), all_of(mine, unreserved, Not(running) if self.until_done else None))
         return Rule(condition=condition, updates=(
