@@ -266,8 +266,10 @@ class JobApp:
         if not isinstance(job, str):
             if kwargs:
                 raise ConfigurationError("enqueue(message) takes no other arguments: the message carries them")
-            return self.runtime.send(job)
-        return self.runtime.send(self.message(job, **kwargs))
+            from sqsjobs.enqueue._debounce import send_prepared
+
+            return send_prepared(self.runtime, job)
+        return self.runtime.job(job).enqueue(**kwargs)  # debounce and dedupe are the job's: Job.enqueue has them
 
     def enqueue_many(self, messages: Iterable[JobMessage], *, progress: bool | None = None) -> EnqueueReport:
         """Send many messages: full ``SendMessageBatch`` calls, and a schedule each for those due beyond 900 s.

@@ -212,3 +212,23 @@ def test_enqueue_many_dedupes_within_its_own_list() -> None:
         assert report.sent == 2 and sorted(report.duplicates) == [1]
         t.drain()
         assert sorted(ran) == [1, 2]
+
+
+def test_app_enqueue_by_name_keeps_both_and_a_prepared_debounced_message_is_refused() -> None:
+    app, ran = debounced_app()
+    reindex = app.runtime.job("reindex")
+    with app.testing() as t:
+        for n in range(3):
+            app.enqueue("reindex", product_id=2, title=f"t{n}")
+        with pytest.raises(InvalidArgumentsError, match="is debounced"):
+            app.enqueue(reindex.message(product_id=2, title="x"))
+        with pytest.raises(InvalidArgumentsError, match="is debounced"):
+            app.enqueue_many([reindex.message(product_id=2, title="x")])
+        t.drain()
+        assert ran == [(2, "t2")]
+    dd, _ = dedupe_app("until_done")
+    export = dd.runtime.job("export")
+    with dd.testing():
+        assert not dd.enqueue(export.message(account_id=4)).duplicate
+        assert dd.enqueue(export.message(account_id=4)).duplicate
+        assert dd.enqueue("export", account_id=4).duplicate

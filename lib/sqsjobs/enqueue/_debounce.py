@@ -257,13 +257,36 @@ def send_deduplicated(runtime: Runtime, message: JobMessage, mode: Dedupe, hold:
     return Receipt(receipt, message_id=str(sent))
 
 
+def refuse_debounced(message: JobMessage) -> None:
+    """A prepared message of a debounced job would carry no burst token: only ``job.enqueue`` writes one."""
+    if message.source is not None and message.source.options.debounce is not None:
+        raise InvalidArgumentsError(
+            f"job {message.job!r} is debounced: enqueue it with {message.job}.enqueue(...) (or "
+            f"app.enqueue({message.job!r}, ...)), which writes its burst's token; a prepared message has none")
+
+
+def send_prepared(runtime: Runtime, message: JobMessage) -> str:
+    """``app.enqueue(message)``: a deduplicated job's key is reserved first; a debounced job's is refused."""
+    refuse_debounced(message)
+    source = message.source
+    if source is None or source.options.dedupe is None:
+        return runtime.send(message)
+    now = runtime.clock()
+    return send_deduplicated(runtime, message, source.options.dedupe,
+                             dedupe_hold(source.options, runtime.settings, _due(message, now) - now))
+
+
 def dedupe_many(runtime: Runtime, messages: Sequence[JobMessage],
                 send: Callable[[list[JobMessage]], EnqueueReport]) -> EnqueueReport:
     """``enqueue_many``: deduplicated jobs' keys reserved first (repeats in the list refused too), the rest sent.
 
-    The report's positions are the input's; refused ones are in ``duplicates``.
+    The report's positions are the input's; refused ones are in ``duplicates``. A debounced job's
+    message is refused (``refuse_debounced``).
     """
     from sqsjobs.enqueue._producer import EnqueueReport
+
+    for message in messages:
+        refuse_debounced(message)
 
     dedup = [i for i, m in enumerate(messages) if m.source is not None and m.source.options.dedupe is not None]
     if not dedup:
