@@ -232,3 +232,42 @@ def test_app_enqueue_by_name_keeps_both_and_a_prepared_debounced_message_is_refu
         assert not dd.enqueue(export.message(account_id=4)).duplicate
         assert dd.enqueue(export.message(account_id=4)).duplicate
         assert dd.enqueue("export", account_id=4).duplicate
+
+
+def test_sqsjobs_jobs_lists_both_options() -> None:
+    from typer.testing import CliRunner
+
+    from sqsjobs.cli import build_app
+    from sqsjobs.cli.jobs import describe_jobs
+
+    app, _ = debounced_app()
+
+    @app.job("export", key="export:{account_id}", dedupe="until_started")
+    def export(account_id: int) -> None: ...
+
+    rows = {row["name"]: row for row in describe_jobs(app)}
+    assert (rows["reindex"]["debounce"], rows["reindex"]["dedupe"]) == (30.0, None)
+    assert (rows["export"]["debounce"], rows["export"]["dedupe"]) == (None, "until_started")
+    import sys
+    import types
+
+    module = types.ModuleType("debounce_cli_app")
+    module.app = app  # type: ignore[attr-defined]
+    sys.modules["debounce_cli_app"] = module
+    try:
+        shown = CliRunner().invoke(build_app(), ["jobs", "--app", "debounce_cli_app:app"], env={"COLUMNS": "250"})
+    finally:
+        del sys.modules["debounce_cli_app"]
+    assert shown.exit_code == 0, shown.output
+    assert "debounce 30 s" in shown.output and "dedupe until_started" in shown.output
+
+
+def test_a_failed_send_gives_the_deduplicated_key_back() -> None:
+    app, _ = dedupe_app("until_done")
+    export = app.runtime.job("export")
+    with app.testing() as t:
+        t.sqs.refuse("SendMessage", queue_url=t.queue_url, times=10)  # more than botocore's retries
+        with pytest.raises(Exception):  # noqa: B017 - whichever error the producer raises for a refused send
+            export.enqueue(account_id=9)
+        t.sqs.clear_refusals()
+        assert not export.enqueue(account_id=9).duplicate  # the key was given back: this one is sent

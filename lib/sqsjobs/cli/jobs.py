@@ -31,8 +31,8 @@ def describe_jobs(app: JobApp) -> list[dict[str, Any]]:
         >>> row = describe_jobs(app)[0]
         >>> row["name"], row["key"], row["max_attempts"], row["retry_on"], row["parameters"]
         ('sync-account', 'sync:{account_id}', 3, ['TimeoutError'], ['account_id'])
-        >>> row["queue"], row["limits"]
-        ('default', [])
+        >>> row["queue"], row["limits"], row["debounce"], row["dedupe"]
+        ('default', [], None, None)
     """
     rows = []
     for name in sorted(app.jobs):
