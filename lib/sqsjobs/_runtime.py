@@ -286,7 +286,7 @@ class Runtime:
         return [
             ExpiryStage(record_ttl=self.settings.record_ttl, clock=self.clock),
             FifoOrderStage(),
-            DebounceStage(store=self.store, clock=self.clock, logger=self.logger),
+            DebounceStage(store=self.store, clock=self.clock),
             LimitsStage(store=self.store, limiters=self.registry.limiters, clock=self.clock, sleep=self.sleep,
                         logger=self.logger),
             CancellationStage(self.store),

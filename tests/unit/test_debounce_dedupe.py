@@ -271,3 +271,24 @@ def test_a_failed_send_gives_the_deduplicated_key_back() -> None:
             export.enqueue(account_id=9)
         t.sqs.clear_refusals()
         assert not export.enqueue(account_id=9).duplicate  # the key was given back: this one is sent
+
+
+def test_a_failed_re_arm_sends_the_burst_back_instead_of_taking_it_for_a_duplicate() -> None:
+    from sqsjobs.store._lease import Rearm
+    from sqsjobs.testing.flaky_store import FlakyStore
+
+    app, ran = debounced_app()
+    reindex = app.runtime.job("reindex")
+    store = FlakyStore()
+    with app.testing(store=store) as t:
+        reindex.enqueue(product_id=7, title="first")
+        t.drain()
+        reindex.enqueue(product_id=7, title="second")
+        second = t.sqs.sent_to(t.queue_url)[-1].body
+        store.fail(lambda op: isinstance(op, Rearm))
+        t.clock.advance(30)
+        t.run(second, second)  # two copies of the burst in one batch: neither may claim
+        assert [o.outcome for o in t.outcomes[-2:]] == [Outcome.RETRY, Outcome.RETRY]  # back, not acknowledged
+        assert ran == [(7, "first")]
+        t.drain()
+        assert ran == [(7, "first"), (7, "second")]

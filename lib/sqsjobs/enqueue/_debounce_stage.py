@@ -10,9 +10,9 @@
   still the latest at the claim (a later enqueue between the read and the
   claim): if not, the attempt is given back and it is acknowledged superseded.
 
-A store failure here is never raised: the claim and ``before_run`` still keep
-the rule (a delivery that could not re-arm is acknowledged as a duplicate only
-if its burst's run completed; otherwise it is retried by its claim's answer).
+A store failure here is never raised: the deliveries it leaves undecided go
+back (``store_failed``, no attempt used) rather than claim, since a claim of a
+key whose last burst completed would take a later burst for a duplicate.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs._errors import StoreError
+from sqsjobs._errors import RetryableError, StoreError
 from sqsjobs.enqueue._debounce import Dedupe
 from sqsjobs.store._lease import LeaseState, Rearm
 from sqsjobs.worker._decision import Ending, Facts
@@ -45,10 +45,9 @@ def token_of(d: Delivery) -> str | None:
 class DebounceStage(Stage):
     """Superseded bursts acknowledged, completed ones re-armed for the next, reservations freed at the claim."""
 
-    def __init__(self, *, store: LeaseStore, clock: Callable[[], float], logger: Any = None) -> None:
+    def __init__(self, *, store: LeaseStore, clock: Callable[[], float]) -> None:
         self.store = store
         self.clock = clock
-        self.logger = logger
         #: the coalesced count each debounced delivery's read saw: the claim starts the next burst's count there
         self._counts: dict[str, int] = {}
 
@@ -58,11 +57,13 @@ class DebounceStage(Stage):
             return
         try:
             records = self.store.get_many([d.key for d in waiting])
-        except StoreError as error:  # the claim and before_run still keep the rule
-            if self.logger is not None:
-                self.logger.warning("could not read debounced records", extra={"error": str(error)})
+        except StoreError as error:
+            for d in waiting:
+                batch.conclude(d, Ending.STORE_FAILED,
+                               error=RetryableError(f"idempotency store unavailable: {error}"))
             return
         rearmed: set[str] = set()
+        unarmed: set[str] = set()  # keys whose re-arm failed: none of their copies may claim
         self._counts = {}
         for d in waiting:
             item, token = records.get(d.key), token_of(d)
@@ -74,11 +75,18 @@ class DebounceStage(Stage):
                 d.notes.append(SUPERSEDED_NOTE)
                 batch.conclude(d, Ending.SUPERSEDED)
                 continue
+            if d.key in unarmed:
+                batch.conclude(d, Ending.STORE_FAILED, error=RetryableError("its key's re-arm failed"))
+                continue
             if (item.state is LeaseState.DONE and item.get("outcome") == "succeeded"
                     and item.get("ran_token") != token and d.key not in rearmed):
                 rearmed.add(d.key)
                 assert token is not None
-                self.store.write(Rearm(key=d.key, token=token, now=self.clock()))
+                written = self.store.write(Rearm(key=d.key, token=token, now=self.clock()))
+                if written.error is not None:  # refused is fine: another copy re-armed it, or it ran
+                    unarmed.add(d.key)
+                    batch.conclude(d, Ending.STORE_FAILED,
+                                   error=RetryableError(f"idempotency store unavailable: {written.error}"))
 
     def claim_data(self, d: Delivery) -> Mapping[str, Any]:
         token = token_of(d)
