@@ -70,3 +70,28 @@ def test_a_deduplicated_export_is_refused_with_no_send(make_app: Any, aws: Any) 
     assert sorted(o.value for o in run_queue(app, aws)) == ["succeeded", "succeeded"]
     assert sorted(ran) == [1, 2]
     assert not export.enqueue(account_id=1).duplicate  # done: the key is free (its delivery is a duplicate)
+
+
+def test_a_window_beyond_900_s_is_one_schedule_replaced_on_each_enqueue(make_app: Any, aws: Any,
+                                                                        clock: Any) -> None:
+    import boto3
+
+    from sqsjobs.enqueue._delays import schedule_name
+
+    scheduler = boto3.client("scheduler", region_name="us-east-1")
+    scheduler.create_schedule_group(Name="jobs-delayed")
+    app = make_app(schedule_group="jobs-delayed", scheduler_client=scheduler,
+                   scheduler_role_arn="arn:aws:iam::123456789012:role/sqsjobs-SchedulerDeliveryRole")
+
+    @app.job("digest", key="digest:{user_id}", debounce=3600)
+    def digest(user_id: int, note: str) -> None: ...
+
+    for n in range(3):
+        digest.enqueue(user_id=5, note=f"n{n}")
+        clock.advance(60)
+    names = [s["Name"] for s in scheduler.list_schedules(GroupName="jobs-delayed")["Schedules"]]
+    assert names == [schedule_name("digest:5")] and queued(aws) == 0
+    body = json.loads(scheduler.get_schedule(Name=names[0], GroupName="jobs-delayed")["Target"]["Input"])
+    record = app.runtime.store.get("digest:5")
+    assert record is not None and record.get("debounce_count") == 3
+    assert body["args"]["note"] == "n2" and body["debounce"] == record.get("debounce_token")
