@@ -385,7 +385,8 @@ class JobApp:
     def status(self, key: str) -> JobStatus | None:
         """What happened to the job of ``key``: its state, attempts, last error, result and times.
 
-        ``None`` when no delivery ever claimed the key (enqueueing writes nothing).
+        ``None`` when no delivery ever claimed the key (enqueueing writes nothing, except for a
+        debounced or deduplicated job: its record then reads ``waiting`` or ``queued``).
         One consistent read of the key's record.
 
         Example:
