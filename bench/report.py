@@ -6,7 +6,7 @@ import datetime
 import statistics
 from dataclasses import dataclass, field
 
-from bench import groups
+from bench import coalescing, groups
 from bench.bundle import BundleSize
 from bench.cold_start import FirstInvocation
 from bench.figures import BATCH, LATENCY, SCENARIOS, ScenarioFigures, StubbedBatches
@@ -47,6 +47,8 @@ class Results:
     local_error: str | None = None
     flow: FlowFigures | None = None
     groups: groups.GroupFigures | None = None
+    #: debounce and dedupe, counted per request (bench/coalescing.py)
+    coalescing: coalescing.CoalescingFigures | None = None
     http: HttpCpu | None = None
     #: BENCHMARKS.md's capacity section (bench/capacity.py)
     capacity: list[str] = field(default_factory=list)
@@ -254,6 +256,8 @@ def render(r: Results) -> str:
     lines.extend(r.capacity)
     if r.groups is not None:
         lines.extend(groups.render(r.groups))
+    if r.coalescing is not None:
+        lines.extend(coalescing.render(r.coalescing))
     add(METHOD.replace("{lat}", lat))
     return "\n".join(lines) + "\n"
 

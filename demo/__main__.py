@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 
-from demo import patterns, report
+from demo import coalescing, patterns, report
 from demo.console import hold_open, start_console
 from demo.view import render
 from demo.workload import Workload, messages
@@ -52,6 +52,7 @@ class Demo:
         self.started = time.monotonic()
         self.log_path = Path(tempfile.gettempdir()) / "sqsjobs-demo-functions.log"
         self.patterns = patterns.PatternsOutcome()
+        self.coalescing = coalescing.CoalescingOutcome()
 
     def event(self, level: str, text: str) -> None:
         self.events.append((level, text))
@@ -102,9 +103,9 @@ class Demo:
                                     wall_s=time.monotonic() - self.started)
             log_file.close()
             report.show(self.console, outcome, self.workload)
-            for line in self.patterns.lines():
+            for line in self.patterns.lines() + self.coalescing.lines():
                 self.console.print(line)
-            problems = outcome.problems(self.workload) + self.patterns.problems()
+            problems = outcome.problems(self.workload) + self.patterns.problems() + self.coalescing.problems()
             for problem in problems:
                 self.console.print(f"[bold red]unexpected:[/] {problem}")
             if not problems:
@@ -113,8 +114,9 @@ class Demo:
                                    "orders went through the outbox, the reindex ran in pages, the schedule ran "
                                    "once, a job two hours ahead waited in a schedule until fired early, a job "
                                    "was looked up by key and one cancelled before delivery (not run), "
-                                   "the billing run's group reported once, and a redrive brought back the jobs "
-                                   "whose orders committed late.")
+                                   "the billing run's group reported once, 20 edits of a product reindexed it "
+                                   "once, a second export was refused at the producer, and a redrive brought "
+                                   "back the jobs whose orders committed late.")
             if self.keep:
                 hold_open(self.console, cloud, operator_console)
             operator_console.stop()
@@ -165,6 +167,9 @@ class Demo:
         patterns.delay_and_fire_early(cloud, app, self.patterns, wait=lambda ready: self._wait(ready, stop, 30.0))
         self.phase = "job lifecycle: a status lookup by key, a cancel before delivery"
         patterns.look_up_and_cancel(cloud, app, self.patterns, wait=lambda ready: self._wait(ready, stop, 30.0))
+        self.phase = "debounce and dedupe: 20 product edits -> 1 reindex, a second export refused"
+        self.coalescing = coalescing.run(cloud.clients.get("sqs"), cloud.clients.get("dynamodb"),
+                                         cloud.function_env("WorkerFunction")["SQSJOBS_TABLE"])
         self.phase = "poison messages"
         for message in messages(app, w.poison):
             self.sent += 1

@@ -267,8 +267,10 @@ class JobApp:
         if not isinstance(job, str):
             if kwargs:
                 raise ConfigurationError("enqueue(message) takes no other arguments: the message carries them")
-            return self.runtime.send(job)
-        return self.runtime.send(self.message(job, **kwargs))
+            from sqsjobs.enqueue._debounce import send_prepared
+
+            return send_prepared(self.runtime, job)
+        return self.runtime.job(job).enqueue(**kwargs)  # debounce and dedupe are the job's: Job.enqueue has them
 
     def enqueue_many(self, messages: Iterable[JobMessage], *, progress: bool | None = None) -> EnqueueReport:
         """Send many messages: full ``SendMessageBatch`` calls, and a schedule each for those due beyond 900 s.
@@ -291,7 +293,9 @@ class JobApp:
 
         batch = list(messages)
         with progress_bar(len(batch), "enqueueing", show=progress) as advance:
-            return self.runtime.send_many(batch, on_progress=advance)
+            from sqsjobs.enqueue._debounce import dedupe_many
+
+            return dedupe_many(self.runtime, batch, lambda kept: self.runtime.send_many(kept, on_progress=advance))
 
     def transaction(self, *, client: DynamoDBClient | None = None, outbox_table: str | None = None) -> Transaction:
         """Business writes and job enqueues in one DynamoDB transaction (the outbox).
@@ -382,7 +386,8 @@ class JobApp:
     def status(self, key: str) -> JobStatus | None:
         """What happened to the job of ``key``: its state, attempts, last error, result and times.
 
-        ``None`` when no delivery ever claimed the key (enqueueing writes nothing).
+        ``None`` when no delivery ever claimed the key (enqueueing writes nothing, except for a
+        debounced or deduplicated job: its record then reads ``waiting`` or ``queued``).
         One consistent read of the key's record.
 
         Example:

@@ -31,7 +31,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 #: keyword names ``enqueue``/``message`` keep for themselves
-ENQUEUE_OPTIONS = ("delay", "eta", "replace", "group", "trace_id", "expires_in", "tenant")
+ENQUEUE_OPTIONS = ("delay", "eta", "replace", "group", "trace_id", "expires_in", "tenant", "debounce")
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -159,7 +159,7 @@ class Job(Generic[P, R]):
     def enqueue(
         self, *, delay: float | timedelta = 0, eta: datetime | None = None, replace: bool = False,
         group: str | None = None, trace_id: str | None = None, expires_in: float | None = None,
-        tenant: str | None = None, **args: Any
+        tenant: str | None = None, debounce: float | None = None, **args: Any
     ) -> str:
         """Send one job message to the job's queue; returns the SQS message id, or for a long delay a ``ScheduledJob``.
 
@@ -175,9 +175,52 @@ class Job(Generic[P, R]):
         running) and ``tenant`` (a standard queue's ``MessageGroupId``: SQS fair
         queues keep one noisy tenant from delaying the others; refused on a FIFO
         queue) are enqueue options too, not job arguments.
+
+        ``debounce`` (seconds) overrides the job's window: the enqueue joins
+        its key's burst, which runs once, that long after its last enqueue,
+        with the last arguments. A job declared with ``dedupe`` returns a
+        ``Receipt`` (``duplicate=True`` when its key was already queued or
+        running, and nothing was sent). docs/jobs.md has both.
+
+        Example:
+            >>> from sqsjobs import JobApp, Outcome
+            >>> app = JobApp()
+            >>> @app.job("reindex", key="reindex:{product_id}", debounce=30)
+            ... def reindex(product_id: int, title: str) -> None:
+            ...     print("reindex", product_id, title)
+            >>> with app.testing() as t:
+            ...     for n in range(20):
+            ...         _ = reindex.enqueue(product_id=7, title=f"edit {n}")
+            ...     _ = t.drain()
+            ...     t.count(Outcome.SUCCEEDED), t.count(Outcome.SUPERSEDED)
+            reindex 7 edit 19
+            (1, 19)
         """
-        return self.runtime.send(self.message(delay=delay, eta=eta, replace=replace, group=group, trace_id=trace_id,
-                                          expires_in=expires_in, tenant=tenant, **args))
+        from sqsjobs.enqueue._debounce import debounce_seconds, dedupe_hold, send_debounced, send_deduplicated
+
+        if debounce is not None and self.options.debounce is None:
+            raise InvalidArgumentsError(
+                f"job {self.name!r}: debounce= overrides the window of a job declared with debounce=SECONDS; "
+                "declare this one with it (its bursts' arguments differ, so its key may not hash them)")
+        window = debounce_seconds(self.name, debounce, error=InvalidArgumentsError) if debounce is not None \
+            else self.options.debounce
+        if window is not None:
+            if self.options.dedupe is not None:
+                raise InvalidArgumentsError(f"job {self.name!r}: debounce does not combine with dedupe")
+            if delay or eta is not None:
+                raise InvalidArgumentsError(f"job {self.name!r}: a debounced enqueue is due a window after it "
+                                            "(debounce=); it takes no delay or eta")
+            return send_debounced(self.runtime, self.message(
+                delay=window, replace=True, group=group, trace_id=trace_id, expires_in=expires_in, tenant=tenant,
+                **args))
+        message = self.message(delay=delay, eta=eta, replace=replace, group=group, trace_id=trace_id,
+                               expires_in=expires_in, tenant=tenant, **args)
+        if self.options.dedupe is not None:
+            now = self.runtime.clock()
+            wait = message.due_at - now if message.due_at is not None else float(message.delay)
+            return send_deduplicated(self.runtime, message, self.options.dedupe,
+                                     dedupe_hold(self.options, self.runtime.settings, wait))
+        return self.runtime.send(message)
 
     def key_for(self, args: Mapping[str, Any]) -> str:
         """The idempotency key for these (already validated) arguments.
@@ -217,8 +260,12 @@ class Job(Generic[P, R]):
         return key
 
     def fingerprint(self, args: Mapping[str, Any]) -> str:
-        """What a key's record remembers of the call: a hash of the job and its arguments (``key_conflict``)."""
-        return args_digest(self.name, args)
+        """What a key's record remembers of the call: a hash of the job and its arguments (``key_conflict``).
+
+        A debounced job's bursts of one key carry different arguments by design
+        (the last enqueue's win), so its fingerprint is the job's alone.
+        """
+        return args_digest(self.name, {} if self.options.debounce is not None else args)
 
     def _format(self, template: str, args: Mapping[str, Any]) -> str:
         return template.format_map({**self._defaults, **args})

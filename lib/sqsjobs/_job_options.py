@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs._backoff import BackoffPolicy
 from sqsjobs._errors import ConfigurationError, PermanentError, RetryableError
+from sqsjobs.enqueue._debounce import Dedupe
 from sqsjobs.enqueue._routing import DEFAULT_QUEUE
 
 if TYPE_CHECKING:
@@ -65,6 +66,10 @@ class JobOptions:
     queue: str = DEFAULT_QUEUE
     #: add a ``Tenant`` dimension (the enqueue's ``tenant=``) to the job's metrics
     tenant_metrics: bool = False
+    #: coalesce a burst of enqueues of one key: run once, this many seconds after the last (enqueue/_debounce.py)
+    debounce: float | None = None
+    #: refuse an enqueue of a key already queued (``until_started``) or not yet done (``until_done``)
+    dedupe: Dedupe | None = None
 
     def classify(self, error: BaseException) -> Classification:
         """``'retry'`` or ``'permanent'`` for an exception the job raised.
@@ -122,7 +127,7 @@ MAX_JOB_NAME = 80
 #: the options ``JobApp.job`` takes, for error messages
 JOB_OPTIONS = ("key", "group", "max_attempts", "backoff_base", "backoff_cap", "jitter", "retry_on", "permanent_on",
                "time_limit", "version", "chunked", "store_result", "expires_in", "on_crash", "limits", "queue",
-               "tenant_metrics")
+               "tenant_metrics", "debounce", "dedupe")
 
 
 def declare_options(
@@ -147,6 +152,8 @@ def declare_options(
     limits: Iterable[str] = (),
     queue: str = DEFAULT_QUEUE,
     tenant_metrics: bool = False,
+    debounce: float | None = None,
+    dedupe: Dedupe | str | None = None,
     **unknown: Any,
 ) -> JobOptions:
     """The options of job ``name``, checked against the app's settings and limiters (docs/jobs.md lists them).
@@ -161,7 +168,7 @@ def declare_options(
         sqsjobs.ConfigurationError: job 'sync-account': unknown option(s) 'max_retries' (Celery) → use \
 max_attempts (= max_retries + 1: sqsjobs counts the first run). Options: key, group, max_attempts, backoff_base, \
 backoff_cap, jitter, retry_on, permanent_on, time_limit, version, chunked, store_result, expires_in, on_crash, limits, \
-queue, tenant_metrics
+queue, tenant_metrics, debounce, dedupe
     """
     if "expires" in unknown and expires_in is None:
         expires_in = unknown.pop("expires")  # Celery's name for it
@@ -177,7 +184,20 @@ queue, tenant_metrics
         permanent_on=_exception_classes(name, "permanent_on", permanent_on), time_limit=time_limit,
         version=version, store_result=store_result, expires_in=expires_in, on_crash=on_crash, chunked=chunked,
     )
-    return _flow_options(name, options, settings, limiters, limits=limits, queue=queue, tenant_metrics=tenant_metrics)
+    options = _flow_options(name, options, settings, limiters, limits=limits, queue=queue,
+                            tenant_metrics=tenant_metrics)
+    return _coalescing(name, options, debounce=debounce, dedupe=dedupe, chunked=chunked)
+
+
+def _coalescing(name: str, options: JobOptions, *, debounce: Any, dedupe: Any, chunked: bool) -> JobOptions:
+    """``options`` with ``debounce``/``dedupe`` checked (enqueue/_debounce.py)."""
+    from dataclasses import replace
+
+    from sqsjobs.enqueue._debounce import check_coalescing, debounce_seconds, dedupe_mode
+
+    window, mode = debounce_seconds(name, debounce), dedupe_mode(name, dedupe)
+    check_coalescing(name, debounce=window, dedupe=mode, chunked=chunked)
+    return replace(options, debounce=window, dedupe=mode)
 
 
 def _options(name: str, settings: Settings, *, backoff_base: float | None, backoff_cap: float | None,

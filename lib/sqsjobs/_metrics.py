@@ -44,13 +44,18 @@ DEAD_LETTERED: Final = "JobDeadLettered"
 DUPLICATE: Final = "JobDuplicate"
 CANCELLED: Final = "JobCancelled"
 EXPIRED: Final = "JobExpired"
+#: a debounced delivery whose burst a later enqueue replaced: acknowledged without running (worker)
+SUPERSEDED: Final = "JobSuperseded"
+#: a deduplicated enqueue refused at the producer: its key was queued or running (enqueue/_debounce.py)
+DEDUPLICATED: Final = "JobDeduplicated"
 #: a job now waits in a one-time schedule: a delayed enqueue (producer) or a retry beyond 12 hours (worker)
 SCHEDULED: Final = "JobScheduled"
 
 #: a job over one of its limiters went back without using an attempt (dimension ``Limiter``)
 DEFERRED: Final = "JobDeferred"
 
-COUNTS: Final = (SUCCEEDED, FAILED, RETRIED, DEAD_LETTERED, DUPLICATE, CANCELLED, EXPIRED, SCHEDULED, DEFERRED)
+COUNTS: Final = (SUCCEEDED, FAILED, RETRIED, DEAD_LETTERED, DUPLICATE, CANCELLED, EXPIRED, SCHEDULED, DEFERRED,
+                 SUPERSEDED, DEDUPLICATED)
 ALL_METRICS: Final = (DURATION, *COUNTS)
 # The failure-rate alarm divides FAILED by (SUCCEEDED + FAILED) on {service}.
 FAILURE_RATE_INPUTS: Final = (SUCCEEDED, FAILED)

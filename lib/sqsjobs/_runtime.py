@@ -275,6 +275,7 @@ class Runtime:
 
     def _stages(self) -> list[Any]:
         """The features that plug into the batch flow, in the order their hooks run (worker/_stages.py)."""
+        from sqsjobs.enqueue._debounce_stage import DebounceStage
         from sqsjobs.flow._stage import LimitsStage
         from sqsjobs.worker._cancellation import CancellationStage
         from sqsjobs.worker._expiry import ExpiryStage
@@ -285,6 +286,7 @@ class Runtime:
         return [
             ExpiryStage(record_ttl=self.settings.record_ttl, clock=self.clock),
             FifoOrderStage(),
+            DebounceStage(store=self.store, clock=self.clock),
             LimitsStage(store=self.store, limiters=self.registry.limiters, clock=self.clock, sleep=self.sleep,
                         logger=self.logger),
             CancellationStage(self.store),

@@ -3,8 +3,8 @@
 Hypothesis draws a story (enqueues and duplicate sends, groups whose members
 are also sent alone or were done before, chains, cancels, two deploys of a
 job, two jobs on one key template, limiter deferrals, kills before and after a
-side effect, a second invocation running inside a job, store errors on any
-write, SQS errors on the DLQ send and on visibility changes, redrives of the
+side effect, a second invocation running inside a job, debounced bursts and
+deduplicated enqueues, store errors on any write, SQS errors on the DLQ send and on visibility changes, redrives of the
 DLQ, schedule fires and the same periods sent from a queue, time passing), runs it against the real worker
 (``tests/model/world.py``), checks the invariants after every step and, once
 the story is over, settles the world and checks what must hold at rest. A
@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from model.world import FAULTS, MEMBER_JOBS, PLAIN_JOBS, PLANS, GroupBook, World, fault_matcher
 
-from sqsjobs import StoreError
+from sqsjobs import EnqueueError, StoreError
 from sqsjobs.ops._redrive import redrive
 from sqsjobs.ops._redrive_options import RedriveOptions
 
@@ -96,6 +96,32 @@ class RuntimeModel(RuleBasedStateMachine):
         except StoreError:
             return
         self.world.chains.append(list(messages))
+
+    @rule(n=st.integers(min_value=0, max_value=1), app=apps)
+    def enqueue_debounced(self, n: int, app: int) -> None:
+        """An edit of a debounced key (each with its own ``v``: a burst's arguments name it)."""
+        w = self.world
+        w.edits += 1
+        try:
+            w.apps[app].jobs["deb"].enqueue(n=n, v=w.edits)
+        except EnqueueError:
+            return  # the token could not be written: nothing was sent
+        w.ledger.last_burst[f"deb:{n}"] = w.edits
+        item = w.store.get(f"deb:{n}")
+        assert item is not None
+        w.ledger.tokens[item.get("debounce_token")] = w.edits
+
+    @rule(job=st.sampled_from(["dd", "ds"]), n=keys, app=apps)
+    def enqueue_deduplicated(self, job: str, n: int, app: int) -> None:
+        w = self.world
+        sent = len(w.sqs.sent_to(w.queue))
+        try:
+            receipt = w.apps[app].jobs[job].enqueue(n=n)
+        except EnqueueError:
+            return
+        if receipt.duplicate:
+            assert len(w.sqs.sent_to(w.queue)) == sent, "a refused enqueue sent a message"
+            w.refused(job, f"{job}:{n}")
 
     @rule(job=st.sampled_from(PLAIN_JOBS), n=keys)
     def cancel(self, job: str, n: int) -> None:

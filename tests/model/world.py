@@ -23,7 +23,15 @@ The invariants (docs/reliability.md states them for users):
 4. no limiter is exceeded (rate: starts in any window; concurrency: runs at once);
 5. nothing but an invocation's own death escapes ``handle_batch``;
 6. a key never runs twice at once, and a delivery of another job's key is
-   never taken for its duplicate.
+   never taken for its duplicate;
+7. debounce (job ``deb``, each enqueue's ``v`` unique): side effects per burst
+   (its ``v``) obey invariant 2, runs of one key never overlap, a delivery
+   acknowledged as superseded carries a token that is not its key's latest
+   (``JobSuperseded`` counts each), and once settled the last burst of every
+   key ran with its arguments, unless its message is in the DLQ;
+8. dedupe (``dd`` until_done, ``ds`` until_started): a refused enqueue sent
+   nothing (``JobDeduplicated`` counts each) and its key had a message in the
+   jobs queue or the DLQ, or (``dd``) a run holding it.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ FUNCTION_TIMEOUT = 60.0
 RATE, PER = 2, 10.0
 SLOTS = 1
 EXPIRES_IN = 40.0
+DEBOUNCE = 4.0
 #: the jobs a rule may enqueue alone or as members and steps
 PLAIN_JOBS = ("a", "b", "c", "lim", "conc", "exp")
 MEMBER_JOBS = ("a", "b", "c", "exp")
@@ -120,6 +129,12 @@ class Ledger:
     cancelled_or_expired: Counter[Outcome] = field(default_factory=Counter)
     #: keys whose job reached a terminal outcome at least once (succeeded, cancelled, expired, dead-lettered)
     ended: set[str] = field(default_factory=set)
+    #: a debounced key -> the ``v`` of its last enqueue that wrote its token
+    last_burst: dict[str, int] = field(default_factory=dict)
+    superseded: int = 0
+    #: a burst token -> the ``v`` of the enqueue that wrote it
+    tokens: dict[str, int] = field(default_factory=dict)
+    deduplicated: int = 0
 
 
 class World:
@@ -145,6 +160,8 @@ class World:
         self.redriven: set[str] = set()
         self._emitted: Counter[str] = Counter()
         self._metrics_read = 0
+        #: the ``v`` of the last debounced enqueue (each one's is unique)
+        self.edits = 0
         self.apps = [self._app(version) for version in (1, 2)]
 
     # ------------------------------------------------------------ the apps
@@ -190,6 +207,18 @@ class World:
         def exp(n: int) -> None:
             self.execute("exp", f"exp:{n}")
 
+        @app.job("deb", key="deb:{n}", debounce=DEBOUNCE)
+        def deb(n: int, v: int) -> None:
+            self.execute_debounced(n, v)
+
+        @app.job("dd", key="dd:{n}", dedupe="until_done")
+        def dd(n: int) -> None:
+            self.execute("dd", f"dd:{n}")
+
+        @app.job("ds", key="ds:{n}", dedupe="until_started")
+        def ds(n: int) -> None:
+            self.execute("ds", f"ds:{n}")
+
         @app.job("report", key="report:{g}")
         def report(g: str) -> None:
             self.callback(g)
@@ -233,6 +262,22 @@ class World:
                 raise Killed(key)
         finally:
             led.active[key] -= 1
+
+    def execute_debounced(self, n: int, v: int) -> None:
+        """One run of a debounced burst: the burst (``v``) is the unit of side effects, the key that of overlap."""
+        key = f"deb:{n}"
+        if self.ledger.active[key]:
+            self.ledger.violations.append(f"{key} started while another run of it was still going")
+        item = self.store.get(key)
+        latest = item.get("debounce_token") if item is not None else None
+        if latest is None or self.ledger.tokens.get(latest) != v:
+            self.ledger.violations.append(f"{key} ran burst v={v}, but its latest burst is "
+                                          f"v={self.ledger.tokens.get(latest or '')}")
+        self.ledger.active[key] += 1
+        try:
+            self.execute("deb", f"{key}@{v}")
+        finally:
+            self.ledger.active[key] -= 1
 
     def callback(self, g: str) -> None:
         """A group's callback ran: once, and only after every member is terminal."""
@@ -291,6 +336,7 @@ class World:
             self._nest = None
             self._invocations.pop()
         failed = set(result.failures)
+        bodies = {m.message_id: m.body for m in taken}
         for key in getattr(result, "unrecorded", ()):
             self.ledger.unrecorded[key] += 1
         for d in result.deliveries:
@@ -302,10 +348,30 @@ class World:
                 self.ledger.ended.add(d.key)
             if d.outcome in (Outcome.CANCELLED, Outcome.EXPIRED):
                 self.ledger.cancelled_or_expired[d.outcome] += 1
+            if d.outcome is Outcome.SUPERSEDED:
+                self.ledger.superseded += 1
+                self._check_superseded(d, bodies[d.message_id])
             self._check_ack(d)
         for message in taken:
             if message.message_id not in failed:
                 self.sqs.remove(message)
+
+    def _check_superseded(self, d: Any, body: str) -> None:
+        token = json.loads(body).get("debounce")
+        item = self.store.get(d.key)
+        if token is None or item is None or item.get("debounce_token") == token:
+            self.ledger.violations.append(f"{d.message_id} acknowledged as superseded, but its token {token} is "
+                                          f"{d.key}'s latest")
+
+    def refused(self, job: str, key: str) -> None:
+        """A deduplicated enqueue was refused: a request of its key must be queued (or, for dd, running)."""
+        self.ledger.deduplicated += 1
+        in_queue = any(json.loads(m.body).get("key") == key for m in self.sqs.messages(self.queue))
+        in_dlq = any(json.loads(m.body).get("key") == key for m in self.sqs.messages(self.dlq))
+        item = self.store.get(key)
+        running = job == "dd" and item is not None and item.held_live(self.clock())
+        if not (in_queue or in_dlq or running):
+            self.ledger.violations.append(f"an enqueue of {key} was refused, but no request of it is queued")
 
     def _check_ack(self, d: Any) -> None:
         """An acknowledged delivery ran, or its key was completed, cancelled, or it expired, or is dead-lettered."""
@@ -350,6 +416,8 @@ class World:
         for outcome, metric in ((Outcome.CANCELLED, "JobCancelled"), (Outcome.EXPIRED, "JobExpired")):
             assert emitted[metric] == led.cancelled_or_expired[outcome], (
                 f"{metric}: {emitted[metric]} counted, {led.cancelled_or_expired[outcome]} deliveries")
+        assert emitted["JobSuperseded"] == led.superseded, (emitted["JobSuperseded"], led.superseded)
+        assert emitted["JobDeduplicated"] == led.deduplicated, (emitted["JobDeduplicated"], led.deduplicated)
 
     def settle(self) -> None:
         """Run everything to the end without faults, then check what must hold once nothing is moving."""
@@ -368,6 +436,11 @@ class World:
                 kills = self.ledger.killed_late[letter.message_id]
                 assert kills > BACKSTOP_SLACK, (
                     f"letter {letter.message_id} has no reason the worker wrote ({kills} killed late receives)")
+        for key, v in self.ledger.last_burst.items():
+            lettered = any(json.loads(m.body).get("args", {}).get("v") == v and json.loads(m.body).get("key") == key
+                           for m in self.sqs.messages(self.dlq))
+            assert self.ledger.effects[f"{key}@{v}"] >= 1 or lettered, (
+                f"{key}'s last burst (v={v}) never ran and is not in the DLQ")
         for book in self.groups:
             status = self.apps[1].group_status(book.id)
             assert status is not None, book.id

@@ -12,7 +12,20 @@ from pynamodb.expressions.operand import Value
 from sqsjobs.store import _dynamodb as dynamodb_store
 from sqsjobs.store import _rules as r
 from sqsjobs.store._dynamodb import prepare
-from sqsjobs.store._lease import Acquire, Amend, Annotate, Close, Complete, HandOver, LeaseState, Operation, Release
+from sqsjobs.store._lease import (
+    Acquire,
+    Amend,
+    Annotate,
+    Close,
+    Complete,
+    Debounce,
+    HandOver,
+    LeaseState,
+    Operation,
+    Rearm,
+    Release,
+    Reserve,
+)
 
 texts = st.text(min_size=1, max_size=30).filter(lambda s: "\x00" not in s)
 times = st.floats(min_value=0, max_value=4e9, allow_nan=False) | st.integers(min_value=0, max_value=4_000_000_000)
@@ -53,6 +66,10 @@ ops = st.one_of(
               not_in_set=st.dictionaries(sets, st.integers(0, 99), max_size=1),
               add_to_set=st.dictionaries(sets, st.integers(0, 99), max_size=1)),
     st.builds(Annotate, key=texts, now=times, data=data),
+    st.builds(Debounce, key=texts, job=texts, token=texts, now=times, due=times, expires_at=times),
+    st.builds(Rearm, key=texts, token=texts, now=times),
+    st.builds(Reserve, key=texts, job=texts, request=texts, now=times, until=times, expires_at=times,
+              until_done=st.booleans()),
 )
 
 

@@ -31,8 +31,8 @@ def describe_jobs(app: JobApp) -> list[dict[str, Any]]:
         >>> row = describe_jobs(app)[0]
         >>> row["name"], row["key"], row["max_attempts"], row["retry_on"], row["parameters"]
         ('sync-account', 'sync:{account_id}', 3, ['TimeoutError'], ['account_id'])
-        >>> row["queue"], row["limits"]
-        ('default', [])
+        >>> row["queue"], row["limits"], row["debounce"], row["dedupe"]
+        ('default', [], None, None)
     """
     rows = []
     for name in sorted(app.jobs):
@@ -58,6 +58,8 @@ def describe_jobs(app: JobApp) -> list[dict[str, Any]]:
             "queue": options.queue,
             "limits": list(options.limits),
             "tenant_metrics": options.tenant_metrics,
+            "debounce": options.debounce,
+            "dedupe": None if options.dedupe is None else options.dedupe.value,
         })
     return rows
 
@@ -102,6 +104,10 @@ def _print_table(rows: list[dict[str, Any]], app_spec: str) -> None:
         table.add_column(column, overflow="fold")
     for row in rows:
         kind = "chunked" if row["chunked"] else (f"scheduled {row['schedule']}" if row["schedule"] else "job")
+        if row.get("debounce") is not None:
+            kind += f", debounce {row['debounce']:g} s"
+        if row.get("dedupe") is not None:
+            kind += f", dedupe {row['dedupe']}"
         backoff = f"{row['backoff_base']:g}..{row['backoff_cap']:g} s" + ("" if row["jitter"] else " (no jitter)")
         table.add_row(row["name"], row["key"], str(row["max_attempts"]), backoff, ", ".join(row["retry_on"]),
                       ", ".join(row["permanent_on"]) or "-",

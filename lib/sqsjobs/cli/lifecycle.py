@@ -65,7 +65,12 @@ def register(app: typer.Typer) -> None:
 
         console = command_console(stderr=json_output)
         with exit_on_errors(console):
-            status = table_app(table, endpoint_url, region).status(key)
+            app = table_app(table, endpoint_url, region)
+            status = app.status(key)
+            if status is not None and (view := waiting_view(app, key)) is not None:
+                show(console, view, json_output=json_output, render=render_waiting, missing="",
+                     as_json=lambda view: view.to_dict())
+                return
             if status is None and schedule_group:
                 from sqsjobs._clients import operator_client
 
@@ -157,6 +162,31 @@ def render(console: Any, status: JobStatus) -> None:
              for name in ("enqueued_at", "started_at", "finished_at", "updated_at")]
     for name, value in rows:
         table.add_row(name, "-" if value is None else str(value))
+    console.print(table)
+
+
+def waiting_view(app: JobApp, key: str) -> Any:
+    """A debounced key's waiting burst, or a deduplicated key's reservation (enqueue/_debounce.py), or None."""
+    from sqsjobs.enqueue._debounce import coalescing
+
+    item = app.runtime.store.get(key)
+    return None if item is None else coalescing(item, now=app.runtime.clock())
+
+
+def render_waiting(console: Any, view: Any) -> None:
+    """A debounced burst waiting (due time, requests coalesced) or a deduplicated request holding its key."""
+    from rich.table import Table as RichTable
+
+    table = RichTable(title=f"job {view.key}", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    rows = [("job", view.job or "-"), ("state", view.state)]
+    if view.state == "waiting":
+        rows += [("due at", when(view.due_at) or "-"), ("coalesced", f"{view.coalesced} request(s) (debounce)")]
+    else:
+        rows += [("held by", f"request {view.request} ({view.dedupe})"), ("held until", when(view.held_until) or "-")]
+    for name, value in rows:
+        table.add_row(name, value)
     console.print(table)
 
 

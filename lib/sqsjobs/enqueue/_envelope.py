@@ -107,6 +107,8 @@ class Envelope:
     member_of: MemberOf | None = None
     #: the chain this message is a step of
     step_of: StepOf | None = None
+    #: a debounced enqueue's burst token: the delivery runs only while it is the key's latest (enqueue/_debounce.py)
+    debounce: str | None = None
     v: int = ENVELOPE_VERSION
 
     def encode(self) -> str:
@@ -126,6 +128,8 @@ class Envelope:
             body["member_of"] = self.member_of.wire()
         if self.step_of is not None:
             body["step_of"] = self.step_of.wire()
+        if self.debounce is not None:
+            body["debounce"] = self.debounce
         return json.dumps(body, separators=(",", ":"), sort_keys=True, allow_nan=False)
 
     @classmethod
@@ -185,10 +189,13 @@ class Envelope:
             raise MalformedMessageError("'expires_in' must be a positive number of seconds")
         member = _relation(data.get("member_of"), "member_of", "group", "shard", optional="index")
         step = _relation(data.get("step_of"), "step_of", "chain", "step")
+        debounce = data.get("debounce")
+        if debounce is not None and (not isinstance(debounce, str) or not RELATION_ID.fullmatch(debounce)):
+            raise MalformedMessageError("'debounce' must be 1..64 letters, digits, '-' or '_'")
         # A missing key is filled in by the consumer from the job's key template.
         return cls(job=job, key=key or "", args=args, job_version=job_version, enqueued_at=enqueued_at,
                    expires_in=expires_in, member_of=None if member is None else MemberOf(*member),
-                   step_of=None if step is None else StepOf(*step), v=version)
+                   step_of=None if step is None else StepOf(*step), debounce=debounce, v=version)
 
 
 def _relation(value: Any, name: str, id_name: str, index_name: str,

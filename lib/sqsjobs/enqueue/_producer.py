@@ -84,6 +84,8 @@ class EnqueueReport:
     #: SQS requests made, botocore's own retries included
     calls: int = 0
     scheduled: dict[int, ScheduledJob] = field(default_factory=dict)
+    #: deduplicated jobs refused at the producer (their key was queued, or repeated in the list): the holder's receipt
+    duplicates: dict[int, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

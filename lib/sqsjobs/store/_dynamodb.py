@@ -320,6 +320,8 @@ def render_update(update: r.Update) -> Action:
     value = _operand(attribute, update.operand)
     if isinstance(update, r.Set):
         return path.set(value)
+    if isinstance(update, r.SetIfMissing):
+        return path.set(path | value)  # SET f = if_not_exists(f, :v)
     if isinstance(update, r.Add | r.AddToSet):
         return path.add(value)
     return path.delete(value)

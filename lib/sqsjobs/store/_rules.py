@@ -256,7 +256,19 @@ class DeleteFromSet:
     operand: Operand
 
 
-Update = Set | Remove | Add | AddToSet | DeleteFromSet
+@dataclass(frozen=True)
+class SetIfMissing:
+    """``field`` takes the operand's value only when the item has no ``field`` (DynamoDB's ``if_not_exists``).
+
+    One write can then create an item whole or touch an existing one without
+    changing its state (a debounce's or a dedupe's enqueue: enqueue/_debounce.py).
+    """
+
+    field: str
+    operand: Operand
+
+
+Update = Set | SetIfMissing | Remove | Add | AddToSet | DeleteFromSet
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -294,7 +306,12 @@ class Rule:
                 target[update.field] = None
                 continue
             value = _value(update.operand, values)
-            if update.field == "status":
+            if isinstance(update, SetIfMissing):
+                if update.field == "status":
+                    status = status or value
+                elif target.get(update.field) is None:
+                    target[update.field] = value
+            elif update.field == "status":
                 status = value
             elif isinstance(update, Set):
                 target[update.field] = value

@@ -131,6 +131,17 @@ class TableItem(Model):
     cursor = UnicodeAttribute(null=True)
     prev_cursor = UnicodeAttribute(null=True)
     pages_done = NumberAttribute(null=True)
+    # -- a debounced key (sqsjobs.enqueue._debounce): the latest burst's token, when it is due, how many
+    # requests it coalesced (a running total), and the token the key's last claim was for
+    debounce_token = UnicodeAttribute(null=True)
+    debounce_due = NumberAttribute(null=True)
+    debounce_count = NumberAttribute(null=True)
+    debounce_base = NumberAttribute(null=True)
+    ran_token = UnicodeAttribute(null=True)
+    # -- a deduplicated key (sqsjobs.enqueue._debounce): the request that holds it, and until when at most
+    queued_id = UnicodeAttribute(null=True)
+    queued_until = NumberAttribute(null=True)
+    queued_mode = UnicodeAttribute(null=True)
 
 
 #: attribute name in the table -> the model's attribute, for serializing values by name

@@ -86,10 +86,11 @@ OUTCOME_METRICS = {
     Outcome.DEAD_LETTERED: m.DEAD_LETTERED,
     Outcome.CANCELLED: m.CANCELLED,
     Outcome.EXPIRED: m.EXPIRED,
+    Outcome.SUPERSEDED: m.SUPERSEDED,
     Outcome.DEFERRED: m.DEFERRED,
 }
 #: outcomes of deliveries acknowledged without running: counted only once they are
-UNRUN_ACKS = frozenset({Outcome.DUPLICATE, Outcome.CANCELLED, Outcome.EXPIRED})
+UNRUN_ACKS = frozenset({Outcome.DUPLICATE, Outcome.CANCELLED, Outcome.EXPIRED, Outcome.SUPERSEDED})
 #: a claim's verdict → how the delivery ends without running
 VERDICT_ENDINGS = {
     Verdict.DUPLICATE: Ending.DUPLICATE,
@@ -252,7 +253,7 @@ class Consumer:
             key=d.key, job=d.job.name, owner=batch.owner, now=batch.now, lease_until=batch.lease_until,
             expires_at=expiry(batch.now, self.settings.record_ttl, batch.lease_until),
             fingerprint=d.job.fingerprint(d.args or {}), fp_version=d.job.options.version,
-            message_id=d.message_id, enqueued_at=d.envelope.enqueued_at,
+            message_id=d.message_id, enqueued_at=d.envelope.enqueued_at, extra=self.stages.claim_data(d),
         )
 
     def _on_claim(self, batch: Batch, d: Delivery, claim: ClaimResult) -> None:

@@ -12,7 +12,7 @@ draws the jitter), and tests/unit/test_decision.py checks them as a table.
     ------------------------------------  -----------------------------------------------------
     succeeded                             acknowledge
     a duplicate / already dead-lettered   acknowledge, without running
-    cancelled, expired                    acknowledge, without running (each with its metric)
+    cancelled, expired, superseded        acknowledge, without running (each with its metric)
     failed, retryable, attempts left      back after full jitter: min(cap, base * 2**(attempt-1))
     failed, permanent or last attempt     dead-letter: permanent / exhausted
     attempts used up before it ran        dead-letter: lost (the last run died) / exhausted
@@ -67,6 +67,7 @@ class Ending(StrEnum):
     MALFORMED = "malformed"
     TOO_NEW = "too_new"
     EXPIRED = "expired"
+    SUPERSEDED = "superseded"
     CANCELLED = "cancelled"
     DUPLICATE = "duplicate"
     ALREADY_DEAD_LETTERED = "already_dead_lettered"
@@ -179,6 +180,8 @@ def _first(f: Facts, random: RandomSource | None) -> Decision:
         return ack(Outcome.CANCELLED)
     if e is Ending.EXPIRED:
         return ack(Outcome.EXPIRED)
+    if e is Ending.SUPERSEDED:
+        return ack(Outcome.SUPERSEDED)
     if e is Ending.FAILED:
         assert f.error is not None
         if f.permanent:

@@ -87,6 +87,7 @@ class Outcome(StrEnum):
     DUPLICATE = "duplicate"  #: completed before (or earlier in this batch): acknowledged without running
     CANCELLED = "cancelled"  #: its key was cancelled: acknowledged without running
     EXPIRED = "expired"  #: older than its ``expires_in``: acknowledged without running
+    SUPERSEDED = "superseded"  #: a debounced burst a later enqueue replaced: acknowledged without running
     RETRY = "retry"  #: reported failed, visible again after ``delay``
     DEAD_LETTERED = "dead_lettered"  #: sent to the DLQ with its reason, then acknowledged
     UNSTARTED = "unstarted"  #: not started (the deadline, a lease held elsewhere): back at once, no attempt used

@@ -35,7 +35,8 @@ attempts, while ``JobStatus.attempts`` still counts every run.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -95,6 +96,8 @@ class Claim:
     enqueued_at: float | None = None
     #: what a scheduled job's tick claims: the period its record is (the console lists the periods by it)
     period: str | None = None
+    #: fields a stage writes with the claim (``Stage.claim_data``: a debounced burst's token)
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def operation(self) -> Acquire:
         """The lease acquire that claims the key."""
@@ -104,7 +107,7 @@ class Claim:
             count_attempt=True,
             data={"job": self.job, "outcome": JobState.RUNNING.value, "started_at": self.now, "updated_at": self.now,
                   "enqueued_at": self.enqueued_at, "finished_at": None, "cancel_requested": None,
-                  **({"period": self.period} if self.period is not None else {})},
+                  **({"period": self.period} if self.period is not None else {}), **self.extra},
         )
 
 

@@ -15,6 +15,7 @@ one decision (``worker/_decision.py``) turns them into what happens.
 The stages sqsjobs plugs in, each in the module of its feature:
 
 - ``worker/_expiry.py`` (``expires_in``: too old to run, acknowledged with its metric);
+- ``enqueue/_debounce_stage.py`` (``debounce``: a superseded burst acknowledged; ``dedupe``: the claim frees the key);
 - ``flow/_stage.py`` (limiters: tokens and slots taken before the claim, checked at each start);
 - ``worker/_fifo.py`` (FIFO order: nothing of a group runs after one of it goes back);
 - ``worker/_time_limit.py`` and ``worker/_cancellation.py`` (around the job's call);
@@ -51,6 +52,10 @@ class Stage:
     def before_claim(self, batch: Batch) -> None:
         """Every record is decoded: conclude those that must not be claimed (``batch.conclude``)."""
 
+    def claim_data(self, d: Delivery) -> Mapping[str, Any]:
+        """Fields ``d``'s claim writes with it, in the same conditional write (a debounced burst's token)."""
+        return {}
+
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         """``d`` holds its key and is about to run: the facts that keep it from running, or None."""
         return None
@@ -86,6 +91,12 @@ class Stages(Stage):
     def before_claim(self, batch: Batch) -> None:
         for stage in self.stages:
             stage.before_claim(batch)
+
+    def claim_data(self, d: Delivery) -> Mapping[str, Any]:
+        data: dict[str, Any] = {}
+        for stage in self.stages:
+            data.update(stage.claim_data(d))
+        return data
 
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         for stage in self.stages:

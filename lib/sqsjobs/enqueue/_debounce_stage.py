@@ -1,0 +1,108 @@
+"""The worker's side of debounce and dedupe (enqueue/_debounce.py has the design): a stage (worker/_stages.py).
+
+- ``before_claim``: the records of the batch's debounced deliveries are read
+  in one round trip; a delivery whose token is not its key's latest is
+  acknowledged as ``superseded`` (``JobSuperseded``) without a write; the
+  latest token of a key whose previous burst completed re-arms it (``Rearm``).
+- ``claim_data``: the claim writes the token it claims for (``ran_token``),
+  and frees an ``until_started`` key's reservation, in its own write.
+- ``before_run``: the record as the claim found it says whether the token was
+  still the latest at the claim (a later enqueue between the read and the
+  claim): if not, the attempt is given back and it is acknowledged superseded.
+
+A store failure here is never raised: the deliveries it leaves undecided go
+back (``store_failed``, no attempt used) rather than claim, since a claim of a
+key whose last burst completed would take a later burst for a duplicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from sqsjobs._errors import RetryableError, StoreError
+from sqsjobs.enqueue._debounce import Dedupe
+from sqsjobs.store._lease import LeaseState, Rearm
+from sqsjobs.worker._decision import Ending, Facts
+from sqsjobs.worker._delivery import State
+from sqsjobs.worker._stages import Stage
+
+if TYPE_CHECKING:
+    from sqsjobs.store._lease import LeaseStore
+    from sqsjobs.worker._batch import Batch
+    from sqsjobs.worker._delivery import Delivery
+
+SUPERSEDED_NOTE = "superseded: a later enqueue of its key replaced this burst (debounce)"
+#: what the claim writes to free an ``until_started`` key
+UNRESERVED = {"queued_until": None, "queued_id": None, "queued_mode": None}
+
+
+def token_of(d: Delivery) -> str | None:
+    """The burst token a delivery carries (None: not debounced)."""
+    return d.envelope.debounce if d.envelope is not None else None
+
+
+class DebounceStage(Stage):
+    """Superseded bursts acknowledged, completed ones re-armed for the next, reservations freed at the claim."""
+
+    def __init__(self, *, store: LeaseStore, clock: Callable[[], float]) -> None:
+        self.store = store
+        self.clock = clock
+        #: the coalesced count each debounced delivery's read saw: the claim starts the next burst's count there
+        self._counts: dict[str, int] = {}
+
+    def before_claim(self, batch: Batch) -> None:
+        waiting = [d for d in batch.deliveries if d.state is State.DECODED and token_of(d) is not None]
+        if not waiting:
+            return
+        try:
+            records = self.store.get_many([d.key for d in waiting])
+        except StoreError as error:
+            for d in waiting:
+                batch.conclude(d, Ending.STORE_FAILED,
+                               error=RetryableError(f"idempotency store unavailable: {error}"))
+            return
+        rearmed: set[str] = set()
+        unarmed: set[str] = set()  # keys whose re-arm failed: none of their copies may claim
+        self._counts = {}
+        for d in waiting:
+            item, token = records.get(d.key), token_of(d)
+            latest = item.get("debounce_token") if item is not None else None
+            if item is None or latest is None:
+                continue
+            self._counts[d.message_id] = int(item.get("debounce_count") or 0)
+            if latest != token:
+                d.notes.append(SUPERSEDED_NOTE)
+                batch.conclude(d, Ending.SUPERSEDED)
+                continue
+            if d.key in unarmed:
+                batch.conclude(d, Ending.STORE_FAILED, error=RetryableError("its key's re-arm failed"))
+                continue
+            if (item.state is LeaseState.DONE and item.get("outcome") == "succeeded"
+                    and item.get("ran_token") != token and d.key not in rearmed):
+                rearmed.add(d.key)
+                assert token is not None
+                written = self.store.write(Rearm(key=d.key, token=token, now=self.clock()))
+                if written.error is not None:  # refused is fine: another copy re-armed it, or it ran
+                    unarmed.add(d.key)
+                    batch.conclude(d, Ending.STORE_FAILED,
+                                   error=RetryableError(f"idempotency store unavailable: {written.error}"))
+
+    def claim_data(self, d: Delivery) -> Mapping[str, Any]:
+        token = token_of(d)
+        data: dict[str, Any] = {"ran_token": token} if token is not None else {}
+        if d.message_id in self._counts:
+            data["debounce_base"] = self._counts[d.message_id]
+        if d.job is not None and d.job.options.dedupe is Dedupe.UNTIL_STARTED:
+            data.update(UNRESERVED)
+        return data
+
+    def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
+        token = token_of(d)
+        if token is None or d.previous is None:
+            return None
+        latest = d.previous.get("debounce_token")
+        if latest is not None and latest != token:
+            d.notes.append(SUPERSEDED_NOTE)
+            return Facts(ending=Ending.SUPERSEDED)
+        return None
