@@ -4,7 +4,7 @@ The hand-written pages say how to do a thing; these say what each public name ta
 words of its own docstring, so the two cannot drift: tests/docs/test_reference.py fails when a page is not
 what this module renders, or when a name of ``sqsjobs.__all__`` is on no page. Regenerate with
 
-    .venv/bin/python tests/reference_pages.py
+    make reference        (or .venv/bin/python tests/reference_pages.py)
 
 A docstring's ``>>>`` examples are fenced as ``pycon`` (``make doctest`` runs them where they live; the
 snippet runner, tests/doc_snippets.py, leaves that language alone), and a ``::`` block as ``text``.
