@@ -49,6 +49,10 @@ doctest: $(STAMP)
 	AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_EC2_METADATA_DISABLED=true \
 		$(BIN)/pytest -p no:cacheprovider -q --doctest-modules lib/sqsjobs
 
+# docs/reference/*.md from the docstrings of sqsjobs.__all__ (tests/docs/test_reference.py fails when they are stale).
+reference: $(STAMP)
+	$(BIN)/python tests/reference_pages.py
+
 # KEEP=1 leaves the local cloud and the operator console running after the demo (Ctrl-C stops them).
 demo: $(STAMP)
 	$(BIN)/python -m demo $(if $(filter 1,$(KEEP)),--keep)

@@ -121,7 +121,7 @@ def first_invocation_section(first: FirstInvocation) -> list[str]:
         lines.append(f"| {name} | {listed or '(none over 3 ms)'} |")
     lines += [
         "",
-        "What sqsjobs does about it (docs/cold-start.md has the detail): its clients come from one botocore",
+        "What sqsjobs does about it (docs/deploy.md has the detail): its clients come from one botocore",
         "session shared with the jobs' own clients (`sqsjobs._clients.client`), so the service models, the",
         "endpoint data (1.2 MB of JSON) and the credentials are read once; it never imports boto3 (which",
         "brings s3transfer and multiprocessing); its data loader checks that a service exists by looking",

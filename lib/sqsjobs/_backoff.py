@@ -1,7 +1,7 @@
 """Retry delays: exponential backoff with full jitter.
 
 ``delay = uniform(0, min(cap, base * 2 ** (attempt - 1)))``, attempt counted
-from 1 (the runs that started, as the job's record counts them: docs/worker.md).
+from 1 (the runs that started, as the job's record counts them: docs/architecture.md).
 Full jitter is the default on purpose: retries without it arrive in lockstep
 and stampede the dependency that just recovered (docs/jobs.md).
 """

@@ -81,7 +81,7 @@ def test_a_dead_letter_carries_its_reason_and_the_message_id_the_outcome_showed(
 def test_the_last_attempt_is_exhausted_and_malformed_bodies_fail_alone() -> None:
     app, _ = make_app()
     with app.testing(settings={"max_attempts": 3}) as t:
-        # Attempts are counted in the job's record (docs/worker.md), not by the receive count: two already ran.
+        # Attempts are counted in the job's record (docs/architecture.md), not by the receive count: two already ran.
         given_attempts(app, app.message("fragile", n=1), 2)
         t.run(app.message("fragile", n=1), attempt=3)
         t.run('{"v": 1, "job": "no-such-job"}', {"v": 1, "job": "greet", "args": {"user_id": 1}})

@@ -18,7 +18,7 @@ python3.12+ runtimes that module is absent and ``prepare`` does nothing:
   module again from the OS. Owner tokens (``uuid.uuid4``) come from
   ``os.urandom`` on every call and need nothing.
 
-The trade-off is in docs/cold-start.md.
+The trade-off is in docs/deploy.md, "The bundle and cold starts".
 
 Example (a stand-in for the runtime's module):
     >>> import random, sys, types

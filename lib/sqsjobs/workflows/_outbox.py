@@ -4,7 +4,7 @@
 ``check``) and enqueues (``enqueue``); leaving the ``with`` block commits them
 all with one ``TransactWriteItems``. An enqueue becomes an *outbox item* keyed
 by the job's idempotency key and carrying the finished message body; nothing
-reaches SQS inside the transaction (docs/patterns.md, "Transactional enqueue"). The outbox table's
+reaches SQS inside the transaction (docs/producers.md, "The transactional outbox"). The outbox table's
 stream feeds ``OutboxRelay`` (:mod:`sqsjobs.workflows._relay`), which sends the
 bodies with ``SendMessageBatch`` and reports only the unsent records back to the stream.
 
