@@ -26,10 +26,18 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict lib/sqsjobs
 
+# Every test, whatever it costs (tests/conftest.py marks the tiers), and the 15 slowest of them.
 # tests/scaffold runs `sam validate --lint` and `sam build` on the projects `sqsjobs init` writes:
 # the SAM CLI's own environment is built first.
 unit: $(STAMP) browser $(SAM_STAMP) $(SAM_APP_DIR)/metadata.json
-	$(BIN)/pytest tests
+	$(BIN)/pytest tests --durations=15
+
+# The fast loop: lint, types, and the tests marked with no cost (tests/conftest.py, Cost). It needs
+# neither .venv-sam, nor Chromium, nor checkov.
+FAST_TIER := not moto and not local_cloud and not sam and not browser and not slow
+.PHONY: check
+check: lint typecheck
+	$(BIN)/pytest tests -q -m "$(FAST_TIER)" --durations=10
 
 # The console's browser tests drive Debian's Chromium through Playwright (never a
 # browser build of Playwright's own): install the package when it is missing.

@@ -30,6 +30,7 @@ def test_good_templates_pass_every_rule() -> None:
     assert lint(cfn_template()) == []
 
 
+@pytest.mark.slow
 def test_the_shipped_template_passes_cfn_lint_and_every_rule() -> None:
     assert lint(load_template(), ours_only=False) == []
 
@@ -311,6 +312,7 @@ def test_record_ttl_rule_knows_the_settings_variable() -> None:
     assert lint(sam_template()) == []
 
 
+@pytest.mark.slow
 def test_the_shipped_template_rejects_a_short_record_ttl_override() -> None:
     found = lint(load_template(), parameters={"RecordTtlSeconds": "604800"})
     assert "E9107" in ids(found)
@@ -442,6 +444,7 @@ def test_the_delayed_job_rules_know_the_settings_variables() -> None:
                                                                ENV_QUEUE_URL)
 
 
+@pytest.mark.slow
 def test_the_shipped_template_grants_exactly_what_delayed_jobs_need() -> None:
     template = load_template()
     passing = lint(template)

@@ -125,4 +125,4 @@ def test_the_app_is_put_back_afterwards(app: JobApp) -> None:
     declare(app, [])
     with app.testing():
         assert app.settings.schedule_group == "sqsjobs-test-delayed"
-    assert app.settings.schedule_group is None and app._scheduler_client is None
+    assert app.settings.schedule_group is None and app.runtime.parts.scheduler_client is None
