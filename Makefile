@@ -33,11 +33,13 @@ unit: $(STAMP) browser $(SAM_STAMP) $(SAM_APP_DIR)/metadata.json
 	$(BIN)/pytest tests --durations=15
 
 # The fast loop: lint, types, and the tests marked with no cost (tests/conftest.py, Cost). It needs
-# neither .venv-sam, nor Chromium, nor checkov.
+# neither .venv-sam, nor Chromium, nor checkov. The directories whose every test has a cost
+# (conftest.py's PATH_COSTS) are not even collected: importing them is a third of the collection.
 FAST_TIER := not moto and not local_cloud and not sam and not browser and not slow
+FAST_IGNORE := --ignore=tests/integration --ignore=tests/e2e --ignore=tests/scaffold
 .PHONY: check
 check: lint typecheck
-	$(BIN)/pytest tests -q -m "$(FAST_TIER)" --durations=10
+	$(BIN)/pytest tests $(FAST_IGNORE) -q -m "$(FAST_TIER)" --durations=10
 
 # The console's browser tests drive Debian's Chromium through Playwright (never a
 # browser build of Playwright's own): install the package when it is missing.

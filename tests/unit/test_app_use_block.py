@@ -57,7 +57,7 @@ def test_with_use_swaps_and_restores_as_before_even_through_an_exit_stack() -> N
         assert app.settings.max_attempts == 3
         app.enqueue("greet", user_id=7)
         with app.use(store=InMemoryStore()) as nested:
-            assert nested.store is not store
+            assert nested.runtime.store is not store
         assert app.runtime.store is store
     assert app.settings.max_attempts == 5
     assert [c.operation for c in sqs.calls] == ["SendMessage"]
