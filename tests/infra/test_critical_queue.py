@@ -67,6 +67,7 @@ def test_the_shipped_template_passes_with_two_jobs_queues(template: dict[str, An
     assert lint(template) == []
 
 
+@pytest.mark.slow
 def test_a_broken_critical_queue_fails_the_same_rules_as_the_jobs_queue(template: dict[str, Any]) -> None:
     broken = mutate(template, "Resources/CriticalQueue/Properties/VisibilityTimeout", 60)
     broken = mutate(broken, "Resources/WorkerFunction/Properties/Events/Critical/Properties/FunctionResponseTypes",

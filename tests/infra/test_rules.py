@@ -63,6 +63,7 @@ def test_visibility_check_resolves_parameter_values_given_to_sqsjobs_check() -> 
     assert lint(sam_template(), parameters={"WorkerTimeout": "30"}) == []
 
 
+@pytest.mark.slow
 def test_margin_comes_from_the_rule_option_or_the_templates_own_parameter() -> None:
     tight = mutate(sam_template(), "Resources/Jobs/Properties/VisibilityTimeout", 100)  # 60 + 1 + 30 = 91
     assert ids(lint(tight)) == ["W9101"]
@@ -128,6 +129,7 @@ def test_the_old_wiring_one_parameter_for_both_is_now_an_error() -> None:
     assert "must be SQSJOBS_MAX_ATTEMPTS (unknown" in dict(lint(unknown))["E9103"]
 
 
+@pytest.mark.slow
 def test_max_receive_count_from_the_mapping_follows_parameter_overrides() -> None:
     for attempts in ("5", "7", "10"):
         assert lint(sam_template(), parameters={"MaxAttempts": attempts}) == []
