@@ -26,10 +26,25 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict lib/sqsjobs
 
+# Every test, whatever it costs (tests/conftest.py marks the tiers), and the 15 slowest of them.
 # tests/scaffold runs `sam validate --lint` and `sam build` on the projects `sqsjobs init` writes:
 # the SAM CLI's own environment is built first.
 unit: $(STAMP) browser $(SAM_STAMP) $(SAM_APP_DIR)/metadata.json
-	$(BIN)/pytest tests
+	$(BIN)/pytest tests --durations=15
+
+# The fast loop: lint, types, and the tests marked with no cost (tests/tiers.py). It needs neither
+# .venv-sam, nor Chromium, nor checkov. The directories whose every test has a cost (PATH_COSTS there)
+# are not even collected. Two pytest processes, one a core (tests/unit, and the rest; about even):
+# pytest-xdist is no dependency. The unit shard's report is printed after the other's.
+FAST_TIER := not moto and not local_cloud and not sam and not browser and not slow
+FAST_IGNORE := --ignore=tests/integration --ignore=tests/e2e --ignore=tests/scaffold --ignore=tests/unit
+.PHONY: check
+check: lint typecheck
+	@log=$$(mktemp); \
+	$(BIN)/pytest tests/unit -p no:cacheprovider -q -m "$(FAST_TIER)" --durations=5 >$$log 2>&1 & unit=$$!; \
+	$(BIN)/pytest tests $(FAST_IGNORE) -p no:cacheprovider -q -m "$(FAST_TIER)" --durations=5; rest=$$?; \
+	wait $$unit; units=$$?; echo "---- tests/unit"; cat $$log; rm -f $$log; \
+	test $$rest -eq 0 && test $$units -eq 0
 
 # The console's browser tests drive Debian's Chromium through Playwright (never a
 # browser build of Playwright's own): install the package when it is missing.

@@ -1,4 +1,4 @@
-"""Shared fixtures: fake AWS credentials, a controllable clock, seeded randomness."""
+"""Shared fixtures: fake AWS credentials, a controllable clock, seeded randomness; and the cost tiers (tiers.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import tiers
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test with what it costs (tiers.py)."""
+    tiers.mark(items)
 
 
 @pytest.fixture(autouse=True)

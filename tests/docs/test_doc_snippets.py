@@ -34,11 +34,13 @@ def _cases(kinds: frozenset[str]) -> list[Any]:
     return cases
 
 
+@pytest.mark.moto
 @pytest.mark.parametrize("page", _cases(PYTHON))
 def test_the_python_snippets_of_the_page_run(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_python_blocks(page, monkeypatch)
 
 
+@pytest.mark.moto
 def test_the_readme_declares_the_queues_its_jobs_name(monkeypatch: pytest.MonkeyPatch) -> None:
     """Its `queue="critical"` job runs on the README's own app, not only where the environment names the queue.
 
@@ -90,6 +92,8 @@ def run_python_blocks(page: Path, monkeypatch: pytest.MonkeyPatch, *, unset: tup
                 pytest.fail(f"{block.where} failed: {type(error).__name__}: {error}\n{block.code}")
 
 
+@pytest.mark.moto
+@pytest.mark.local_cloud
 @pytest.mark.timeout(SHELL_TIMEOUT + 60)
 @pytest.mark.parametrize("page", _cases(SHELL))
 def test_the_shell_snippets_of_the_page_run(page: Path, tmp_path: Path) -> None:

@@ -180,6 +180,7 @@ def _run(worker: Worker, examples: int) -> int:
     return count
 
 
+@pytest.mark.slow
 def test_hostile_records_never_escape_or_vanish() -> None:
     count = _run(build_worker(InMemoryStore()), EXAMPLES)
     print(f"fuzz (in-memory store, recording SQS): {count} examples")

@@ -112,6 +112,7 @@ def test_the_trim_keeps_the_listed_services_and_the_shared_files(trimmed_site: P
     assert size < 3_000_000  # from about 23 MB
 
 
+@pytest.mark.slow
 def test_every_commercial_region_resolves_the_same_endpoints_from_the_trimmed_data(trimmed_site: Path) -> None:
     regions = commercial_regions()
     assert len(regions) > 25 and "us-east-1" in regions

@@ -62,10 +62,12 @@ def test_the_critical_queue_is_watched_and_on_the_dashboard(template: dict[str, 
     assert body.count("${CriticalQueue.QueueName}") == 3
 
 
+@pytest.mark.slow
 def test_the_shipped_template_passes_with_two_jobs_queues(template: dict[str, Any]) -> None:
     assert lint(template) == []
 
 
+@pytest.mark.slow
 def test_a_broken_critical_queue_fails_the_same_rules_as_the_jobs_queue(template: dict[str, Any]) -> None:
     broken = mutate(template, "Resources/CriticalQueue/Properties/VisibilityTimeout", 60)
     broken = mutate(broken, "Resources/WorkerFunction/Properties/Events/Critical/Properties/FunctionResponseTypes",
@@ -79,6 +81,7 @@ def test_a_broken_critical_queue_fails_the_same_rules_as_the_jobs_queue(template
     assert "JobsQueue" not in " ".join(messages.values())  # the healthy queue is not blamed
 
 
+@pytest.mark.slow
 def test_a_critical_queue_without_a_dlq_or_with_an_unwatched_one_is_refused(template: dict[str, Any]) -> None:
     no_dlq = lint(mutate(template, "Resources/CriticalQueue/Properties/RedrivePolicy", DELETE))
     assert [rule for rule, _ in no_dlq] == ["E9102"] and "CriticalQueue feeds WorkerFunction" in no_dlq[0][1]

@@ -30,6 +30,7 @@ def test_good_templates_pass_every_rule() -> None:
     assert lint(cfn_template()) == []
 
 
+@pytest.mark.slow
 def test_the_shipped_template_passes_cfn_lint_and_every_rule() -> None:
     assert lint(load_template(), ours_only=False) == []
 
@@ -62,6 +63,7 @@ def test_visibility_check_resolves_parameter_values_given_to_sqsjobs_check() -> 
     assert lint(sam_template(), parameters={"WorkerTimeout": "30"}) == []
 
 
+@pytest.mark.slow
 def test_margin_comes_from_the_rule_option_or_the_templates_own_parameter() -> None:
     tight = mutate(sam_template(), "Resources/Jobs/Properties/VisibilityTimeout", 100)  # 60 + 1 + 30 = 91
     assert ids(lint(tight)) == ["W9101"]
@@ -127,6 +129,7 @@ def test_the_old_wiring_one_parameter_for_both_is_now_an_error() -> None:
     assert "must be SQSJOBS_MAX_ATTEMPTS (unknown" in dict(lint(unknown))["E9103"]
 
 
+@pytest.mark.slow
 def test_max_receive_count_from_the_mapping_follows_parameter_overrides() -> None:
     for attempts in ("5", "7", "10"):
         assert lint(sam_template(), parameters={"MaxAttempts": attempts}) == []
@@ -311,6 +314,7 @@ def test_record_ttl_rule_knows_the_settings_variable() -> None:
     assert lint(sam_template()) == []
 
 
+@pytest.mark.slow
 def test_the_shipped_template_rejects_a_short_record_ttl_override() -> None:
     found = lint(load_template(), parameters={"RecordTtlSeconds": "604800"})
     assert "E9107" in ids(found)
@@ -442,6 +446,7 @@ def test_the_delayed_job_rules_know_the_settings_variables() -> None:
                                                                ENV_QUEUE_URL)
 
 
+@pytest.mark.slow
 def test_the_shipped_template_grants_exactly_what_delayed_jobs_need() -> None:
     template = load_template()
     passing = lint(template)

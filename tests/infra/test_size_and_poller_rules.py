@@ -44,6 +44,7 @@ def test_plain_cloudformation_is_checked_the_same_way() -> None:
     assert "E9109" in ids(lint(template))
 
 
+@pytest.mark.slow
 def test_the_shipped_template_feeds_queues_and_functions_one_size_whatever_the_value() -> None:
     for size in ("1024", "262144", "1048576"):
         assert lint(load_template(), parameters={"MaximumMessageSize": size}) == []
@@ -73,6 +74,7 @@ def test_provisioned_mode_within_bounds_passes_and_with_maximum_concurrency_fail
     assert ids(found) == ["E9110"] and "Lambda takes one or the other" in dict(found)["E9110"]
 
 
+@pytest.mark.slow
 def test_the_shipped_template_is_off_by_default_and_checked_with_the_values_given() -> None:
     template = load_template()
     jobs = template["Resources"]["WorkerFunction"]["Properties"]["Events"]["Jobs"]["Properties"]

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_a_table_written_to_a_pipe_is_not_wrapped_at_80_columns() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     done = subprocess.run([sys.executable, "-c", "from sqsjobs.cli import main; main()", "jobs"], cwd=ROOT, env=env,

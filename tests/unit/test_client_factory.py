@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sqsjobs import _clients
 from sqsjobs.local.aws import Clients
 
@@ -36,6 +38,7 @@ print(json.dumps({"sessions": len(sessions), "boto3": "boto3" in sys.modules}))
 """
 
 
+@pytest.mark.slow
 def test_every_handler_and_the_operator_clients_share_one_botocore_session() -> None:
     out = subprocess.run([sys.executable, "-c", EVERY_HANDLER], cwd=ROOT, capture_output=True, text=True,
                          check=True, env=ENV)

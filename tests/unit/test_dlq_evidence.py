@@ -141,6 +141,7 @@ def test_a_table_that_cannot_be_read_leaves_every_letter_unverified_with_the_err
     assert not reading.letters[0].verified
 
 
+@pytest.mark.moto
 def test_a_hundred_letters_cost_two_batch_gets() -> None:
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
@@ -191,6 +192,7 @@ def test_the_evidence_holds_what_the_reason_attributes_say_and_is_a_reserved_key
     assert op.expires_at == 100.0
 
 
+@pytest.mark.moto
 def test_the_evidence_fields_are_the_tables_own() -> None:
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")

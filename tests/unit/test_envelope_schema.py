@@ -206,6 +206,7 @@ def bodies(draw: st.DrawFn) -> dict[str, Any]:
     return {name: draw(FIELDS[name]) for name in sorted(present)}
 
 
+@pytest.mark.slow
 @settings(derandomize=True, max_examples=250, deadline=None)
 @given(bodies())
 def test_schema_and_decode_agree_on_generated_bodies(body: dict[str, Any]) -> None:

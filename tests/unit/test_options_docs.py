@@ -23,6 +23,7 @@ def python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S)
 
 
+@pytest.mark.moto
 def test_the_python_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
     blocks = [b for b in python_blocks() if "@app.task" not in b]  # the Celery original is not ours to run
     assert len(blocks) >= 4

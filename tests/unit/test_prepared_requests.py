@@ -73,6 +73,7 @@ ops = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(op=ops)
 def test_a_bound_request_equals_the_one_pynamodb_builds_per_call(op: Operation) -> None:

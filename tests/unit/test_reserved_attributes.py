@@ -51,6 +51,7 @@ def test_other_extras_and_the_producers_own_two_attributes_are_sent() -> None:
     assert attrs["tenant"]["StringValue"] == "acme"
 
 
+@pytest.mark.moto
 def test_the_producer_sends_nothing_in_the_namespace_but_its_own_two() -> None:
     with mock_aws():
         sqs = boto3.client("sqs", region_name="us-east-1")

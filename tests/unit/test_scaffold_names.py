@@ -47,6 +47,7 @@ def pyproject_metadata(text: str) -> Metadata:
     return Metadata.from_raw(raw, validate=True)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(names)
 @example("jobs-")

@@ -61,6 +61,7 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
+@pytest.mark.slow
 def test_the_reference_template_and_a_new_project_have_no_problem(project: Path) -> None:
     assert lines(validate(ROOT / "template.yaml", {"SenderEmail": "billing@example.com"}, require_values=True,
                           lint_rules=True)) == []
@@ -141,6 +142,7 @@ def test_a_template_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
 
 
 # -- the two commands share it ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_check_reports_what_cfn_lint_cannot_see(project: Path) -> None:
     runner = CliRunner()
     for arguments, expected in (
@@ -154,6 +156,7 @@ def test_check_reports_what_cfn_lint_cannot_see(project: Path) -> None:
     assert twice.exit_code == 2 and "MaxAttempts is given twice" in twice.output
 
 
+@pytest.mark.slow
 def test_local_up_refuses_what_cannot_deploy_before_starting_anything(project: Path, tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     state = tmp_path / "state.json"

@@ -63,6 +63,7 @@ def test_the_cli_refuses_a_public_host_without_a_token_in_one_line() -> None:
     assert "Traceback" not in result.output
 
 
+@pytest.mark.moto
 def test_the_cli_says_when_the_port_is_taken() -> None:
     from moto import mock_aws
 
