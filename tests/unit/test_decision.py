@@ -98,6 +98,7 @@ DECIDE_ROWS: list[tuple[str, Facts, Want]] = [
     ("duplicate of a completed key", facts(Ending.DUPLICATE), Want(Action.ACK, Outcome.DUPLICATE)),
     ("already dead-lettered", facts(Ending.ALREADY_DEAD_LETTERED), Want(Action.ACK, Outcome.DUPLICATE)),
     ("cancelled", facts(Ending.CANCELLED), Want(Action.ACK, Outcome.CANCELLED)),
+    ("a debounced burst's stale token", facts(Ending.SUPERSEDED), Want(Action.ACK, Outcome.SUPERSEDED)),
     ("expired", facts(Ending.EXPIRED), Want(Action.ACK, Outcome.EXPIRED)),
     ("malformed body or unknown job", facts(Ending.MALFORMED),
      Want(Action.DEAD_LETTER, Outcome.DEAD_LETTERED, reason=Reason.MALFORMED)),
