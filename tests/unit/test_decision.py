@@ -252,6 +252,14 @@ SETTLE_ROWS: list[tuple[str, Decision, Aftermath, Facts, Want]] = [
     ("DLQ refused at the backstop: re-sent", LETTER, Aftermath(dead_letter_refused="KMS"),
      facts(Ending.FAILED, attempt=3, receive_count=BACKSTOP),
      Want(Action.RESEND, Outcome.RETRY, delay=120.0, ran=True, note="DLQ send failed")),
+    # Found by the model (tests/model): settle comes after the batch's DLQ step, so giving up (a dead letter) would
+    # acknowledge a letter nobody sent; a delivery that never started is re-sent even past MAX_RESENDS.
+    ("DLQ refused at the backstop, nothing ran, MAX_RESENDS re-sent: re-sent, not given up", NEVER_RAN_LETTER,
+     Aftermath(dead_letter_refused="KMS"), facts(Ending.MALFORMED, receive_count=BACKSTOP, resends=MAX_RESENDS),
+     Want(Action.RESEND, Outcome.RETRY, delay=30.0, note="DLQ send failed")),
+    ("follow-up failed at the backstop, nothing ran, MAX_RESENDS re-sent: re-sent", ack(Outcome.DUPLICATE),
+     Aftermath(followup_failed="count"), facts(Ending.DUPLICATE, receive_count=BACKSTOP, resends=MAX_RESENDS),
+     Want(Action.RESEND, Outcome.DUPLICATE, delay=WITHHELD_DELAY, note="acknowledgement withheld")),
     ("DLQ refused wins over a failed follow-up", LETTER,
      Aftermath(dead_letter_refused="KMS", followup_failed="count failed"), facts(Ending.FAILED, attempt=1),
      Want(Action.RETURN, Outcome.RETRY, delay=30.0, ran=True, note="DLQ send failed")),

@@ -232,11 +232,15 @@ def _follows(first: Decision | None) -> Decision:
     return Decision(action=Action.RETURN, outcome=Outcome.UNSTARTED, delay=first.delay)
 
 
-def _going_back(d: Decision, f: Facts) -> Decision:
-    """A delivery going back: returned, re-sent at its backstop, held in a schedule, or given up on."""
+def _going_back(d: Decision, f: Facts, *, may_give_up: bool = True) -> Decision:
+    """A delivery going back: returned, re-sent at its backstop, held in a schedule, or given up on.
+
+    ``may_give_up=False`` once the batch's DLQ step is over (``settle``): giving up
+    is a dead letter, and nothing would send it, so the delivery is re-sent instead.
+    """
     at_backstop = f.receive_count >= f.backstop
     never_started = not d.ran and d.outcome is not Outcome.DEFERRED
-    if at_backstop and never_started and f.resends >= MAX_RESENDS:
+    if may_give_up and at_backstop and never_started and f.resends >= MAX_RESENDS:
         return dead_letter(Reason.EXHAUSTED, d.error or RetryableError(
             f"not started after {MAX_RESENDS} re-sends of {f.backstop} receives each"))
     too_long = d.delay > MAX_VISIBILITY_SECONDS or (at_backstop and d.delay > MAX_DELAY_SECONDS)
@@ -276,7 +280,7 @@ def settle(decision: Decision, after: Aftermath, facts: Facts, random: RandomSou
         delay = facts.backoff.next_delay(max(facts.attempt, 1), random)
         back = Decision(action=Action.RETURN, outcome=Outcome.RETRY, delay=delay, error=decision.error,
                         ran=decision.ran, notes=(*decision.notes, f"DLQ send failed: {after.dead_letter_refused}"))
-        return _going_back(back, facts)
+        return _going_back(back, facts, may_give_up=False)
     if decision.outcome is Outcome.SUCCEEDED and decision.action is Action.ACK and after.record_failed is not None:
         # The job ran; only its completion is missing. A finish copy writes it (fenced on this lease).
         return replace(decision, action=Action.RESEND,
@@ -284,5 +288,5 @@ def settle(decision: Decision, after: Aftermath, facts: Facts, random: RandomSou
     if decision.leaves and after.followup_failed is not None:
         withheld = replace(decision, action=Action.RETURN, delay=WITHHELD_DELAY,
                            notes=(*decision.notes, f"acknowledgement withheld: {after.followup_failed}"))
-        return _going_back(withheld, facts)  # at its backstop receive it is re-sent, like anything going back
+        return _going_back(withheld, facts, may_give_up=False)  # at its backstop receive it is re-sent
     return decision
