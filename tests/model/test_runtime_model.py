@@ -174,13 +174,13 @@ class RuntimeModel(RuleBasedStateMachine):
     def store_fault(self, kind: str, times: int) -> None:
         self.world.store.fail(fault_matcher(kind), times=times)
 
-    @rule(operation=st.sampled_from(["dlq_send", "visibility"]))
-    def sqs_fault(self, operation: str) -> None:
+    @rule(operation=st.sampled_from(["dlq_send", "visibility"]), times=st.sampled_from([1, 2, 50]))
+    def sqs_fault(self, operation: str, times: int) -> None:
         w = self.world
-        if operation == "dlq_send":
-            w.sqs.refuse("SendMessageBatch", queue_url=w.dlq)
+        if operation == "dlq_send":  # a batch refused as a whole is retried entry by entry: 1 may be absorbed
+            w.sqs.refuse("SendMessageBatch", queue_url=w.dlq, times=times)
         else:
-            w.sqs.refuse("ChangeMessageVisibilityBatch", queue_url=w.queue)
+            w.sqs.refuse("ChangeMessageVisibilityBatch", queue_url=w.queue, times=times)
 
     # ------------------------------------------------------------ operators
     @precondition(lambda self: bool(self.world.sqs.messages(self.world.dlq)))
