@@ -4,7 +4,8 @@ Hypothesis draws a story (enqueues and duplicate sends, groups whose members
 are also sent alone or were done before, chains, cancels, two deploys of a
 job, two jobs on one key template, limiter deferrals, kills before and after a
 side effect, a second invocation running inside a job, debounced bursts and
-deduplicated enqueues, store errors on any write, SQS errors on the DLQ send and on visibility changes, redrives of the
+deduplicated enqueues, store errors on any write, SQS errors on the DLQ send and on visibility changes, SQS
+delivering a deleted message again, redrives of the
 DLQ, schedule fires and the same periods sent from a queue, time passing), runs it against the real worker
 (``tests/model/world.py``), checks the invariants after every step and, once
 the story is over, settles the world and checks what must hold at rest. A
@@ -173,6 +174,13 @@ class RuntimeModel(RuleBasedStateMachine):
     @rule(kind=st.sampled_from(FAULTS), times=st.sampled_from([1, 2, 50]))
     def store_fault(self, kind: str, times: int) -> None:
         self.world.store.fail(fault_matcher(kind), times=times)
+
+    @precondition(lambda self: bool(self.world.deleted))
+    @rule(pick=st.integers(min_value=0))
+    def sqs_delivers_again(self, pick: int) -> None:
+        """At-least-once: a message the poller deleted is received once more."""
+        w = self.world
+        w.sqs.deliver_again(w.deleted.pop(pick % len(w.deleted)))
 
     @rule(operation=st.sampled_from(["dlq_send", "visibility"]), times=st.sampled_from([1, 2, 50]))
     def sqs_fault(self, operation: str, times: int) -> None:

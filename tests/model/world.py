@@ -158,6 +158,8 @@ class World:
         self._invocations: list[list[str]] = []
         #: DLQ letters a redrive moved back (the message they were is neither queued nor in the DLQ now)
         self.redriven: set[str] = set()
+        #: messages the poller deleted: SQS's at-least-once delivery may bring one back (``FakeSQS.deliver_again``)
+        self.deleted: list[QueuedMessage] = []
         self._emitted: Counter[str] = Counter()
         self._metrics_read = 0
         #: the ``v`` of the last debounced enqueue (each one's is unique)
@@ -355,6 +357,7 @@ class World:
         for message in taken:
             if message.message_id not in failed:
                 self.sqs.remove(message)
+                self.deleted.append(message)
 
     def _check_superseded(self, d: Any, body: str) -> None:
         token = json.loads(body).get("debounce")

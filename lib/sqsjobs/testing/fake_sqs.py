@@ -275,6 +275,20 @@ class FakeSQS:
         """Take a message off its queue (what Lambda's poller does with a record the batch did not report failed)."""
         self._queue(message.queue_url).messages.remove(message)
 
+    def deliver_again(self, message: QueuedMessage) -> None:
+        """SQS's at-least-once delivery: a message already deleted comes back once more (same id, body, attributes).
+
+        Standard queues may deliver a message again after its delete (a delete
+        that reached only some of SQS's copies); the worker must treat the copy
+        as a duplicate of what it already did.
+        """
+        queue = self._queue(message.queue_url)
+        if message in queue.messages:
+            raise ValueError(f"message {message.message_id} is still on its queue")
+        message.visible_at = self.clock()
+        message.receipt_handle = None
+        queue.messages.append(message)
+
     def next_visible_at(self, queue_url: str) -> float | None:
         """When the next message on the queue becomes visible (None: the queue is empty)."""
         times = [m.visible_at for m in self._queue(queue_url).messages]
