@@ -216,6 +216,6 @@ class RuntimeModel(RuleBasedStateMachine):
 
 
 RuntimeModel.TestCase.settings = settings(
-    max_examples=25 * SCALE, stateful_step_count=30, deadline=None, derandomize=True, database=None,
+    max_examples=200 * SCALE, stateful_step_count=40, deadline=None, derandomize=True, database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much], print_blob=False)
 test_runtime_model = RuntimeModel.TestCase
