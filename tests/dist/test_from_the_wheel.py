@@ -154,6 +154,7 @@ def test_the_getting_started_page_runs_from_the_built_wheel(tmp_path: Path) -> N
     assert not Path(sqsjobs_file).is_relative_to(ROOT)
     step_3 = output.split(f"### snippet {steps[2].blocks[0].where} ", 1)[1].split("### snippet ", 1)[0]
     (summary,) = _PYTEST_SUMMARY.findall(step_3)
+    print(f"the project's pytest (step 3): {summary}")
     assert re.search(r"\b\d+ passed\b", summary) and not re.search(r"failed|skipped|error|deselected", summary), (
         f"the project's pytest: {summary}")
     assert re.search(r"^tests/test_e2e\.py \.+", step_3, re.M), f"no e2e test passed in step 3:\n{step_3[-3000:]}"
