@@ -258,8 +258,8 @@ class CallFailer:
 class RetrySleeps:
     """botocore's retry sleeps, counted instead of slept (botocore/endpoint.py sleeps through its ``time``).
 
-    A doomed call spends all of DynamoDB's legacy retries (10, from 50 ms doubling: about 51 s); slept for
-    real at 2% of calls that is hours of wall time measuring nothing. The sleeps' total is reported.
+    A doomed call spends all of DynamoDB's legacy retries (9 after the first attempt, from 50 ms doubling:
+    25.6 s); slept for real at 2% of calls that is hours of wall time measuring nothing. The total is reported.
     """
 
     def __init__(self) -> None:
@@ -458,7 +458,7 @@ class ChaosRun:
         self.faults = random.Random(config.seed)
         self.throttler = Throttler(config.throttle, config.seed + 1)
         self.failer = CallFailer(config.fail, config.seed + 3)
-        # The boto3 default (legacy) retry mode, stated: DynamoDB gets 10 retries from 50 ms.
+        # The boto3 default (legacy) retry mode, stated: DynamoDB gets 10 attempts, retried from 50 ms.
         common: dict[str, Any] = {"endpoint_url": endpoint, "region_name": "us-east-1",
                                   "aws_access_key_id": "testing", "aws_secret_access_key": "testing",
                                   "config": Config(retries={"mode": "legacy"}, max_pool_connections=50)}
