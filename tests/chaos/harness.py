@@ -224,8 +224,8 @@ class Throttler:
 class CallFailer:
     """Dooms a share of DynamoDB *calls*: every attempt of a doomed call is refused, retries included.
 
-    ``before-call`` runs once per API call (botocore/client.py ``_make_api_call``) and gets the request
-    context, which travels on every attempt's prepared request (``AWSPreparedRequest.context``); the
+    botocore emits ``before-call`` once per API call, with the request context, and that context travels
+    on every attempt's prepared request (``AWSPreparedRequest.context``); the
     ``before-send`` hook refuses each attempt of a call marked there, so botocore's retry handler spends
     all its retries and raises: the error reaches sqsjobs as it would after a long DynamoDB outage.
     """
@@ -256,7 +256,7 @@ class CallFailer:
 
 
 class RetrySleeps:
-    """botocore's retry sleeps, counted instead of slept (botocore/endpoint.py sleeps through its ``time``).
+    """botocore's retry sleeps, counted instead of slept (its endpoint module sleeps through its ``time``).
 
     A doomed call spends all of DynamoDB's legacy retries (9 after the first attempt, from 50 ms doubling:
     25.6 s); slept for real at 2% of calls that is hours of wall time measuring nothing. The total is reported.
