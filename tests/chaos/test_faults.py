@@ -18,7 +18,7 @@ from chaos.harness import CallFailer, ChaosConfig, Ledger, Throttler, counted_re
 from chaos.ledger_file import HEADER, render_file
 
 TABLE = "chaos-faults"
-#: DynamoDB's legacy retry mode (botocore/data/_retry.json, max_attempts 10): 10 attempts, 9 of them retries
+#: botocore's legacy retry mode gives DynamoDB max_attempts 10: 10 attempts, 9 of them retries
 LEGACY_ATTEMPTS = 10
 
 
