@@ -71,6 +71,8 @@ IDLE_STEP = 1.0
 #: jobs are enqueued in waves of this many whenever the queue holds fewer than half a wave
 WAVE = 1000
 WAVE_CHECK_EVERY = 10
+#: times the producer tries to enqueue a group whose records a failing DynamoDB call refused
+PRODUCER_TRIES = 5
 #: a run that needs more virtual time than this is stuck, not slow
 VIRTUAL_TIME_LIMIT = 7 * 24 * 3600.0
 REASON_ATTRIBUTE = "sqsjobs.reason"
@@ -309,6 +311,8 @@ class Ledger:
     messages_sent: int = 0
     duplicates_sent: int = 0
     producer_calls: int = 0
+    #: group enqueues the producer tried again because a DynamoDB call failed (nothing was sent)
+    producer_retries: int = 0
     batches: int = 0
     executions: int = 0
     faults: Counter[str] = field(default_factory=Counter)
@@ -381,7 +385,8 @@ class Ledger:
                       f"{c.pollers} concurrent pollers"),
             ("jobs sent (distinct keys)", self.jobs),
             ("messages sent", f"{self.messages_sent} ({self.duplicates_sent} duplicate sends) in "
-                              f"{self.producer_calls} SendMessageBatch calls"),
+                              f"{self.producer_calls} SendMessageBatch calls; {self.producer_retries} group "
+                              "enqueues tried again after a failed DynamoDB call"),
             ("jobs completed", self.completed_keys),
             ("jobs dead-lettered", self.dead_lettered_keys),
             ("  of which also completed", f"{self.completed_and_dead_lettered_keys} (one copy dead-lettered, "
@@ -598,17 +603,28 @@ class ChaosRun:
 
     def _enqueue_group(self, app: Any, numbers: range) -> list[Any]:
         """One group of ``numbers`` with both callbacks, enqueued; returns the copies to send again."""
+        from sqsjobs import StoreError
+
         job, callback = app.runtime.job("chaos"), app.runtime.job("chaos-callback")
         name = f"g{numbers.start}"
-        group = app.group(on_complete=callback.message(name=name, kind="on_complete"),
-                          on_success=callback.message(name=name, kind="on_success"), name=name)
-        group.add_many(job.message(n=n) for n in numbers)
         sent: list[tuple[list[Any], Any]] = []
         runtime = app.runtime  # a group sends its members through the app's runtime (_runtime.py)
         send_many = runtime.send_many
         runtime.send_many = lambda batch: sent.append((list(batch), send_many(batch))) or sent[-1][1]
         try:
-            group_id = group.enqueue()
+            for tries_left in range(PRODUCER_TRIES - 1, -1, -1):
+                group = app.group(on_complete=callback.message(name=name, kind="on_complete"),
+                                  on_success=callback.message(name=name, kind="on_success"), name=name)
+                group.add_many(job.message(n=n) for n in numbers)
+                try:
+                    group_id = group.enqueue()
+                    break
+                except StoreError:
+                    # A doomed call: its records were not written and nothing was sent (workflows/_groups.py
+                    # says so), so the producer tries again with a new group, as an application would.
+                    if not tries_left:
+                        raise
+                    self.ledger.producer_retries += 1
         finally:
             del runtime.send_many
         for batch, report in sent:
