@@ -986,6 +986,8 @@ class ChaosRun:
             thread.join()
         if errors:
             raise errors[0]
+        # The run is over: the ledger's own reads (scan, DLQ, group status) must not be made to fail.
+        self.failer.rate = 0.0
         self._ledger(self.sent)
         self.ledger.virtual_seconds = self.clock() - start
         self.ledger.wall_seconds = time.perf_counter() - wall
