@@ -994,6 +994,16 @@ class ChaosRun:
         return self.ledger
 
 
+def _member_of(body: str) -> str | None:
+    """The group id a message's envelope names (``member_of.group``), if any."""
+    try:
+        member_of = json.loads(body).get("member_of")
+    except (ValueError, AttributeError):
+        return None
+    group = member_of.get("group") if isinstance(member_of, dict) else None
+    return group if isinstance(group, str) else None
+
+
 def run_chaos(config: ChaosConfig) -> Ledger:
     """Start a moto server, run once against it, stop it; returns the ledger."""
     clock = VirtualClock()
@@ -1035,12 +1045,3 @@ def main(argv: list[str] | None = None, print_: Callable[[str], None] = print) -
 if __name__ == "__main__":
     sys.exit(main())
 
-
-def _member_of(body: str) -> str | None:
-    """The group id a message's envelope names (``member_of.group``), if any."""
-    try:
-        member_of = json.loads(body).get("member_of")
-    except (ValueError, AttributeError):
-        return None
-    group = member_of.get("group") if isinstance(member_of, dict) else None
-    return group if isinstance(group, str) else None
