@@ -21,6 +21,10 @@ class Aws:
 
 
 def create_table(dynamodb: Any, name: str) -> None:
+    # moto's PartiQL is wrong for sqsjobs' statements: the emulation the local cloud uses answers them.
+    from sqsjobs.local.moto_partiql import install
+
+    install()
     # The same key schema and TTL attribute as the template's idempotency table.
     dynamodb.create_table(
         TableName=name,

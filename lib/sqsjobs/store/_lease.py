@@ -189,6 +189,9 @@ class Acquire:
     was dead-lettered as that message (a redelivery after a lost acknowledgement).
     ``count_attempt`` adds one to ``attempts``. The result's ``item`` is what
     was there before (absent or past its TTL: ``None``) or what refused it.
+    ``fresh`` is a hint, not part of the rule: the caller expects no item (a
+    first delivery), so ``write_batch`` may try an insert first
+    (``sqsjobs.store._statements``); the answer is the same either way.
     """
 
     key: str
@@ -202,6 +205,7 @@ class Acquire:
     not_for_message: str | None = None
     count_attempt: bool = False
     data: Mapping[str, FieldValue] = field(default_factory=dict)
+    fresh: bool = False
 
     def rule(self) -> Rule:
         """Absent, or free and for the same work; then HELD by ``owner``."""
@@ -499,6 +503,16 @@ class LeaseStore(ABC):
     def write_many(self, ops: Sequence[Operation]) -> list[Written]:
         """Run ``ops`` concurrently (one round trip for all); results in order."""
         return [self.write(op) for op in ops]
+
+    def write_batch(self, ops: Sequence[Operation]) -> list[Written]:
+        """Run ``ops`` (on distinct keys) in as few requests as the store can; each answered as ``write`` would.
+
+        The DynamoDB store sends the operations a PartiQL statement can carry
+        in ``BatchExecuteStatement`` calls of at most 25, the others as single
+        requests, all at once (``sqsjobs.store._statements`` says which go
+        where); the default is ``write_many``.
+        """
+        return self.write_many(ops)
 
     def submit(self, op: Operation) -> Future[Written]:
         """Start ``op`` and return at once; the future never raises."""

@@ -95,13 +95,15 @@ class Claim:
     enqueued_at: float | None = None
     #: what a scheduled job's tick claims: the period its record is (the console lists the periods by it)
     period: str | None = None
+    #: a first delivery (receive count 1): the store may try an insert first (``store/_statements.py``)
+    fresh: bool = False
 
     def operation(self) -> Acquire:
         """The lease acquire that claims the key."""
         return Acquire(
             key=self.key, owner=self.owner, now=self.now, lease_until=self.lease_until, expires_at=self.expires_at,
             job=self.job, fingerprint=self.fingerprint, fp_version=self.fp_version, not_for_message=self.message_id,
-            count_attempt=True,
+            count_attempt=True, fresh=self.fresh,
             data={"job": self.job, "outcome": JobState.RUNNING.value, "started_at": self.now, "updated_at": self.now,
                   "enqueued_at": self.enqueued_at, "finished_at": None, "cancel_requested": None,
                   **({"period": self.period} if self.period is not None else {})},
