@@ -40,7 +40,8 @@ def install() -> None:
     """Make moto's DynamoDB backend answer ``BatchExecuteStatement`` as below (idempotent)."""
     from moto.dynamodb.models import DynamoDBBackend
 
-    original = getattr(DynamoDBBackend.batch_execute_statement, "moto_original", DynamoDBBackend.batch_execute_statement)
+    current = DynamoDBBackend.batch_execute_statement
+    original = getattr(current, "moto_original", current)
 
     def batch_execute_statement(self: Any, statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [_one(self, statement) or original(self, [statement])[0] for statement in statements]

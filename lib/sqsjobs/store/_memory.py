@@ -9,7 +9,6 @@ DynamoDB store renders as expressions, so the two cannot mean different things
 from __future__ import annotations
 
 import threading
-
 from collections.abc import Sequence
 
 from sqsjobs.store import _statements as statements
