@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 LATENCY = 0.005
 BATCH = 10
 WRITES = ("PutItem", "UpdateItem", "DeleteItem")
+#: each statement of a BatchExecuteStatement is a write of its own (store/_statements.py)
+STATEMENTS = "BatchExecuteStatement"
 SCENARIOS = ("success", "duplicate", "retried")
 FRAMEWORKS = ("sqsjobs", "powertools")
 
@@ -109,7 +111,7 @@ def scenario_figures(endpoint: str, reps: int) -> ScenarioFigures:
                 key = (name, scenario)
                 ddb = [c for c in calls if c.service == "dynamodb"]
                 out.add(out.dynamodb_calls, key, len(ddb) / BATCH)
-                out.add(out.dynamodb_writes, key, sum(1 for c in ddb if c.operation in WRITES))
+                out.add(out.dynamodb_writes, key, writes(ddb))
                 out.add(out.sqs_calls, key, sum(1 for c in calls if c.service == "sqs") / BATCH)
                 out.add(out.depth, key, sequential_depth(ddb))
                 out.add(out.wall_ms, key, wall * 1000)
@@ -118,6 +120,12 @@ def scenario_figures(endpoint: str, reps: int) -> ScenarioFigures:
         items = dynamodb.scan(TableName=table)["Items"]
         out.max_item_bytes[name] = max(item_bytes(i) for i in items)
     return out
+
+
+def writes(calls: list[Any]) -> int:
+    """The writes among ``calls``: one a PutItem/UpdateItem/DeleteItem, one a statement of a BatchExecuteStatement."""
+    return sum(1 if c.operation in WRITES else len(c.params.get("Statements", [])) if c.operation == STATEMENTS
+               else 0 for c in calls)
 
 
 def _operations(calls: list[Any]) -> str:
@@ -170,8 +178,10 @@ def producer_calls(endpoint: str, messages: int = 100) -> tuple[float, float]:
 # ---------------------------------------------------------------- CPU with the Stubber
 #: the DynamoDB operations each framework sends for a batch of 10 successes, in order (the Stubber answers them).
 #: sqsjobs' follow its store's request shapes (sqsjobs/store/_dynamodb.py): change this list with them.
-STUB_ORDER = {"sqsjobs": ["update_item"] * (2 * BATCH),  # claims together, then each completion as its job returns
+STUB_ORDER = {"sqsjobs": ["batch_execute_statement"] * 2,  # the claims (INSERTs), then the completions (UPDATEs)
               "powertools": ["put_item", "update_item"] * BATCH}  # one record at a time
+#: what the Stubber answers each operation (a statement batch answers each of its statements)
+STUB_RESPONSES: dict[str, dict[str, Any]] = {"batch_execute_statement": {"Responses": [{}] * BATCH}}
 
 
 def _stubbed(name: str, dynamodb: Any, job: Job, *, batches: int,
@@ -190,7 +200,7 @@ def _stubbed(name: str, dynamodb: Any, job: Job, *, batches: int,
     stubber = Stubber(dynamodb)
     for _ in range(batches):
         for operation in order:
-            stubber.add_response(operation, {})
+            stubber.add_response(operation, STUB_RESPONSES.get(operation, {}))
     stubber.activate()
     return handler
 
