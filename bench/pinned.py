@@ -6,8 +6,8 @@ duration, never the AWS service's work. So:
 - the measured client (a fresh process: ``bench.http_client``, or ``bench/cold/first_call.py``)
   is pinned to one core (``os.sched_setaffinity`` before it starts), its threads included;
 - the moto server is another process (moto's server, ``sqsjobs.local.moto_partiql`` installed),
-  pinned to the other core, so its request handling neither competes with the client for its core nor counts in the client's
-  CPU: ``time.process_time`` in the client sees the client's threads only;
+  pinned to the other core, so its request handling neither competes with the client for its core
+  nor counts in the client's CPU: ``time.process_time`` in the client sees the client's threads only;
 - the runs of the two frameworks alternate (sqsjobs, Powertools, sqsjobs, ...) against the same
   server, so drift in the machine's load falls on both, and the ratio is taken per pair.
 
