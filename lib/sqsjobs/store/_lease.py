@@ -39,10 +39,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, TypeVar
 
 from sqsjobs._errors import StoreError
+from sqsjobs.store._item import LeaseItem as LeaseItem  # re-exported: the stores and their users import it here
+from sqsjobs.store._item import LeaseState as LeaseState
 from sqsjobs.store._rules import (
     KEY,
     LEASE_FIELDS,
@@ -72,14 +73,6 @@ from sqsjobs.store._rules import (
 T = TypeVar("T")
 
 
-class LeaseState(StrEnum):
-    """Where a lease is (the item's ``status``)."""
-
-    HELD = "HELD"  #: an owner holds it until ``lease_until``
-    RELEASED = "RELEASED"  #: free to acquire again; the item keeps its history
-    DONE = "DONE"  #: finished: nobody acquires it until its TTL ends
-
-
 #: Keys of items that are not job records; no message or enqueue may claim one.
 RESERVED_PREFIXES = ("lock#", "run#", "group#", "chain#", "limit#", "sched#", "sqsjobs#", "dlq#", "redrive#")
 
@@ -105,39 +98,6 @@ def expiry(now: float, ttl: float, lease_until: float | None = None) -> float:
         (1100.0, 1400.0)
     """
     return max(now, lease_until or now) + ttl
-
-
-@dataclass(frozen=True, kw_only=True)
-class LeaseItem:
-    """A stored lease: the lease fields, and the user's fields in ``data``.
-
-    Example:
-        >>> item = LeaseItem(key="k", state=LeaseState.HELD, owner="a", lease_until=60.0)
-        >>> item.held_live(now=59.0), item.held_live(now=61.0)
-        (True, False)
-    """
-
-    key: str
-    state: LeaseState
-    owner: str | None = None
-    lease_until: float | None = None
-    expires_at: float | None = None
-    fingerprint: str | None = None
-    fp_version: int | None = None
-    attempts: int = 0
-    data: Mapping[str, Any] = field(default_factory=dict)
-
-    def get(self, name: str) -> Any:
-        """A user field (``None`` when the item does not have it)."""
-        return self.data.get(name)
-
-    def past_ttl(self, now: float) -> bool:
-        """Past its TTL: logically gone (DynamoDB deletes such items up to days late)."""
-        return self.expires_at is not None and self.expires_at < now
-
-    def held_live(self, now: float) -> bool:
-        """HELD, and its lease has not run out (a lease without an end never runs out)."""
-        return self.state is LeaseState.HELD and (self.lease_until is None or self.lease_until >= now)
 
 
 # ---------------------------------------------------------------- the parts rules share
