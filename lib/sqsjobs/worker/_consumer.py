@@ -13,8 +13,8 @@ feature (features plug in as stages, ``worker/_stages.py``):
    job or to other arguments; a *finish copy* (a success whose completion a
    previous invocation could not write) writes that completion instead;
 4. **run** the claimed jobs in order; their records are written together
-   once they have run, one more call (``worker/_record_writes.py`` says what
-   a crash in between costs);
+   once they have run, one more call, or sooner when jobs take long
+   (``worker/_record_writes.py``: the crash window is bounded in time);
 5. **dead-letter** what failed for good (``SendMessageBatch`` to the DLQ),
    then write those records, so a redelivery of a dead-lettered message (a
    lost acknowledgement) is not run again;
@@ -177,7 +177,8 @@ class Consumer:
             lease_until=self._invocation_lease(now, context), max_attempts=self.settings.max_attempts,
             default_backoff=self.default_backoff, random=self.random or _random,
             can_schedule=self.schedules is not None,
-            writes=RecordWrites(self.store, sleep=self.sleep, time_left=time_left, random=self.random),
+            writes=RecordWrites(self.store, sleep=self.sleep, time_left=time_left, random=self.random,
+                                clock=self.clock),
         )
         batch.on_decided = lambda d: self.stages.after_decision(batch, d)
         return batch

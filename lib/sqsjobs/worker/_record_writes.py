@@ -2,13 +2,16 @@
 
 A record's write after a run is what keeps the job from running again (the
 completion) or from burning attempts it did not use. The batch's record
-writes go together when its jobs have run (``LeaseStore.write_batch``: one
-``BatchExecuteStatement`` for up to 25, ``store/_statements.py``), so a batch
-of successes costs one DynamoDB call for its completions, not one a job. The
-price is the crash window: a crash (a timeout, running out of memory) before
-that call leaves the batch's finished jobs unrecorded, and they run again once
-their lease ends (their keys stay held until then, so nothing runs them twice
-at once). A write that fails (after botocore's own retries, or a statement
+writes go together (``LeaseStore.write_batch``: one ``BatchExecuteStatement``
+for up to 25, ``store/_statements.py``), so a batch of quick successes costs
+one DynamoDB call for its completions, not one a job. Gathering has a price,
+the crash window: a crash (a timeout, running out of memory) before the call
+leaves the finished jobs it gathered unrecorded, and they run again once their
+lease ends (their keys stay held until then, so nothing runs them twice at
+once). So the window is bounded in time, not in jobs: when ``flush_after``
+seconds (the injected clock) have passed since the last write started, the
+records gathered so far are written at once, overlapped with the next job;
+the rest go together when the batch's jobs have run. A write that fails (after botocore's own retries, or a statement
 that failed on its own: throttled, an internal error) is tried again with
 full jitter while the invocation has time left before its deadline margin;
 what still fails is reported (``failed``): the consumer re-sends a success
@@ -18,6 +21,7 @@ whose completion failed as a finish copy (``worker/_decision.py``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from sqsjobs._backoff import BackoffPolicy, RandomSource
@@ -29,6 +33,8 @@ if TYPE_CHECKING:
 #: tries of one record write in all (botocore's own retries are inside each)
 RECORD_WRITE_TRIES = 6
 RECORD_WRITE_BACKOFF = BackoffPolicy(base=0.05, cap=1.0)
+#: seconds a finished job's record may wait to be written with others (the crash window, in time)
+FLUSH_AFTER = 1.0
 
 
 def write_with_retries(store: LeaseStore, op: Operation, *, sleep: Callable[[float], None],
@@ -101,8 +107,14 @@ class RecordWrites:
     """
 
     def __init__(self, store: LeaseStore, *, sleep: Callable[[float], None], time_left: Callable[[], float | None],
-                 random: RandomSource | None = None) -> None:
+                 random: RandomSource | None = None, clock: Callable[[], float] | None = None,
+                 flush_after: float = FLUSH_AFTER) -> None:
         self.store = store
+        #: the batch's clock (None: records wait for ``wait``); ``flush_after`` seconds bound how long one waits
+        self.clock = clock
+        self.flush_after = flush_after
+        self._since = clock() if clock is not None else 0.0
+        self._started: list[tuple[list[tuple[Delivery, Operation]], Future[list[Written]]]] = []
         self.sleep = sleep
         #: seconds this invocation may still spend before its deadline margin (None: unbounded)
         self.time_left = time_left
@@ -116,20 +128,35 @@ class RecordWrites:
         self.failed: list[tuple[Delivery, str]] = []
 
     def submit(self, d: Delivery, op: Operation) -> None:
-        """Add ``d``'s record to the batch's writes (``wait`` sends them together)."""
+        """Add ``d``'s record to the batch's writes; start them now if the oldest has waited ``flush_after``."""
         self._pending.append((d, op))
+        if self.clock is not None and self.clock() - self._since >= self.flush_after:
+            self._since = self.clock()
+            pending, self._pending = self._pending, []
+            ops = [op for _, op in pending]
+            self._started.append((pending, self.store.run(lambda: self._write(ops))))
+
+    def _write(self, ops: Sequence[Operation]) -> list[Written]:
+        return write_batch_with_retries(self.store, ops, sleep=self.sleep, time_left=self.time_left,
+                                        random=self.random)
 
     def write_now(self, op: Operation) -> Written:
         """Write ``op``, trying again after a store failure while there is time; the last answer."""
         return write_with_retries(self.store, op, sleep=self.sleep, time_left=self.time_left, random=self.random)
 
     def wait(self) -> None:
-        """Write every record added so far, together, and read the answers."""
+        """Write every record not started yet, together; wait for those started; read the answers."""
         pending, self._pending = self._pending, []
-        if not pending:
-            return
-        answers = write_batch_with_retries(self.store, [op for _, op in pending], sleep=self.sleep,
-                                           time_left=self.time_left, random=self.random)
+        started, self._started = self._started, []
+        written = [(part, future.result()) for part, future in started]
+        if pending:
+            written.append((pending, self._write([op for _, op in pending])))
+        if self.clock is not None:
+            self._since = self.clock()
+        for part, answers in written:
+            self._read(part, answers)
+
+    def _read(self, pending: list[tuple[Delivery, Operation]], answers: list[Written]) -> None:
         for (d, _), answer in zip(pending, answers, strict=True):
             self.answers[d.index] = answer
             if answer.error is not None:
