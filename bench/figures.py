@@ -255,23 +255,24 @@ def _botocore_floor(batches: int) -> float:
 
 
 def _pynamodb_requests(batches: int) -> float:
-    """µs per message sqsjobs' store spends on its claim and completion requests before botocore.
+    """µs per message sqsjobs' store spends building its claim and completion statements before botocore.
 
-    Each operation's expressions are prepared once through the pynamodb model
-    (``dynamodb_store.prepare``); each call binds its values.
+    The claim is an ``INSERT`` of the item its rule makes, the completion a fenced ``UPDATE`` whose text is
+    rendered once per shape and bound per call (``sqsjobs/store/_statements.py``).
     """
-    from sqsjobs.store._dynamodb import DynamoDBStore, _values
+    from sqsjobs.store import _statements as statements
     from sqsjobs.worker import _job_records as guard
 
-    store = DynamoDBStore(None, "t")  # type: ignore[arg-type]  # builds requests only
+    shape = statements.update_shape(guard.succeeded("k", "o", now=2.0, expires_at=3.0).rule(), "t")
     started = time.process_time()
     for i in range(batches * BATCH):
         key = f"invoice-email:{i}"
         claim = guard.Claim(key=key, job=JOB_NAME, owner="o", now=1.0, lease_until=2.0, expires_at=9.0,
-                            fingerprint="f" * 32, fp_version=1, message_id=f"m-{i}", enqueued_at=0.5).operation()
+                            fingerprint="f" * 32, fp_version=1, message_id=f"m-{i}", enqueued_at=0.5,
+                            fresh=True).operation()
         complete = guard.succeeded(key, "o", now=2.0, expires_at=3.0)
-        for op in (claim, complete):
-            store._prepare(op).bind("t", key, _values(op))
+        statements.bind_insert(claim, "t")
+        statements.bind_update(shape, key, complete.values())
     return (time.process_time() - started) / (batches * BATCH) * 1e6
 
 

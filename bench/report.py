@@ -153,7 +153,7 @@ def render(r: Results) -> str:
             f"Powertools | | see note 2 |")
     pyn = r.cpu.get("pynamodb requests")
     if pyn is not None:
-        add(f"| of which sqsjobs fills its two cached request shapes, µs | {pyn.render('{:.0f}')} | | | | |")
+        add(f"| of which sqsjobs builds its claim and completion statements, µs | {pyn.render('{:.0f}')} | | | | |")
     add(f"| wall ms per batch of 10, Stubber + {lat} per call (moto out) | {stubbed.wall_ms['sqsjobs'].render()} | "
         f"{stubbed.wall_ms['powertools'].render()} | {stub_ratio:.2f}x | (report the ratio) | |")
     add(f"| wall ms per batch of 10, moto server + {lat} per request | {wall_sj.render()} | {wall_pt.render()} | "
@@ -198,8 +198,8 @@ def render(r: Results) -> str:
             "(`sqsjobs._clients`)")
         add("skip parameter validation on DynamoDB and resolve each operation's endpoint once "
             "(`sqsjobs._endpoint_memo`);")
-        add("its requests are built by the pynamodb model once per shape and filled per call "
-            f"({pyn.median if pyn else 0:.0f} µs); its EMF lines are")
+        add("its statements: an UPDATE's text rendered once per shape and bound per call, an INSERT's item built "
+            f"through the pynamodb model ({pyn.median if pyn else 0:.0f} µs a message); its EMF lines are")
         add("written directly, once per batch. The rest is the thread pool that makes a batch's claims one round")
         add("trip (on one core its hand-offs cost CPU), decoding and logging. The calls-per-batch row says what")
         add("this run sent.")
