@@ -124,8 +124,18 @@ def scenario_figures(endpoint: str, reps: int) -> ScenarioFigures:
 
 def writes(calls: list[Any]) -> int:
     """The writes among ``calls``: one a PutItem/UpdateItem/DeleteItem, one a statement of a BatchExecuteStatement."""
-    return sum(1 if c.operation in WRITES else len(c.params.get("Statements", [])) if c.operation == STATEMENTS
-               else 0 for c in calls)
+    return sum(1 if c.operation in WRITES else len(_statements_of(c)) if c.operation == STATEMENTS else 0
+               for c in calls)
+
+
+def _statements_of(call: Any) -> list[Any]:
+    """The statements of a BatchExecuteStatement (botocore's hooks see the serialized request: its body)."""
+    import json
+
+    params = call.params
+    body = params.get("body")
+    request = json.loads(body) if body else params
+    return list(request.get("Statements", []))
 
 
 def _operations(calls: list[Any]) -> str:
