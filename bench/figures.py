@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 LATENCY = 0.005
 BATCH = 10
 WRITES = ("PutItem", "UpdateItem", "DeleteItem")
+#: each statement of a BatchExecuteStatement is a write of its own (store/_statements.py)
+STATEMENTS = "BatchExecuteStatement"
 SCENARIOS = ("success", "duplicate", "retried")
 FRAMEWORKS = ("sqsjobs", "powertools")
 
@@ -109,7 +111,7 @@ def scenario_figures(endpoint: str, reps: int) -> ScenarioFigures:
                 key = (name, scenario)
                 ddb = [c for c in calls if c.service == "dynamodb"]
                 out.add(out.dynamodb_calls, key, len(ddb) / BATCH)
-                out.add(out.dynamodb_writes, key, sum(1 for c in ddb if c.operation in WRITES))
+                out.add(out.dynamodb_writes, key, writes(ddb))
                 out.add(out.sqs_calls, key, sum(1 for c in calls if c.service == "sqs") / BATCH)
                 out.add(out.depth, key, sequential_depth(ddb))
                 out.add(out.wall_ms, key, wall * 1000)
@@ -118,6 +120,22 @@ def scenario_figures(endpoint: str, reps: int) -> ScenarioFigures:
         items = dynamodb.scan(TableName=table)["Items"]
         out.max_item_bytes[name] = max(item_bytes(i) for i in items)
     return out
+
+
+def writes(calls: list[Any]) -> int:
+    """The writes among ``calls``: one a PutItem/UpdateItem/DeleteItem, one a statement of a BatchExecuteStatement."""
+    return sum(1 if c.operation in WRITES else len(_statements_of(c)) if c.operation == STATEMENTS else 0
+               for c in calls)
+
+
+def _statements_of(call: Any) -> list[Any]:
+    """The statements of a BatchExecuteStatement (botocore's hooks see the serialized request: its body)."""
+    import json
+
+    params = call.params
+    body = params.get("body")
+    request = json.loads(body) if body else params
+    return list(request.get("Statements", []))
 
 
 def _operations(calls: list[Any]) -> str:
@@ -170,8 +188,10 @@ def producer_calls(endpoint: str, messages: int = 100) -> tuple[float, float]:
 # ---------------------------------------------------------------- CPU with the Stubber
 #: the DynamoDB operations each framework sends for a batch of 10 successes, in order (the Stubber answers them).
 #: sqsjobs' follow its store's request shapes (sqsjobs/store/_dynamodb.py): change this list with them.
-STUB_ORDER = {"sqsjobs": ["update_item"] * (2 * BATCH),  # claims together, then each completion as its job returns
+STUB_ORDER = {"sqsjobs": ["batch_execute_statement"] * 2,  # the claims (INSERTs), then the completions (UPDATEs)
               "powertools": ["put_item", "update_item"] * BATCH}  # one record at a time
+#: what the Stubber answers each operation (a statement batch answers each of its statements)
+STUB_RESPONSES: dict[str, dict[str, Any]] = {"batch_execute_statement": {"Responses": [{}] * BATCH}}
 
 
 def _stubbed(name: str, dynamodb: Any, job: Job, *, batches: int,
@@ -190,7 +210,7 @@ def _stubbed(name: str, dynamodb: Any, job: Job, *, batches: int,
     stubber = Stubber(dynamodb)
     for _ in range(batches):
         for operation in order:
-            stubber.add_response(operation, {})
+            stubber.add_response(operation, STUB_RESPONSES.get(operation, {}))
     stubber.activate()
     return handler
 
@@ -245,23 +265,24 @@ def _botocore_floor(batches: int) -> float:
 
 
 def _pynamodb_requests(batches: int) -> float:
-    """µs per message sqsjobs' store spends on its claim and completion requests before botocore.
+    """µs per message sqsjobs' store spends building its claim and completion statements before botocore.
 
-    Each operation's expressions are prepared once through the pynamodb model
-    (``dynamodb_store.prepare``); each call binds its values.
+    The claim is an ``INSERT`` of the item its rule makes, the completion a fenced ``UPDATE`` whose text is
+    rendered once per shape and bound per call (``sqsjobs/store/_statements.py``).
     """
-    from sqsjobs.store._dynamodb import DynamoDBStore, _values
+    from sqsjobs.store import _statements as statements
     from sqsjobs.worker import _job_records as guard
 
-    store = DynamoDBStore(None, "t")  # type: ignore[arg-type]  # builds requests only
+    shape = statements.update_shape(guard.succeeded("k", "o", now=2.0, expires_at=3.0).rule(), "t")
     started = time.process_time()
     for i in range(batches * BATCH):
         key = f"invoice-email:{i}"
         claim = guard.Claim(key=key, job=JOB_NAME, owner="o", now=1.0, lease_until=2.0, expires_at=9.0,
-                            fingerprint="f" * 32, fp_version=1, message_id=f"m-{i}", enqueued_at=0.5).operation()
+                            fingerprint="f" * 32, fp_version=1, message_id=f"m-{i}", enqueued_at=0.5,
+                            fresh=True).operation()
         complete = guard.succeeded(key, "o", now=2.0, expires_at=3.0)
-        for op in (claim, complete):
-            store._prepare(op).bind("t", key, _values(op))
+        statements.bind_insert(claim, "t")
+        statements.bind_update(shape, key, complete.values())
     return (time.process_time() - started) / (batches * BATCH) * 1e6
 
 

@@ -29,6 +29,8 @@ from sqsjobs._metrics import DEFERRED
 RATE_JOBS, RATE, RATE_POLLERS = 200, 10, 2
 PDF_JOBS, PDF_LIMIT, PDF_POLLERS = 40, 2, 5
 WRITES = ("PutItem", "UpdateItem", "DeleteItem")
+#: each statement of a BatchExecuteStatement is a write of its own (store/_statements.py)
+STATEMENTS = "BatchExecuteStatement"
 #: the template's parameters for the flow scenarios (the e2e suite's, with room for a loaded machine)
 FLOW_PARAMETERS = {"SenderEmail": "billing@example.com", "WorkerTimeoutSeconds": "30",
                    "QueueVisibilityTimeoutSeconds": "70", "MaximumBatchingWindowSeconds": "0", "MaxAttempts": "5"}
@@ -90,7 +92,8 @@ def batch_costs(endpoint: str, reps: int) -> dict[str, BatchCost]:
         for kind in kinds:
             calls = batch(kind)
             out[kind].calls.append(len(calls))
-            out[kind].writes.append(sum(1 for c in calls if c.operation in WRITES))
+            out[kind].writes.append(sum(1 if c.operation in WRITES else len(c.params.get("Statements", []))
+                                        if c.operation == STATEMENTS else 0 for c in calls))
             out[kind].depth.append(sequential_depth(calls))
     return out
 

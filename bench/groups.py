@@ -124,10 +124,19 @@ def _wcu(call: Any, sizes: dict[str, int]) -> float:
     """Write units of one call: each item ceil(size / 1 KB); each item of a transaction twice."""
     if call.operation in WRITES:
         return _units(sizes.get(_key(_request(call)), 0), 1024)
+    if call.operation == "BatchExecuteStatement":  # each statement a write of its own (store/_statements.py)
+        return sum(_units(sizes.get(_statement_key(st), 0), 1024) for st in _request(call)["Statements"])
     if call.operation == "TransactWriteItems":
         keys = [_key(next(iter(entry.values()))) for entry in _request(call)["TransactItems"]]
         return sum(2 * _units(sizes.get(k, 0), 1024) for k in keys)
     return 0.0
+
+
+def _statement_key(statement: dict[str, Any]) -> str:
+    """The key of one of sqsjobs' statements: an INSERT's first parameter, an UPDATE's first after WHERE."""
+    text = str(statement["Statement"])
+    index = text.split(" WHERE ", 1)[0].count("?") if text.startswith("UPDATE") else 0
+    return str(statement["Parameters"][index].get("S", ""))
 
 
 def _rcu(call: Any, sizes: dict[str, int]) -> float:

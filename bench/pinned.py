@@ -5,9 +5,9 @@ duration, never the AWS service's work. So:
 
 - the measured client (a fresh process: ``bench.http_client``, or ``bench/cold/first_call.py``)
   is pinned to one core (``os.sched_setaffinity`` before it starts), its threads included;
-- the moto server is another process (``python -m moto.server``), pinned to the other core, so
-  its request handling neither competes with the client for its core nor counts in the client's
-  CPU: ``time.process_time`` in the client sees the client's threads only;
+- the moto server is another process (moto's server, ``sqsjobs.local.moto_partiql`` installed),
+  pinned to the other core, so its request handling neither competes with the client for its core
+  nor counts in the client's CPU: ``time.process_time`` in the client sees the client's threads only;
 - the runs of the two frameworks alternate (sqsjobs, Powertools, sqsjobs, ...) against the same
   server, so drift in the machine's load falls on both, and the ratio is taken per pair.
 
@@ -79,7 +79,10 @@ class MotoProcess:
 def moto_process(core: int) -> Iterator[MotoProcess]:
     """A moto server in its own process on 127.0.0.1, pinned to ``core``."""
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+    # moto's PartiQL is wrong for sqsjobs' statements: the server answers them as the local cloud does.
+    serve = ("import sys; from sqsjobs.local.moto_partiql import install; install(); "
+             "from moto.server import main; main(sys.argv[1:])")
+    server = subprocess.Popen([sys.executable, "-c", serve, "-H", "127.0.0.1", "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=pin_to(core))
     try:
         deadline = time.monotonic() + 60

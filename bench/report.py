@@ -155,7 +155,7 @@ def render(r: Results) -> str:
             f"Powertools | | see note 2 |")
     pyn = r.cpu.get("pynamodb requests")
     if pyn is not None:
-        add(f"| of which sqsjobs fills its two cached request shapes, µs | {pyn.render('{:.0f}')} | | | | |")
+        add(f"| of which sqsjobs builds its claim and completion statements, µs | {pyn.render('{:.0f}')} | | | | |")
     add(f"| wall ms per batch of 10, Stubber + {lat} per call (moto out) | {stubbed.wall_ms['sqsjobs'].render()} | "
         f"{stubbed.wall_ms['powertools'].render()} | {stub_ratio:.2f}x | (report the ratio) | |")
     add(f"| wall ms per batch of 10, moto server + {lat} per request | {wall_sj.render()} | {wall_pt.render()} | "
@@ -190,25 +190,27 @@ def render(r: Results) -> str:
     add("")
     if floor is not None:
         add("Note 2: with the Stubber, AWS answers at botocore's `before-call` hook: no signing, no HTTP, no")
-        add("parsing of a response, so this is the framework's own CPU plus botocore's request building. Both")
-        add("frameworks make the same two DynamoDB calls per successful message today (a conditional write, an")
-        add("update). Through boto3's default client botocore's own cost for those two calls (validation,")
+        add("parsing of a response, so this is the framework's own CPU plus botocore's request building.")
+        add("Powertools makes two DynamoDB calls per successful message (a conditional write, an update);")
+        add("sqsjobs two per batch (the claims, then the completions, each one `BatchExecuteStatement`:")
+        add("`lib/sqsjobs/store/_statements.py`). Through boto3's default client botocore's own cost for")
+        add("Powertools' two calls (validation,")
         add(f"serialization, endpoint resolution, event hooks) is {floor.median:.0f} µs per message here, "
             f"{floor.median / r.cpu['powertools'].median:.0%} of Powertools' total. sqsjobs' own clients "
             "(`sqsjobs._clients`)")
         add("skip parameter validation on DynamoDB and resolve each operation's endpoint once "
             "(`sqsjobs._endpoint_memo`);")
-        add("its requests are built by the pynamodb model once per shape and filled per call "
-            f"({pyn.median if pyn else 0:.0f} µs); its EMF lines are")
+        add("its statements: an UPDATE's text rendered once per shape and bound per call, an INSERT's item built "
+            f"through the pynamodb model ({pyn.median if pyn else 0:.0f} µs a message); its EMF lines are")
         add("written directly, once per batch. The rest is the thread pool that makes a batch's claims one round")
-        add("trip (on one core its hand-offs cost CPU), decoding and logging. The 0.75x goal assumes the batch's")
-        add("claims and completions go in one `BatchExecuteStatement` each (issue 24's store work, not in this")
-        add("run: the calls-per-batch row says what this run sent).")
+        add("trip (on one core its hand-offs cost CPU), decoding and logging. The calls-per-batch row says what")
+        add("this run sent.")
         add("")
     add("Note 4: how the moto server's CPU is kept out of the client's figure. The client is a process of its")
     add(f"own (`bench/http_client.py`) pinned to core {http.client_core} before it starts (`os.sched_setaffinity` in "
         "the child), its")
-    add(f"threads included; the moto server is another process (`python -m moto.server`) pinned to core "
+    add(f"threads included; the moto server is another process (moto's server with sqsjobs' statement emulation, "
+        f"`sqsjobs.local.moto_partiql`) pinned to core "
         f"{http.server_core}. The")
     add("figure is `time.process_time()` of the client process over the measured batches (after 3 warm-up")
     add("batches that build clients, models and connections): the CPU of its own threads only, so moto's")
@@ -219,8 +221,8 @@ def render(r: Results) -> str:
         f"{http.server_cpu_us.stat('powertools').render('{:.0f}')} µs.")
     add("Real HTTP here is plain HTTP to 127.0.0.1 (no TLS). Over HTTP a")
     add("call's signing, connection handling and response parsing dominate the client's CPU, so this figure")
-    add("follows the number of calls per message: both frameworks make two per message in this run, which is")
-    add("why the 0.35x goal waits for the batched calls.")
+    add("follows the number of calls per message: Powertools makes two per message, sqsjobs two per batch")
+    add("(the calls-per-batch row).")
     add("")
     if r.local is not None:
         add("Note 3: end to end, each message through the local cloud costs the worker's two DynamoDB")
@@ -275,17 +277,18 @@ METHOD = """## Method
 - **Calls and round trips** are counted by botocore event hooks (`before-call` / `after-call`) on the
   clients each framework is given. "Sequential round trips" is the longest chain of DynamoDB calls in
   which each starts after the previous one ended: calls that overlap (sqsjobs' claims on its thread pool)
-  count once. The structure is two waves (claims, then completions); on this loaded machine a claim's
-  thread is now and then scheduled only after another claim has already returned, which is the 3 or 4
-  at the top of the range. The median is the structural figure.
+  count once. The structure is two waves (claims, then completions: one `BatchExecuteStatement` each for
+  a batch of 10 successes).
 - **Latency model**: {lat} added to every request at botocore's `before-send` hook (moto server runs) or at
   `before-call` ahead of the Stubber (Stubber runs), in the calling thread, so parallel calls wait in
   parallel. It stands for the round trip to an in-region endpoint. The moto-server wall time also includes
   moto's own processing, which runs in this process and competes for the GIL; the Stubber figure leaves it
   out and is the cleaner ratio.
 - **Write units** are computed from item sizes, not read from `ReturnConsumedCapacity` (moto does not
-  bill failed conditional writes, AWS does): each PutItem/UpdateItem/DeleteItem, successful or not, costs
-  ceil(item size / 1 KB) WCU, and the largest item either framework wrote is listed above.
+  bill failed conditional writes, AWS does): each PutItem/UpdateItem/DeleteItem, and each statement of a
+  `BatchExecuteStatement`, successful or not, costs ceil(item size / 1 KB) WCU (DynamoDB's documented
+  price of a PartiQL write: that of the same single write), and the largest item either framework wrote is
+  listed above.
 - **CPU, Stubber**: `time.process_time()` (all threads) over batches of 10 successful records, AWS answered
   by botocore's `Stubber` (so neither moto nor the network is counted), after one warm-up batch that builds
   the lazy clients and models, the whole bench process pinned to one core for it. The Stubber is given the

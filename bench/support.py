@@ -30,6 +30,9 @@ def moto_server() -> Iterator[str]:
     """A moto server on 127.0.0.1 at a free port (one thread of this process); yields its URL."""
     from moto.server import ThreadedMotoServer
 
+    from sqsjobs.local.moto_partiql import install
+
+    install()  # moto's PartiQL is wrong for sqsjobs' statements: answer them as the local cloud does
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log line per request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

@@ -21,6 +21,10 @@ class Aws:
 
 
 def create_table(dynamodb: Any, name: str) -> None:
+    # moto's PartiQL is wrong for sqsjobs' statements: the emulation the local cloud uses answers them.
+    from sqsjobs.local.moto_partiql import install
+
+    install()
     # The same key schema and TTL attribute as the template's idempotency table.
     dynamodb.create_table(
         TableName=name,
@@ -65,7 +69,9 @@ class CallRecorder:
     machine schedules their threads; ``wave=1`` (the default) only records.
     """
 
-    def __init__(self, client: Any, wave: int = 1) -> None:
+    def __init__(self, client: Any, wave: int = 1, gated: frozenset[str] | None = None) -> None:
+        #: the operations the gate holds (None: all); others (a batch's one statement call) pass at once
+        self.gated = gated
         self.counter = itertools.count()
         self.lock = threading.Condition()
         self.calls: list[dict[str, Any]] = []
@@ -78,9 +84,13 @@ class CallRecorder:
         events.register("after-call.dynamodb.*", self._after_call)
 
     def _before_send(self, request: Any, **kwargs: Any) -> None:
+        target = str(request.headers.get("X-Amz-Target", b"") or "")
         with self.lock:
             call = {"start": next(self.counter), "op": None}
             self._open[threading.get_ident()] = call
+            if self.gated is not None and not any(target.endswith(f".{op}") or target.endswith(f".{op}'")
+                                                  for op in self.gated):
+                return
             wave = self.arrived // self.wave
             self.arrived += 1
             self.lock.notify_all()

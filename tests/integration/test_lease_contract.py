@@ -400,3 +400,75 @@ def test_run_records_are_handed_from_page_to_page(store: LeaseStore) -> None:
     status = runs.status("reindex", "r1")
     assert (status.status, status.pages_done, status.cursor, status.finished_at) == ("FINISHED", 2, None, NOW + 3)
     assert store.get("run#reindex:r1").expires_at == NOW + 3 + TTL  # finding 11: every run expires
+
+
+# ---------------------------------------------------------------- batched writes (store/_statements.py)
+def fresh(key: str, owner: str, now: float = NOW, **more: Any) -> Acquire:
+    return Acquire(key=key, owner=owner, now=now, lease_until=now + 60, expires_at=now + TTL, count_attempt=True,
+                   fresh=True, **more)
+
+
+def test_a_batch_of_fresh_acquires_answers_each_as_a_single_acquire_would(store: LeaseStore) -> None:
+    acquire(store, "held", "x")                                      # a live holder
+    acquire(store, "released", "x", count_attempt=True)
+    store.write(Release(key="released", owner="x", expires_at=NOW + TTL, data={"last_error": "E: x"}))
+    acquire(store, "done", "x")
+    store.write(Complete(key="done", owner="x", expires_at=NOW + 5, data={"outcome": "succeeded"}))
+    acquire(store, "died", "x", lease=1)                             # its lease ran out: a takeover
+    acquire(store, "other-job", "x", data={"job": "refund"})          # free, but another job's record
+    store.write(Release(key="other-job", owner="x", expires_at=NOW + TTL))
+
+    keys = ["new", "held", "released", "done", "died", "other-job"]
+    answers = store.write_batch([fresh(k, "b", now=NOW + 10, job="invoice-email") for k in keys])
+
+    assert [a.key for a in answers] == keys and all(a.error is None for a in answers)
+    assert [a.ok for a in answers] == [True, False, True, True, True, False]
+    new, held, released, done, died, other = answers
+    assert new.item is None and store.get("new").owner == "b" and store.get("new").attempts == 1
+    assert held.item.owner == "x" and store.get("held").owner == "x"
+    assert released.item.get("last_error") == "E: x" and store.get("released").attempts == 2
+    assert done.item is None and store.get("done").get("outcome") is None  # past its TTL: replaced whole
+    assert died.item.owner == "x" and died.item.state is LeaseState.HELD
+    assert other.item.get("job") == "refund" and store.get("other-job").state is LeaseState.RELEASED
+
+
+def test_a_batch_of_completions_and_releases_is_fenced_statement_by_statement(store: LeaseStore) -> None:
+    for key in ("a", "b", "c"):
+        acquire(store, key, "me", count_attempt=True)
+    acquire(store, "theirs", "them")
+    acquire(store, "uncounted", "me")                                 # no attempts stored: the guard sends it alone
+
+    answers = store.write_batch([
+        Complete(key="a", owner="me", expires_at=NOW + TTL, data={"outcome": "succeeded", "result": "7"}),
+        Release(key="b", owner="me", expires_at=NOW + TTL, attempts_delta=-1, data={"last_error": None}),
+        HandOver(key="c", owner="me", to_owner="next", expires_at=NOW + TTL),
+        Complete(key="theirs", owner="me", expires_at=NOW + TTL),
+        Complete(key="absent", owner="me", expires_at=NOW + TTL),
+        Release(key="uncounted", owner="me", expires_at=NOW + TTL, attempts_delta=1),
+    ])
+
+    assert [(a.ok, a.error) for a in answers] == [(True, None)] * 3 + [(False, None)] * 2 + [(True, None)]
+    assert answers[3].item.owner == "them" and answers[4].item is None
+    assert store.get("a").state is LeaseState.DONE and store.get("a").get("result") == "7"
+    assert store.get("b").state is LeaseState.RELEASED and store.get("b").attempts == 0
+    assert store.get("c").owner == "next" and store.get("c").state is LeaseState.HELD
+    assert store.get("theirs").state is LeaseState.HELD and store.get("absent") is None
+    assert store.get("uncounted").attempts == 1
+
+
+def test_more_than_twenty_five_statements_are_all_answered_in_order(store: LeaseStore) -> None:
+    keys = [f"k{i}" for i in range(30)]
+    assert all(a.ok for a in store.write_batch([fresh(k, "a") for k in keys]))
+    answers = store.write_batch([Complete(key=k, owner="a" if i % 2 else "z", expires_at=NOW + TTL)
+                                 for i, k in enumerate(keys)])
+    assert [a.key for a in answers] == keys and [a.ok for a in answers] == [bool(i % 2) for i in range(30)]
+    assert [store.get(k).state for k in keys] == [LeaseState.DONE if i % 2 else LeaseState.HELD for i in range(30)]
+
+
+def test_a_batch_mixes_statements_with_single_requests(store: LeaseStore) -> None:
+    acquire(store, "held", "a")
+    answers = store.write_batch([fresh("x", "a"), Close(key="marker", now=NOW, expires_at=NOW + TTL),
+                                 Amend(key="held", add={"total": 1}),
+                                 Complete(key="held", owner="a", expires_at=NOW + 9)])
+    assert [a.ok for a in answers] == [True, True, True, True]
+    assert answers[2].item.get("total") == 1 and store.get("held").state is LeaseState.DONE

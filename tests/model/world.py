@@ -286,6 +286,8 @@ class World:
         label, _, kind = g.rpartition("-")
         book = next((b for b in self.groups if b.label == label), None)
         self.ledger.effects[f"report:{g}"] += 1
+        if self._invocations:  # a kill later in this invocation exposes it, as it does a job's (``execute``)
+            self._invocations[-1].append(f"report:{g}")
         if book is None:
             return
         book.runs[kind] += 1  # at most once, like any key: the side-effect bound in ``check`` holds it

@@ -46,9 +46,10 @@ def moto_app() -> WSGIApp:
     """moto's server application, with DynamoDB made atomic (and its transactions cheap: ``moto_transactions``)."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
-    from sqsjobs.local.moto_transactions import install
+    from sqsjobs.local import moto_partiql, moto_transactions
 
-    install()
+    moto_transactions.install()
+    moto_partiql.install()
     return serial_dynamodb(DomainDispatcherApplication(create_backend_app))
 
 

@@ -20,10 +20,16 @@ A ``Transact`` sends the same prepared updates in one ``TransactWriteItems``
 condition failed, with the item that refused it. A transaction DynamoDB
 cancels because another one held an item at the same moment
 (``TransactionConflict``) is sent again after a short full-jitter pause.
+
+``write_batch`` sends the operations a PartiQL statement can carry (a
+batch's fresh claims, its completions) in ``BatchExecuteStatement`` calls,
+rendered from the same rules by ``sqsjobs.store._statements`` (which says
+which operations keep single requests, and why).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import uuid
@@ -40,8 +46,10 @@ from pynamodb.expressions.update import Action, Update
 from sqsjobs._backoff import BackoffPolicy, RandomSource
 from sqsjobs._errors import StoreError
 from sqsjobs.store import _rules as r
+from sqsjobs.store import _statements as s
 from sqsjobs.store._dynamodb_errors import ConditionFailed, dynamodb_errors
 from sqsjobs.store._lease import (
+    Acquire,
     LeaseItem,
     LeaseState,
     LeaseStore,
@@ -132,6 +140,7 @@ class DynamoDBStore(ConcurrentStore):
         self.random = random
         self.sleep = sleep
         self._prepared: dict[Rule, Prepared] = {}
+        self._shapes: dict[Rule, s.UpdateShape] = {}
 
     def get(self, key: str) -> LeaseItem | None:
         with dynamodb_errors("GetItem", self.table_name):
@@ -210,15 +219,7 @@ class DynamoDBStore(ConcurrentStore):
         """Write the item whole over one past its TTL (conditional on it still being past it)."""
         if not rule.holds(None, values):
             return Written(key=op.key, ok=False, item=self.get(op.key))
-        new = rule.apply(None, op.key, values)
-        item = TableItem(op.key)
-        item.status = new.state.value
-        for name in LEASE_FIELDS - {"status"}:
-            value = getattr(new, name)
-            if value is not None and not (name == "attempts" and value == 0):
-                setattr(item, name, value)
-        for name, value in new.data.items():
-            setattr(item, name, set(value) if isinstance(value, frozenset) else value)
+        item = table_item(rule.apply(None, op.key, values))
         request = item.get_save_kwargs_from_instance(condition=TableItem.expires_at < values["now"],
                                                      return_values_on_condition_failure="ALL_OLD")
         request["TableName"] = self.table_name
@@ -234,6 +235,85 @@ class DynamoDBStore(ConcurrentStore):
         if prepared is None:
             prepared = self._prepared[rule] = prepare(rule)
         return prepared
+
+
+    def write_batch(self, ops: Sequence[Operation]) -> list[Written]:
+        """Statements in ``BatchExecuteStatement`` calls of <= 25, the rest single, all at once; then fallbacks."""
+        batched, single = s.plan(ops)
+        if len(batched) <= 1:
+            return self.write_many(ops)
+        answers: list[Written | None] = [None] * len(ops)
+        calls: list[Callable[[], list[tuple[int, Written | None]]]] = [
+            functools.partial(self._statements, ops, chunk) for chunk in s.chunks(batched)]
+        calls += [functools.partial(self._single, ops, i) for i in single]
+        for done in self.pool.map(lambda call: call(), calls):
+            for index, written in done:
+                answers[index] = written
+        found = [i for i, written in enumerate(answers) if written is None and isinstance(ops[i], Acquire)]
+        if found:  # inserts that met an item: read them, answer the refusals, send only what may write
+            for index, written in zip(found, self._after_insert([ops[i] for i in found]), strict=True):
+                answers[index] = written
+        fallback = [i for i, written in enumerate(answers) if written is None]
+        for index, written in zip(fallback, self.write_many([ops[i] for i in fallback]), strict=True):
+            answers[index] = written
+        return [written for written in answers if written is not None]
+
+    def _after_insert(self, ops: Sequence[Operation]) -> list[Written | None]:
+        """Refused fresh acquires: refused again where the item read refuses the rule (no second write), else None."""
+        try:
+            items = self.get_many([op.key for op in ops])
+        except StoreError:
+            return [None] * len(ops)
+        return [s.refusal(op, items.get(op.key)) for op in ops]
+
+    def _single(self, ops: Sequence[Operation], index: int) -> list[tuple[int, Written | None]]:
+        return [(index, self.write(ops[index]))]
+
+    def _statements(self, ops: Sequence[Operation], chunk: Sequence[int]) -> list[tuple[int, Written | None]]:
+        """One ``BatchExecuteStatement`` of ``ops[chunk]``: each answer, or None where the single request decides."""
+        requests = []
+        for index in chunk:
+            op = ops[index]
+            if isinstance(op, Acquire):
+                requests.append(s.bind_insert(op, self.table_name))
+            else:
+                assert not isinstance(op, Transact)
+                rule = op.rule()
+                shape = self._shapes.get(rule)
+                if shape is None:
+                    shape = self._shapes[rule] = s.update_shape(rule, self.table_name)
+                requests.append(s.bind_update(shape, op.key, op.values()))
+        try:
+            with dynamodb_errors("BatchExecuteStatement", self.table_name):
+                response = self.client.batch_execute_statement(Statements=requests)  # type: ignore[arg-type]
+        except StoreError as error:
+            return [(index, Written(key=ops[index].key, ok=False, error=str(error))) for index in chunk]
+        return [(index, s.read(ops[index], answer, lease_item((answer.get("Error") or {}).get("Item"))))
+                for index, answer in zip(chunk, response.get("Responses", []), strict=True)]
+
+
+def table_item(new: LeaseItem) -> TableItem:
+    """The table's model of a whole item (what ``PutItem`` or an ``INSERT`` writes)."""
+    item = TableItem(new.key)
+    item.status = new.state.value
+    for name in LEASE_FIELDS - {"status"}:
+        value = getattr(new, name)
+        if value is not None and not (name == "attempts" and value == 0):
+            setattr(item, name, value)
+    for name, value in new.data.items():
+        setattr(item, name, set(value) if isinstance(value, frozenset) else value)
+    return item
+
+
+def whole_item(new: LeaseItem) -> dict[str, Any]:
+    """``new`` as DynamoDB's attribute values, the key first.
+
+    Example:
+        >>> whole_item(LeaseItem(key="k", state=LeaseState.HELD, owner="a"))
+        {'pk': {'S': 'k'}, 'owner': {'S': 'a'}, 'status': {'S': 'HELD'}}
+    """
+    raw: dict[str, Any] = table_item(new).serialize()
+    return {KEY_ATTRIBUTE: raw.pop(KEY_ATTRIBUTE), **raw}
 
 
 # ---------------------------------------------------------------- prepared requests

@@ -39,10 +39,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, TypeVar
 
 from sqsjobs._errors import StoreError
+from sqsjobs.store._item import LeaseItem as LeaseItem  # re-exported: the stores and their users import it here
+from sqsjobs.store._item import LeaseState as LeaseState
 from sqsjobs.store._rules import (
     KEY,
     LEASE_FIELDS,
@@ -73,14 +74,6 @@ from sqsjobs.store._rules import (
 T = TypeVar("T")
 
 
-class LeaseState(StrEnum):
-    """Where a lease is (the item's ``status``)."""
-
-    HELD = "HELD"  #: an owner holds it until ``lease_until``
-    RELEASED = "RELEASED"  #: free to acquire again; the item keeps its history
-    DONE = "DONE"  #: finished: nobody acquires it until its TTL ends
-
-
 #: Keys of items that are not job records; no message or enqueue may claim one.
 RESERVED_PREFIXES = ("lock#", "run#", "group#", "chain#", "limit#", "sched#", "sqsjobs#", "dlq#", "redrive#")
 
@@ -106,39 +99,6 @@ def expiry(now: float, ttl: float, lease_until: float | None = None) -> float:
         (1100.0, 1400.0)
     """
     return max(now, lease_until or now) + ttl
-
-
-@dataclass(frozen=True, kw_only=True)
-class LeaseItem:
-    """A stored lease: the lease fields, and the user's fields in ``data``.
-
-    Example:
-        >>> item = LeaseItem(key="k", state=LeaseState.HELD, owner="a", lease_until=60.0)
-        >>> item.held_live(now=59.0), item.held_live(now=61.0)
-        (True, False)
-    """
-
-    key: str
-    state: LeaseState
-    owner: str | None = None
-    lease_until: float | None = None
-    expires_at: float | None = None
-    fingerprint: str | None = None
-    fp_version: int | None = None
-    attempts: int = 0
-    data: Mapping[str, Any] = field(default_factory=dict)
-
-    def get(self, name: str) -> Any:
-        """A user field (``None`` when the item does not have it)."""
-        return self.data.get(name)
-
-    def past_ttl(self, now: float) -> bool:
-        """Past its TTL: logically gone (DynamoDB deletes such items up to days late)."""
-        return self.expires_at is not None and self.expires_at < now
-
-    def held_live(self, now: float) -> bool:
-        """HELD, and its lease has not run out (a lease without an end never runs out)."""
-        return self.state is LeaseState.HELD and (self.lease_until is None or self.lease_until >= now)
 
 
 # ---------------------------------------------------------------- the parts rules share
@@ -190,6 +150,9 @@ class Acquire:
     was dead-lettered as that message (a redelivery after a lost acknowledgement).
     ``count_attempt`` adds one to ``attempts``. The result's ``item`` is what
     was there before (absent or past its TTL: ``None``) or what refused it.
+    ``fresh`` is a hint, not part of the rule: the caller expects no item (a
+    first delivery), so ``write_batch`` may try an insert first
+    (``sqsjobs.store._statements``); the answer is the same either way.
     """
 
     key: str
@@ -203,6 +166,7 @@ class Acquire:
     not_for_message: str | None = None
     count_attempt: bool = False
     data: Mapping[str, FieldValue] = field(default_factory=dict)
+    fresh: bool = False
 
     def rule(self) -> Rule:
         """Absent, or free and for the same work; then HELD by ``owner``."""
@@ -594,6 +558,16 @@ class LeaseStore(ABC):
     def write_many(self, ops: Sequence[Operation]) -> list[Written]:
         """Run ``ops`` concurrently (one round trip for all); results in order."""
         return [self.write(op) for op in ops]
+
+    def write_batch(self, ops: Sequence[Operation]) -> list[Written]:
+        """Run ``ops`` (on distinct keys) in as few requests as the store can; each answered as ``write`` would.
+
+        The DynamoDB store sends the operations a PartiQL statement can carry
+        in ``BatchExecuteStatement`` calls of at most 25, the others as single
+        requests, all at once (``sqsjobs.store._statements`` says which go
+        where); the default is ``write_many``.
+        """
+        return self.write_many(ops)
 
     def submit(self, op: Operation) -> Future[Written]:
         """Start ``op`` and return at once; the future never raises."""

@@ -9,14 +9,21 @@ DynamoDB store renders as expressions, so the two cannot mean different things
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
-from sqsjobs.store._lease import LeaseItem, LeaseStore, Operation, Transact, Written, answer
+from sqsjobs.store import _statements as statements
+from sqsjobs.store._lease import Acquire, LeaseItem, LeaseStore, Operation, Transact, Written, answer
 
 
 class InMemoryStore(LeaseStore):
     """Leases in a dict, with the DynamoDB store's semantics.
 
-    ``calls`` counts operations (each would be one DynamoDB request).
+    ``calls`` counts the DynamoDB requests the operations would take: one an
+    operation, and for ``write_batch`` one per ``BatchExecuteStatement`` of up
+    to 25 statements, plus the single requests that the DynamoDB store would
+    send after the statements (a read of the items fresh ``Acquire`` found,
+    the single requests of those the read does not refuse, a refusal by a
+    statement's guard: ``sqsjobs.store._statements``).
 
     Example:
         >>> from sqsjobs.store._lease import Close
@@ -39,6 +46,26 @@ class InMemoryStore(LeaseStore):
         """Every item (tests and tooling)."""
         with self._lock:
             return list(self._items.values())
+
+    def write_batch(self, ops: Sequence[Operation]) -> list[Written]:
+        """Each operation written by its rule (through ``write``), counted as the DynamoDB store would send it."""
+        batched, _ = statements.plan(ops)
+        if len(batched) <= 1:
+            return self.write_many(ops)
+        in_statements = set(batched)
+        alone = 0  # requests the DynamoDB store would send after the batch: one read, and single writes
+        read = False
+        for index in batched:
+            op, current = ops[index], self._items.get(ops[index].key)
+            if isinstance(op, Acquire):
+                read = read or current is not None  # DuplicateItem: the items are read together
+                alone += current is not None and statements.refusal(op, current) is None
+            elif not isinstance(op, Transact):
+                alone += not statements.guards_hold(op, current) and op.rule().holds(current, op.values())
+        answers = [self.write(op) for op in ops]
+        with self._lock:  # ``write`` counted each statement as a request of its own
+            self.calls -= len(in_statements) - len(statements.chunks(batched)) - alone - read
+        return answers
 
     def _apply(self, op: Operation) -> Written:
         with self._lock:

@@ -18,7 +18,7 @@ Values are named ``Param``s bound per call (the shape of an operation never
 changes, only its values), or ``Const``s.
 
 Example:
-    >>> from sqsjobs.store._lease import LeaseItem, LeaseState
+    >>> from sqsjobs.store._item import LeaseItem, LeaseState
     >>> free = Or(ItemMissing(), Eq("status", Const("RELEASED")))
     >>> rule = Rule(condition=free, updates=(Set("status", Const("HELD")), Set("owner", Param("owner"))))
     >>> rule.holds(None, {"owner": "a"}), rule.apply(None, "k", {"owner": "a"}).owner
@@ -33,6 +33,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from sqsjobs.store._item import LeaseItem, LeaseState
 
 #: the fields the lease itself owns (``LeaseItem`` attributes); every other field is the user's ``data``
 LEASE_FIELDS = frozenset({"status", "owner", "lease_until", "expires_at", "fingerprint", "fp_version", "attempts"})
@@ -292,8 +294,6 @@ class Rule:
 
     def apply(self, item: Any, key: str, values: Mapping[str, Any]) -> Any:
         """The ``LeaseItem`` that ``item`` (None: a new item under ``key``) becomes."""
-        from sqsjobs.store._lease import LeaseItem, LeaseState
-
         lease: dict[str, Any] = {name: field_of(item, name) for name in LEASE_FIELDS if name != "status"}
         lease["attempts"] = item.attempts if item is not None else 0
         status = item.state.value if item is not None else None

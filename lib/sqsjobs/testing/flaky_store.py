@@ -51,15 +51,27 @@ class FlakyStore(LeaseStore):
         self._plans.clear()
 
     def write(self, op: Operation) -> Written:
+        injected = self._injected(op)
+        return injected if injected is not None else self.inner.write(op)
+
+    def write_many(self, ops: Sequence[Operation]) -> list[Written]:
+        return [self.write(op) for op in ops]
+
+    def write_batch(self, ops: Sequence[Operation]) -> list[Written]:
+        """The planned failures first; the others go to the inner store's ``write_batch`` together."""
+        answers: list[Written | None] = [self._injected(op) for op in ops]
+        rest = [i for i, answer in enumerate(answers) if answer is None]
+        for index, answer in zip(rest, self.inner.write_batch([ops[i] for i in rest]), strict=True):
+            answers[index] = answer
+        return [answer for answer in answers if answer is not None]
+
+    def _injected(self, op: Operation) -> Written | None:
         for plan in self._plans:
             if plan.times > 0 and plan.match(op):
                 plan.times -= 1
                 self.failures += 1
                 return Written(key=op.key, ok=False, error="injected by FlakyStore.fail")
-        return self.inner.write(op)
-
-    def write_many(self, ops: Sequence[Operation]) -> list[Written]:
-        return [self.write(op) for op in ops]
+        return None
 
     def get(self, key: str) -> LeaseItem | None:
         return self.inner.get(key)

@@ -6,14 +6,15 @@ feature (features plug in as stages, ``worker/_stages.py``):
 
 1. parse the event, and decode every body (its job, arguments and key);
 2. the stages' ``before_claim`` (too old to run, over a limiter);
-3. **claim** every distinct key at once: one DynamoDB round trip for the
-   batch (``worker/_job_records.py``), which also tells duplicates, cancelled
+3. **claim** every distinct key at once: one ``BatchExecuteStatement`` for the
+   first deliveries (``store/_statements.py``), the others beside it
+   (``worker/_job_records.py``), which also tells duplicates, cancelled
    keys, keys held by a live run elsewhere, and keys that belong to another
    job or to other arguments; a *finish copy* (a success whose completion a
    previous invocation could not write) writes that completion instead;
-4. **run** the claimed jobs in order; each record is written the moment its
-   job returns, overlapped with the next job (``worker/_record_writes.py``),
-   so a crash exposes at most the one job that was running;
+4. **run** the claimed jobs in order; their records are written together
+   once they have run, one more call, or sooner when jobs take long
+   (``worker/_record_writes.py``: the crash window is bounded in time);
 5. **dead-letter** what failed for good (``SendMessageBatch`` to the DLQ),
    then write those records, so a redelivery of a dead-lettered message (a
    lost acknowledgement) is not run again;
@@ -177,7 +178,8 @@ class Consumer:
             lease_until=self._invocation_lease(now, context), max_attempts=self.settings.max_attempts,
             default_backoff=self.default_backoff, random=self.random or _random,
             can_schedule=self.schedules is not None,
-            writes=RecordWrites(self.store, sleep=self.sleep, time_left=time_left, random=self.random),
+            writes=RecordWrites(self.store, sleep=self.sleep, time_left=time_left, random=self.random,
+                                clock=self.clock),
         )
         batch.on_decided = lambda d: self.stages.after_decision(batch, d)
         return batch
@@ -227,7 +229,7 @@ class Consumer:
                         d.key, token, now=batch.now, expires_at=expiry(batch.now, self.settings.record_ttl),
                         result=finish_result(d))))
         wave = [op for *_, op in claims] + [op for _, op in batch.claim_wave]
-        written = self.store.write_many(wave)
+        written = self.store.write_batch(wave)
         late: list[tuple[Delivery, Claim]] = []
         for (d, claim, _), answer in zip(claims, written, strict=False):
             if claim is None:  # a finish copy: its completion, fenced on the lease of the run that succeeded
@@ -242,7 +244,7 @@ class Consumer:
                 continue
             self._on_claim(batch, d, ClaimResult.of(claim, answer))
         if late:
-            for (d, claim), answer in zip(late, self.store.write_many([c.operation() for _, c in late]),
+            for (d, claim), answer in zip(late, self.store.write_batch([c.operation() for _, c in late]),
                                           strict=True):
                 self._on_claim(batch, d, ClaimResult.of(claim, answer))
         return firsts
@@ -254,6 +256,7 @@ class Consumer:
             expires_at=expiry(batch.now, self.settings.record_ttl, batch.lease_until),
             fingerprint=d.job.fingerprint(d.args or {}), fp_version=d.job.options.version,
             message_id=d.message_id, enqueued_at=d.envelope.enqueued_at, extra=self.stages.claim_data(d),
+            fresh=d.receive_count == 1,
         )
 
     def _on_claim(self, batch: Batch, d: Delivery, claim: ClaimResult) -> None:

@@ -98,13 +98,15 @@ class Claim:
     period: str | None = None
     #: fields a stage writes with the claim (``Stage.claim_data``: a debounced burst's token)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: a first delivery (receive count 1): the store may try an insert first (``store/_statements.py``)
+    fresh: bool = False
 
     def operation(self) -> Acquire:
         """The lease acquire that claims the key."""
         return Acquire(
             key=self.key, owner=self.owner, now=self.now, lease_until=self.lease_until, expires_at=self.expires_at,
             job=self.job, fingerprint=self.fingerprint, fp_version=self.fp_version, not_for_message=self.message_id,
-            count_attempt=True,
+            count_attempt=True, fresh=self.fresh,
             data={"job": self.job, "outcome": JobState.RUNNING.value, "started_at": self.now, "updated_at": self.now,
                   "enqueued_at": self.enqueued_at, "finished_at": None, "cancel_requested": None,
                   **({"period": self.period} if self.period is not None else {}), **self.extra},

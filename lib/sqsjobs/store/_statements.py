@@ -1,0 +1,328 @@
+"""Lease operations as PartiQL statements: which ones a ``BatchExecuteStatement`` may carry, and how.
+
+A batch's claims and its completions are each one ``BatchExecuteStatement``
+(at most 25 statements a call; more go in further calls, sent at once), so a
+batch of 10 first deliveries that succeed costs 2 DynamoDB calls, not 20.
+Each statement is rendered here from the operation's ``Rule``
+(``sqsjobs.store._rules``), the same statement the in-memory store evaluates
+and ``sqsjobs.store._dynamodb`` renders as expressions:
+
+- an ``Acquire`` marked ``fresh`` (a first delivery: SQS's receive count is 1)
+  is an ``INSERT`` of the item its rule makes from nothing; a refused
+  conditional write costs a write unit too, so the consumer only marks first
+  deliveries; the items that ``INSERT`` statements found (``DuplicateItem``) are read
+  together (one ``BatchGetItem``): an item that refuses the rule (a
+  duplicate, a live holder) is the answer, with no second write; the others
+  (free, past their TTL) take the single conditional ``UpdateItem``;
+- ``Complete``, ``Release``, ``HandOver``, ``Renew`` and ``Annotate`` (rules
+  that return nothing on success) are an ``UPDATE ... WHERE "pk" = ? AND
+  <condition>``, with ``ReturnValuesOnConditionCheckFailure=ALL_OLD`` so a
+  refusal says what refused it without another read.
+
+A statement refused by its condition is answered from the item DynamoDB
+returns, *re-checked against the rule*: when the rule would have written on
+that item (the statement's extra guard refused it, see below) the operation
+falls back to its single request, so every answer is the one ``write`` gives.
+A statement that fails for another reason (``ThrottlingError``,
+``InternalServerError``, ``ProvisionedThroughputExceeded``,
+``TransactionConflict``...) is returned as ``Written.error``, so the record
+writes retry it (``worker/_record_writes.py``).
+
+**Kept as single calls, and why:**
+
+- an ``Acquire`` that is not ``fresh`` (a takeover or a redelivery), and
+  ``Close`` and ``Amend``: their answer on success carries the item
+  (``ALL_OLD``/``ALL_NEW``), and DynamoDB documents no success item for a
+  write statement in a batch (``BatchStatementResponse.Item`` is described for
+  reads); the claim needs the old record (its attempts, its last error);
+- rules with ``Not``: PartiQL's logic makes ``NOT (x = ?)`` unknown, not true,
+  when ``x`` is missing, while a ``ConditionExpression`` (and ``Rule.holds``)
+  makes it true;
+- ``AddToSet``/``DeleteFromSet`` (a group's shard sets) and every ``Transact``
+  (a group's member counts must land together: ``TransactWriteItems``).
+
+**Resting on DynamoDB's documentation, not on a run** (moto's PartiQL is no
+proof: a second ``INSERT`` of a key succeeds there, a false ``WHERE`` writes,
+a ``?`` inside ``VALUE {...}`` crashes its parser; the local cloud and the
+tests use ``sqsjobs.local.moto_partiql`` instead, which follows these points):
+
+1. ``INSERT`` of an existing key fails that statement with ``DuplicateItem``
+   and writes nothing (treated like ``ConditionalCheckFailed``: both fall
+   back to the single request);
+2. ``UPDATE`` never creates an item; a ``WHERE`` that does not hold fails the
+   statement with ``ConditionalCheckFailed``, and with
+   ``ReturnValuesOnConditionCheckFailure=ALL_OLD`` its ``Error.Item`` is the
+   item (none when there is no item); an extra ``"status" IS NOT MISSING``
+   guard keeps an absent item from ever being written;
+3. ``SET "n" = "n" + ?`` fails on a missing ``n`` (as in an update
+   expression), so such a statement also guards ``"n" IS NOT MISSING``;
+4. statements of one batch succeed or fail each on their own (an HTTP 200
+   does not mean every statement succeeded), one item each, at most 25; a
+   statement's write costs what the same ``UpdateItem``/``PutItem`` costs;
+5. a comparison with a missing attribute is false, and ``OR`` of a true part
+   and an unknown one is true (SQL's three-valued logic), as in a condition
+   expression.
+
+This module must not import boto3; it renders and reads, it does not send.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from sqsjobs.store import _rules as r
+from sqsjobs.store._lease import (
+    Acquire,
+    Annotate,
+    Complete,
+    HandOver,
+    Operation,
+    Release,
+    Renew,
+    Written,
+)
+
+if TYPE_CHECKING:
+    from sqsjobs.store._lease import LeaseItem
+
+#: DynamoDB's limit on the statements of one BatchExecuteStatement
+MAX_STATEMENTS = 25
+#: per-statement codes that mean "the item is not what the statement expected" (the rest are failures)
+REFUSALS = frozenset({"ConditionalCheckFailed", "DuplicateItem"})
+#: the operations whose success answers nothing but ok: an ``UPDATE`` carries them
+_UPDATES = (Complete, Release, HandOver, Renew, Annotate)
+
+
+class StatementKind(StrEnum):
+    """How an operation goes in a ``BatchExecuteStatement``."""
+
+    INSERT = "INSERT"  #: a fresh ``Acquire``: the item its rule makes from nothing
+    UPDATE = "UPDATE"  #: a fenced update whose success returns nothing
+
+
+def kind_of(op: Operation) -> StatementKind | None:
+    """How ``op`` goes in a batch (None: it keeps its single request).
+
+    Example:
+        >>> kind_of(Complete(key="k", owner="a", expires_at=9.0)).value
+        'UPDATE'
+        >>> kind_of(Acquire(key="k", owner="a", now=0.0, lease_until=60.0, expires_at=99.0)) is None  # a takeover
+        True
+    """
+    if isinstance(op, Acquire):
+        return StatementKind.INSERT if op.fresh else None
+    if isinstance(op, _UPDATES):
+        rule = op.rule()
+        if rule.returns == "none" and _expressible(rule.condition) and all(
+                isinstance(u, r.Set | r.Remove | r.Add) for u in rule.updates):
+            return StatementKind.UPDATE
+    return None
+
+
+def _expressible(condition: r.Condition) -> bool:
+    if isinstance(condition, r.Not | r.ItemMissing):
+        return False
+    if isinstance(condition, r.And | r.Or):
+        return all(_expressible(p) for p in condition.parts)
+    return True
+
+
+def plan(ops: Sequence[Operation]) -> tuple[list[int], list[int]]:
+    """The indexes of ``ops`` that go in statements, and those that keep single requests.
+
+    Example:
+        >>> plan([Complete(key="a", owner="o", expires_at=9.0),
+        ...       Acquire(key="b", owner="o", now=0.0, lease_until=60.0, expires_at=99.0)])
+        ([0], [1])
+    """
+    batched = [i for i, op in enumerate(ops) if kind_of(op) is not None]
+    chosen = set(batched)
+    return batched, [i for i in range(len(ops)) if i not in chosen]
+
+
+def chunks(indexes: Sequence[int]) -> list[list[int]]:
+    """``indexes`` in calls of at most ``MAX_STATEMENTS``.
+
+    Example:
+        >>> [len(c) for c in chunks(range(60))]
+        [25, 25, 10]
+    """
+    return [list(indexes[start:start + MAX_STATEMENTS]) for start in range(0, len(indexes), MAX_STATEMENTS)]
+
+
+# ---------------------------------------------------------------- rendering
+@dataclass(frozen=True)
+class UpdateShape:
+    """An ``UPDATE`` statement's text, and what fills its ``?`` in order (the key is the first ``WHERE`` one)."""
+
+    text: str
+    #: each ``?``: the operand and the field whose attribute serializes it (``r.KEY``: the key)
+    params: tuple[tuple[r.Operand | None, str], ...]
+
+
+def _name(field: str) -> str:
+    return f'"{_attribute(field).attr_name}"'
+
+
+def _attribute(field: str) -> Any:
+    from sqsjobs.store._dynamodb import _attribute as attribute
+
+    return attribute(field)
+
+
+def update_shape(rule: r.Rule, table: str) -> UpdateShape:
+    """The ``UPDATE`` statement of ``rule`` on ``table``.
+
+    Example:
+        >>> shape = update_shape(Complete(key="k", owner="a", expires_at=9.0).rule(), "jobs")
+        >>> shape.text
+        'UPDATE "jobs" SET "expires_at" = ? SET "status" = ? WHERE "pk" = ? AND "status" IS NOT MISSING \
+AND ("owner" = ? AND "status" = ?)'
+    """
+    actions: list[str] = []
+    params: list[tuple[r.Operand | None, str]] = []
+    guards: list[str] = ['"status" IS NOT MISSING']
+    for update in rule.updates:
+        name = _name(update.field)
+        if isinstance(update, r.Remove):
+            actions.append(f"REMOVE {name}")
+        elif isinstance(update, r.Add):
+            actions.append(f"SET {name} = {name} + ?")
+            guards.append(f"{name} IS NOT MISSING")
+            params.append((update.operand, update.field))
+        elif isinstance(update, r.Set):
+            actions.append(f"SET {name} = ?")
+            params.append((update.operand, update.field))
+        else:
+            raise ValueError(f"{type(update).__name__} has no batched statement (store/_statements.py)")
+    params.append((None, r.KEY))
+    where = [f'"{r.KEY}" = ?', *guards]
+    if not isinstance(rule.condition, r.Always):
+        where.append(_condition(rule.condition, params))
+    return UpdateShape(text=f'UPDATE "{table}" {" ".join(actions)} WHERE {" AND ".join(where)}',
+                       params=tuple(params))
+
+
+def _condition(condition: r.Condition, params: list[tuple[r.Operand | None, str]]) -> str:
+    if isinstance(condition, r.And | r.Or):
+        joiner = " AND " if isinstance(condition, r.And) else " OR "
+        return "(" + joiner.join(_condition(p, params) for p in condition.parts) + ")"
+    if isinstance(condition, r.Missing):
+        return f"{_name(condition.field)} IS MISSING"
+    if isinstance(condition, r.Present):
+        return f"{_name(condition.field)} IS NOT MISSING"
+    if isinstance(condition, r.Eq | r.Lt | r.Gt | r.Ge):
+        params.append((condition.operand, condition.field))
+        symbol = {r.Eq: "=", r.Lt: "<", r.Gt: ">", r.Ge: ">="}[type(condition)]
+        return f"{_name(condition.field)} {symbol} ?"
+    raise ValueError(f"{type(condition).__name__} has no batched statement (store/_statements.py)")
+
+
+def _serialize(field: str, value: Any) -> dict[str, Any]:
+    attribute = _attribute(field)
+    return {attribute.attr_type: attribute.serialize(value)}
+
+
+def bind_update(shape: UpdateShape, key: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """One ``BatchStatementRequest`` of ``shape`` for ``key``.
+
+    Example:
+        >>> shape = update_shape(Complete(key="k", owner="a", expires_at=9.0).rule(), "jobs")
+        >>> bind_update(shape, "k", {"owner": "a", "expires_at": 9.0})["Parameters"]
+        [{'N': '9.0'}, {'S': 'DONE'}, {'S': 'k'}, {'S': 'a'}, {'S': 'HELD'}]
+    """
+    parameters = [{"S": key} if operand is None else
+                  _serialize(field, operand.value if isinstance(operand, r.Const) else values[operand.name])
+                  for operand, field in shape.params]
+    return {"Statement": shape.text, "Parameters": parameters, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+
+
+def bind_insert(op: Acquire, table: str) -> dict[str, Any]:
+    """The ``INSERT`` of the item ``op``'s rule makes where there is none.
+
+    Example:
+        >>> take = Acquire(key="k", owner="a", now=0.0, lease_until=60.0, expires_at=99.0, fresh=True)
+        >>> request = bind_insert(take, "jobs")
+        >>> print(request["Statement"])
+        INSERT INTO "jobs" VALUE {'pk': ?, 'expires_at': ?, 'lease_until': ?, 'owner': ?, 'status': ?}
+        >>> request["Parameters"][:2]
+        [{'S': 'k'}, {'N': '99.0'}]
+    """
+    from sqsjobs.store._dynamodb import whole_item
+
+    item = whole_item(op.rule().apply(None, op.key, op.values()))
+    names = ", ".join(f"'{name}': ?" for name in item)
+    return {"Statement": f'INSERT INTO "{table}" VALUE {{{names}}}', "Parameters": list(item.values()),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+
+
+# ---------------------------------------------------------------- reading the answers
+def read(op: Operation, response: Mapping[str, Any], item: LeaseItem | None) -> Written | None:
+    """``op``'s answer from its statement's ``response`` (``item``: its ``Error.Item``, read); None: send it alone.
+
+    Example:
+        >>> done = Complete(key="k", owner="a", expires_at=9.0)
+        >>> read(done, {}, None).ok
+        True
+        >>> read(done, {"Error": {"Code": "ConditionalCheckFailed"}}, None).refused  # no item: nothing to fence
+        True
+        >>> read(done, {"Error": {"Code": "ThrottlingError", "Message": "slow down"}}, None).error
+        'DynamoDB BatchExecuteStatement statement on k failed: ThrottlingError: slow down'
+    """
+    error = response.get("Error")
+    if not error:
+        return Written(key=op.key, ok=True)
+    code = str(error.get("Code") or "")
+    if code not in REFUSALS:
+        return Written(key=op.key, ok=False,
+                       error=f"DynamoDB BatchExecuteStatement statement on {op.key} failed: {code}: "
+                             f"{error.get('Message', '')}")
+    if not isinstance(op, _UPDATES):  # an insert found an item: the single request decides (a takeover, past TTL)
+        return None
+    if op.rule().holds(item, op.values()):  # refused only by a statement's guard: the single request decides
+        return None
+    return Written(key=op.key, ok=False, item=item)
+
+
+def refusal(op: Operation, item: LeaseItem | None) -> Written | None:
+    """The refusal of a fresh ``Acquire`` whose ``INSERT`` met ``item`` (read after it), or None: send it alone.
+
+    A refusal read from the item is safe to answer without a second write: a
+    refused claim runs nothing, and an item that refuses it (DONE, held live,
+    another job's) answers exactly what the conditional update would have.
+    An item past its TTL, gone, or free is for the single request to take.
+
+    Example:
+        >>> from sqsjobs.store._lease import LeaseItem, LeaseState
+        >>> take = Acquire(key="k", owner="b", now=10.0, lease_until=60.0, expires_at=99.0, fresh=True)
+        >>> refusal(take, LeaseItem(key="k", state=LeaseState.DONE, expires_at=50.0)).refused
+        True
+        >>> refusal(take, LeaseItem(key="k", state=LeaseState.RELEASED, expires_at=50.0)) is None
+        True
+    """
+    if item is None or not isinstance(op, Acquire):
+        return None
+    values = op.values()
+    if item.past_ttl(values["now"]) or op.rule().holds(item, values):
+        return None
+    return Written(key=op.key, ok=False, item=item)
+
+
+def guards_hold(op: Operation, item: LeaseItem | None) -> bool:
+    """Whether a statement's own guards (an item, each added-to counter present) hold on ``item``.
+
+    An ``attempts`` of 0 counts as missing: the table does not store it (``store/_dynamodb.py`` ``table_item``).
+
+    Example:
+        >>> from sqsjobs.store._lease import LeaseItem, LeaseState
+        >>> held = LeaseItem(key="k", state=LeaseState.HELD, owner="a")
+        >>> give_back = Release(key="k", owner="a", expires_at=9.0, attempts_delta=-1)
+        >>> guards_hold(give_back, held), guards_hold(Release(key="k", owner="a", expires_at=9.0), held)
+        (False, True)
+    """
+    if item is None or isinstance(op, Acquire) or not isinstance(op, _UPDATES):
+        return item is not None
+    return all(r.field_of(item, u.field) not in (None, 0) for u in op.rule().updates if isinstance(u, r.Add))
