@@ -10,6 +10,7 @@ Example:
 from sqsjobs._app import JobApp
 from sqsjobs._backoff import BackoffPolicy
 from sqsjobs._errors import (
+    BatchItemsFailed,
     ChainError,
     ConfigurationError,
     EnqueueError,
@@ -52,6 +53,7 @@ from sqsjobs.workflows._outbox import OutboxRelay, Transaction
 
 __all__ = [
     "BackoffPolicy",
+    "BatchItemsFailed",
     "BatchResult",
     "Chain",
     "ChainError",

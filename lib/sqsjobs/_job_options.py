@@ -65,6 +65,8 @@ class JobOptions:
     queue: str = DEFAULT_QUEUE
     #: add a ``Tenant`` dimension (the enqueue's ``tenant=``) to the job's metrics
     tenant_metrics: bool = False
+    #: a batch handler's most items per call (worker/_batch_handler.py); None: one job per call
+    batch: int | None = None
 
     def classify(self, error: BaseException) -> Classification:
         """``'retry'`` or ``'permanent'`` for an exception the job raised.
@@ -122,7 +124,7 @@ MAX_JOB_NAME = 80
 #: the options ``JobApp.job`` takes, for error messages
 JOB_OPTIONS = ("key", "group", "max_attempts", "backoff_base", "backoff_cap", "jitter", "retry_on", "permanent_on",
                "time_limit", "version", "chunked", "store_result", "expires_in", "on_crash", "limits", "queue",
-               "tenant_metrics")
+               "tenant_metrics", "batch")
 
 
 def declare_options(
@@ -147,6 +149,7 @@ def declare_options(
     limits: Iterable[str] = (),
     queue: str = DEFAULT_QUEUE,
     tenant_metrics: bool = False,
+    batch: int | None = None,
     **unknown: Any,
 ) -> JobOptions:
     """The options of job ``name``, checked against the app's settings and limiters (docs/jobs.md lists them).
@@ -161,7 +164,7 @@ def declare_options(
         sqsjobs.ConfigurationError: job 'sync-account': unknown option(s) 'max_retries' (Celery) → use \
 max_attempts (= max_retries + 1: sqsjobs counts the first run). Options: key, group, max_attempts, backoff_base, \
 backoff_cap, jitter, retry_on, permanent_on, time_limit, version, chunked, store_result, expires_in, on_crash, limits, \
-queue, tenant_metrics
+queue, tenant_metrics, batch
     """
     if "expires" in unknown and expires_in is None:
         expires_in = unknown.pop("expires")  # Celery's name for it
@@ -177,7 +180,15 @@ queue, tenant_metrics
         permanent_on=_exception_classes(name, "permanent_on", permanent_on), time_limit=time_limit,
         version=version, store_result=store_result, expires_in=expires_in, on_crash=on_crash, chunked=chunked,
     )
-    return _flow_options(name, options, settings, limiters, limits=limits, queue=queue, tenant_metrics=tenant_metrics)
+    options = _flow_options(name, options, settings, limiters, limits=limits, queue=queue,
+                            tenant_metrics=tenant_metrics)
+    if batch is None:
+        return options
+    from dataclasses import replace
+
+    from sqsjobs._batch_job import batch_size
+
+    return replace(options, batch=batch_size(name, batch, store_result=store_result, chunked=chunked))
 
 
 def _options(name: str, settings: Settings, *, backoff_base: float | None, backoff_cap: float | None,
