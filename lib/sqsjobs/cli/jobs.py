@@ -58,6 +58,7 @@ def describe_jobs(app: JobApp) -> list[dict[str, Any]]:
             "queue": options.queue,
             "limits": list(options.limits),
             "tenant_metrics": options.tenant_metrics,
+            "batch": options.batch,
         })
     return rows
 
@@ -102,6 +103,8 @@ def _print_table(rows: list[dict[str, Any]], app_spec: str) -> None:
         table.add_column(column, overflow="fold")
     for row in rows:
         kind = "chunked" if row["chunked"] else (f"scheduled {row['schedule']}" if row["schedule"] else "job")
+        if row["batch"]:
+            kind = f"batch of {row['batch']}"
         backoff = f"{row['backoff_base']:g}..{row['backoff_cap']:g} s" + ("" if row["jitter"] else " (no jitter)")
         table.add_row(row["name"], row["key"], str(row["max_attempts"]), backoff, ", ".join(row["retry_on"]),
                       ", ".join(row["permanent_on"]) or "-",
