@@ -6,7 +6,7 @@ import datetime
 import statistics
 from dataclasses import dataclass, field
 
-from bench import groups
+from bench import batch_handlers, groups
 from bench.bundle import BundleSize
 from bench.cold_start import FirstInvocation
 from bench.figures import BATCH, LATENCY, SCENARIOS, ScenarioFigures, StubbedBatches
@@ -47,6 +47,7 @@ class Results:
     local_error: str | None = None
     flow: FlowFigures | None = None
     groups: groups.GroupFigures | None = None
+    batch_handlers: batch_handlers.BatchFigures | None = None
     http: HttpCpu | None = None
     #: BENCHMARKS.md's capacity section (bench/capacity.py)
     capacity: list[str] = field(default_factory=list)
@@ -141,6 +142,8 @@ def render(r: Results) -> str:
             f"{_verdict(wcu[('sqsjobs', sc)] <= wcu[('powertools', sc)])} |")
     if r.groups is not None:
         add(groups.summary_row(r.groups))
+    if r.batch_handlers is not None:
+        add(batch_handlers.summary_row(r.batch_handlers))
     sqs_retry = statistics.median(s.sqs_calls[("sqsjobs", "retried")])
     add(f"| SQS calls per retried message | {sqs_retry:g} | "
         f"{statistics.median(s.sqs_calls[('powertools', 'retried')]):g} | | (report) | see note 1 |")
@@ -254,6 +257,8 @@ def render(r: Results) -> str:
     lines.extend(r.capacity)
     if r.groups is not None:
         lines.extend(groups.render(r.groups))
+    if r.batch_handlers is not None:
+        lines.extend(batch_handlers.render(r.batch_handlers, ms["load"]))
     add(METHOD.replace("{lat}", lat))
     return "\n".join(lines) + "\n"
 
