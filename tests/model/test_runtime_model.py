@@ -2,7 +2,8 @@
 
 Hypothesis draws a story (enqueues and duplicate sends, groups whose members
 are also sent alone or were done before, chains, cancels, two deploys of a
-job, two jobs on one key template, limiter deferrals, kills before and after a
+job, two jobs on one key template, batch handlers (one call for up to 3 items, each item with its own
+plan; one of them rate-limited), limiter deferrals, kills before and after a
 side effect, a second invocation running inside a job, store errors on any
 write, SQS errors on the DLQ send and on visibility changes, redrives of the
 DLQ, schedule fires and the same periods sent from a queue, time passing), runs it against the real worker
