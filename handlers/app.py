@@ -220,12 +220,20 @@ def upsert_product_search(product_id: int) -> None:
 
 @app.job("product-search-bulk", key="product-search-bulk:{product_id}", batch=SEARCH_BATCH)
 def upsert_product_search_bulk(items: list[ProductRef]) -> dict[int, BaseException]:
-    """Upsert up to 25 products' search documents in one ``BatchWriteItem``; the ones DynamoDB left
-    unprocessed fail alone (each is retried after its own backoff)."""
+    """Upsert up to 25 products' search documents in one ``BatchWriteItem``. A product that does not
+    exist fails alone for good; one DynamoDB left unprocessed fails alone and is retried after its own
+    backoff; the others are done."""
     from sqsjobs import RetryableError
 
-    requests = [{"PutRequest": {"Item": _search_document(item["product_id"])}} for item in items]
+    app.logger.info("writing search documents", extra={"items": len(items)})
+    failed: dict[int, BaseException] = {i: PermanentError(f"product {item['product_id']} does not exist")
+                                        for i, item in enumerate(items) if item["product_id"] < 0}
+    requests = [{"PutRequest": {"Item": _search_document(item["product_id"])}}
+                for i, item in enumerate(items) if i not in failed]
+    if not requests:
+        return failed
     answer = orders_client().batch_write_item(RequestItems={_orders_table(): requests})
     left = {r["PutRequest"]["Item"]["pk"]["S"] for r in answer.get("UnprocessedItems", {}).get(_orders_table(), [])}
-    return {i: RetryableError("throttled: DynamoDB left it unprocessed") for i, item in enumerate(items)
-            if f"search#{item['product_id']}" in left}
+    failed.update({i: RetryableError("throttled: DynamoDB left it unprocessed") for i, item in enumerate(items)
+                   if f"search#{item['product_id']}" in left})
+    return failed
