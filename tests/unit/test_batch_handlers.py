@@ -181,6 +181,25 @@ def test_a_fifo_call_takes_one_item_of_a_group_and_a_failed_one_holds_its_group_
         assert {o.key: o.outcome for o in t.outcomes}["move:2"] is Outcome.GROUP_BLOCKED
 
 
+def test_a_fifo_item_behind_another_jobs_message_of_its_group_waits_for_it() -> None:
+    app = JobApp(queue_url="https://sqs.us-east-1.amazonaws.com/123456789012/jobs.fifo")
+    order: list[str] = []
+
+    @app.job("move", key="move:{doc_id}", group="{account}", batch=10)
+    def move(items: list[Move]) -> None:
+        order.extend(f"move:{item['doc_id']}" for item in items)
+
+    @app.job("note", key="note:{doc_id}", group="{account}")
+    def note(account: str, doc_id: int) -> None:
+        order.append(f"note:{doc_id}")
+
+    with app.testing() as t:
+        t.run(move.message(account="a", doc_id=1), note.message(account="a", doc_id=2),
+              move.message(account="a", doc_id=3), move.message(account="b", doc_id=4))
+        assert order == ["move:1", "move:4", "note:2", "move:3"]  # group a's order holds across the two jobs
+        assert t.count(Outcome.SUCCEEDED) == 4
+
+
 def test_declaration_refuses_what_cannot_work() -> None:
     app = JobApp()
     with pytest.raises(ConfigurationError, match=r"batch must be an integer in 1\.\.10000"):

@@ -11,7 +11,9 @@ hands over here, and every claimed item of that job in the batch runs:
 2. up to N ready items make one call, under the stages' ``wrap_run`` of the
    call's first item (its ``time_limit`` bounds the whole call); on a FIFO
    queue a call holds one item of each message group, so a group's later
-   item waits for the next call and sees whether the earlier one went back;
+   item waits for the next call and sees whether the earlier one went back,
+   and an item behind another job's message of its group waits until the
+   consumer has run that one;
 3. the call's report becomes each item's error (``_batch_job.item_errors``),
    and each item ends through the stages' ``after_run`` and the consumer's
    record write and decision, exactly as if it had run alone.
@@ -42,7 +44,8 @@ def run_batch_handler(consumer: Consumer, batch: Batch, first: Delivery) -> int:
 
     job = first.job
     assert isinstance(job, BatchJob) and job.options.batch is not None
-    waiting = [d for d in batch.deliveries if d.state is State.CLAIMED and d.job is job]
+    waiting = [d for d in batch.deliveries if d.state is State.CLAIMED and d.job is job
+               and not _behind_another_job(batch, d)]
     calls = 0
     while waiting:
         chunk: list[Delivery] = []
@@ -64,6 +67,14 @@ def run_batch_handler(consumer: Consumer, batch: Batch, first: Delivery) -> int:
             consumer.stages.after_run(batch, d)
             consumer.record_ending(batch, d, error)
     return calls
+
+
+def _behind_another_job(batch: Batch, d: Delivery) -> bool:
+    """On a FIFO queue: an earlier message of ``d``'s group, of another job, has not run yet (``d`` waits for the
+    consumer to reach it, and runs in a call of its own job then)."""
+    return d.group_id is not None and any(
+        other.index < d.index and other.group_id == d.group_id and other.state is State.CLAIMED
+        and other.job is not d.job for other in batch.deliveries)
 
 
 def _call(consumer: Consumer, job: BatchJob[..., object], chunk: list[Delivery]) -> list[BaseException | None]:

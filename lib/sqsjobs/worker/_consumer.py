@@ -13,7 +13,8 @@ feature (features plug in as stages, ``worker/_stages.py``):
    previous invocation could not write) writes that completion instead;
 4. **run** the claimed jobs in order; each record is written the moment its
    job returns, overlapped with the next job (``worker/_record_writes.py``),
-   so a crash exposes at most the one job that was running;
+   so a crash exposes at most the one job that was running; a batch handler's
+   items run N to a call (``worker/_batch_handler.py``);
 5. **dead-letter** what failed for good (``SendMessageBatch`` to the DLQ),
    then write those records, so a redelivery of a dead-lettered message (a
    lost acknowledgement) is not run again;
