@@ -8,6 +8,11 @@ a call (``BatchWriteItem``). Figures: wall time from the first send until the
 queue is drained, the worker's busy time (its invocations' Duration), items
 done, items with one attempt, dead letters, and the ratio of the two.
 
+Beside it, the counts that explain it (``request_counts``): the same two jobs
+in one warm worker on a moto server with ``LATENCY`` added to each request,
+SQS batches of 25: DynamoDB requests per item, by operation, sequential round
+trips and wall time per batch.
+
 ``python -m bench.batch_handlers`` runs only this section and puts it into
 BENCHMARKS.md (its section, and its summary row, replaced in place);
 ``make bench`` runs it with the rest.
@@ -19,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from bench.figures import ROOT
 from bench.flow import FLOW_PARAMETERS, _cloud, _send, _statuses
@@ -33,11 +38,23 @@ HEADING = "## Batch handlers (issue 26)"
 SUMMARY = "| batch handlers: throughput of a batch handler (25 a call) against per-item jobs"
 
 
+LATENCY = 0.005
+COUNT_BATCH, COUNT_BATCHES = 25, 8
+
+
+class Product(TypedDict):
+    """One item of the counted batch handler."""
+
+    product_id: int
+
+
 @dataclass
 class BatchFigures:
-    """Per contender: wall and busy seconds, items done, one attempt, dead letters, invocations."""
+    """Per contender: wall and busy seconds, items done, one attempt, dead letters, invocations; and the
+    request counts (per contender: DynamoDB requests per item by operation, round trips and ms per batch)."""
 
     runs: dict[str, dict[str, float]] = field(default_factory=dict)
+    counts: dict[str, dict[str, float]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
     def ratio(self) -> float | None:
@@ -79,9 +96,71 @@ def _invocations(cloud: Any, since: float, until: float) -> float:
                      for at, _ in series if since <= at <= until))
 
 
+def request_counts() -> dict[str, dict[str, float]]:
+    """Both jobs in one warm worker on a moto server, ``COUNT_BATCHES`` SQS batches of ``COUNT_BATCH`` each."""
+    import json
+    import statistics
+    from collections import Counter
+
+    from bench.support import CallLog, add_latency, client, create_queues, create_table, sequential_depth
+    from sqsjobs import JobApp
+    from sqsjobs.local.serial_moto import serving
+    from sqsjobs.testing import sqs_event
+
+    out: dict[str, dict[str, float]] = {}
+    with serving() as endpoint:
+        sqs, dynamodb = client("sqs", endpoint), client("dynamodb", endpoint, "sqsjobs")
+        queue, dlq = create_queues(sqs, "bench-batch")
+        create_table(dynamodb, "bench-batch", "pk")
+        create_table(dynamodb, "bench-search", "pk")
+        log = CallLog()
+        log.attach(dynamodb)
+        add_latency(dynamodb, LATENCY)
+        app = JobApp(queue_url=queue, dlq_url=dlq, table_name="bench-batch", function_timeout=60, sqs_client=sqs,
+                     dynamodb_client=dynamodb, emit_metrics=lambda line: None)
+
+        def document(product_id: int) -> dict[str, Any]:
+            return {"pk": {"S": f"search#{product_id}"}, "title": {"S": f"product {product_id}"}}
+
+        @app.job("product-search", key="product-search:{product_id}")
+        def one(product_id: int) -> None:
+            dynamodb.put_item(TableName="bench-search", Item=document(product_id))
+
+        @app.job("product-search-bulk", key="product-search-bulk:{product_id}", batch=COUNT_BATCH)
+        def bulk(items: list[Product]) -> None:
+            dynamodb.batch_write_item(RequestItems={"bench-search": [
+                {"PutRequest": {"Item": document(item["product_id"])}} for item in items]})
+
+        ids = iter(range(1, 10**9))
+        for label, job in JOBS.items():
+            operations: Counter[str] = Counter()
+            depth, wall = [], []
+            for batch in range(COUNT_BATCHES + 1):  # the first warms the clients
+                event = sqs_event([json.loads(app.jobs[job].message(product_id=next(ids)).body)
+                                   for _ in range(COUNT_BATCH)])
+                log.clear()
+                started = time.perf_counter()
+                app.process_batch(event)
+                elapsed = time.perf_counter() - started
+                calls = [c for c in log.calls if c.service == "dynamodb"]
+                if batch:
+                    operations.update(c.operation for c in calls)
+                    depth.append(sequential_depth(calls))
+                    wall.append(elapsed * 1000)
+            items = COUNT_BATCH * COUNT_BATCHES
+            out[label] = {**{op: n / items for op, n in sorted(operations.items())},
+                          "requests": sum(operations.values()) / items,
+                          "round trips": float(statistics.median(depth)), "ms": float(statistics.median(wall))}
+    return out
+
+
 def batch_figures() -> BatchFigures:
     """Both contenders, one after the other; one that could not run is reported, not hidden."""
     out = BatchFigures()
+    try:
+        out.counts = request_counts()
+    except Exception as error:  # reported in BENCHMARKS.md
+        out.errors.append(f"request counts: {type(error).__name__}: {error}")
     for label, job in JOBS.items():
         try:
             out.runs[label] = scenario(job)
@@ -112,12 +191,23 @@ def render(f: BatchFigures, load: str) -> list[str]:
         "written / dead-lettered |")
     add("|---|---|---|---|---|---|")
     for label, r in f.runs.items():
-        add(f"| {label} | {r['wall']:.1f} | {ITEMS / r['wall']:.0f} | {r['busy']:.1f} | {r['invocations']:.0f} | "
+        add(f"| {label} | {r['wall']:.1f} | {ITEMS / r['wall']:.1f} | {r['busy']:.1f} | {r['invocations']:.0f} | "
             f"{r['done']:.0f} / {r['one attempt']:.0f} / {r['written']:.0f} / {r['dead letters']:.0f} |")
     ratio = f.ratio()
     if ratio is not None:
         add("")
         add(f"The batch handler's throughput is **{ratio:.1f} x** the per-item jobs'.")
+    if f.counts:
+        add("")
+        add(f"What each item costs, in one warm worker on a moto server with {LATENCY * 1000:g} ms added to each "
+            f"request, SQS batches of {COUNT_BATCH} (medians of {COUNT_BATCHES} batches):")
+        add("")
+        add(f"| run | DynamoDB requests per item | by operation | sequential round trips per batch of {COUNT_BATCH} "
+            f"| ms per batch of {COUNT_BATCH} |")
+        add("|---|---|---|---|---|")
+        for label, c in f.counts.items():
+            ops = ", ".join(f"{v:.2g} {k}" for k, v in c.items() if k not in ("requests", "round trips", "ms"))
+            add(f"| {label} | {c['requests']:.2f} | {ops} | {c['round trips']:.0f} | {c['ms']:.0f} |")
     for error in f.errors:
         add("")
         add(f"Not measured: {error}")
@@ -165,7 +255,7 @@ def splice(report: str, section: list[str], row: str) -> str:
 
 
 def main() -> int:
-    """Run this section only and write it into BENCHMARKS.md."""
+    """Run this section only and write it into BENCHMARKS.md (``--counts``: print the request counts only)."""
     import os
 
     from bench.support import machine
@@ -174,6 +264,10 @@ def main() -> int:
                         ("AWS_DEFAULT_REGION", "us-east-1")):
         os.environ.setdefault(name, value)
     os.environ.pop("AWS_ENDPOINT_URL", None)
+    if "--counts" in sys.argv:
+        for label, counts in request_counts().items():
+            print(label, {k: round(v, 3) for k, v in counts.items()})
+        return 0
     figures = batch_figures()
     load = machine()["load"]
     path = Path(ROOT) / "BENCHMARKS.md"
