@@ -134,6 +134,25 @@ def test_a_rate_limit_counts_items_not_calls() -> None:
         assert t.count(Outcome.DEFERRED) == 5 and len(result.failures) == 5
 
 
+def test_under_a_concurrency_limit_a_call_holds_one_item_and_each_failed_item_is_counted() -> None:
+    app = JobApp()
+    app.concurrency_limit("search", 2)
+    calls: list[list[int]] = []
+
+    @app.job("reindex", key="reindex:{doc_id}", batch=10, limits=["search"])
+    def reindex(items: list[Doc]) -> dict[int, BaseException]:
+        calls.append([item["doc_id"] for item in items])
+        return {0: RetryableError("busy")}
+
+    with app.testing() as t:
+        t.run(*(reindex.message(doc_id=n) for n in range(5)))
+        # The invocation holds one slot, so one item runs at a time: a call each, never two items at once.
+        assert calls == [[0], [1], [2], [3], [4]]
+        assert (t.count(Outcome.RETRY), t.count(Outcome.SUCCEEDED)) == (5, 0)
+        metrics = "".join(t.metrics).replace(" ", "")
+        assert '"JobFailed":[5.0]' in metrics and '"JobRetried":[5.0]' in metrics
+
+
 def test_a_group_counts_each_item() -> None:
     app, _, failing = make_app(batch=10, max_attempts=1)
     failing[4] = PermanentError("doc 4 is gone")

@@ -7,7 +7,9 @@ hands over here, and every claimed item of that job in the batch runs:
 1. items are taken in the batch's order; each passes the same checks a lone
    job does before it starts (time left, attempts, ``on_crash``, and the
    stages' ``before_run``: a limiter's slot, FIFO order), so limiters count
-   items, not calls; one that does not start gives its attempt back;
+   items, not calls (a rate limit's token is an item's; under a concurrency
+   limit a call holds one item, as the invocation holds one slot); one that
+   does not start gives its attempt back;
 2. up to N ready items make one call, under the stages' ``wrap_run`` of the
    call's first item (its ``time_limit`` bounds the whole call); on a FIFO
    queue a call holds one item of each message group, so a group's later
@@ -44,6 +46,7 @@ def run_batch_handler(consumer: Consumer, batch: Batch, first: Delivery) -> int:
 
     job = first.job
     assert isinstance(job, BatchJob) and job.options.batch is not None
+    per_call = _items_per_call(job)
     waiting = [d for d in batch.deliveries if d.state is State.CLAIMED and d.job is job
                and not _behind_another_job(batch, d)]
     calls = 0
@@ -52,7 +55,7 @@ def run_batch_handler(consumer: Consumer, batch: Batch, first: Delivery) -> int:
         later: list[Delivery] = []
         groups: set[str] = set()
         for d in waiting:
-            if len(chunk) == job.options.batch or (d.group_id is not None and d.group_id in groups):
+            if len(chunk) == per_call or (d.group_id is not None and d.group_id in groups):
                 later.append(d)
             elif consumer.ready(batch, d):  # else it was concluded without starting
                 chunk.append(d)
@@ -67,6 +70,21 @@ def run_batch_handler(consumer: Consumer, batch: Batch, first: Delivery) -> int:
             consumer.stages.after_run(batch, d)
             consumer.record_ending(batch, d, error)
     return calls
+
+
+def _items_per_call(job: BatchJob[..., object]) -> int:
+    """The items one call may hold: ``batch=N``, or one under a concurrency limit.
+
+    An invocation holds one slot of a concurrency limiter (``flow/_permits.py``: it runs one job at a time), and a
+    slot is one item at once: a call of more items would run more at once than the limit allows.
+    """
+    from sqsjobs.flow._limits import ConcurrencyLimit
+
+    limiters = job.runtime.registry.limiters
+    if any(isinstance(limiters.get(name), ConcurrencyLimit) for name in job.options.limits):
+        return 1
+    assert job.options.batch is not None
+    return job.options.batch
 
 
 def _behind_another_job(batch: Batch, d: Delivery) -> bool:
