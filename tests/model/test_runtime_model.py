@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from model.world import FAULTS, MEMBER_JOBS, PLAIN_JOBS, PLANS, GroupBook, World, fault_matcher
+from model.world import BATCH_JOBS, FAULTS, MEMBER_JOBS, PLAIN_JOBS, PLANS, GroupBook, World, fault_matcher
 
 from sqsjobs import StoreError
 from sqsjobs.ops._redrive import RedriveOptions, redrive
@@ -57,6 +57,11 @@ class RuntimeModel(RuleBasedStateMachine):
         message = self.world.apps[app].jobs[job].message(n=n)
         for _ in range(2 if twice else 1):
             self.world.apps[app].enqueue(message)
+
+    @rule(job=st.sampled_from(BATCH_JOBS), app=apps)
+    def enqueue_items(self, job: str, app: int) -> None:
+        """Every key of a batch handler at once, so that one delivery holds several of its items."""
+        self.world.apps[app].enqueue_many(self.world.apps[app].jobs[job].message(n=n) for n in range(4))
 
     @rule(members=st.lists(st.tuples(st.sampled_from(MEMBER_JOBS), keys), min_size=1, max_size=4),
           alone=st.lists(st.booleans(), min_size=4, max_size=4), on_success=st.booleans(), app=apps)

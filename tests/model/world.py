@@ -3,7 +3,7 @@
 Two deploys of one app (``version`` 1 and 2 of job ``c``) share one fake SQS
 (whose jobs queue has SQS's redrive policy: the backstop), one in-memory store
 that fails the writes a rule arms (``FlakyStore``), one manual clock and one
-seeded random. The batch handlers ``bat`` and ``batlim`` run each item of a call as a job of its own
+seeded random. The batch handlers ``bat``, ``batlim`` and ``batconc`` run each item of a call as a job of its own
 (``execute_items``), so every invariant counts items. Every job function reports to the ledger: when it started,
 whether the invocation is killed before or after its side effect, and which
 runs of its key are active, so the invariants below can be checked after every
@@ -53,12 +53,17 @@ RATE, PER = 2, 10.0
 SLOTS = 1
 EXPIRES_IN = 40.0
 #: the jobs a rule may enqueue alone or as members and steps
-PLAIN_JOBS = ("a", "b", "c", "lim", "conc", "exp", "bat", "batlim")
+PLAIN_JOBS = ("a", "b", "c", "lim", "conc", "exp", "bat", "batlim", "batconc")
 MEMBER_JOBS = ("a", "b", "c", "exp", "bat")
-#: items per call of the batch handlers ``bat`` and ``batlim`` (``batlim`` shares ``lim``'s rate limit)
+#: items per call of the batch handlers ``bat``, ``batlim`` and ``batconc`` (``batlim`` shares ``lim``'s rate limit,
+#: ``batconc`` ``conc``'s slots)
 BATCH = 3
+#: the batch handlers (a rule enqueues all of one's keys at once)
+BATCH_JOBS = ("bat", "batlim", "batconc")
 #: the jobs whose starts the rate limit counts
 RATE_JOBS = ("lim", "batlim")
+#: the jobs whose runs at once the concurrency limit counts
+SLOT_JOBS = ("conc", "batconc")
 #: what one execution of a job does
 PLANS = ("ok", "transient", "permanent", "kill_before", "kill_after", "nest")
 #: the writes a store fault may hit
@@ -209,6 +214,10 @@ class World:
         def batlim(items: list[BatItem]) -> dict[int, BaseException]:
             return self.execute_items("batlim", items)
 
+        @app.job("batconc", key="batconc:{n}", batch=BATCH, limits=["slots"])
+        def batconc(items: list[BatItem]) -> dict[int, BaseException]:
+            return self.execute_items("batconc", items)
+
         @app.job("report", key="report:{g}")
         def report(g: str) -> None:
             self.callback(g)
@@ -231,7 +240,7 @@ class World:
             recent = [t for name in RATE_JOBS for t in led.starts[name] if t > now - PER]
             if len(recent) >= RATE:
                 led.violations.append(f"rate limit exceeded: {len(recent) + 1} starts within {PER} s at {now}")
-        if job == "conc" and sum(n for k, n in led.active.items() if k.startswith("conc:")) >= SLOTS:
+        if job in SLOT_JOBS and sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS) >= SLOTS:
             led.violations.append(f"concurrency limit exceeded at {now}")
         led.starts[job].append(now)
         led.active[key] += 1
@@ -256,6 +265,10 @@ class World:
     def execute_items(self, job: str, items: list[BatItem]) -> dict[int, BaseException]:
         """One call of a batch handler: each item runs as ``execute`` runs a job, with a plan of its own; the
         items whose plan failed are named (a kill ends the whole call, and the invocation)."""
+        led = self.ledger
+        running = sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS)
+        if job in SLOT_JOBS and running + len(items) > SLOTS:  # a call's items run at once
+            led.violations.append(f"concurrency limit exceeded by a call of {len(items)} at {self.clock()}")
         failed: dict[int, BaseException] = {}
         for index, item in enumerate(items):
             try:
