@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import bundle, capacity, coalescing, cold_start, figures, flow, groups, pinned
+from bench import batch_handlers, bundle, capacity, coalescing, cold_start, figures, flow, groups, pinned
 from bench.report import Results, render
 from bench.support import machine, moto_server
 
@@ -81,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         results.local_error = f"{type(error).__name__}: {error}"
     step("flow control on the local cloud: a rate and a concurrency limit")
     flow.local_scenarios(results.flow)
+    step("batch handlers on the local cloud: 1,000 items, per-item jobs against a batch handler")
+    results.batch_handlers = batch_handlers.batch_figures()
     results.seconds = time.perf_counter() - started
     Path(args.out).write_text(render(results))
     step(f"wrote {args.out}")

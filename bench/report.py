@@ -6,7 +6,7 @@ import datetime
 import statistics
 from dataclasses import dataclass, field
 
-from bench import coalescing, groups
+from bench import batch_handlers, coalescing, groups
 from bench.bundle import BundleSize
 from bench.cold_start import FirstInvocation
 from bench.figures import BATCH, LATENCY, SCENARIOS, ScenarioFigures, StubbedBatches
@@ -49,6 +49,7 @@ class Results:
     groups: groups.GroupFigures | None = None
     #: debounce and dedupe, counted per request (bench/coalescing.py)
     coalescing: coalescing.CoalescingFigures | None = None
+    batch_handlers: batch_handlers.BatchFigures | None = None
     http: HttpCpu | None = None
     #: BENCHMARKS.md's capacity section (bench/capacity.py)
     capacity: list[str] = field(default_factory=list)
@@ -143,6 +144,8 @@ def render(r: Results) -> str:
             f"{_verdict(wcu[('sqsjobs', sc)] <= wcu[('powertools', sc)])} |")
     if r.groups is not None:
         add(groups.summary_row(r.groups))
+    if r.batch_handlers is not None:
+        add(batch_handlers.summary_row(r.batch_handlers))
     sqs_retry = statistics.median(s.sqs_calls[("sqsjobs", "retried")])
     add(f"| SQS calls per retried message | {sqs_retry:g} | "
         f"{statistics.median(s.sqs_calls[('powertools', 'retried')]):g} | | (report) | see note 1 |")
@@ -260,6 +263,8 @@ def render(r: Results) -> str:
         lines.extend(groups.render(r.groups))
     if r.coalescing is not None:
         lines.extend(coalescing.render(r.coalescing))
+    if r.batch_handlers is not None:
+        lines.extend(batch_handlers.render(r.batch_handlers, ms["load"]))
     add(METHOD.replace("{lat}", lat))
     return "\n".join(lines) + "\n"
 

@@ -11,7 +11,9 @@ The patterns of docs/patterns.md follow it: ``place_order`` + ``process-order``
 + ``billing-run-report`` (a job group of invoice e-mails, and its callback). Flow control
 (docs/flow-control.md) closes it: ``sms-reminder`` (a rate limit),
 ``invoice-pdf`` (a concurrency limit) and ``password-reset`` (the critical
-queue, with per-tenant metrics).
+queue, with per-tenant metrics). ``product-search-bulk`` is a batch handler (docs/jobs.md): 25
+products to one ``BatchWriteItem``; ``product-search`` is the same upsert one job per product, the
+per-item side of its measurement (BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import os
 import time
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypedDict
 
 from sqsjobs import JobApp, PermanentError
 
@@ -191,3 +193,47 @@ def render_invoice_pdf(invoice_id: int) -> None:
 def send_password_reset(user_id: int) -> None:
     """Mail a password-reset link: on the critical queue, never behind a backlog of invoices."""
     _called("reset", user_id, time.time())
+
+
+# ---------------------------------------------------------------- batch handlers (docs/jobs.md)
+# The search documents live beside the orders (pk "search#<id>"): the reference app has one table of its own.
+SEARCH_BATCH = 25  # DynamoDB's BatchWriteItem takes 25 items
+
+
+class ProductRef(TypedDict):
+    """One product to upsert into the search documents."""
+
+    product_id: int
+
+
+def _search_document(product_id: int) -> dict[str, Any]:
+    """Stand-in for the product's fresh state, as its search document."""
+    return {"pk": {"S": f"search#{product_id}"}, "product_id": {"N": str(product_id)},
+            "title": {"S": f"product {product_id}"}}
+
+
+@app.job("product-search", key="product-search:{product_id}")
+def upsert_product_search(product_id: int) -> None:
+    """Upsert one product's search document: one ``PutItem`` a job."""
+    orders_client().put_item(TableName=_orders_table(), Item=_search_document(product_id))
+
+
+@app.job("product-search-bulk", key="product-search-bulk:{product_id}", batch=SEARCH_BATCH)
+def upsert_product_search_bulk(items: list[ProductRef]) -> dict[int, BaseException]:
+    """Upsert up to 25 products' search documents in one ``BatchWriteItem``. A product that does not
+    exist fails alone for good; one DynamoDB left unprocessed fails alone and is retried after its own
+    backoff; the others are done."""
+    from sqsjobs import RetryableError
+
+    app.logger.info("writing search documents", extra={"items": len(items)})
+    failed: dict[int, BaseException] = {i: PermanentError(f"product {item['product_id']} does not exist")
+                                        for i, item in enumerate(items) if item["product_id"] < 0}
+    requests = [{"PutRequest": {"Item": _search_document(item["product_id"])}}
+                for i, item in enumerate(items) if i not in failed]
+    if not requests:
+        return failed
+    answer = orders_client().batch_write_item(RequestItems={_orders_table(): requests})
+    left = {r["PutRequest"]["Item"]["pk"]["S"] for r in answer.get("UnprocessedItems", {}).get(_orders_table(), [])}
+    failed.update({i: RetryableError("throttled: DynamoDB left it unprocessed") for i, item in enumerate(items)
+                   if f"search#{item['product_id']}" in left})
+    return failed

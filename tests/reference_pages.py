@@ -38,7 +38,8 @@ PAGES: dict[str, tuple[str, list[str]]] = {
                    "InvalidDelayError", "InvalidEventError", "EnqueueError", "ReservedAttributeError",
                    "ScheduleError", "StoreError", "PeriodBusyError", "TransactionError", "GroupError",
                    "ChainError", "QueueNotFoundError", "RedriveError", "StatusError", "LocalCloudError",
-                   "JobError", "RetryableError", "TimeLimitExceeded", "PermanentError", "MalformedMessageError"]),
+                   "JobError", "RetryableError", "TimeLimitExceeded", "PermanentError", "MalformedMessageError",
+                   "BatchItemsFailed"]),
 }
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 _QUOTED = re.compile(r"(: |-> |\[|, )'([^']*)'")

@@ -10,6 +10,7 @@ Example:
 from sqsjobs._app import JobApp
 from sqsjobs._backoff import BackoffPolicy
 from sqsjobs._errors import (
+    BatchItemsFailed,
     ChainError,
     ConfigurationError,
     EnqueueError,
@@ -54,6 +55,7 @@ from sqsjobs.workflows._relay import OutboxRelay
 
 __all__ = [
     "BackoffPolicy",
+    "BatchItemsFailed",
     "BatchResult",
     "Chain",
     "ChainError",

@@ -134,6 +134,9 @@ class JobApp:
         (docs/flow-control.md): ``limits`` names limiters every run must hold,
         ``queue`` the queue the job is sent to, and ``tenant_metrics=True``
         adds the enqueue's ``tenant`` as a ``Tenant`` metric dimension.
+        ``batch=N`` makes a batch handler: the function takes a list of up to
+        ``N`` items (each one enqueue's arguments, with its own key) and names
+        the ones that failed (docs/jobs.md, Batch handlers).
 
         Example:
             >>> app = JobApp(queue_url="https://sqs.example/q")
@@ -151,6 +154,10 @@ class JobApp:
                 from sqsjobs.workflows._chunked import ChunkedJob
 
                 job: Job[P, R] = ChunkedJob(self.runtime, name, fn, declared)
+            elif declared.batch is not None:
+                from sqsjobs._batch_job import BatchJob
+
+                job = BatchJob(self.runtime, name, fn, declared)
             else:
                 job = Job(self.runtime, name, fn, declared)
             self.jobs[name] = job

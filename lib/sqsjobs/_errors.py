@@ -28,8 +28,9 @@
     └── JobError                          raised *by job code* to steer what happens next
         ├── RetryableError                retry after a full-jitter delay (or ``delay=``)
         │   └── TimeLimitExceeded         the job ran past its ``time_limit``
-        └── PermanentError                do not retry: dead-letter with the reason
-            └── MalformedMessageError     the body cannot be a job (bad JSON, version, ...)
+        ├── PermanentError                do not retry: dead-letter with the reason
+        │   └── MalformedMessageError     the body cannot be a job (bad JSON, version, ...)
+        └── BatchItemsFailed              a batch handler names the items that failed, each with its error
 
 Conflicts in the store (a key already claimed, a fence lost) are outcomes,
 not exceptions: they are returned as values, logged and counted.
@@ -44,6 +45,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 
 #: the longest delay a retry may ask for: 365 days, as ``sqsjobs.enqueue._delays.MAX_DELAY_SECONDS`` (a test ties them)
@@ -190,6 +192,30 @@ class PermanentError(JobError):
 
 class MalformedMessageError(PermanentError):
     """Raised when a message body cannot be turned into a job call."""
+
+
+class BatchItemsFailed(JobError):
+    """Raised by a batch handler (``@app.job(..., batch=N)``) to name the items that failed, each with its error.
+
+    ``failures`` maps an item's index in the list the handler was given to the
+    exception that item ended with; each is classified as if its item had run
+    alone (``PermanentError`` → DLQ, ``RetryableError(delay=...)`` → that
+    delay). Items it does not name succeeded (docs/jobs.md, Batch handlers).
+
+    Example:
+        >>> error = BatchItemsFailed({2: PermanentError("row 2 is gone")})
+        >>> error.failures[2], str(error)
+        (PermanentError('row 2 is gone'), '1 of the batch failed: item 2: PermanentError: row 2 is gone')
+    """
+
+    def __init__(self, failures: Mapping[int, BaseException]) -> None:
+        if not isinstance(failures, Mapping) or not all(
+                type(i) is int and isinstance(e, BaseException) for i, e in failures.items()):
+            raise InvalidArgumentsError("BatchItemsFailed takes a mapping of item index (int) to the exception "
+                                        "it ended with")
+        shown = "; ".join(f"item {i}: {type(e).__name__}: {e}" for i, e in sorted(failures.items())[:5])
+        super().__init__(f"{len(failures)} of the batch failed: {shown}")
+        self.failures: dict[int, BaseException] = dict(failures)
 
 
 class QueueNotFoundError(SqsJobsError, LookupError):

@@ -62,8 +62,7 @@ class Job(Generic[P, R]):
         self.name = name
         self.fn = fn
         self.options = options
-        self.signature = Signature.of(fn, job=name)
-        self._defaults = _defaults(fn)
+        self.signature, self._defaults = self._arguments(fn, name)
         self._upcasters: dict[int, Upcaster] = {}
         clash = set(self.signature.names) & set(ENQUEUE_OPTIONS)
         if clash:
@@ -73,6 +72,11 @@ class Job(Generic[P, R]):
         for label, template in (("key", options.key), ("group", options.group)):
             if template is not None:
                 _check_template(name, label, template, self.signature.names)
+
+    def _arguments(self, fn: Callable[..., Any], name: str) -> tuple[Signature, dict[str, Any]]:
+        """What one message of the job carries, and the defaults a key template falls back on (a batch
+        handler's are one item's: ``_batch_job.py``)."""
+        return Signature.of(fn, job=name), _defaults(fn)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.fn(*args, **kwargs)

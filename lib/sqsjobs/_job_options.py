@@ -70,6 +70,8 @@ class JobOptions:
     debounce: float | None = None
     #: refuse an enqueue of a key already queued (``until_started``) or not yet done (``until_done``)
     dedupe: Dedupe | None = None
+    #: a batch handler's most items per call (worker/_batch_handler.py); None: one job per call
+    batch: int | None = None
 
     def classify(self, error: BaseException) -> Classification:
         """``'retry'`` or ``'permanent'`` for an exception the job raised.
@@ -127,7 +129,7 @@ MAX_JOB_NAME = 80
 #: the options ``JobApp.job`` takes, for error messages
 JOB_OPTIONS = ("key", "group", "max_attempts", "backoff_base", "backoff_cap", "jitter", "retry_on", "permanent_on",
                "time_limit", "version", "chunked", "store_result", "expires_in", "on_crash", "limits", "queue",
-               "tenant_metrics", "debounce", "dedupe")
+               "tenant_metrics", "debounce", "dedupe", "batch")
 
 
 def declare_options(
@@ -154,6 +156,7 @@ def declare_options(
     tenant_metrics: bool = False,
     debounce: float | None = None,
     dedupe: Dedupe | str | None = None,
+    batch: int | None = None,
     **unknown: Any,
 ) -> JobOptions:
     """The options of job ``name``, checked against the app's settings and limiters (docs/jobs.md lists them).
@@ -168,7 +171,7 @@ def declare_options(
         sqsjobs.ConfigurationError: job 'sync-account': unknown option(s) 'max_retries' (Celery) → use \
 max_attempts (= max_retries + 1: sqsjobs counts the first run). Options: key, group, max_attempts, backoff_base, \
 backoff_cap, jitter, retry_on, permanent_on, time_limit, version, chunked, store_result, expires_in, on_crash, limits, \
-queue, tenant_metrics, debounce, dedupe
+queue, tenant_metrics, debounce, dedupe, batch
     """
     if "expires" in unknown and expires_in is None:
         expires_in = unknown.pop("expires")  # Celery's name for it
@@ -186,7 +189,14 @@ queue, tenant_metrics, debounce, dedupe
     )
     options = _flow_options(name, options, settings, limiters, limits=limits, queue=queue,
                             tenant_metrics=tenant_metrics)
-    return _coalescing(name, options, debounce=debounce, dedupe=dedupe, chunked=chunked)
+    options = _coalescing(name, options, debounce=debounce, dedupe=dedupe, chunked=chunked)
+    if batch is None:
+        return options
+    from dataclasses import replace
+
+    from sqsjobs._batch_job import batch_size
+
+    return replace(options, batch=batch_size(name, batch, store_result=store_result, chunked=chunked))
 
 
 def _coalescing(name: str, options: JobOptions, *, debounce: Any, dedupe: Any, chunked: bool) -> JobOptions:

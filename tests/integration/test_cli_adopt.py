@@ -56,6 +56,9 @@ def test_jobs_lists_the_registered_jobs_with_their_options(in_repo: None) -> Non
     assert rows["invoice-email"]["parameters"] == ["invoice_id"]
     assert (rows["sms-reminder"]["limits"], rows["password-reset"]["queue"]) == (["sms"], "critical")
     assert rows["password-reset"]["tenant_metrics"] is True and rows["invoice-email"]["queue"] == "default"
+    # A batch handler lists its batch size and one item's parameters.
+    assert (rows["product-search-bulk"]["batch"], rows["product-search-bulk"]["parameters"]) == (25, ["product_id"])
+    assert rows["product-search"]["batch"] is None and "batch of 25" in flat(table.output)
     missing = invoke("jobs", "--app", "no_such_module:app")
     assert missing.exit_code == 2 and missing.output.count("\n") == 1
     assert ("cannot import 'no_such_module' for the app 'no_such_module:app': No module named 'no_such_module'"

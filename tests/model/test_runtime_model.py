@@ -2,7 +2,8 @@
 
 Hypothesis draws a story (enqueues and duplicate sends, groups whose members
 are also sent alone or were done before, chains, cancels, two deploys of a
-job, two jobs on one key template, limiter deferrals, kills before and after a
+job, two jobs on one key template, batch handlers (one call for up to 3 items, each item with its own
+plan; one of them rate-limited), limiter deferrals, kills before and after a
 side effect, a second invocation running inside a job, debounced bursts and
 deduplicated enqueues, store errors on any write, SQS errors on the DLQ send and on visibility changes, SQS
 delivering a deleted message again, redrives of the
@@ -28,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from model.world import FAULTS, MEMBER_JOBS, PLAIN_JOBS, PLANS, GroupBook, World, fault_matcher
+from model.world import BATCH_JOBS, FAULTS, MEMBER_JOBS, PLAIN_JOBS, PLANS, GroupBook, World, fault_matcher
 
 from sqsjobs import EnqueueError, StoreError
 from sqsjobs.ops._redrive import redrive
@@ -58,6 +59,11 @@ class RuntimeModel(RuleBasedStateMachine):
         message = self.world.apps[app].jobs[job].message(n=n)
         for _ in range(2 if twice else 1):
             self.world.apps[app].enqueue(message)
+
+    @rule(job=st.sampled_from(BATCH_JOBS), app=apps)
+    def enqueue_items(self, job: str, app: int) -> None:
+        """Every key of a batch handler at once, so that one delivery holds several of its items."""
+        self.world.apps[app].enqueue_many(self.world.apps[app].jobs[job].message(n=n) for n in range(4))
 
     @rule(members=st.lists(st.tuples(st.sampled_from(MEMBER_JOBS), keys), min_size=1, max_size=4),
           alone=st.lists(st.booleans(), min_size=4, max_size=4), on_success=st.booleans(), app=apps)

@@ -3,7 +3,8 @@
 Two deploys of one app (``version`` 1 and 2 of job ``c``) share one fake SQS
 (whose jobs queue has SQS's redrive policy: the backstop), one in-memory store
 that fails the writes a rule arms (``FlakyStore``), one manual clock and one
-seeded random. Every job function reports to the ledger: when it started,
+seeded random. The batch handlers ``bat``, ``batlim`` and ``batconc`` run each item of a call as a job of its own
+(``execute_items``), so every invariant counts items. Every job function reports to the ledger: when it started,
 whether the invocation is killed before or after its side effect, and which
 runs of its key are active, so the invariants below can be checked after every
 step (``check``) and once the world has settled (``settle``).
@@ -42,7 +43,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from sqsjobs import JobApp, Outcome, PermanentError
 from sqsjobs.store._lease import Acquire, Amend, Close, Complete, LeaseState, Operation, Release, Renew, Transact
@@ -61,12 +62,27 @@ SLOTS = 1
 EXPIRES_IN = 40.0
 DEBOUNCE = 4.0
 #: the jobs a rule may enqueue alone or as members and steps
-PLAIN_JOBS = ("a", "b", "c", "lim", "conc", "exp")
-MEMBER_JOBS = ("a", "b", "c", "exp")
+PLAIN_JOBS = ("a", "b", "c", "lim", "conc", "exp", "bat", "batlim", "batconc")
+MEMBER_JOBS = ("a", "b", "c", "exp", "bat")
+#: items per call of the batch handlers ``bat``, ``batlim`` and ``batconc`` (``batlim`` shares ``lim``'s rate limit,
+#: ``batconc`` ``conc``'s slots)
+BATCH = 3
+#: the batch handlers (a rule enqueues all of one's keys at once)
+BATCH_JOBS = ("bat", "batlim", "batconc")
+#: the jobs whose starts the rate limit counts
+RATE_JOBS = ("lim", "batlim")
+#: the jobs whose runs at once the concurrency limit counts
+SLOT_JOBS = ("conc", "batconc")
 #: what one execution of a job does
 PLANS = ("ok", "transient", "permanent", "kill_before", "kill_after", "nest")
 #: the writes a store fault may hit
 FAULTS = ("claim", "completion", "retry_record", "dead_letter_record", "count", "limiter", "any")
+
+
+class BatItem(TypedDict):
+    """One item of the batch handlers ``bat`` and ``batlim``."""
+
+    n: int
 
 
 class Killed(BaseException):
@@ -220,6 +236,17 @@ class World:
         @app.job("ds", key="ds:{n}", dedupe="until_started")
         def ds(n: int) -> None:
             self.execute("ds", f"ds:{n}")
+        @app.job("bat", key="bat:{n}", batch=BATCH)
+        def bat(items: list[BatItem]) -> dict[int, BaseException]:
+            return self.execute_items("bat", items)
+
+        @app.job("batlim", key="batlim:{n}", batch=BATCH, limits=["rate"])
+        def batlim(items: list[BatItem]) -> dict[int, BaseException]:
+            return self.execute_items("batlim", items)
+
+        @app.job("batconc", key="batconc:{n}", batch=BATCH, limits=["slots"])
+        def batconc(items: list[BatItem]) -> dict[int, BaseException]:
+            return self.execute_items("batconc", items)
 
         @app.job("report", key="report:{g}")
         def report(g: str) -> None:
@@ -239,11 +266,11 @@ class World:
         plan = self._plans.pop(0) if self._plans else "ok"
         if led.active[key]:
             led.violations.append(f"{key} started while another run of it was still going")
-        if job == "lim":
-            recent = [t for t in led.starts["lim"] if t > now - PER]
+        if job in RATE_JOBS:
+            recent = [t for name in RATE_JOBS for t in led.starts[name] if t > now - PER]
             if len(recent) >= RATE:
                 led.violations.append(f"rate limit exceeded: {len(recent) + 1} starts within {PER} s at {now}")
-        if job == "conc" and sum(n for k, n in led.active.items() if k.startswith("conc:")) >= SLOTS:
+        if job in SLOT_JOBS and sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS) >= SLOTS:
             led.violations.append(f"concurrency limit exceeded at {now}")
         led.starts[job].append(now)
         led.active[key] += 1
@@ -280,6 +307,21 @@ class World:
             self.execute("deb", f"{key}@{v}")
         finally:
             self.ledger.active[key] -= 1
+
+    def execute_items(self, job: str, items: list[BatItem]) -> dict[int, BaseException]:
+        """One call of a batch handler: each item runs as ``execute`` runs a job, with a plan of its own; the
+        items whose plan failed are named (a kill ends the whole call, and the invocation)."""
+        led = self.ledger
+        running = sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS)
+        if job in SLOT_JOBS and running + len(items) > SLOTS:  # a call's items run at once
+            led.violations.append(f"concurrency limit exceeded by a call of {len(items)} at {self.clock()}")
+        failed: dict[int, BaseException] = {}
+        for index, item in enumerate(items):
+            try:
+                self.execute(job, f"{job}:{item['n']}")
+            except (ConnectionError, PermanentError) as error:
+                failed[index] = error
+        return failed
 
     def callback(self, g: str) -> None:
         """A group's callback ran: once, and only after every member is terminal."""

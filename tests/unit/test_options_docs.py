@@ -47,7 +47,8 @@ def test_the_python_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
             exec(compile(block, str(PAGE), "exec"), namespace)  # the page's own examples
 
         app = namespace["app"]
-        assert set(app.jobs) == {"invoice-email", "greet", "sync-account"}
+        assert set(app.jobs) == {"invoice-email", "greet", "sync-account", "index-products", "reindex", "export"}
+        assert app.jobs["index-products"].options.batch == 25
         assert app.jobs["greet"].upcast(1, {"user_id": 7}) == {"user_id": 7, "loud": False}
         assert namespace["report"].ok and namespace["report"].sent == 3
         bodies = []
@@ -71,7 +72,7 @@ def test_the_celery_table_covers_every_hinted_name(name: str) -> None:
 
 
 @pytest.mark.parametrize("option", ["key", "group", "max_attempts", "backoff_base", "backoff_cap", "jitter",
-                                    "retry_on", "permanent_on", "time_limit", "version"])
+                                    "retry_on", "permanent_on", "time_limit", "version", "batch"])
 def test_every_option_has_a_row(option: str) -> None:
     section = PAGE.read_text().split("## Every option", 1)[1].split("\n## ", 1)[0]
     assert f"| `{option}` |" in section

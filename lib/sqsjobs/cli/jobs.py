@@ -60,6 +60,7 @@ def describe_jobs(app: JobApp) -> list[dict[str, Any]]:
             "tenant_metrics": options.tenant_metrics,
             "debounce": options.debounce,
             "dedupe": None if options.dedupe is None else options.dedupe.value,
+            "batch": options.batch,
         })
     return rows
 
@@ -104,6 +105,8 @@ def _print_table(rows: list[dict[str, Any]], app_spec: str) -> None:
         table.add_column(column, overflow="fold")
     for row in rows:
         kind = "chunked" if row["chunked"] else (f"scheduled {row['schedule']}" if row["schedule"] else "job")
+        if row["batch"]:
+            kind = f"batch of {row['batch']}"
         if row.get("debounce") is not None:
             kind += f", debounce {row['debounce']:g} s"
         if row.get("dedupe") is not None:

@@ -15,6 +15,7 @@ feature (features plug in as stages, ``worker/_stages.py``):
 4. **run** the claimed jobs in order; their records are written together
    once they have run, one more call, or sooner when jobs take long
    (``worker/_record_writes.py``: the crash window is bounded in time);
+   a batch handler's items run N to a call (``worker/_batch_handler.py``);
 5. **dead-letter** what failed for good (``SendMessageBatch`` to the DLQ),
    then write those records, so a redelivery of a dead-lettered message (a
    lost acknowledgement) is not run again;
@@ -281,27 +282,43 @@ class Consumer:
 
     # ------------------------------------------------------------------ 4. run
     def _run(self, batch: Batch, d: Delivery) -> None:
+        if d.job is not None and d.job.options.batch is not None:
+            from sqsjobs.worker._batch_handler import run_batch_handler
+
+            run_batch_handler(self, batch, d)  # this and every other claimed item of its job, N to a call
+            return
+        if not self.ready(batch, d):
+            return
+        error = self._execute(d)
+        self.stages.after_run(batch, d)
+        self.record_ending(batch, d, error)
+
+    def ready(self, batch: Batch, d: Delivery) -> bool:
+        """True when claimed ``d`` may start now; else it is concluded without starting (its attempt given back)."""
         assert d.job is not None and d.args is not None
         if not self._time_left(batch.context):
             self._unstarted(batch, d, Ending.NO_TIME)
-            return
+            return False
         last_error = d.previous.get("last_error") if d.previous is not None else None
         if d.took_over and d.job.options.on_crash is OnCrash.DEAD_LETTER:
             batch.conclude(d, Ending.PREVIOUS_RUN_DIED, error=PermanentError(
                 f"the previous run of {d.key!r} died mid-way (on_crash='dead_letter'); last error: {last_error}"))
-            return
+            return False
         limit = batch.job_attempts(d)
         if d.attempt > limit:
             what = "never reported (a timeout, a crash or running out of memory)" if d.took_over else "failed"
             batch.conclude(d, Ending.ATTEMPTS_USED, error=RetryableError(
                 f"attempt {d.attempt - 1} of {limit} {what}; last error: {last_error}"))
-            return
+            return False
         held_back = self.stages.before_run(batch, d)
         if held_back is not None:  # a stage keeps it from starting (FIFO order, a limiter at its start)
             self._unstarted(batch, d, held_back.ending, wait=held_back.wait, limiter=held_back.limiter)
-            return
-        error = self._execute(d)
-        self.stages.after_run(batch, d)
+            return False
+        return True
+
+    def record_ending(self, batch: Batch, d: Delivery, error: BaseException | None) -> None:
+        """``d``'s job returned (``error`` None) or raised: decide it and start writing its record."""
+        assert d.job is not None
         now = self.clock()
         expires_at = expiry(now, self.settings.record_ttl)
         if error is not None:
