@@ -250,7 +250,7 @@ async def lookup_page(console: Console, request: Request) -> Response:
             error = f"a key is at most {job_record.MAX_KEY_BYTES} bytes"
         else:
             found, error = await console.read(job_record.job_status, console.sources.dynamodb,
-                                              console.sources.table, key)
+                                              console.sources.table, key, console.sources.clock())
             if found is None and error is None and console.sources.scheduler and console.sources.schedule_group:
                 scheduled, error = await console.read(job_record.scheduled_job, console.sources.scheduler,
                                                       console.sources.schedule_group, key)

@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
 
+    from sqsjobs.enqueue._debounce import Coalescing
     from sqsjobs.worker._job_records import JobStatus
 
 __all__ = ["MAX_KEY_BYTES", "SCHEDULED", "JobStatusView", "ScheduledJobView", "job_status", "scheduled_job"]
@@ -52,6 +54,8 @@ class JobStatusView:
     last_error: str | None
     result: str | None
     times: tuple[tuple[str, float], ...]
+    #: a debounced burst waiting, or a deduplicated request holding the key (``sqsjobs.enqueue._debounce``)
+    coalescing: Coalescing | None = None
 
     @classmethod
     def of(cls, status: JobStatus) -> JobStatusView:
@@ -62,13 +66,25 @@ class JobStatusView:
                    last_error=status.last_error, result=result, times=times)
 
 
-def job_status(dynamodb: DynamoDBClient, table: str, key: str) -> JobStatusView | None:
-    """The status of the job with idempotency key ``key``, or None when no delivery ever claimed it."""
+def job_status(dynamodb: DynamoDBClient, table: str, key: str, now: float | None = None) -> JobStatusView | None:
+    """The status of the job with idempotency key ``key``, or None when no delivery ever claimed it.
+
+    A debounced key's waiting burst (due time, requests coalesced) and a deduplicated
+    key's holding request come with it, as ``sqsjobs job KEY`` shows them (``cli/lifecycle.py``).
+    """
+    from dataclasses import replace
+
+    from sqsjobs.enqueue._debounce import coalescing
     from sqsjobs.store._dynamodb import DynamoDBStore
     from sqsjobs.worker import _job_records as guard
 
-    status = guard.status(DynamoDBStore(dynamodb, table), key)
-    return None if status is None else JobStatusView.of(status)
+    store = DynamoDBStore(dynamodb, table)
+    status = guard.status(store, key)
+    if status is None:
+        return None
+    item = store.get(key)
+    waiting = None if item is None else coalescing(item, now=time.time() if now is None else now)
+    return replace(JobStatusView.of(status), coalescing=waiting)
 
 
 @dataclass(frozen=True, kw_only=True)

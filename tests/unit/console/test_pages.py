@@ -362,3 +362,30 @@ def test_without_cloudwatch_rights_the_overview_still_shows_the_queues(stack: St
     assert 'data-queue="jobs"' in html
     assert "could not read the oldest-age metric from CloudWatch" in html
     assert "could not read the job metrics from CloudWatch" in html
+
+
+def test_the_lookup_shows_a_debounced_burst_waiting_and_a_deduplicated_request_holding_its_key(stack: Stack) -> None:
+    from sqsjobs import JobApp
+
+    app = JobApp(queue_url=stack.queue_url, store=DynamoDBStore(stack.dynamodb, TABLE), sqs_client=stack.sqs,
+                 clock=lambda: 1767225600.0, environ={})
+
+    @app.job("reindex", key="reindex:{product_id}", debounce=30)
+    def reindex(product_id: int, title: str) -> None: ...
+
+    @app.job("export", key="export:{account_id}", dedupe="until_done")
+    def export(account_id: int) -> None: ...
+
+    for n in range(3):
+        reindex.enqueue(product_id=7, title=f"edit {n}")
+    request = export.enqueue(account_id=1)
+    client = TestClient(create_app(ConsoleConfig(queue=stack.queue_url), stack.sources(clock=lambda: 1767225610.0)),
+                        base_url="http://127.0.0.1:8765")
+
+    burst = text_of(client.get("/lookup?key=reindex:7").text)
+    held = text_of(client.get("/lookup?key=export:1").text)
+
+    assert "a burst waits: due 2026-01-01 00:00:30 UTC, 3 request(s) coalesced" in burst
+    record = app.runtime.store.get("export:1")
+    assert record is not None and not request.duplicate
+    assert f"held by request {record.get('queued_id')} (until_done) until" in held
