@@ -218,6 +218,13 @@ def upsert_product_search(product_id: int) -> None:
     orders_client().put_item(TableName=_orders_table(), Item=_search_document(product_id))
 
 
+@app.job("product-reindex", key="product-reindex:{product_id}", debounce=2)
+def reindex_product(product_id: int, title: str) -> None:
+    """A debounced job (docs/jobs.md, "Debounce and dedupe"): a burst of edits of one product is one
+    reindex, 2 s after the last edit, with the last edit's title."""
+    app.logger.info("reindexing product", extra={"product_id": product_id, "title": title})
+
+
 @app.job("product-search-bulk", key="product-search-bulk:{product_id}", batch=SEARCH_BATCH)
 def upsert_product_search_bulk(items: list[ProductRef]) -> dict[int, BaseException]:
     """Upsert up to 25 products' search documents in one ``BatchWriteItem``. A product that does not
