@@ -300,3 +300,23 @@ def test_a_later_copy_at_the_queues_last_receive_is_re_sent_not_left_to_sqs() ->
     (resent,) = [e for e in sqs.sent if e["MessageBody"] == body]
     assert resent["MessageAttributes"]["sqsjobs.resends"]["StringValue"] == "1"
     assert sqs.dead_letters == []
+
+
+def test_a_new_request_beside_a_redelivered_dead_letter_of_its_key_runs() -> None:
+    """Found by the model at 20x: SQS delivers a dead-lettered message again in the same batch as a new
+    request of its key; the letter's copy is acknowledged (the record says it was dead-lettered), and the new
+    request must not follow it as a duplicate: it runs."""
+    from model.world import World
+
+    w = World(0)
+    app = w.apps[0]
+    app.enqueue(app.jobs["a"].message(n=0))
+    with w.plans(["permanent"]):
+        w.deliver(app=0, size=10, remaining_ms=60_000)
+    (letter,) = w.deleted
+    w.sqs.deliver_again(letter)
+    app.enqueue(app.jobs["a"].message(n=0))
+    w.deliver(app=0, size=10, remaining_ms=60_000)
+    w.check()
+    w.settle()
+    assert w.ledger.effects["k:0"] == 1

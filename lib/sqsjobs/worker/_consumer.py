@@ -389,6 +389,11 @@ class Consumer:
                 f"key {d.key!r} came twice in one batch for different calls ({first.job_name}, {d.job_name}): "
                 "give each job call its own key"))
             return
+        if batch.facts[first.index].ending is Ending.ALREADY_DEAD_LETTERED and d.message_id != first.message_id:
+            # The first was a dead letter delivered again: that verdict is of its message, not of this new
+            # request, which goes back unstarted and is claimed on its own next time (found by tests/model).
+            batch.conclude(d, Ending.BUSY, wait=1.0)
+            return
         d.counts_as = first.counts_as
         batch.conclude(d, Ending.FOLLOWS, first=first.decision)
 
