@@ -29,7 +29,17 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from model.world import BATCH_JOBS, FAULTS, MEMBER_JOBS, PLAIN_JOBS, PLANS, GroupBook, World, fault_matcher
+from model.world import (
+    BATCH_JOBS,
+    FAULTS,
+    MAX_ATTEMPTS,
+    MEMBER_JOBS,
+    PLAIN_JOBS,
+    PLANS,
+    GroupBook,
+    World,
+    fault_matcher,
+)
 
 from sqsjobs import EnqueueError, StoreError
 from sqsjobs.ops._redrive import redrive
@@ -186,7 +196,10 @@ class RuntimeModel(RuleBasedStateMachine):
     def sqs_delivers_again(self, pick: int) -> None:
         """At-least-once: a message the poller deleted is received once more."""
         w = self.world
-        w.sqs.deliver_again(w.deleted.pop(pick % len(w.deleted)))
+        message = w.deleted.pop(pick % len(w.deleted))
+        if message.receive_count >= MAX_ATTEMPTS + 1:  # past the worker's backstop: SQS's redrive moves it
+            w.ledger.killed_late[message.message_id] += 1
+        w.sqs.deliver_again(message)
 
     @rule(operation=st.sampled_from(["dlq_send", "visibility"]), times=st.sampled_from([1, 2, 50]))
     def sqs_fault(self, operation: str, times: int) -> None:

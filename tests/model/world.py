@@ -137,7 +137,8 @@ class Ledger:
     unrecorded: Counter[str] = field(default_factory=Counter)
     #: message id -> the outcome of the delivery that acknowledged it
     acked: dict[str, Outcome | None] = field(default_factory=dict)
-    #: message id -> how many of its receives were killed at or past its backstop receive
+    #: message id -> how many of its receives were killed at or past its backstop receive, or were SQS delivering
+    #: it again after its delete at or past that receive (SQS's redrive then moves it: no worker sees it)
     killed_late: Counter[str] = field(default_factory=Counter)
     starts: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     active: Counter[str] = field(default_factory=Counter)
@@ -486,7 +487,8 @@ class World:
             if letter.attribute("sqsjobs.reason") is None:
                 kills = self.ledger.killed_late[letter.message_id]
                 assert kills > BACKSTOP_SLACK, (
-                    f"letter {letter.message_id} has no reason the worker wrote ({kills} killed late receives)")
+                    f"letter {letter.message_id} has no reason the worker wrote ({kills} killed or repeated late "
+                    "receives)")
         for key, v in self.ledger.last_burst.items():
             lettered = any(json.loads(m.body).get("args", {}).get("v") == v and json.loads(m.body).get("key") == key
                            for m in self.sqs.messages(self.dlq))
