@@ -30,29 +30,6 @@ from sqsjobs.enqueue._arguments import Parameter, Signature, _accepted_types
 P = ParamSpec("P")
 R = TypeVar("R")
 
-#: the most items one call may take: Lambda's largest SQS batch (a standard queue with a batching window)
-MAX_BATCH = 10_000
-
-
-def batch_size(name: str, batch: Any, *, store_result: bool, chunked: bool) -> int:
-    """``batch=N`` checked for job ``name``: a positive integer up to ``MAX_BATCH``, not with a per-call result.
-
-    Example:
-        >>> batch_size("index-docs", 25, store_result=False, chunked=False)
-        25
-        >>> batch_size("index-docs", 0, store_result=False, chunked=False)
-        Traceback (most recent call last):
-        ...
-        sqsjobs.ConfigurationError: job 'index-docs': batch must be an integer in 1..10000 (items per call), got 0
-    """
-    if type(batch) is not int or not 1 <= batch <= MAX_BATCH:
-        raise ConfigurationError(f"job {name!r}: batch must be an integer in 1..{MAX_BATCH} (items per call), "
-                                 f"got {batch!r}")
-    if store_result or chunked:
-        what = "store_result=True (one call has no per-item return value)" if store_result else "chunked=True"
-        raise ConfigurationError(f"job {name!r}: batch={batch} does not combine with {what}")
-    return batch
-
 
 def item_signature(fn: Callable[..., Any], job: str) -> Signature:
     """The arguments one item carries: the fields of the ``TypedDict`` the handler's one list parameter holds.

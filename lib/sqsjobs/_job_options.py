@@ -194,8 +194,6 @@ queue, tenant_metrics, debounce, dedupe, batch
         return options
     from dataclasses import replace
 
-    from sqsjobs._batch_job import batch_size
-
     return replace(options, batch=batch_size(name, batch, store_result=store_result, chunked=chunked))
 
 
@@ -338,3 +336,27 @@ def _check_exception_rules(job: str, retry_on: tuple[type[BaseException], ...],
                 f"job {job!r}: permanent_on has {kind.__name__}, a RetryableError, which is always retried "
                 "(TimeLimitExceeded included); raise PermanentError instead, or remove it from permanent_on"
             )
+
+
+#: the most items one batch handler's call may take: Lambda's largest SQS batch (a standard queue with a window)
+MAX_BATCH = 10_000
+
+
+def batch_size(name: str, batch: Any, *, store_result: bool, chunked: bool) -> int:
+    """``batch=N`` checked for job ``name``: a positive integer up to ``MAX_BATCH``, not with a per-call result.
+
+    Example:
+        >>> batch_size("index-docs", 25, store_result=False, chunked=False)
+        25
+        >>> batch_size("index-docs", 0, store_result=False, chunked=False)
+        Traceback (most recent call last):
+        ...
+        sqsjobs.ConfigurationError: job 'index-docs': batch must be an integer in 1..10000 (items per call), got 0
+    """
+    if type(batch) is not int or not 1 <= batch <= MAX_BATCH:
+        raise ConfigurationError(f"job {name!r}: batch must be an integer in 1..{MAX_BATCH} (items per call), "
+                                 f"got {batch!r}")
+    if store_result or chunked:
+        what = "store_result=True (one call has no per-item return value)" if store_result else "chunked=True"
+        raise ConfigurationError(f"job {name!r}: batch={batch} does not combine with {what}")
+    return batch

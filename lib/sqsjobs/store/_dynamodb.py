@@ -59,7 +59,8 @@ from sqsjobs.store._lease import (
     Written,
 )
 from sqsjobs.store._rules import LEASE_FIELDS, Rule
-from sqsjobs.store._table import FIELDS, KEY_ATTRIBUTE, TableItem
+from sqsjobs.store._table import KEY_ATTRIBUTE, TableItem, table_item
+from sqsjobs.store._table import model_attribute as _attribute
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -292,30 +293,6 @@ class DynamoDBStore(ConcurrentStore):
                 for index, answer in zip(chunk, response.get("Responses", []), strict=True)]
 
 
-def table_item(new: LeaseItem) -> TableItem:
-    """The table's model of a whole item (what ``PutItem`` or an ``INSERT`` writes)."""
-    item = TableItem(new.key)
-    item.status = new.state.value
-    for name in LEASE_FIELDS - {"status"}:
-        value = getattr(new, name)
-        if value is not None and not (name == "attempts" and value == 0):
-            setattr(item, name, value)
-    for name, value in new.data.items():
-        setattr(item, name, set(value) if isinstance(value, frozenset) else value)
-    return item
-
-
-def whole_item(new: LeaseItem) -> dict[str, Any]:
-    """``new`` as DynamoDB's attribute values, the key first.
-
-    Example:
-        >>> whole_item(LeaseItem(key="k", state=LeaseState.HELD, owner="a"))
-        {'pk': {'S': 'k'}, 'owner': {'S': 'a'}, 'status': {'S': 'HELD'}}
-    """
-    raw: dict[str, Any] = table_item(new).serialize()
-    return {KEY_ATTRIBUTE: raw.pop(KEY_ATTRIBUTE), **raw}
-
-
 # ---------------------------------------------------------------- prepared requests
 @dataclass(frozen=True)
 class Hole:
@@ -323,16 +300,6 @@ class Hole:
 
     name: str
     serialize: Callable[[Any], Any]
-
-
-def _attribute(name: str) -> Any:
-    """The model attribute of a field (``pk``, a lease field or a data field)."""
-    if name == r.KEY:
-        return TableItem.pk
-    attribute = FIELDS.get(name)
-    if attribute is None:
-        raise ValueError(f"{name!r} is not a data field of the idempotency table (store/_table.py)")
-    return attribute
 
 
 def _operand(attribute: Any, operand: r.Operand, *, element: bool = False) -> Any:

@@ -168,7 +168,7 @@ def _name(field: str) -> str:
 
 
 def _attribute(field: str) -> Any:
-    from sqsjobs.store._dynamodb import _attribute as attribute
+    from sqsjobs.store._table import model_attribute as attribute
 
     return attribute(field)
 
@@ -251,7 +251,7 @@ def bind_insert(op: Acquire, table: str) -> dict[str, Any]:
         >>> request["Parameters"][:2]
         [{'S': 'k'}, {'N': '99.0'}]
     """
-    from sqsjobs.store._dynamodb import whole_item
+    from sqsjobs.store._table import whole_item
 
     item = whole_item(op.rule().apply(None, op.key, op.values()))
     names = ", ".join(f"'{name}': ?" for name in item)

@@ -22,6 +22,9 @@ from typing import Any
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, NumberSetAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
+from sqsjobs.store._item import LeaseItem
+from sqsjobs.store._rules import LEASE_FIELDS
+
 KEY_ATTRIBUTE = "pk"
 TTL_ATTRIBUTE = "expires_at"
 
@@ -158,3 +161,38 @@ def field_names() -> frozenset[str]:
         True
     """
     return frozenset(FIELDS)
+
+
+def table_item(new: LeaseItem) -> TableItem:
+    """The table's model of a whole item (what ``PutItem`` or an ``INSERT`` writes)."""
+    item = TableItem(new.key)
+    item.status = new.state.value
+    for name in LEASE_FIELDS - {"status"}:
+        value = getattr(new, name)
+        if value is not None and not (name == "attempts" and value == 0):
+            setattr(item, name, value)
+    for name, value in new.data.items():
+        setattr(item, name, set(value) if isinstance(value, frozenset) else value)
+    return item
+
+
+def whole_item(new: LeaseItem) -> dict[str, Any]:
+    """``new`` as DynamoDB's attribute values, the key first.
+
+    Example:
+        >>> from sqsjobs.store._item import LeaseItem, LeaseState
+        >>> whole_item(LeaseItem(key="k", state=LeaseState.HELD, owner="a"))
+        {'pk': {'S': 'k'}, 'owner': {'S': 'a'}, 'status': {'S': 'HELD'}}
+    """
+    raw: dict[str, Any] = table_item(new).serialize()
+    return {KEY_ATTRIBUTE: raw.pop(KEY_ATTRIBUTE), **raw}
+
+
+def model_attribute(name: str) -> Any:
+    """The model attribute of a field (``pk``, a lease field or a data field)."""
+    if name == KEY_ATTRIBUTE:
+        return TableItem.pk
+    attribute = FIELDS.get(name)
+    if attribute is None:
+        raise ValueError(f"{name!r} is not a data field of the idempotency table (store/_table.py)")
+    return attribute
