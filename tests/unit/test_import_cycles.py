@@ -9,6 +9,7 @@ from pathlib import Path
 
 from import_support import a_cycle, cycles, import_graph
 
+
 def test_the_checker_sees_function_level_relative_and_submodule_imports(tmp_path: Path) -> None:
     package = tmp_path / "sqsjobs"
     (package / "sub").mkdir(parents=True)
