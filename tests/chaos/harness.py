@@ -332,6 +332,9 @@ class Ledger:
     keys_with_duplicate_effects: int = 0
     duplicate_effects: int = 0
     duplicate_bound: int = 0
+    #: side effects done in an invocation that was then killed, before their records were written (the crash
+    #: window: completions are gathered, worker/_record_writes.py), counted as tests/model/world.py counts them
+    exposed_effects: int = 0
     exposed_keys: int = 0
     unexplained_duplicate_keys: list[str] = field(default_factory=list)
     completed_without_effect: list[str] = field(default_factory=list)
@@ -411,7 +414,7 @@ class Ledger:
             ("side effects", self.side_effects),
             ("duplicate side effects",
              f"{self.duplicate_effects} on {self.keys_with_duplicate_effects} keys; allowed {self.duplicate_bound} "
-             f"(kills after a side effect {self.faults['killed after the side effect']} + completion writes that "
+             f"(side effects exposed by a kill {self.exposed_effects} + completion writes that "
              f"failed after their retries {self.unrecorded}); unexplained {len(self.unexplained_duplicate_keys)}"),
             ("completed without a side effect", len(self.completed_without_effect)),
             ("retry delays", f"{self.retry_delays_checked} checked against uniform(0, min(cap, base*2**(n-1))), "
@@ -485,6 +488,7 @@ class ChaosRun:
         self._since_check = WAVE_CHECK_EVERY
         self._started = clock()
         self.exposed: set[str] = set()
+        self.exposed_effects = 0
         #: message ids whose backstop receive (maxReceiveCount) was in a killed invocation
         self.killed_at_backstop: set[str] = set()
         #: per group, members whose letter SQS's backstop moved after a kill at that receive: never counted yet
@@ -701,6 +705,7 @@ class ChaosRun:
                 # backstop receive is then moved by SQS's redrive: the worker never got to re-send it.
                 with self._lock:
                     self.exposed.update(self._local.effects)
+                    self.exposed_effects += len(self._local.effects)
                     self.killed_at_backstop.update(
                         m["MessageId"] for m in received
                         if int(m.get("Attributes", {}).get("ApproximateReceiveCount", 0)) > self.config.max_attempts)
@@ -880,10 +885,12 @@ class ChaosRun:
         lg.keys_with_duplicate_effects = len(duplicated)
         lg.duplicate_effects = sum(len(self.effects[k]) - 1 for k in duplicated)
         lg.exposed_keys = len(self.exposed)
-        # The crash window is the one job that was running: each kill after a side effect may repeat that side
-        # effect once. The slack: a completion write that failed even after botocore's retries leaves its key
-        # to run again (the lease bounds it), and the batch lists each such key in BatchResult.unrecorded.
-        lg.duplicate_bound = lg.faults["killed after the side effect"] + lg.unrecorded
+        # The crash window: a side effect done in an invocation that was then killed, before its record was
+        # written (completions are gathered, worker/_record_writes.py), may repeat once. The slack: a completion
+        # write that failed even after botocore's retries leaves its key to run again (the lease bounds it), and
+        # the batch lists each such key in BatchResult.unrecorded.
+        lg.exposed_effects = self.exposed_effects
+        lg.duplicate_bound = lg.exposed_effects + lg.unrecorded
         lg.unexplained_duplicate_keys = sorted(duplicated - self.exposed - lg.unrecorded_keys)
         self._check_groups(app_status=self._status_app())
         # A group's member runs under its key scoped to the group; its side effect is the job's own key.

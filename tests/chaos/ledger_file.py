@@ -43,7 +43,7 @@ def render_file(ledger: Ledger, *, model_junit: str | None, now: datetime | None
     when = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     versions = ", ".join(f"{name} {metadata.version(name)}" for name in PACKAGES)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    kills = ledger.faults["killed after the side effect"]
+    kills = ledger.exposed_effects
     lines = [
         HEADER,
         "# Chaos ledger",
@@ -56,7 +56,7 @@ def render_file(ledger: Ledger, *, model_junit: str | None, now: datetime | None
         f"worker-written reason **{ledger.dlq_moved_by_queue - ledger.dlq_moved_after_a_kill}** unexplained "
         f"({ledger.dlq_moved_by_queue} in all, each moved by SQS after the invocation of its final receive was "
         "killed)",
-        f"- duplicate side effects **{ledger.duplicate_effects}** <= kills after a side effect **{kills}** + "
+        f"- duplicate side effects **{ledger.duplicate_effects}** <= side effects exposed by a kill **{kills}** + "
         f"completion writes that failed after their retries **{ledger.unrecorded}** = {ledger.duplicate_bound}",
         f"- model: {model_summary(model_junit)}",
         "",

@@ -26,7 +26,7 @@ def test_no_job_is_lost_under_injected_faults() -> None:
     # Calls failed after botocore's retries, each attempt refused, and the worker saw those errors.
     assert sum(ledger.doomed_calls.values()) > 0 and ledger.retry_sleeps >= 10 * sum(ledger.doomed_calls.values())
     assert ledger.store_unavailable_retries > 0
-    assert ledger.duplicate_effects <= ledger.faults["killed after the side effect"] + ledger.unrecorded
+    assert ledger.duplicate_effects <= ledger.exposed_effects + ledger.unrecorded
     assert ledger.dlq_moved_by_queue == ledger.dlq_moved_after_a_kill
     assert ledger.retry_delays_checked > 0 and not ledger.retry_delays_out_of_bounds
     assert ledger.dlq_by_reason["permanent"] > 0

@@ -81,14 +81,14 @@ def test_only_the_stated_share_of_calls_is_doomed_and_the_rest_reach_the_table(d
 
 def test_the_generated_file_says_it_is_generated_and_carries_both_numbers(tmp_path: Path) -> None:
     ledger = Ledger(config=ChaosConfig(fail=0.02))
-    ledger.faults["killed after the side effect"] = 3
+    ledger.faults["killed after the side effect"], ledger.exposed_effects = 1, 3
     ledger.unrecorded, ledger.duplicate_effects, ledger.duplicate_bound = 2, 4, 5
     junit = tmp_path / "model.xml"
     junit.write_text('<testsuites><testsuite name="pytest" tests="1" failures="0" errors="0" time="201.5">'
                      "</testsuite></testsuites>")
     text = render_file(ledger, model_junit=str(junit))
     assert text.splitlines()[0] == HEADER
-    assert "duplicate side effects **4** <= kills after a side effect **3** + completion writes that failed " \
+    assert "duplicate side effects **4** <= side effects exposed by a kill **3** + completion writes that failed " \
            "after their retries **2** = 5" in text
     assert "model: PASS" in text and "202 s" in text
     junit.write_text('<testsuite tests="1" failures="1" errors="0" time="3"></testsuite>')
