@@ -386,6 +386,8 @@ class Redrive:
             return
         sent = [(chunk[int(entry["Id"])], entry["MessageId"]) for entry in response.get("Successful", [])]
         self._sent_ids.update(message_id for _, message_id in sent)
+        # A worker's letter of a replay names the first message (one id everywhere): that id marks it too.
+        self._sent_ids.update(held.letter.original_message_id for held, _ in sent)
         self._replayed.update(held.letter.copy_of for held, _ in sent)
         failed = response.get("Failed", [])
         self._counts.failed += len(failed)
