@@ -944,7 +944,7 @@ class ChaosRun:
                 continue
             names[status.name] = status
             waiting = self.waiting_in_dlq[group_id]
-            if waiting:
+            if waiting and status.pending:  # pending 0: a duplicate send of those members ran and was counted
                 # Explained: only a redrive of those letters can count them, and then the group finishes.
                 lg.groups_waiting_for_redrive += 1
                 if (status.total, status.pending, status.state) != (size, waiting, "running") or any(
