@@ -225,6 +225,13 @@ def reindex_product(product_id: int, title: str) -> None:
     app.logger.info("reindexing product", extra={"product_id": product_id, "title": title})
 
 
+@app.job("account-export", key="account-export:{account_id}", dedupe="until_done")
+def export_account(account_id: int) -> None:
+    """A deduplicated job (docs/jobs.md, "Debounce and dedupe"): a second request while one is queued or
+    running is refused at the producer."""
+    app.logger.info("exporting account", extra={"account_id": account_id})
+
+
 @app.job("product-search-bulk", key="product-search-bulk:{product_id}", batch=SEARCH_BATCH)
 def upsert_product_search_bulk(items: list[ProductRef]) -> dict[int, BaseException]:
     """Upsert up to 25 products' search documents in one ``BatchWriteItem``. A product that does not

@@ -1,4 +1,5 @@
-"""Debounce on the deployed template (issue 26): the reference app's ``product-reindex`` on the local cloud.
+"""Debounce and dedupe on the deployed template (issue 26): the reference app's ``product-reindex`` and
+``account-export`` on the local cloud.
 
 Counts only, never wall time: a burst of five edits of one product runs the job once, with the last edit's title,
 and leaves the key's record succeeded; the four earlier deliveries are acknowledged as superseded.
@@ -30,3 +31,18 @@ def test_a_burst_of_edits_runs_one_reindex_with_the_last_edit(local_cloud: Local
     assert status is not None and status.state == "succeeded" and status.attempts == 1
     outcomes = [o["outcome"] for o in local_cloud.outcomes() if o.get("key") == f"product-reindex:{product}"]
     assert sorted(outcomes) == ["succeeded"] + ["superseded"] * 4
+
+
+def test_a_second_export_while_one_is_queued_is_refused_at_the_producer(local_cloud: LocalCloudSession) -> None:
+    account = 70_000 + next(_ids)
+    before = len(local_cloud.logs)
+    with local_cloud.use_app() as app:
+        first = app.jobs["account-export"].enqueue(account_id=account)
+        again = app.jobs["account-export"].enqueue(account_id=account)
+    local_cloud.drain(timeout=300)
+
+    assert not first.duplicate and again.duplicate and again == first
+    lines = [json.loads(line) for _, line in local_cloud.logs[before:] if "exporting account" in line]
+    assert [line["account_id"] for line in lines] == [account]
+    (status,) = records(local_cloud, [f"account-export:{account}"])
+    assert status is not None and status.state == "succeeded"
