@@ -32,9 +32,9 @@ def model_summary(junit: str | None) -> str:
         return f"no test suite in {junit}"
     tests, failures, errors = (int(suite.get(name, "0")) for name in ("tests", "failures", "errors"))
     verdict = "PASS" if tests and not failures and not errors else "FAIL"
-    scale = os.environ.get("SQSJOBS_MODEL_SCALE", "20")
+    scale = os.environ.get("SQSJOBS_MODEL_SCALE", "20")  # stories and steps: tests/model/test_runtime_model.py
     return (f"{verdict}: tests/model/test_runtime_model.py at SQSJOBS_MODEL_SCALE={scale} "
-            f"({25 * int(scale)} stories of up to 30 steps, derandomized), {tests} test, {failures} failed, "
+            f"({200 * int(scale)} stories of up to 40 steps, derandomized), {tests} test, {failures} failed, "
             f"{errors} errors, {float(suite.get('time', '0')):.0f} s")
 
 
