@@ -78,13 +78,11 @@ def job_status(dynamodb: DynamoDBClient, table: str, key: str, now: float | None
     from sqsjobs.store._dynamodb import DynamoDBStore
     from sqsjobs.worker import _job_records as guard
 
-    store = DynamoDBStore(dynamodb, table)
-    status = guard.status(store, key)
-    if status is None:
+    item = DynamoDBStore(dynamodb, table).get(guard.checked_key(key))  # one read for the status and the burst
+    if item is None:
         return None
-    item = store.get(key)
-    waiting = None if item is None else coalescing(item, now=time.time() if now is None else now)
-    return replace(JobStatusView.of(status), coalescing=waiting)
+    waiting = coalescing(item, now=time.time() if now is None else now)
+    return replace(JobStatusView.of(guard.JobStatus.of(item)), coalescing=waiting)
 
 
 @dataclass(frozen=True, kw_only=True)
