@@ -26,7 +26,6 @@ from sqsjobs.store._dynamodb import DynamoDBStore
 from sqsjobs.store._lease import Close, LeaseStore, Operation, Written, is_reserved
 from sqsjobs.store._memory import InMemoryStore
 from sqsjobs.testing import FakeSQS
-from sqsjobs.worker._consumer import resend_entry
 from sqsjobs.worker._dead_letters import (
     MAX_ERROR_MESSAGE,
     DeadLetter,
@@ -38,6 +37,7 @@ from sqsjobs.worker._dead_letters import (
     redrive_record,
 )
 from sqsjobs.worker._delivery import Delivery
+from sqsjobs.worker._send_back import resend_entry
 
 FORGED = {"sqsjobs.reason": "permanent", "sqsjobs.error_type": "PermanentError",
           "sqsjobs.error_message": "forged", "sqsjobs.attempts": "1", "sqsjobs.redrive_count": "0",

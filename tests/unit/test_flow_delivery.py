@@ -9,9 +9,9 @@ import pytest
 
 from sqsjobs.enqueue._message import ATTR_RESENDS
 from sqsjobs.testing import DEFAULT_ARN, DEFAULT_FIFO_ARN, sqs_record
-from sqsjobs.worker._consumer import resend_entry
 from sqsjobs.worker._decision import Decision, Ending, Facts, decide
 from sqsjobs.worker._delivery import Delivery, IllegalTransition, Outcome, State
+from sqsjobs.worker._send_back import resend_entry
 
 
 def delivery(**options: Any) -> Delivery:

@@ -4,7 +4,8 @@
 and decides nothing itself (``worker/_decision.py`` does), and it names no
 feature (features plug in as stages, ``worker/_stages.py``):
 
-1. parse the event, and decode every body (its job, arguments and key);
+1. parse the event, and decode every body (its job, arguments and key;
+   ``worker/_event.py``);
 2. the stages' ``before_claim`` (too old to run, over a limiter);
 3. **claim** every distinct key at once: one ``BatchExecuteStatement`` for the
    first deliveries (``store/_statements.py``), the others beside it
@@ -21,11 +22,10 @@ feature (features plug in as stages, ``worker/_stages.py``):
    lost acknowledgement) is not run again;
 6. the stages' ``after_records`` (a group's count, its callbacks, a chain's
    next step), then each decision is *settled* against what its writes did;
-7. **send back**: re-send what must not return at its backstop receive,
-   schedule the retries SQS cannot hold back that long, set the others' retry
-   delays (``ChangeMessageVisibilityBatch``, full jitter);
-8. write the batch's metrics (one EMF document a job) and return
-   ``batchItemFailures``.
+7. **send back** (``worker/_send_back.py``): re-send, schedule, or return
+   each with its retry delay;
+8. write the batch's metrics (one EMF document a job,
+   ``worker/_batch_metrics.py``) and return ``batchItemFailures``.
 
 Attempts are the runs that *started* (the job's record counts them), not SQS
 receives: a record returned without running never burns one. This module must
@@ -35,7 +35,6 @@ never raise out of a batch for a record's sake.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import random as _random
 import time
@@ -44,32 +43,23 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs import _metrics as m
-from sqsjobs._backoff import BackoffPolicy, RandomSource, visibility_seconds
-from sqsjobs._errors import (
-    ConfigurationError,
-    InvalidArgumentsError,
-    InvalidEventError,
-    MalformedMessageError,
-    PermanentError,
-    RetryableError,
-    ScheduleError,
-    UnknownJobError,
-)
+from sqsjobs._backoff import BackoffPolicy, RandomSource
+from sqsjobs._errors import PermanentError, RetryableError
 from sqsjobs._job_options import Classification, OnCrash
 from sqsjobs._tracing import reset_trace_id, set_trace_id
-from sqsjobs.enqueue._batching import Sent, batches, send_entries
-from sqsjobs.enqueue._envelope import Envelope
-from sqsjobs.enqueue._message import ATTR_FINISH, ATTR_JOB, ATTR_RESENDS, ATTR_RESULT, ATTR_TRACE_ID, MAX_DELAY_SECONDS
+from sqsjobs.enqueue._batching import Sent, send_entries
 from sqsjobs.store._lease import Operation, Written, expiry
 from sqsjobs.worker import _job_records as records
-from sqsjobs.worker._batch import Batch, resends
+from sqsjobs.worker._batch import Batch
+from sqsjobs.worker._batch_metrics import write_metrics
 from sqsjobs.worker._budget import remaining_seconds
-from sqsjobs.worker._dead_letters import NAMESPACE, DeadLetter, carry_redrive_counts, evidence_of, sqs_attribute
+from sqsjobs.worker._dead_letters import DeadLetter, evidence_of
 from sqsjobs.worker._decision import Action, Aftermath, Ending, settle
 from sqsjobs.worker._delivery import BatchResult, Delivery, Outcome, State
+from sqsjobs.worker._event import decode, parse_event, queue_url_from_arn
 from sqsjobs.worker._job_records import Claim, ClaimResult, Verdict
 from sqsjobs.worker._record_writes import RecordWrites
+from sqsjobs.worker._send_back import SendBack, finish_result, finish_token
 from sqsjobs.worker._stages import Stage, Stages
 
 if TYPE_CHECKING:
@@ -80,19 +70,6 @@ if TYPE_CHECKING:
     from sqsjobs.schedules._one_time import OneTimeSchedules
     from sqsjobs.store._lease import LeaseStore
 
-#: the counter each final outcome adds one to (re-sent records count as what they were: a retry still comes back)
-OUTCOME_METRICS = {
-    Outcome.SUCCEEDED: m.SUCCEEDED,
-    Outcome.DUPLICATE: m.DUPLICATE,
-    Outcome.RETRY: m.RETRIED,
-    Outcome.DEAD_LETTERED: m.DEAD_LETTERED,
-    Outcome.CANCELLED: m.CANCELLED,
-    Outcome.EXPIRED: m.EXPIRED,
-    Outcome.SUPERSEDED: m.SUPERSEDED,
-    Outcome.DEFERRED: m.DEFERRED,
-}
-#: outcomes of deliveries acknowledged without running: counted only once they are
-UNRUN_ACKS = frozenset({Outcome.DUPLICATE, Outcome.CANCELLED, Outcome.EXPIRED, Outcome.SUPERSEDED})
 #: a claim's verdict → how the delivery ends without running
 VERDICT_ENDINGS = {
     Verdict.DUPLICATE: Ending.DUPLICATE,
@@ -139,10 +116,12 @@ class Consumer:
         self.sleep = sleep
         self.default_backoff = BackoffPolicy(base=settings.backoff_base, cap=settings.backoff_cap)
         self._queue_urls: dict[str, str] = {}
+        self.send_back = SendBack(sqs=sqs, store=store, clock=clock, record_ttl=settings.record_ttl,
+                                  schedules=schedules, queue_url=self._queue_url, log=logger, fields=self._fields)
 
     @property
     def sqs(self) -> SQSClient:
-        """The SQS client (dead letters, re-sends, retry delays)."""
+        """The SQS client (dead letters; ``send_back`` has the re-sends and retry delays)."""
         return self._sqs()
 
     # ------------------------------------------------------------------ the flow
@@ -150,7 +129,7 @@ class Consumer:
         """Process an SQS event; raises only ``InvalidEventError`` (the event is not a batch)."""
         batch = self._start(parse_event(event), context)                 # 1. parse
         for d in batch.deliveries:
-            self._decode(batch, d)                                       # 1. decode
+            decode(batch, d, self.jobs)                                  # 1. decode
         self.stages.before_claim(batch)                                  # 2. expired, over a limit
         firsts = self._claim(batch)                                      # 3. claim
         for d in batch.deliveries:                                       # 4. run, in order
@@ -163,7 +142,7 @@ class Consumer:
         self._dead_letter(batch)                                         # 5. the DLQ, then its records
         followups = self.stages.after_records(batch)                     # 6. groups, chains
         self._settle(batch, followups)
-        self._send_back(batch)                                           # 7. re-send, schedule, return
+        self.send_back.run(batch)                                        # 7. re-send, schedule, return
         return self._finish(batch)                                       # 8. metrics, result
 
     def _start(self, deliveries: list[Delivery], context: Any) -> Batch:
@@ -184,32 +163,6 @@ class Consumer:
         )
         batch.on_decided = lambda d: self.stages.after_decision(batch, d)
         return batch
-
-    # ------------------------------------------------------------------ 1. decode
-    def _decode(self, batch: Batch, d: Delivery) -> None:
-        try:
-            envelope = d.envelope = Envelope.decode(d.body)  # kept even if what follows fails: it names the job
-            job = self.jobs.get(envelope.job)
-            if job is None:
-                raise UnknownJobError(f"no job named {envelope.job!r} is registered in this worker")
-            args = job.signature.bind(job.upcast(envelope.job_version, envelope.args))
-            key = envelope.key or job.key_for(args)
-        except MalformedMessageError as error:
-            batch.conclude(d, Ending.MALFORMED, error=error)
-            return
-        except (UnknownJobError, InvalidArgumentsError) as error:
-            batch.conclude(d, Ending.MALFORMED, error=MalformedMessageError(f"{type(error).__name__}: {error}"))
-            return
-        except RetryableError as error:
-            # A newer job_version than this deploy knows: back after the backoff, no attempt used, until new
-            # code takes it.
-            batch.conclude(d, Ending.TOO_NEW, error=error)
-            return
-        except Exception as error:  # an upcaster that raised is user code failing on this body
-            batch.conclude(d, Ending.MALFORMED,
-                           error=MalformedMessageError(f"{type(error).__name__} while decoding: {error}"))
-            return
-        d.decoded(envelope=envelope, job=job, args=args, key=key)
 
     # ------------------------------------------------------------------ 3. claim
     def _claim(self, batch: Batch) -> dict[str, Delivery]:
@@ -462,105 +415,10 @@ class Consumer:
                               followup_failed=followups.get(d.index))
             d.settled(settle(d.decision, after, batch.facts[d.index], self.random))
 
-    # ------------------------------------------------------------------ 7. back to the queue
-    def _send_back(self, batch: Batch) -> None:
-        for d in batch.deliveries:
-            if d.state in (State.TO_ACK, State.TO_DEAD_LETTER):
-                d.finished()
-        scheduling = [d for d in batch.deliveries if d.state is State.TO_SCHEDULE]
-        self._schedule(batch, scheduling)
-        resending = [d for d in batch.deliveries if d.state is State.TO_RESEND]
-        self._resend(batch, resending)
-        returning = [d for d in batch.deliveries if d.state is State.TO_RETURN]
-        for d in returning:
-            d.finished()
-        # A message whose re-send or schedule failed goes back too, with its delay (12 hours at most).
-        self._set_visibility(returning + [d for d in resending + scheduling if d.state is State.RETURNED])
-
-    def _schedule(self, batch: Batch, deliveries: Sequence[Delivery]) -> None:
-        """Re-send each retry through a one-time schedule at its time; acknowledge it once the schedule exists."""
-        if not deliveries:
-            return
-        from sqsjobs.enqueue._delays import retry_schedule_name
-        from sqsjobs.schedules._one_time import DelayedMessage
-
-        assert self.schedules is not None
-        schedules = self.schedules()
-        now = self.clock()
-        for d in deliveries:
-            d.to_schedule(retry_schedule_name(d.key or d.message_id, d.message_id))
-            assert d.schedule_name is not None
-            url = self._queue_url(d)
-            try:
-                scheduled = schedules.create(DelayedMessage(
-                    name=d.schedule_name, job=d.job_name, key=d.key or d.message_id, body=d.body or "",
-                    due_at=now + d.delay, queue_arn=d.event_source_arn or schedules.queue_arn(url),
-                    message_group_id=(d.group_id or d.message_id) if url.endswith(".fifo") else None,
-                    purpose=f"retry of message {d.message_id}",
-                ))
-            except (ScheduleError, ConfigurationError) as error:
-                self.log.error("could not schedule a long retry; the message comes back in at most 12 hours",
-                               extra={**self._fields(d), "error": str(error)})
-                d.finished(sent=False, why=str(error))
-                continue
-            self.log.info("retry scheduled", extra={**self._fields(d), "schedule": scheduled.name,
-                                                    "due": scheduled.due.isoformat()})
-            d.finished()
-
-    def _resend(self, batch: Batch, deliveries: Sequence[Delivery]) -> None:
-        by_queue: dict[str, list[Delivery]] = {}
-        for d in deliveries:
-            by_queue.setdefault(self._queue_url(d), []).append(d)
-        for url, items in by_queue.items():
-            fifo = url.endswith(".fifo")
-            entries = [resend_entry(d, str(i), fifo, finish=self._finish_of(batch, d)) for i, d in enumerate(items)]
-            sent = send_entries(self.sqs, url, entries)
-            now = self.clock()
-            new_ids = {d.message_id: answer.message_id for i, d in enumerate(items)
-                       if (answer := sent.get(str(i))) is not None and answer.message_id}
-            for error in carry_redrive_counts(self.store, new_ids, now=now,
-                                              expires_at=expiry(now, self.settings.record_ttl)):
-                self.log.error("a re-sent message lost its redrive count", extra={"error": error})
-            for i, d in enumerate(items):
-                answer = sent.get(str(i))
-                why = answer.error if answer is not None else "no answer"
-                if why is not None:
-                    self.log.error("could not re-send a message", extra={**self._fields(d), "error": why})
-                d.finished(sent=why is None, why=why or "")
-
-    def _finish_of(self, batch: Batch, d: Delivery) -> str | None:
-        """The lease a re-sent copy finishes: this run's, when its completion could not be written (else a
-        finish copy's own, kept)."""
-        if d.outcome is Outcome.SUCCEEDED and batch.writes.failure(d) is not None:
-            return batch.owner
-        return finish_token(d)
-
-    def _set_visibility(self, deliveries: Sequence[Delivery]) -> None:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        by_queue: dict[str, list[Delivery]] = {}
-        for d in deliveries:
-            by_queue.setdefault(self._queue_url(d), []).append(d)
-        for url, items in by_queue.items():
-            for chunk in batches(items):
-                entries = [{"Id": str(i), "ReceiptHandle": d.receipt_handle,
-                            "VisibilityTimeout": visibility_seconds(d.delay)} for i, d in enumerate(chunk)]
-                try:
-                    response = self.sqs.change_message_visibility_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
-                except (ClientError, BotoCoreError) as error:
-                    # The message still comes back, after the queue's own visibility timeout.
-                    self.log.error("could not set retry delays", extra={"error": str(error), "queue": url})
-                    continue
-                for bad in response.get("Failed", []):
-                    self.log.error("could not set a retry delay",
-                                   extra={**self._fields(chunk[int(bad["Id"])]), "error": bad.get("Message")})
-
     # ------------------------------------------------------------------ 8. metrics, result
     def _finish(self, batch: Batch) -> BatchResult:
-        metrics = m.BatchMetrics(namespace=self.settings.namespace, service=self.settings.service, emit=self.emit)
-        for d in batch.deliveries:
-            self._count(metrics, d)
-        metrics.flush()
+        write_metrics(batch.deliveries, namespace=self.settings.namespace, service=self.settings.service,
+                      emit=self.emit)
         writes = batch.writes
         for fence in writes.lost:
             self.log.warning("fence lost: the lease ran out and another invocation took the key over",
@@ -572,25 +430,6 @@ class Consumer:
         failures = tuple(d.message_id for d in batch.deliveries if d.state is State.RETURNED)
         return BatchResult(deliveries=tuple(batch.deliveries), failures=failures, fence_lost=len(writes.lost),
                            store_errors=len(writes.failed), unrecorded=unrecorded)
-
-    def _count(self, batch: m.BatchMetrics, d: Delivery) -> None:
-        job = d.job_name if d.job is not None else m.UNKNOWN_JOB
-        tenant = d.tenant if d.job is not None and d.job.options.tenant_metrics else None
-        dims = {m.DIMENSION_TENANT: tenant} if tenant else {}
-        if d.duration_ms is not None:
-            batch.duration(job, d.duration_ms, dimensions=dims)
-        name = OUTCOME_METRICS.get(d.outcome) if d.outcome is not None else None
-        if d.outcome in UNRUN_ACKS and d.state is not State.ACKED:
-            name = None  # withheld: its redelivery is counted when it is acknowledged
-        if name is not None:
-            limiter = {m.DIMENSION_LIMITER: d.deferred_by} if d.deferred_by else {}
-            batch.count(job, name, dimensions={**dims, **limiter})
-        if d.schedule_name is not None and d.state is State.ACKED:
-            batch.count(job, m.SCHEDULED)
-        ran_and_failed = d.error is not None and (d.duration_ms is not None or (
-            d.reason is not None and d.reason.value == "malformed"))
-        if ran_and_failed and d.outcome in (Outcome.RETRY, Outcome.DEAD_LETTERED):
-            batch.count(job, m.FAILED, dimensions=dims)
 
     # ------------------------------------------------------------------ helpers
     def _fields(self, d: Delivery) -> dict[str, Any]:
@@ -621,107 +460,6 @@ class Consumer:
             url = queue_url_from_arn(arn, self.settings.queue_url, self.sqs.meta.endpoint_url)
             self._queue_urls[arn] = url
         return url
-
-
-def finish_token(d: Delivery) -> str | None:
-    """The lease of the run a finish copy completes (``sqsjobs.finish``), or None for any other message."""
-    attr = d.message_attributes.get(ATTR_FINISH)
-    text = attr.get("stringValue") if isinstance(attr, dict) else None
-    return text if isinstance(text, str) and len(text) == 32 and text.isalnum() else None
-
-
-def finish_result(d: Delivery) -> str | None:
-    """The stored result a finish copy carries (``sqsjobs.result``)."""
-    attr = d.message_attributes.get(ATTR_RESULT)
-    text = attr.get("stringValue") if isinstance(attr, dict) else None
-    return text if isinstance(text, str) and len(text.encode()) <= records.MAX_RESULT_BYTES else None
-
-
-#: the ``sqsjobs.*`` attributes a re-send keeps: the producer's own two (it writes the worker's itself)
-RESENT_ATTRIBUTES = frozenset({ATTR_JOB, ATTR_TRACE_ID})
-
-
-def resend_entry(d: Delivery, entry_id: str, fifo: bool, *, finish: str | None = None) -> dict[str, Any]:
-    """A fresh copy of ``d`` for its own queue: same body, attributes and tenant, one more re-send counted.
-
-    Of the ``sqsjobs.*`` attributes only the producer's job name and trace id
-    go with it: any other one was set by a sender (the worker writes its own
-    on a dead letter), and a copy would reach the DLQ looking like the
-    worker's. A redrive count travels in the idempotency table instead
-    (``carry_redrive_counts``). A deferral (over a limiter: the job is only
-    waiting its turn) is not counted: a job behind a long backlog is re-sent
-    as often as it takes, never dead-lettered for waiting (docs/flow-control.md).
-    ``finish`` makes the copy a *finish copy*: its job succeeded under that
-    lease, and its next delivery only writes the completion.
-
-    Example:
-        >>> d = Delivery.parse({"messageId": "m", "receiptHandle": "r", "body": "{}", "messageAttributes": {
-        ...     "sqsjobs.job": {"stringValue": "a", "dataType": "String"},
-        ...     "tenant": {"stringValue": "acme", "dataType": "String"},
-        ...     "sqsjobs.reason": {"stringValue": "permanent", "dataType": "String"},
-        ...     "SQSJOBS.Redrive_Count": {"stringValue": "0", "dataType": "Number"}}}, 0)
-        >>> sorted(resend_entry(d, "0", fifo=False)["MessageAttributes"])
-        ['sqsjobs.job', 'sqsjobs.resends', 'tenant']
-    """
-    attributes: dict[str, Any] = {}
-    for name, attr in d.message_attributes.items():
-        converted = sqs_attribute(attr)
-        ours = name.lower().startswith(NAMESPACE)
-        if converted is not None and (not ours or name in RESENT_ATTRIBUTES):
-            attributes[name] = converted
-    count = resends(d) + (0 if d.outcome is Outcome.DEFERRED or finish is not None else 1)
-    if count:
-        attributes[ATTR_RESENDS] = {"DataType": "Number", "StringValue": str(count)}
-    if finish is not None:
-        attributes[ATTR_FINISH] = {"DataType": "String", "StringValue": finish}
-        ran = d.outcome is Outcome.SUCCEEDED and d.job is not None and d.job.options.store_result
-        stored = json.dumps(d.result, separators=(",", ":")) if ran else finish_result(d)
-        if stored is not None:
-            attributes[ATTR_RESULT] = {"DataType": "String", "StringValue": stored}
-    entry: dict[str, Any] = {"Id": entry_id, "MessageBody": d.body or "", "MessageAttributes": attributes}
-    if fifo:
-        entry["MessageGroupId"] = d.group_id or d.message_id
-        entry["MessageDeduplicationId"] = hashlib.sha256(f"resend:{d.message_id}".encode()).hexdigest()
-    else:
-        entry["DelaySeconds"] = min(int(d.delay), MAX_DELAY_SECONDS)
-        if d.tenant is not None:
-            entry["MessageGroupId"] = d.tenant
-    return entry
-
-
-def parse_event(event: Any) -> list[Delivery]:
-    """The event's records as deliveries; ``InvalidEventError`` when it is not an SQS batch.
-
-    Example:
-        >>> parse_event({"Records": []})
-        Traceback (most recent call last):
-        ...
-        sqsjobs.InvalidEventError: the SQS event has no records (an empty batch is not an SQS event)
-    """
-    if not isinstance(event, dict):
-        raise InvalidEventError(f"handle_batch expects the SQS event (a dict), got {type(event).__name__}")
-    found = event.get("Records")
-    if not isinstance(found, list):
-        raise InvalidEventError("the event has no 'Records' list: is this an SQS event?")
-    if not found:
-        raise InvalidEventError("the SQS event has no records (an empty batch is not an SQS event)")
-    return [Delivery.parse(record, i) for i, record in enumerate(found)]
-
-
-def queue_url_from_arn(arn: str, configured_url: str | None, endpoint_url: str) -> str:
-    """The queue URL for an event source ARN (the configured URL when it names the same queue).
-
-    Example:
-        >>> queue_url_from_arn("arn:aws:sqs:eu-west-1:123456789012:jobs", None, "https://sqs.eu-west-1.amazonaws.com")
-        'https://sqs.eu-west-1.amazonaws.com/123456789012/jobs'
-    """
-    parts = arn.split(":")
-    if len(parts) < 6:
-        return configured_url or ""
-    account, name = parts[4], parts[5]
-    if configured_url and configured_url.rstrip("/").endswith(f"/{account}/{name}"):
-        return configured_url
-    return f"{endpoint_url.rstrip('/')}/{account}/{name}"
 
 
 def _loggable(text: str) -> str:

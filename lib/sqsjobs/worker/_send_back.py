@@ -1,0 +1,241 @@
+"""Step 7 of ``Consumer.run`` (``worker/_consumer.py``): acknowledge, re-send, schedule or return each delivery.
+
+What the batch decided is carried out here, and nothing is decided:
+
+- **re-send** what must not return at its backstop receive (SQS's redrive
+  would move it to the DLQ): a fresh copy on its own queue
+  (``resend_entry``; one more re-send counted, a deferral not), its redrive
+  count carried in the idempotency table (``carry_redrive_counts``);
+- **schedule** the retries SQS cannot hold back that long (over 12 hours):
+  a one-time schedule re-sends the message at its time
+  (``schedules/_one_time.py``), and it is acknowledged once the schedule
+  exists;
+- **return** the others with their retry delays, one
+  ``ChangeMessageVisibilityBatch`` per 10 (full jitter), and with them any
+  message whose re-send or schedule failed (12 hours at most).
+
+A *finish copy* is a re-sent success whose completion could not be written:
+it carries the lease of the run that succeeded (``sqsjobs.finish``) and its
+stored result (``sqsjobs.result``), and its next delivery only writes that
+completion (``finish_token``, ``finish_result``; the claim step reads them).
+Nothing here raises out of a batch for a record's sake: a failed call is
+logged and the message comes back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqsjobs._backoff import visibility_seconds
+from sqsjobs._errors import ConfigurationError, ScheduleError
+from sqsjobs.enqueue._batching import batches, send_entries
+from sqsjobs.enqueue._message import ATTR_FINISH, ATTR_JOB, ATTR_RESENDS, ATTR_RESULT, ATTR_TRACE_ID, MAX_DELAY_SECONDS
+from sqsjobs.store._lease import expiry
+from sqsjobs.worker import _job_records as records
+from sqsjobs.worker._batch import resends
+from sqsjobs.worker._dead_letters import NAMESPACE, carry_redrive_counts, sqs_attribute
+from sqsjobs.worker._delivery import Delivery, Outcome, State
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+    from sqsjobs.schedules._one_time import OneTimeSchedules
+    from sqsjobs.store._lease import LeaseStore
+    from sqsjobs.worker._batch import Batch
+
+
+class SendBack:
+    """Sends a batch's deliveries back to SQS (the consumer builds one, and gives it what it needs)."""
+
+    def __init__(
+        self,
+        *,
+        sqs: Callable[[], SQSClient],
+        store: LeaseStore,
+        clock: Callable[[], float],
+        record_ttl: float,
+        schedules: Callable[[], OneTimeSchedules] | None,
+        queue_url: Callable[[Delivery], str],
+        log: Any,
+        fields: Callable[[Delivery], dict[str, Any]],
+    ) -> None:
+        #: the SQS client, built on first use: a batch of successes never needs one
+        self._sqs = sqs
+        #: where re-sent messages' redrive counts are carried
+        self.store = store
+        self.clock = clock
+        self.record_ttl = record_ttl
+        #: where retries too long for SQS wait (None: no schedule group; they wait 12 hours at most)
+        self.schedules = schedules
+        #: the queue a delivery came from
+        self.queue_url = queue_url
+        self.log = log
+        #: a delivery's log fields
+        self.fields = fields
+
+    @property
+    def sqs(self) -> SQSClient:
+        """The SQS client (re-sends, retry delays)."""
+        return self._sqs()
+
+    def run(self, batch: Batch) -> None:
+        """Finish every delivery: acknowledge, schedule, re-send, or return it with its delay."""
+        for d in batch.deliveries:
+            if d.state in (State.TO_ACK, State.TO_DEAD_LETTER):
+                d.finished()
+        scheduling = [d for d in batch.deliveries if d.state is State.TO_SCHEDULE]
+        self._schedule(batch, scheduling)
+        resending = [d for d in batch.deliveries if d.state is State.TO_RESEND]
+        self._resend(batch, resending)
+        returning = [d for d in batch.deliveries if d.state is State.TO_RETURN]
+        for d in returning:
+            d.finished()
+        # A message whose re-send or schedule failed goes back too, with its delay (12 hours at most).
+        self._set_visibility(returning + [d for d in resending + scheduling if d.state is State.RETURNED])
+
+    def _schedule(self, batch: Batch, deliveries: Sequence[Delivery]) -> None:
+        """Re-send each retry through a one-time schedule at its time; acknowledge it once the schedule exists."""
+        if not deliveries:
+            return
+        from sqsjobs.enqueue._delays import retry_schedule_name
+        from sqsjobs.schedules._one_time import DelayedMessage
+
+        assert self.schedules is not None
+        schedules = self.schedules()
+        now = self.clock()
+        for d in deliveries:
+            d.to_schedule(retry_schedule_name(d.key or d.message_id, d.message_id))
+            assert d.schedule_name is not None
+            url = self.queue_url(d)
+            try:
+                scheduled = schedules.create(DelayedMessage(
+                    name=d.schedule_name, job=d.job_name, key=d.key or d.message_id, body=d.body or "",
+                    due_at=now + d.delay, queue_arn=d.event_source_arn or schedules.queue_arn(url),
+                    message_group_id=(d.group_id or d.message_id) if url.endswith(".fifo") else None,
+                    purpose=f"retry of message {d.message_id}",
+                ))
+            except (ScheduleError, ConfigurationError) as error:
+                self.log.error("could not schedule a long retry; the message comes back in at most 12 hours",
+                               extra={**self.fields(d), "error": str(error)})
+                d.finished(sent=False, why=str(error))
+                continue
+            self.log.info("retry scheduled", extra={**self.fields(d), "schedule": scheduled.name,
+                                                    "due": scheduled.due.isoformat()})
+            d.finished()
+
+    def _resend(self, batch: Batch, deliveries: Sequence[Delivery]) -> None:
+        by_queue: dict[str, list[Delivery]] = {}
+        for d in deliveries:
+            by_queue.setdefault(self.queue_url(d), []).append(d)
+        for url, items in by_queue.items():
+            fifo = url.endswith(".fifo")
+            entries = [resend_entry(d, str(i), fifo, finish=self._finish_of(batch, d)) for i, d in enumerate(items)]
+            sent = send_entries(self.sqs, url, entries)
+            now = self.clock()
+            new_ids = {d.message_id: answer.message_id for i, d in enumerate(items)
+                       if (answer := sent.get(str(i))) is not None and answer.message_id}
+            for error in carry_redrive_counts(self.store, new_ids, now=now,
+                                              expires_at=expiry(now, self.record_ttl)):
+                self.log.error("a re-sent message lost its redrive count", extra={"error": error})
+            for i, d in enumerate(items):
+                answer = sent.get(str(i))
+                why = answer.error if answer is not None else "no answer"
+                if why is not None:
+                    self.log.error("could not re-send a message", extra={**self.fields(d), "error": why})
+                d.finished(sent=why is None, why=why or "")
+
+    def _finish_of(self, batch: Batch, d: Delivery) -> str | None:
+        """The lease a re-sent copy finishes: this run's, when its completion could not be written (else a
+        finish copy's own, kept)."""
+        if d.outcome is Outcome.SUCCEEDED and batch.writes.failure(d) is not None:
+            return batch.owner
+        return finish_token(d)
+
+    def _set_visibility(self, deliveries: Sequence[Delivery]) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        by_queue: dict[str, list[Delivery]] = {}
+        for d in deliveries:
+            by_queue.setdefault(self.queue_url(d), []).append(d)
+        for url, items in by_queue.items():
+            for chunk in batches(items):
+                entries = [{"Id": str(i), "ReceiptHandle": d.receipt_handle,
+                            "VisibilityTimeout": visibility_seconds(d.delay)} for i, d in enumerate(chunk)]
+                try:
+                    response = self.sqs.change_message_visibility_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
+                except (ClientError, BotoCoreError) as error:
+                    # The message still comes back, after the queue's own visibility timeout.
+                    self.log.error("could not set retry delays", extra={"error": str(error), "queue": url})
+                    continue
+                for bad in response.get("Failed", []):
+                    self.log.error("could not set a retry delay",
+                                   extra={**self.fields(chunk[int(bad["Id"])]), "error": bad.get("Message")})
+
+
+def finish_token(d: Delivery) -> str | None:
+    """The lease of the run a finish copy completes (``sqsjobs.finish``), or None for any other message."""
+    attr = d.message_attributes.get(ATTR_FINISH)
+    text = attr.get("stringValue") if isinstance(attr, dict) else None
+    return text if isinstance(text, str) and len(text) == 32 and text.isalnum() else None
+
+
+def finish_result(d: Delivery) -> str | None:
+    """The stored result a finish copy carries (``sqsjobs.result``)."""
+    attr = d.message_attributes.get(ATTR_RESULT)
+    text = attr.get("stringValue") if isinstance(attr, dict) else None
+    return text if isinstance(text, str) and len(text.encode()) <= records.MAX_RESULT_BYTES else None
+
+
+#: the ``sqsjobs.*`` attributes a re-send keeps: the producer's own two (it writes the worker's itself)
+RESENT_ATTRIBUTES = frozenset({ATTR_JOB, ATTR_TRACE_ID})
+
+
+def resend_entry(d: Delivery, entry_id: str, fifo: bool, *, finish: str | None = None) -> dict[str, Any]:
+    """A fresh copy of ``d`` for its own queue: same body, attributes and tenant, one more re-send counted.
+
+    Of the ``sqsjobs.*`` attributes only the producer's job name and trace id
+    go with it: any other one was set by a sender (the worker writes its own
+    on a dead letter), and a copy would reach the DLQ looking like the
+    worker's. A redrive count travels in the idempotency table instead
+    (``carry_redrive_counts``). A deferral (over a limiter: the job is only
+    waiting its turn) is not counted: a job behind a long backlog is re-sent
+    as often as it takes, never dead-lettered for waiting (docs/flow-control.md).
+    ``finish`` makes the copy a *finish copy*: its job succeeded under that
+    lease, and its next delivery only writes the completion.
+
+    Example:
+        >>> d = Delivery.parse({"messageId": "m", "receiptHandle": "r", "body": "{}", "messageAttributes": {
+        ...     "sqsjobs.job": {"stringValue": "a", "dataType": "String"},
+        ...     "tenant": {"stringValue": "acme", "dataType": "String"},
+        ...     "sqsjobs.reason": {"stringValue": "permanent", "dataType": "String"},
+        ...     "SQSJOBS.Redrive_Count": {"stringValue": "0", "dataType": "Number"}}}, 0)
+        >>> sorted(resend_entry(d, "0", fifo=False)["MessageAttributes"])
+        ['sqsjobs.job', 'sqsjobs.resends', 'tenant']
+    """
+    attributes: dict[str, Any] = {}
+    for name, attr in d.message_attributes.items():
+        converted = sqs_attribute(attr)
+        ours = name.lower().startswith(NAMESPACE)
+        if converted is not None and (not ours or name in RESENT_ATTRIBUTES):
+            attributes[name] = converted
+    count = resends(d) + (0 if d.outcome is Outcome.DEFERRED or finish is not None else 1)
+    if count:
+        attributes[ATTR_RESENDS] = {"DataType": "Number", "StringValue": str(count)}
+    if finish is not None:
+        attributes[ATTR_FINISH] = {"DataType": "String", "StringValue": finish}
+        ran = d.outcome is Outcome.SUCCEEDED and d.job is not None and d.job.options.store_result
+        stored = json.dumps(d.result, separators=(",", ":")) if ran else finish_result(d)
+        if stored is not None:
+            attributes[ATTR_RESULT] = {"DataType": "String", "StringValue": stored}
+    entry: dict[str, Any] = {"Id": entry_id, "MessageBody": d.body or "", "MessageAttributes": attributes}
+    if fifo:
+        entry["MessageGroupId"] = d.group_id or d.message_id
+        entry["MessageDeduplicationId"] = hashlib.sha256(f"resend:{d.message_id}".encode()).hexdigest()
+    else:
+        entry["DelaySeconds"] = min(int(d.delay), MAX_DELAY_SECONDS)
+        if d.tenant is not None:
+            entry["MessageGroupId"] = d.tenant
+    return entry
