@@ -11,6 +11,7 @@ from typing import Any
 
 from sqsjobs import JobApp
 from sqsjobs.enqueue._delays import schedule_name
+from sqsjobs.local.control import cloud_actions
 from sqsjobs.local.pytest_plugin import LocalCloudSession
 from sqsjobs.schedules._one_time import DelayedMessage, ScheduledJob
 
@@ -45,13 +46,14 @@ def test_a_job_two_hours_ahead_waits_in_a_schedule_and_runs_once_when_fired_earl
     assert sent(local_cloud, invoice) == 0 and schedule_name(key) in pending_names(local_cloud)
 
     # What `sqsjobs local fire KEY` asks the running cloud to do.
-    answer = local_cloud._control_fire({"name": key})
+    fire = cloud_actions(local_cloud.cloud)["fire"]
+    answer = fire({"name": key})
     local_cloud.drain()
 
     assert answer["ok"] is True and [d["schedule"] for d in answer["delayed"]] == [schedule_name(key)]
     assert sent(local_cloud, invoice) == 1
     assert schedule_name(key) not in pending_names(local_cloud)
-    gone = local_cloud._control_fire({"name": key})
+    gone = fire({"name": key})
     assert gone["error"].endswith(f"and no delayed job with key {key!r} is pending")
 
 

@@ -1,4 +1,4 @@
-"""The debounce and dedupe operations (store/_lease.py Debounce, Rearm, Reserve) mean the same on both stores:
+"""The debounce and dedupe operations (store/_enqueue_ops.py Debounce, Rearm, Reserve) mean the same on both stores:
 the in-memory store, moto in-process and the local cloud's moto server (the fixture of test_lease_contract.py)."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from aws_support import create_table
 from moto import mock_aws
 
 from sqsjobs.store._dynamodb import DynamoDBStore
-from sqsjobs.store._lease import Acquire, Complete, Debounce, LeaseState, LeaseStore, Rearm, Reserve
+from sqsjobs.store._enqueue_ops import Debounce, Rearm, Reserve
+from sqsjobs.store._lease import LeaseState, LeaseStore
+from sqsjobs.store._lease_ops import Acquire, Complete
 from sqsjobs.store._memory import InMemoryStore
 
 NOW = 1_000_000.0

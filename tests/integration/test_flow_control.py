@@ -13,7 +13,8 @@ from sqsjobs import JobApp, Outcome
 from sqsjobs import _metrics as m
 from sqsjobs.enqueue._message import ATTR_RESENDS
 from sqsjobs.flow._permits import LIMIT_TTL_SECONDS, SLOT_PROBES
-from sqsjobs.store._lease import Acquire, LeaseState
+from sqsjobs.store._lease import LeaseState
+from sqsjobs.store._lease_ops import Acquire
 from sqsjobs.testing import messages_in, receive_event, sqs_event, sqs_record
 
 

@@ -13,7 +13,7 @@ from aws_support import Serialized
 from sqsjobs import JobApp, Outcome, PermanentError
 from sqsjobs.ops._redrive import redrive
 from sqsjobs.ops._redrive_options import RedriveOptions
-from sqsjobs.store._lease import Amend
+from sqsjobs.store._lease_ops import Amend
 from sqsjobs.testing import messages_in, receive_event
 from sqsjobs.worker._delivery import BatchResult
 from sqsjobs.workflows._groups import head_key

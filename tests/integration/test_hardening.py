@@ -11,7 +11,8 @@ from aws_lambda_powertools import Logger
 from aws_support import MAX_ATTEMPTS
 
 from sqsjobs import InvalidArgumentsError, Outcome, PermanentError
-from sqsjobs.store._lease import Acquire, LeaseState
+from sqsjobs.store._lease import LeaseState
+from sqsjobs.store._lease_ops import Acquire
 from sqsjobs.testing import given_attempts, messages_in, queue_arn, receive_event, sqs_event
 from sqsjobs.worker._dead_letters import ATTR_REASON, ATTR_REDRIVE_COUNT, ATTR_SOURCE_QUEUE
 from sqsjobs.worker._record_writes import FLUSH_AFTER

@@ -16,15 +16,14 @@ from moto import mock_aws
 
 from sqsjobs.schedules._period_locks import PeriodLocks
 from sqsjobs.store._dynamodb import DynamoDBStore
-from sqsjobs.store._lease import (
+from sqsjobs.store._lease import LeaseState, LeaseStore
+from sqsjobs.store._lease_ops import (
     Acquire,
     Amend,
     Annotate,
     Close,
     Complete,
     HandOver,
-    LeaseState,
-    LeaseStore,
     Release,
     Renew,
     Transact,

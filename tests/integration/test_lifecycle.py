@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from sqsjobs import ConfigurationError, InvalidArgumentsError, Outcome, cancel_requested
 from sqsjobs import _metrics as m
-from sqsjobs.store._lease import Acquire
+from sqsjobs.store._lease_ops import Acquire
 from sqsjobs.testing import FakeContext, given_attempts, messages_in, receive_event, sqs_event
 
 

@@ -11,7 +11,8 @@ from aws_support import MAX_ATTEMPTS, create_queues
 from sqsjobs import InvalidEventError, Outcome, PermanentError, RetryableError
 from sqsjobs._backoff import BackoffPolicy
 from sqsjobs.enqueue._message import ATTR_JOB
-from sqsjobs.store._lease import Acquire, LeaseState
+from sqsjobs.store._lease import LeaseState
+from sqsjobs.store._lease_ops import Acquire
 from sqsjobs.testing import FakeContext, messages_in, receive_event, sqs_event
 from sqsjobs.worker._dead_letters import (
     ATTR_ATTEMPTS,

@@ -46,7 +46,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from sqsjobs import JobApp, Outcome, PermanentError
-from sqsjobs.store._lease import Acquire, Amend, Close, Complete, LeaseState, Operation, Release, Renew, Transact
+from sqsjobs.store._lease import LeaseState, Operation
+from sqsjobs.store._lease_ops import Acquire, Amend, Close, Complete, Release, Renew, Transact
 from sqsjobs.testing.events import FakeContext, record_from_message
 from sqsjobs.testing.fake_sqs import FakeSQS, QueuedMessage
 from sqsjobs.testing.flaky_store import FlakyStore

@@ -6,7 +6,7 @@ from botocore.stub import Stubber
 
 from sqsjobs._clients import dynamodb_client
 from sqsjobs.store._dynamodb import DynamoDBStore
-from sqsjobs.store._lease import Acquire, Complete, Release
+from sqsjobs.store._lease_ops import Acquire, Complete, Release
 from sqsjobs.store._memory import InMemoryStore
 from sqsjobs.worker._record_writes import write_batch_with_retries
 

@@ -18,7 +18,8 @@ import pytest
 
 from sqsjobs import JobApp, Outcome, PermanentError
 from sqsjobs.enqueue._message import ATTR_FINISH
-from sqsjobs.store._lease import Acquire, Complete, Operation, Transact
+from sqsjobs.store._lease import Operation
+from sqsjobs.store._lease_ops import Acquire, Complete, Transact
 from sqsjobs.testing.events import FakeContext, record_from_message
 from sqsjobs.testing.fake_sqs import FakeSQS, QueuedMessage
 from sqsjobs.testing.flaky_store import FlakyStore

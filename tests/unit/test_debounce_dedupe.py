@@ -274,7 +274,7 @@ def test_a_failed_send_gives_the_deduplicated_key_back() -> None:
 
 
 def test_a_failed_re_arm_sends_the_burst_back_instead_of_taking_it_for_a_duplicate() -> None:
-    from sqsjobs.store._lease import Rearm
+    from sqsjobs.store._enqueue_ops import Rearm
     from sqsjobs.testing.flaky_store import FlakyStore
 
     app, ran = debounced_app()

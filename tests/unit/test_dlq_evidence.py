@@ -23,7 +23,8 @@ from sqsjobs.ops._dlq_evidence import UNCHECKED_NOTE, read_letters
 from sqsjobs.ops._dlq_letters import Provenance
 from sqsjobs.ops._status import _one_per_original
 from sqsjobs.store._dynamodb import DynamoDBStore
-from sqsjobs.store._lease import Close, LeaseStore, Operation, Written, is_reserved
+from sqsjobs.store._lease import LeaseStore, Operation, Written, is_reserved
+from sqsjobs.store._lease_ops import Close
 from sqsjobs.store._memory import InMemoryStore
 from sqsjobs.testing import FakeSQS
 from sqsjobs.worker._dead_letters import (

@@ -12,7 +12,8 @@ from sqsjobs import ChainError, GroupError, InMemoryStore, JobApp, JobMessage, c
 from sqsjobs._runtime import Runtime
 from sqsjobs.enqueue._envelope import MemberOf
 from sqsjobs.store._dynamodb import DynamoDBStore
-from sqsjobs.store._lease import Close, LeaseState, Transact
+from sqsjobs.store._lease import LeaseState
+from sqsjobs.store._lease_ops import Close, Transact
 from sqsjobs.workflows._groups import (
     MEMBERS_PER_SHARD,
     Callback,
@@ -290,7 +291,8 @@ def test_shard_keys_are_reserved(app: JobApp) -> None:
 @pytest.mark.parametrize("name", ["sqsjobs.workflows._groups", "sqsjobs.workflows._group", "sqsjobs.workflows._chains",
                                   "sqsjobs.workflows._members",
                                   "sqsjobs.enqueue._envelope",
-                                  "sqsjobs.store._lease", "sqsjobs._app", "sqsjobs.cli.groups"])
+                                  "sqsjobs.store._lease", "sqsjobs.store._lease_ops",
+                                  "sqsjobs._app", "sqsjobs.cli.groups"])
 def test_docstring_examples(name: str) -> None:
     import doctest
     import importlib

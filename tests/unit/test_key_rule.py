@@ -13,7 +13,7 @@ import json
 import pytest
 
 from sqsjobs import JobApp, Outcome
-from sqsjobs.store._lease import Complete, Release, Transact
+from sqsjobs.store._lease_ops import Complete, Release, Transact
 from sqsjobs.testing.flaky_store import FlakyStore
 from sqsjobs.testing.tester import JobTester
 

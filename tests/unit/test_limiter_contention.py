@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from sqsjobs.flow._limiter_memory import LimiterMemory
 from sqsjobs.flow._limits import ConcurrencyLimit, RateLimit
 from sqsjobs.flow._permits import CONTENDED_SECONDS, SLOT_PROBES, Permits
-from sqsjobs.store._lease import Acquire, Operation, Written
+from sqsjobs.store._lease import Operation, Written
+from sqsjobs.store._lease_ops import Acquire
 from sqsjobs.store._memory import InMemoryStore
 from sqsjobs.testing import sqs_record
 from sqsjobs.worker._delivery import Delivery

@@ -13,7 +13,8 @@ from template_support import load_template
 from sqsjobs import ConfigurationError, InMemoryStore, InvalidEventError, JobApp, PeriodBusyError, UnknownJobError
 from sqsjobs.schedules._period_locks import Taken
 from sqsjobs.schedules._periodic import DAILY, HOURLY, MINUTELY, period_format, scheduled_time
-from sqsjobs.store._lease import Acquire, LeaseItem, LeaseState
+from sqsjobs.store._lease import LeaseItem, LeaseState
+from sqsjobs.store._lease_ops import Acquire
 from sqsjobs.testing import FakeContext
 
 

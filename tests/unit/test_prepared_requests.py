@@ -12,19 +12,16 @@ from pynamodb.expressions.operand import Value
 from sqsjobs.store import _dynamodb as dynamodb_store
 from sqsjobs.store import _rules as r
 from sqsjobs.store._dynamodb import prepare
-from sqsjobs.store._lease import (
+from sqsjobs.store._enqueue_ops import Debounce, Rearm, Reserve
+from sqsjobs.store._lease import LeaseState, Operation
+from sqsjobs.store._lease_ops import (
     Acquire,
     Amend,
     Annotate,
     Close,
     Complete,
-    Debounce,
     HandOver,
-    LeaseState,
-    Operation,
-    Rearm,
     Release,
-    Reserve,
 )
 
 texts = st.text(min_size=1, max_size=30).filter(lambda s: "\x00" not in s)

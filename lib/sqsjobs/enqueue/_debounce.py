@@ -1,7 +1,7 @@
 """Debounce and dedupe at enqueue: one conditional write on the key's record, before (or instead of) the send.
 
 **Debounce** (``debounce=SECONDS``). Each enqueue writes the key's latest
-*burst token* to its record (``store/_lease.py`` ``Debounce``: one
+*burst token* to its record (``store/_enqueue_ops.py`` ``Debounce``: one
 ``UpdateItem``, 1 WCU, whoever holds the key) and sends a message delayed by
 the window that carries the token (``Envelope.debounce``); a window beyond
 900 s waits in the key's one-time schedule (``schedules/_one_time.py``),
@@ -170,7 +170,8 @@ def _due(message: JobMessage, now: float) -> float:
 
 def send_debounced(runtime: Runtime, message: JobMessage) -> str:
     """Write the burst's token (1 WCU), then send ``message`` carrying it (delayed by the window)."""
-    from sqsjobs.store._lease import Debounce, expiry
+    from sqsjobs.store._enqueue_ops import Debounce
+    from sqsjobs.store._lease import expiry
 
     now = runtime.clock()
     token = uuid.uuid4().hex
@@ -195,7 +196,8 @@ def reserve(runtime: Runtime, messages: Sequence[JobMessage], modes: Sequence[De
     one holds the key. A refusal counts in ``JobDeduplicated``.
     """
     from sqsjobs import _metrics as m
-    from sqsjobs.store._lease import Reserve, expiry
+    from sqsjobs.store._enqueue_ops import Reserve
+    from sqsjobs.store._lease import expiry
 
     now = runtime.clock()
     first: dict[str, int] = {}
@@ -238,7 +240,7 @@ def reserve(runtime: Runtime, messages: Sequence[JobMessage], modes: Sequence[De
 
 def unreserve(runtime: Runtime, message: JobMessage, receipt: Receipt) -> None:
     """The send failed: give the key back (only while this request still holds it)."""
-    from sqsjobs.store._lease import Amend
+    from sqsjobs.store._lease_ops import Amend
 
     runtime.store.write(Amend(key=message.key, data={"queued_until": None, "queued_id": None, "queued_mode": None},
                               expect={"queued_id": str(receipt)}))

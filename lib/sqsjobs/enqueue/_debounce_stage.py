@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import RetryableError, StoreError
 from sqsjobs.enqueue._debounce import Dedupe
-from sqsjobs.store._lease import LeaseState, Rearm
+from sqsjobs.store._enqueue_ops import Rearm
+from sqsjobs.store._lease import LeaseState
 from sqsjobs.worker._decision import Ending, Facts
 from sqsjobs.worker._delivery import State
 from sqsjobs.worker._stages import Stage

@@ -87,7 +87,8 @@ from sqsjobs._errors import StoreError
 from sqsjobs.flow._limiter_memory import LimiterMemory
 from sqsjobs.flow._limits import ConcurrencyLimit, Limiter, RateLimit
 from sqsjobs.store import _lease as lease
-from sqsjobs.store._lease import Acquire, LeaseState, Operation, Release, Renew, Written, expiry
+from sqsjobs.store._lease import LeaseState, Operation, Written, expiry
+from sqsjobs.store._lease_ops import Acquire, Release, Renew
 from sqsjobs.worker._delivery import State
 
 if TYPE_CHECKING:
@@ -312,7 +313,7 @@ class Permits:
         """For each contended limiter, the tokens or slots a read shows free, in probing order (one read for all).
 
         A limiter missing from the answer is probed blind (not contended, or the read failed). What looks
-        free is what the acquire's rule (``store/_lease.py``) would let this batch take; a token seen held is
+        free is what the acquire's rule (``store/_lease_ops.py``) would let this batch take; a token seen held is
         remembered busy as a refusal would be.
         """
         contended = [limiter for limiter in limiters if self.memory.contended(limiter.name, now=now)]

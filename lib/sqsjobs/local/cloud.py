@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from sqsjobs._settings import ENV_LOG_LEVEL
 from sqsjobs.local.alarms import AlarmTransition
 from sqsjobs.local.aws import Clients, local_environment
-from sqsjobs.local.control import ControlServer, remove_state, write_state
+from sqsjobs.local.control import ControlServer, cloud_actions, remove_state, write_state
 from sqsjobs.local.deploy import deploy
 from sqsjobs.local.errors import LocalCloudError, ServerDiedError, TemplateError
 from sqsjobs.local.inventory import Inventory, inventory
@@ -184,8 +184,7 @@ class LocalCloud(StackQueues):
             self._reloader = ReloadLoop(CodeWatcher(self.code_dirs()), self._reload_after)
             self._reloader.start()
         if state_path is not None:
-            self._control = ControlServer({"fire": self._control_fire, "drain": self._control_drain,
-                                           "stop": self._control_stop, "reload": self._control_reload})
+            self._control = ControlServer(cloud_actions(self))
             self._control.start()
             self._state_path = state_path
             write_state(state_path, self.state())
@@ -451,33 +450,6 @@ class LocalCloud(StackQueues):
             "schedule_groups": dict(self.deployment.schedule_groups),
             "app_env": self.app_environment(),
         }
-
-    def _control_fire(self, payload: dict[str, Any]) -> dict[str, Any]:
-        name = str(payload["name"])
-        try:
-            result = self.fire(name)
-        except KeyError as exc:
-            # Not a schedule of the template: the key of a delayed job, fired early?
-            fired = self.fire_delayed(name)
-            if not fired:
-                return {"error": f"{exc.args[0]}; and no delayed job with key {name!r} is pending"}
-            return {"ok": all(f.ok for f in fired), "delayed": [f.to_dict() for f in fired]}
-        return {"ok": result.ok, "request_id": result.request_id, "payload": result.payload,
-                "error_type": result.error_type, "error_message": result.error_message,
-                "duration_ms": result.duration_ms}
-
-    def _control_drain(self, payload: dict[str, Any]) -> dict[str, Any]:
-        self.drain(float(payload.get("timeout", 120)))
-        return {"drained": True}
-
-    def _control_reload(self, payload: dict[str, Any]) -> dict[str, Any]:
-        broken = self.reload()
-        return {"functions": len(self.pools), "broken": broken}
-
-    def _control_stop(self, payload: dict[str, Any]) -> dict[str, Any]:
-        # The process that runs the cloud stops it (its main thread waits on this event).
-        self.stop_requested.set()
-        return {"stopping": True, "pid": os.getpid()}
 
 
 def _check_parameters(template: Template, parameters: dict[str, str]) -> None:

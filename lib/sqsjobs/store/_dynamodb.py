@@ -1,7 +1,7 @@
 """Leases on a DynamoDB table: each operation one conditional ``UpdateItem``, rendered from its rule.
 
 Each operation's ``Rule`` (``sqsjobs.store._rules``: a condition and updates,
-stated once in ``sqsjobs.store._lease``) is rendered here as pynamodb
+stated once in ``sqsjobs.store._lease_ops``) is rendered here as pynamodb
 condition and update expressions through the table's model
 (``store._table.TableItem``), once per shape, with named parameters where the
 values go (``Hole``); every call then binds its values, serialized by the
@@ -49,15 +49,14 @@ from sqsjobs.store import _rules as r
 from sqsjobs.store import _statements as s
 from sqsjobs.store._dynamodb_errors import ConditionFailed, dynamodb_errors
 from sqsjobs.store._lease import (
-    Acquire,
     LeaseItem,
     LeaseState,
     LeaseStore,
     Operation,
     SingleOperation,
-    Transact,
     Written,
 )
+from sqsjobs.store._lease_ops import Acquire, Transact
 from sqsjobs.store._rules import LEASE_FIELDS, Rule
 from sqsjobs.store._table import KEY_ATTRIBUTE, TableItem, table_item
 from sqsjobs.store._table import model_attribute as _attribute
@@ -378,7 +377,7 @@ def prepare(rule: Rule) -> Prepared:
     """The request shape of ``rule``: its condition (not past its TTL, when it replaces expired items) and updates.
 
     Example:
-        >>> from sqsjobs.store._lease import Complete
+        >>> from sqsjobs.store._lease_ops import Complete
         >>> prepared = prepare(Complete(key="k", owner="a", expires_at=9.0).rule())
         >>> prepared.condition_expression, prepared.update_expression
         ('(#0 = :0 AND #1 = :1)', 'SET #2 = :2, #1 = :3')
@@ -397,7 +396,7 @@ class Prepared:
     """An operation's expressions, built once by pynamodb; ``bind`` fills in one call's values.
 
     Example:
-        >>> from sqsjobs.store._lease import Complete
+        >>> from sqsjobs.store._lease_ops import Complete
         >>> prepared = prepare(Complete(key="k", owner="a", expires_at=9.0).rule())
         >>> prepared.bind("jobs", "k", {"owner": "a", "expires_at": 9.0})["ExpressionAttributeValues"]
         {':1': {'S': 'HELD'}, ':3': {'S': 'DONE'}, ':0': {'S': 'a'}, ':2': {'N': '9.0'}}

@@ -1,8 +1,9 @@
 """A stored lease as the stores read it: ``LeaseState`` and ``LeaseItem``.
 
 Its own module so that the rules (``sqsjobs.store._rules``), which build
-items, and the operations (``sqsjobs.store._lease``), which state rules, both
-import it without importing each other. It must not import boto3 or pynamodb.
+items, and the operations (``sqsjobs.store._lease_ops``,
+``sqsjobs.store._enqueue_ops``), which state rules, all import it without
+importing each other. It must not import boto3 or pynamodb.
 """
 
 from __future__ import annotations

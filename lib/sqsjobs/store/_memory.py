@@ -12,7 +12,8 @@ import threading
 from collections.abc import Sequence
 
 from sqsjobs.store import _statements as statements
-from sqsjobs.store._lease import Acquire, LeaseItem, LeaseStore, Operation, Transact, Written, answer
+from sqsjobs.store._lease import LeaseItem, LeaseStore, Operation, Written, answer
+from sqsjobs.store._lease_ops import Acquire, Transact
 
 
 class InMemoryStore(LeaseStore):
@@ -26,7 +27,7 @@ class InMemoryStore(LeaseStore):
     statement's guard: ``sqsjobs.store._statements``).
 
     Example:
-        >>> from sqsjobs.store._lease import Close
+        >>> from sqsjobs.store._lease_ops import Close
         >>> store = InMemoryStore()
         >>> store.write(Close(key="k", now=0.0, expires_at=100.0, data={"outcome": "cancelled"})).ok
         True

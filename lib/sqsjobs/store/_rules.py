@@ -1,6 +1,6 @@
 """Each lease operation's rule, stated once: a condition and the updates it makes, as data.
 
-An operation (``sqsjobs.store._lease``) says what it means as a ``Rule``: a
+An operation (``sqsjobs.store._lease_ops``, ``sqsjobs.store._enqueue_ops``) says what it means as a ``Rule``: a
 condition on the item as it is, and the updates that make the item it
 becomes. Everything that carries operations out reads that one statement:
 

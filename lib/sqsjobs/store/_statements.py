@@ -74,15 +74,14 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs.store import _rules as r
-from sqsjobs.store._lease import (
+from sqsjobs.store._lease import Operation, Written
+from sqsjobs.store._lease_ops import (
     Acquire,
     Annotate,
     Complete,
     HandOver,
-    Operation,
     Release,
     Renew,
-    Written,
 )
 
 if TYPE_CHECKING:

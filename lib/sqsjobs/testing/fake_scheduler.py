@@ -41,7 +41,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqsjobs.enqueue._delays import ENQUEUE_PREFIX, RETRY_PREFIX, due_of
-from sqsjobs.testing.fake_sqs import DEFAULT_ACCOUNT, DEFAULT_REGION, FakeSQS, _client_error
+from sqsjobs.testing._sqs_rules import client_error
+from sqsjobs.testing.fake_sqs import DEFAULT_ACCOUNT, DEFAULT_REGION, FakeSQS
 
 #: what Scheduler takes as a schedule's (and a group's) name
 _NAME = re.compile(r"[0-9a-zA-Z\-_.]{1,64}")
@@ -162,7 +163,7 @@ class FakeScheduler:
         self._call("CreateSchedule", params)
         group, name = self._address("CreateSchedule", params)
         if (group, name) in self._schedules:
-            raise _client_error("CreateSchedule", "ConflictException", f"schedule {name} already exists")
+            raise client_error("CreateSchedule", "ConflictException", f"schedule {name} already exists")
         schedule = self._schedule(group, name, params, created_at=self.clock())
         self._schedules[(group, name)] = schedule
         return {"ScheduleArn": schedule.arn}
@@ -218,27 +219,27 @@ class FakeScheduler:
         refusal = self._refusals.get(operation)
         if refusal is not None and refusal.times > 0:
             refusal.times -= 1
-            raise _client_error(operation, refusal.code, "refused by FakeScheduler.refuse")
+            raise client_error(operation, refusal.code, "refused by FakeScheduler.refuse")
 
     def _address(self, operation: str, params: dict[str, Any], *, full: bool = True) -> tuple[str, str]:
         name, group = params.get("Name"), params.get("GroupName", "default")
         for label, value in (("Name", name), ("GroupName", group)):
             if not isinstance(value, str) or not _NAME.fullmatch(value):
-                raise _client_error(operation, "ValidationException", f"{label} {value!r} is not a schedule name")
+                raise client_error(operation, "ValidationException", f"{label} {value!r} is not a schedule name")
         if full:
             target = params.get("Target") or {}
             if not target.get("Arn") or not target.get("RoleArn"):
-                raise _client_error(operation, "ValidationException", "Target needs Arn and RoleArn")
+                raise client_error(operation, "ValidationException", "Target needs Arn and RoleArn")
             if (params.get("FlexibleTimeWindow") or {}).get("Mode") not in ("OFF", "FLEXIBLE"):
-                raise _client_error(operation, "ValidationException", "FlexibleTimeWindow.Mode is OFF or FLEXIBLE")
+                raise client_error(operation, "ValidationException", "FlexibleTimeWindow.Mode is OFF or FLEXIBLE")
             if not isinstance(params.get("ScheduleExpression"), str):
-                raise _client_error(operation, "ValidationException", "ScheduleExpression is required")
+                raise client_error(operation, "ValidationException", "ScheduleExpression is required")
         return str(group), str(name)
 
     def _find(self, operation: str, group: str, name: str) -> FakeSchedule:
         schedule = self._schedules.get((group, name))
         if schedule is None:
-            raise _client_error(operation, "ResourceNotFoundException", f"schedule {name} does not exist")
+            raise client_error(operation, "ResourceNotFoundException", f"schedule {name} does not exist")
         return schedule
 
     def _schedule(self, group: str, name: str, params: dict[str, Any], *, created_at: float) -> FakeSchedule:

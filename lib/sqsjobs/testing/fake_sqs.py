@@ -25,25 +25,29 @@ refused by FakeSQS.refuse
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-_T = TypeVar("_T")
+from sqsjobs.testing._sqs_rules import (
+    MAX_BATCH_BYTES,
+    MAX_DELAY_SECONDS,
+    MAX_VISIBILITY_SECONDS,
+    EntryError,
+    check_batch,
+    client_error,
+    entry_bytes,
+    md5,
+    per_entry,
+    single,
+)
 
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCOUNT = "123456789012"
-#: SQS's limits that sqsjobs relies on
-MAX_BATCH_ENTRIES = 10
-#: SendMessageBatch's request limit (all entries together)
-MAX_BATCH_BYTES = 1024 * 1024
 #: a new queue's MaximumMessageSize when none is given (SQS's own default; ``queue_url(..., maximum_message_size=)``)
 DEFAULT_MAXIMUM_MESSAGE_SIZE = 1024 * 1024
-MAX_DELAY_SECONDS = 900
-MAX_VISIBILITY_SECONDS = 43_200
 DEFAULT_VISIBILITY_SECONDS = 30
 
 
@@ -86,7 +90,7 @@ class QueuedMessage:
         if self.group_id is not None:
             attributes["MessageGroupId"] = self.group_id
         wire: dict[str, Any] = {"MessageId": self.message_id, "ReceiptHandle": self.receipt_handle or "",
-                                "MD5OfBody": _md5(self.body), "Body": self.body, "Attributes": attributes}
+                                "MD5OfBody": md5(self.body), "Body": self.body, "Attributes": attributes}
         if self.attributes:
             wire["MessageAttributes"] = {name: dict(value) for name, value in self.attributes.items()}
         return wire
@@ -268,7 +272,7 @@ class FakeSQS:
             params["MessageDeduplicationId"] = dedup_id
         try:
             return self._accept(queue_url, params, record=False)
-        except _EntryError as error:
+        except EntryError as error:
             raise ValueError(f"SQS would refuse this message: {error}") from None
 
     def remove(self, message: QueuedMessage) -> None:
@@ -302,27 +306,27 @@ class FakeSQS:
     def send_message(self, **params: Any) -> dict[str, Any]:
         """``SendMessage``."""
         self._call("SendMessage", params)
-        message = _single("SendMessage", lambda: self._accept(params["QueueUrl"], params))
-        return {"MessageId": message.message_id, "MD5OfMessageBody": _md5(message.body)}
+        message = single("SendMessage", lambda: self._accept(params["QueueUrl"], params))
+        return {"MessageId": message.message_id, "MD5OfMessageBody": md5(message.body)}
 
     def send_message_batch(self, **params: Any) -> dict[str, Any]:
         """``SendMessageBatch``: each entry is checked on its own, as SQS does."""
         self._call("SendMessageBatch", params)
         entries: Sequence[Mapping[str, Any]] = params["Entries"]
-        self._check_batch("SendMessageBatch", entries)
-        total = sum(_entry_bytes(entry) for entry in entries)
+        check_batch("SendMessageBatch", entries)
+        total = sum(entry_bytes(entry) for entry in entries)
         if total > MAX_BATCH_BYTES:
-            raise _client_error("SendMessageBatch", "BatchRequestTooLong",
+            raise client_error("SendMessageBatch", "BatchRequestTooLong",
                                 f"the entries are {total} bytes together, over {MAX_BATCH_BYTES}")
         successful, failed = [], []
         for entry in entries:
             try:
                 message = self._accept(params["QueueUrl"], entry)
-            except _EntryError as error:
+            except EntryError as error:
                 failed.append({"Id": entry["Id"], "Code": error.code, "Message": str(error), "SenderFault": True})
                 continue
             successful.append({"Id": entry["Id"], "MessageId": message.message_id,
-                               "MD5OfMessageBody": _md5(message.body)})
+                               "MD5OfMessageBody": md5(message.body)})
         return {"Successful": successful, "Failed": failed}
 
     def receive_message(self, **params: Any) -> dict[str, Any]:
@@ -334,27 +338,27 @@ class FakeSQS:
     def delete_message(self, **params: Any) -> dict[str, Any]:
         """``DeleteMessage``."""
         self._call("DeleteMessage", params)
-        _single("DeleteMessage", lambda: self._delete(params["QueueUrl"], params["ReceiptHandle"]))
+        single("DeleteMessage", lambda: self._delete(params["QueueUrl"], params["ReceiptHandle"]))
         return {}
 
     def delete_message_batch(self, **params: Any) -> dict[str, Any]:
         """``DeleteMessageBatch``."""
         self._call("DeleteMessageBatch", params)
-        self._check_batch("DeleteMessageBatch", params["Entries"])
-        return self._per_entry(params, lambda entry: self._delete(params["QueueUrl"], entry["ReceiptHandle"]))
+        check_batch("DeleteMessageBatch", params["Entries"])
+        return per_entry(params, lambda entry: self._delete(params["QueueUrl"], entry["ReceiptHandle"]))
 
     def change_message_visibility(self, **params: Any) -> dict[str, Any]:
         """``ChangeMessageVisibility``."""
         self._call("ChangeMessageVisibility", params)
-        _single("ChangeMessageVisibility", lambda: self._change_visibility(
+        single("ChangeMessageVisibility", lambda: self._change_visibility(
             params["QueueUrl"], params["ReceiptHandle"], params["VisibilityTimeout"]))
         return {}
 
     def change_message_visibility_batch(self, **params: Any) -> dict[str, Any]:
         """``ChangeMessageVisibilityBatch``."""
         self._call("ChangeMessageVisibilityBatch", params)
-        self._check_batch("ChangeMessageVisibilityBatch", params["Entries"])
-        return self._per_entry(params, lambda entry: self._change_visibility(
+        check_batch("ChangeMessageVisibilityBatch", params["Entries"])
+        return per_entry(params, lambda entry: self._change_visibility(
             params["QueueUrl"], entry["ReceiptHandle"], entry["VisibilityTimeout"]))
 
     def get_queue_attributes(self, **params: Any) -> dict[str, Any]:
@@ -392,7 +396,7 @@ class FakeSQS:
         for refusal in self._refusals.get(operation, []):
             if refusal.times > 0 and refusal.queue_url in (None, params.get("QueueUrl")):
                 refusal.times -= 1
-                raise _client_error(operation, refusal.code, "refused by FakeSQS.refuse")
+                raise client_error(operation, refusal.code, "refused by FakeSQS.refuse")
 
     def _move(self, queue: _Queue, message: QueuedMessage, dlq_url: str) -> None:
         queue.messages.remove(message)
@@ -414,19 +418,19 @@ class FakeSQS:
     def _accept(self, url: str, params: Mapping[str, Any], *, record: bool = True) -> QueuedMessage:
         body = params.get("MessageBody")
         if not isinstance(body, str) or not body:
-            raise _EntryError("MissingParameter", "the message body must be a non-empty string")
+            raise EntryError("MissingParameter", "the message body must be a non-empty string")
         attributes = dict(params.get("MessageAttributes") or {})
-        size = _entry_bytes(params)
+        size = entry_bytes(params)
         limit = self._queue(url).maximum_message_size
         if size > limit:
-            raise _EntryError("InvalidParameterValue", f"the message is {size} bytes, over the queue's "
+            raise EntryError("InvalidParameterValue", f"the message is {size} bytes, over the queue's "
                                                        f"MaximumMessageSize {limit}")
         delay = int(params.get("DelaySeconds", 0))
         fifo = url.endswith(".fifo")
         if not 0 <= delay <= MAX_DELAY_SECONDS or (fifo and delay):
-            raise _EntryError("InvalidParameterValue", f"DelaySeconds {delay} is not allowed here")
+            raise EntryError("InvalidParameterValue", f"DelaySeconds {delay} is not allowed here")
         if fifo and not params.get("MessageGroupId"):
-            raise _EntryError("MissingParameter", "a FIFO queue needs MessageGroupId")
+            raise EntryError("MissingParameter", "a FIFO queue needs MessageGroupId")
         queue = self._queue(url)
         dedup = params.get("MessageDeduplicationId")
         if fifo and dedup and any(m.dedup_id == dedup for m in self.sent_to(url)):
@@ -446,64 +450,12 @@ class FakeSQS:
         for message in self._queue(url).messages:
             if message.receipt_handle == receipt_handle:
                 return message
-        raise _EntryError("ReceiptHandleIsInvalid", f"no message in flight has receipt handle {receipt_handle!r}")
+        raise EntryError("ReceiptHandleIsInvalid", f"no message in flight has receipt handle {receipt_handle!r}")
 
     def _delete(self, url: str, receipt_handle: str) -> None:
         self._queue(url).messages.remove(self._find(url, receipt_handle))
 
     def _change_visibility(self, url: str, receipt_handle: str, seconds: int) -> None:
         if not 0 <= int(seconds) <= MAX_VISIBILITY_SECONDS:
-            raise _EntryError("InvalidParameterValue", f"VisibilityTimeout {seconds} is outside 0..43200")
+            raise EntryError("InvalidParameterValue", f"VisibilityTimeout {seconds} is outside 0..43200")
         self._find(url, receipt_handle).visible_at = self.clock() + int(seconds)
-
-    def _check_batch(self, operation: str, entries: Sequence[Mapping[str, Any]]) -> None:
-        ids = [entry.get("Id") for entry in entries]
-        if not entries:
-            raise _client_error(operation, "EmptyBatchRequest", "a batch needs at least one entry")
-        if len(entries) > MAX_BATCH_ENTRIES:
-            raise _client_error(operation, "TooManyEntriesInBatchRequest", f"{len(entries)} entries, at most 10")
-        if len(set(ids)) != len(ids):
-            raise _client_error(operation, "BatchEntryIdsNotDistinct", "two entries share an Id")
-
-    def _per_entry(self, params: Mapping[str, Any], action: Callable[[Mapping[str, Any]], None]) -> dict[str, Any]:
-        successful, failed = [], []
-        for entry in params["Entries"]:
-            try:
-                action(entry)
-            except _EntryError as error:
-                failed.append({"Id": entry["Id"], "Code": error.code, "Message": str(error), "SenderFault": True})
-            else:
-                successful.append({"Id": entry["Id"]})
-        return {"Successful": successful, "Failed": failed}
-
-class _EntryError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def _single(operation: str, action: Callable[[], _T]) -> _T:
-    """A one-message call: an entry's error is the whole call's ``ClientError``, as SQS answers it."""
-    try:
-        return action()
-    except _EntryError as error:
-        raise _client_error(operation, error.code, str(error)) from None
-
-
-def _client_error(operation: str, code: str, message: str) -> Exception:
-    from botocore.exceptions import ClientError
-
-    return ClientError({"Error": {"Code": code, "Message": message}}, operation)
-
-
-def _entry_bytes(params: Mapping[str, Any]) -> int:
-    """What SQS counts against the size limits: the body and every attribute's name, type and value, in bytes."""
-    body = str(params.get("MessageBody") or "")
-    return len(body.encode("utf-8", "surrogatepass")) + sum(
-        len(name.encode()) + len(str(a.get("DataType", "")).encode())
-        + len(str(a.get("StringValue", "")).encode("utf-8", "surrogatepass"))
-        for name, a in (params.get("MessageAttributes") or {}).items())
-
-
-def _md5(body: str) -> str:
-    return hashlib.md5(body.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()

@@ -7,7 +7,7 @@ store answers a failure that botocore's own retries did not absorb
 (``Written.error``), and nothing is written.
 
 Example:
-    >>> from sqsjobs.store._lease import Complete
+    >>> from sqsjobs.store._lease_ops import Complete
     >>> store = FlakyStore()
     >>> store.fail(lambda op: isinstance(op, Complete), times=1)
     >>> done = Complete(key="k", owner="a", expires_at=100.0)

@@ -31,7 +31,8 @@ def given_attempts(app: JobApp, message: JobMessage, attempts: int, *, last_erro
         ('retrying', 2)
     """
     from sqsjobs.enqueue._envelope import Envelope
-    from sqsjobs.store._lease import Release, expiry
+    from sqsjobs.store._lease import expiry
+    from sqsjobs.store._lease_ops import Release
     from sqsjobs.worker._job_records import Claim, JobState
 
     envelope = Envelope.decode(message.body)

@@ -41,7 +41,7 @@ def cancel_requested() -> bool:
         False
         >>> from sqsjobs import InMemoryStore
         >>> from sqsjobs.worker._job_records import cancel_request
-        >>> from sqsjobs.store._lease import Acquire
+        >>> from sqsjobs.store._lease_ops import Acquire
         >>> store = InMemoryStore()
         >>> _ = store.write(Acquire(key="report:7", owner="me", now=0.0, lease_until=60.0, expires_at=900.0))
         >>> with running_job(store, "report:7"):

@@ -40,12 +40,13 @@ from typing import TYPE_CHECKING, Any
 from sqsjobs._errors import StoreError
 from sqsjobs.enqueue._envelope import DEFAULT_MESSAGE_BYTES
 from sqsjobs.enqueue._message import ATTR_JOB, ATTR_TRACE_ID
-from sqsjobs.store._lease import Close
+from sqsjobs.store._lease_ops import Close
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from sqsjobs.store._lease import FieldValue, LeaseItem, LeaseStore
+    from sqsjobs.store._lease import LeaseItem, LeaseStore
+    from sqsjobs.store._lease_ops import FieldValue
 
 ATTR_REASON = "sqsjobs.reason"
 ATTR_ERROR_TYPE = "sqsjobs.error_type"

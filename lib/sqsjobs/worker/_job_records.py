@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from sqsjobs.store._lease import Acquire, Annotate, Close, Complete, LeaseItem, LeaseState, LeaseStore, Release, Written
+from sqsjobs.store._lease import LeaseItem, LeaseState, LeaseStore, Written
+from sqsjobs.store._lease_ops import Acquire, Annotate, Close, Complete, Release
 
 #: the longest last error a record keeps (it stays under 1 KB: 1 WCU a write)
 MAX_ERROR_TEXT = 256

@@ -42,7 +42,7 @@ def write_with_retries(store: LeaseStore, op: Operation, *, sleep: Callable[[flo
     """Write ``op``; after a store failure try again with full jitter while ``time_left()`` allows; the last answer.
 
     Example:
-        >>> from sqsjobs.store._lease import Close
+        >>> from sqsjobs.store._lease_ops import Close
         >>> from sqsjobs.testing.flaky_store import FlakyStore
         >>> store = FlakyStore()
         >>> store.fail(lambda op: True, times=9)
@@ -69,7 +69,7 @@ def write_batch_with_retries(store: LeaseStore, ops: Sequence[Operation], *, sle
     """Write ``ops`` together; those the store failed again together, with full jitter, while time allows.
 
     Example:
-        >>> from sqsjobs.store._lease import Close
+        >>> from sqsjobs.store._lease_ops import Close
         >>> from sqsjobs.testing.flaky_store import FlakyStore
         >>> store = FlakyStore()
         >>> store.fail(lambda op: op.key == "b", times=2)
@@ -96,7 +96,7 @@ class RecordWrites:
     """The record writes of one batch, by delivery.
 
     Example:
-        >>> from sqsjobs.store._lease import Close
+        >>> from sqsjobs.store._lease_ops import Close
         >>> from sqsjobs.testing.flaky_store import FlakyStore
         >>> store = FlakyStore()
         >>> store.fail(lambda op: True, times=2)

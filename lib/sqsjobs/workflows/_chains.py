@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import ChainError, StoreError
 from sqsjobs.enqueue._envelope import RELATION_ID, StepOf
-from sqsjobs.store._lease import Close, LeaseStore, expiry
+from sqsjobs.store._lease import LeaseStore, expiry
+from sqsjobs.store._lease_ops import Close
 from sqsjobs.worker._job_records import JobState, JobStatus
 from sqsjobs.workflows._members import job_of, new_id, related, restored, stored
 

@@ -44,15 +44,17 @@ from sqsjobs._errors import ConfigurationError, EnqueueError, PermanentError, Re
 from sqsjobs._job import Job
 from sqsjobs._job_options import JobOptions
 from sqsjobs.store._lease import (
-    Acquire,
-    Complete,
-    FieldValue,
-    HandOver,
     LeaseItem,
     LeaseState,
     LeaseStore,
     Written,
     expiry,
+)
+from sqsjobs.store._lease_ops import (
+    Acquire,
+    Complete,
+    FieldValue,
+    HandOver,
 )
 
 if TYPE_CHECKING:

@@ -65,7 +65,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import GroupError, StoreError
 from sqsjobs.enqueue._envelope import RELATION_ID, MemberOf
-from sqsjobs.store._lease import Amend, Close, LeaseItem, LeaseState, LeaseStore, Written, expiry
+from sqsjobs.store._lease import LeaseItem, LeaseState, LeaseStore, Written, expiry
+from sqsjobs.store._lease_ops import Amend, Close
 from sqsjobs.worker._job_records import JobState, cancel_marker, cancel_request
 from sqsjobs.workflows._members import stored
 

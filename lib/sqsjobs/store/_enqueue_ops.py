@@ -1,0 +1,126 @@
+"""The enqueue side's operations on a job's record: debounce and dedupe (``sqsjobs.enqueue._debounce``).
+
+``Debounce`` and ``Reserve`` are written by an enqueue, ``Rearm`` by the stage
+that holds back a debounced key's stale copies (``sqsjobs.enqueue._debounce_stage``).
+Like the lease's own operations (``sqsjobs.store._lease_ops``) each states a
+rule once (``sqsjobs.store._rules``) that both stores run. This module must
+not import boto3 or pynamodb.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqsjobs.store._lease_ops import DONE, HELD, RELEASED
+from sqsjobs.store._rules import (
+    Add,
+    Const,
+    Eq,
+    Ge,
+    ItemMissing,
+    Lt,
+    Missing,
+    Not,
+    Or,
+    Param,
+    Rule,
+    Set,
+    SetIfMissing,
+    all_of,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Debounce:
+    """A debounced enqueue: the key's latest burst token, due time and one more coalesced request (1 write).
+
+    Written whoever holds the lease (a run of the previous burst may be going
+    on); an absent item is created RELEASED, an existing one keeps its state.
+    Refused only when the record belongs to another job. ``debounce_base``
+    is the running count when a burst starts (``starts_burst``), so the
+    burst's size is ``debounce_count - debounce_base``.
+    """
+
+    key: str
+    job: str
+    token: str
+    now: float
+    due: float
+    expires_at: float
+
+    def rule(self) -> Rule:
+        mine = Or(ItemMissing(), Missing("job"), Eq("job", Param("job")))
+        return Rule(condition=mine, updates=(
+            Set("job", Param("job")), Set("debounce_token", Param("token")), Set("debounce_due", Param("due")),
+            Set("updated_at", Param("now")), Set("expires_at", Param("expires_at")),
+            SetIfMissing("status", RELEASED), SetIfMissing("outcome", Const("waiting")),
+            SetIfMissing("debounce_base", Const(0)),
+            Add("debounce_count", Const(1))), returns="new")
+
+    def values(self) -> dict[str, Any]:
+        return {"job": self.job, "token": self.token, "due": self.due, "now": self.now,
+                "expires_at": self.expires_at}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rearm:
+    """A debounced key whose last burst succeeded, and a later burst waits (``token``): DONE → RELEASED.
+
+    Only when ``token`` is the latest and the key's last claim was not for it
+    (a burst that completed stays DONE: its copies are duplicates) and the
+    key was not cancelled.
+    """
+
+    key: str
+    token: str
+    now: float
+
+    def rule(self) -> Rule:
+        return Rule(condition=all_of(Eq("status", DONE), Eq("outcome", Const("succeeded")),
+                                     Eq("debounce_token", Param("token")), Not(Eq("ran_token", Param("token")))),
+                    updates=(Set("status", RELEASED), Set("outcome", Const("waiting")),
+                             Set("updated_at", Param("now"))), returns="new")
+
+    def values(self) -> dict[str, Any]:
+        return {"token": self.token, "now": self.now}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reserve:
+    """A deduplicated enqueue takes its key (1 write), unless a request of it is queued or running.
+
+    Refused while another request's reservation is live (``queued_until``
+    not passed: a lost message blocks the key until then, no longer), and,
+    with ``until_done``, while a run holds the key under a live lease. A
+    finished record (DONE, or dead-lettered) frees it; for ``until_started``
+    the claim does too (``Stage.claim_data``, worker/_stages.py). An absent item is created RELEASED; an existing one
+    keeps its state. The refusal returns the item, naming the request that holds it.
+    """
+
+    key: str
+    job: str
+    request: str
+    now: float
+    until: float
+    expires_at: float
+    until_done: bool = False
+
+    def rule(self) -> Rule:
+        mine = Or(Missing("job"), Eq("job", Param("job")))
+        # A finished key (DONE, dead-lettered) is free: a delivery of it would be a duplicate or a redrive. An
+        # until_started key is also freed by its claim; a delivery that never claims (a duplicate) leaves it so.
+        unreserved = Or(Missing("queued_until"), Lt("queued_until", Param("now")), Eq("status", DONE),
+                        Eq("outcome", Const("dead_lettered")))
+        running = all_of(Eq("status", HELD), Ge("lease_until", Param("now")))
+        condition = Or(ItemMissing(), all_of(mine, unreserved, Not(running) if self.until_done else None))
+        return Rule(condition=condition, updates=(
+            Set("job", Param("job")), Set("queued_id", Param("request")), Set("queued_until", Param("until")),
+            Set("queued_mode", Const("until_done" if self.until_done else "until_started")),
+            Set("updated_at", Param("now")), Set("expires_at", Param("expires_at")),
+            SetIfMissing("status", RELEASED), SetIfMissing("outcome", Const("queued"))))
+
+    def values(self) -> dict[str, Any]:
+        return {"job": self.job, "request": self.request, "now": self.now, "until": self.until,
+                "expires_at": self.expires_at}
+

@@ -1,0 +1,352 @@
+"""The lease's own operations (``sqsjobs.store._lease`` draws their states): each a rule, stated once.
+
+``Acquire``, ``Complete``, ``Release``, ``HandOver``, ``Renew``, ``Close``,
+``Annotate`` and ``Amend`` are frozen dataclasses; ``rule()`` says what must
+hold and what changes (``sqsjobs.store._rules``), ``values()`` what its
+parameters take. ``Transact`` holds several of them on distinct keys. The
+parts every rule shares (the states as constants, the fence, data fields) are
+here too; the enqueue side's operations (``sqsjobs.store._enqueue_ops``) use
+them. This module must not import boto3 or pynamodb.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqsjobs.store._item import LeaseState
+from sqsjobs.store._rules import (
+    KEY,
+    LEASE_FIELDS,
+    Add,
+    AddToSet,
+    Condition,
+    Const,
+    Contains,
+    DeleteFromSet,
+    Eq,
+    Ge,
+    Gt,
+    ItemMissing,
+    Lt,
+    Missing,
+    Not,
+    Or,
+    Param,
+    Present,
+    Remove,
+    Rule,
+    Set,
+    Update,
+    all_of,
+)
+
+#: a field value as stored; ``None`` removes the field; a frozenset is a number set
+FieldValue = str | int | float | bool | frozenset[int] | None
+
+
+# ---------------------------------------------------------------- the parts rules share
+HELD, RELEASED, DONE = (Const(s.value) for s in (LeaseState.HELD, LeaseState.RELEASED, LeaseState.DONE))
+
+
+def fence() -> Condition:
+    """The caller still holds the lease (whatever its ``lease_until``)."""
+    return all_of(Eq("owner", Param("owner")), Eq("status", HELD))
+
+
+def free() -> Condition:
+    """Nobody holds it: RELEASED, or HELD by a lease that ran out."""
+    return Or(Eq("status", RELEASED), all_of(Eq("status", HELD), Lt("lease_until", Param("now"))))
+
+
+def data_updates(data: Mapping[str, FieldValue]) -> tuple[Update, ...]:
+    """Set each field of ``data`` (``None``: remove it), in a fixed order; a lease field is not data."""
+    for name in data:
+        if name in LEASE_FIELDS or name == KEY:
+            raise ValueError(f"{name!r} is not a data field of the idempotency table (store/_table.py): "
+                             "the lease owns it")
+    return tuple(Remove(name) if data[name] is None else Set(name, Param(f"data_{name}")) for name in sorted(data))
+
+
+def data_values(data: Mapping[str, FieldValue]) -> dict[str, Any]:
+    return {f"data_{name}": value for name, value in data.items() if value is not None}
+
+
+def expecting(expect: Mapping[str, FieldValue]) -> tuple[Condition, ...]:
+    """Each field of ``expect`` has its value (``None``: the field is missing; ``"status"``: the lease state)."""
+    return tuple(Missing(name) if expect[name] is None else Eq(name, Param(f"expect_{name}"))
+                 for name in sorted(expect))
+
+
+def expect_values(expect: Mapping[str, FieldValue]) -> dict[str, Any]:
+    return {f"expect_{name}": value for name, value in expect.items() if value is not None}
+
+
+
+# ---------------------------------------------------------------- operations
+@dataclass(frozen=True, kw_only=True)
+class Acquire:
+    """Take the lease when the item is absent, RELEASED, HELD past its lease, or past its TTL.
+
+    ``job`` says whose record this is: a record of another job refuses it.
+    ``fingerprint`` (with ``fp_version``) says what the lease is taken for: a
+    stored fingerprint of the same version that differs refuses the acquire
+    (the key belongs to other work). ``not_for_message`` refuses an item that
+    was dead-lettered as that message (a redelivery after a lost acknowledgement).
+    ``count_attempt`` adds one to ``attempts``. The result's ``item`` is what
+    was there before (absent or past its TTL: ``None``) or what refused it.
+    ``fresh`` is a hint, not part of the rule: the caller expects no item (a
+    first delivery), so ``write_batch`` may try an insert first
+    (``sqsjobs.store._statements``); the answer is the same either way.
+    """
+
+    key: str
+    owner: str
+    now: float
+    lease_until: float | None
+    expires_at: float
+    job: str | None = None
+    fingerprint: str | None = None
+    fp_version: int | None = None
+    not_for_message: str | None = None
+    count_attempt: bool = False
+    data: Mapping[str, FieldValue] = field(default_factory=dict)
+    fresh: bool = False
+
+    def rule(self) -> Rule:
+        """Absent, or free and for the same work; then HELD by ``owner``."""
+        fits = None
+        if self.fingerprint is not None:
+            fits = Or(Missing("fingerprint"), Eq("fingerprint", Param("fingerprint")),
+                      Not(Eq("fp_version", Param("fp_version"))))
+        same_job = Or(Missing("job"), Eq("job", Param("expect_job"))) if self.job is not None else None
+        not_dead_lettered_as = (Not(Eq("dead_letter_of", Param("not_for_message")))
+                                if self.not_for_message is not None else None)
+        updates: list[Update] = [*data_updates(self.data), Set("status", HELD), Set("owner", Param("owner")),
+                                 Set("expires_at", Param("expires_at")),
+                                 Remove("lease_until") if self.lease_until is None
+                                 else Set("lease_until", Param("lease_until"))]
+        if self.fingerprint is not None:
+            updates += [Set("fingerprint", Param("fingerprint")), Set("fp_version", Param("fp_version"))]
+        if self.count_attempt:
+            updates.append(Add("attempts", Const(1)))
+        return Rule(condition=Or(ItemMissing(), all_of(free(), same_job, fits, not_dead_lettered_as)),
+                    updates=tuple(updates), replaces_expired=True, returns="old")
+
+    def values(self) -> dict[str, Any]:
+        """The values the rule's parameters take."""
+        return {**data_values(self.data), "owner": self.owner, "now": self.now, "lease_until": self.lease_until,
+                "expires_at": self.expires_at, "fingerprint": self.fingerprint, "fp_version": self.fp_version,
+                "not_for_message": self.not_for_message, "expect_job": self.job}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Complete:
+    """HELD → DONE, fenced on ``owner``."""
+
+    key: str
+    owner: str
+    expires_at: float
+    data: Mapping[str, FieldValue] = field(default_factory=dict)
+
+    def rule(self) -> Rule:
+        return Rule(condition=fence(), updates=(*data_updates(self.data), Set("expires_at", Param("expires_at")),
+                                                Set("status", DONE)))
+
+    def values(self) -> dict[str, Any]:
+        return {**data_values(self.data), "owner": self.owner, "expires_at": self.expires_at}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Release:
+    """HELD → RELEASED, fenced on ``owner``; ``attempts_delta`` corrects the attempt count."""
+
+    key: str
+    owner: str
+    expires_at: float
+    attempts_delta: int = 0
+    data: Mapping[str, FieldValue] = field(default_factory=dict)
+
+    def rule(self) -> Rule:
+        updates: tuple[Update, ...] = (*data_updates(self.data), Set("expires_at", Param("expires_at")),
+                                       Set("status", RELEASED))
+        if self.attempts_delta:
+            updates += (Add("attempts", Param("attempts_delta")),)
+        return Rule(condition=fence(), updates=updates)
+
+    def values(self) -> dict[str, Any]:
+        return {**data_values(self.data), "owner": self.owner, "expires_at": self.expires_at,
+                "attempts_delta": self.attempts_delta}
+
+
+@dataclass(frozen=True, kw_only=True)
+class HandOver:
+    """The holder passes the lease to ``to_owner`` (stays HELD), fenced on ``owner``."""
+
+    key: str
+    owner: str
+    to_owner: str
+    expires_at: float
+    data: Mapping[str, FieldValue] = field(default_factory=dict)
+
+    def rule(self) -> Rule:
+        return Rule(condition=fence(), updates=(*data_updates(self.data), Set("expires_at", Param("expires_at")),
+                                                Set("owner", Param("to_owner"))))
+
+    def values(self) -> dict[str, Any]:
+        return {**data_values(self.data), "owner": self.owner, "to_owner": self.to_owner,
+                "expires_at": self.expires_at}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Renew:
+    """The holder moves the end of its lease to ``lease_until`` (it stays HELD), fenced on ``owner``."""
+
+    key: str
+    owner: str
+    lease_until: float
+    expires_at: float
+    data: Mapping[str, FieldValue] = field(default_factory=dict)
+
+    def rule(self) -> Rule:
+        return Rule(condition=fence(), updates=(*data_updates(self.data), Set("expires_at", Param("expires_at")),
+                                                Set("lease_until", Param("lease_until"))))
+
+    def values(self) -> dict[str, Any]:
+        return {**data_values(self.data), "owner": self.owner, "lease_until": self.lease_until,
+                "expires_at": self.expires_at}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Close:
+    """Settle an item nobody holds: when absent, RELEASED, HELD past its lease, or past its TTL.
+
+    It becomes DONE (a cancel marker: nothing acquires it any more) or
+    RELEASED (a record of something that did not run: it may be acquired).
+    The result's ``item`` is what was there before, or what refused it (HELD
+    under a live lease, or DONE). ``expect`` adds conditions on data fields
+    (see ``Amend``).
+    """
+
+    key: str
+    now: float
+    expires_at: float
+    state: LeaseState = LeaseState.DONE
+    data: Mapping[str, FieldValue] = field(default_factory=dict)
+    expect: Mapping[str, FieldValue] = field(default_factory=dict)
+
+    def rule(self) -> Rule:
+        return Rule(condition=all_of(Or(ItemMissing(), free()), *expecting(self.expect)),
+                    updates=(*data_updates(self.data), Set("status", Const(self.state.value)),
+                             Set("expires_at", Param("expires_at")), Remove("owner")),
+                    replaces_expired=True, returns="old")
+
+    def values(self) -> dict[str, Any]:
+        return {**data_values(self.data), **expect_values(self.expect), "now": self.now,
+                "expires_at": self.expires_at}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Annotate:
+    """Set fields on a lease somebody holds under a live lease (a cancel request)."""
+
+    key: str
+    now: float
+    data: Mapping[str, FieldValue] = field(default_factory=dict)
+
+    def rule(self) -> Rule:
+        live = all_of(Eq("status", HELD), Or(Missing("lease_until"), Ge("lease_until", Param("now"))))
+        return Rule(condition=live, updates=data_updates(self.data))
+
+    def values(self) -> dict[str, Any]:
+        return {**data_values(self.data), "now": self.now}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Amend:
+    """Change an item that exists, held or not, when ``expect`` holds; the answer carries the item as it became.
+
+    ``expect`` maps a field to the value it must have (``None``: the field
+    must be absent; ``"status"`` names the lease state); ``above`` maps a
+    counter to a value it must exceed (an absent counter exceeds nothing);
+    ``in_set``/``not_in_set`` map a number set to a number it must (not) hold.
+    ``add`` adds to counters (an absent counter counts from 0);
+    ``add_to_set``/``delete_from_set`` add a number to (remove one from) a
+    set. An absent item refuses it: counters are created whole, with ``Close``.
+    """
+
+    key: str
+    add: Mapping[str, int] = field(default_factory=dict)
+    data: Mapping[str, FieldValue] = field(default_factory=dict)
+    expect: Mapping[str, FieldValue] = field(default_factory=dict)
+    above: Mapping[str, int] = field(default_factory=dict)
+    in_set: Mapping[str, int] = field(default_factory=dict)
+    not_in_set: Mapping[str, int] = field(default_factory=dict)
+    add_to_set: Mapping[str, int] = field(default_factory=dict)
+    delete_from_set: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not (self.add or self.data or self.add_to_set or self.delete_from_set):
+            raise ValueError("an amend adds to a counter or a set, or sets a field")
+
+    def rule(self) -> Rule:
+        condition = all_of(
+            Present("pk"), *expecting(self.expect),
+            *(Gt(name, Param(f"above_{name}")) for name in sorted(self.above)),
+            *(Contains(name, Param(f"in_{name}")) for name in sorted(self.in_set)),
+            *(Not(Contains(name, Param(f"not_in_{name}"))) for name in sorted(self.not_in_set)))
+        updates: tuple[Update, ...] = (
+            *data_updates(self.data),
+            *(Add(name, Param(f"add_{name}")) for name in sorted(self.add)),
+            *(AddToSet(name, Param(f"set_add_{name}")) for name in sorted(self.add_to_set)),
+            *(DeleteFromSet(name, Param(f"set_delete_{name}")) for name in sorted(self.delete_from_set)))
+        return Rule(condition=condition, updates=updates, returns="new")
+
+    def values(self) -> dict[str, Any]:
+        named = (("above", self.above), ("in", self.in_set), ("not_in", self.not_in_set), ("add", self.add),
+                 ("set_add", self.add_to_set), ("set_delete", self.delete_from_set))
+        return {**data_values(self.data), **expect_values(self.expect),
+                **{f"{prefix}_{n}": v for prefix, values in named for n, v in values.items()}}
+
+
+
+#: what a transaction may hold (``Acquire`` replaces an item past its TTL with a second request: not in one)
+TransactedOperation = Complete | Release | HandOver | Renew | Close | Annotate | Amend
+#: DynamoDB's limit on the items of one TransactWriteItems
+MAX_TRANSACTION_OPS = 100
+
+
+@dataclass(frozen=True, kw_only=True)
+class Transact:
+    """Operations on distinct keys, written together or not at all (one ``TransactWriteItems``).
+
+    Each keeps its own condition; when one does not hold nothing is written,
+    and ``Written.refused_at`` says which one refused (``Written.item`` is the
+    item that refused it). Inside a transaction an item past its TTL refuses
+    ``Close`` (replacing it whole would take a second request).
+
+    Example:
+        >>> Transact(ops=(Amend(key="a", add={"n": 1}), Amend(key="a", add={"n": 1})))
+        Traceback (most recent call last):
+        ...
+        ValueError: a transaction writes each key once; 'a' is written twice
+    """
+
+    ops: tuple[TransactedOperation, ...]
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.ops) <= MAX_TRANSACTION_OPS:
+            raise ValueError(f"a transaction holds 1..{MAX_TRANSACTION_OPS} operations, got {len(self.ops)}")
+        seen: set[str] = set()
+        for op in self.ops:
+            if not isinstance(op, Complete | Release | HandOver | Renew | Close | Annotate | Amend):
+                raise ValueError(f"a transaction cannot hold {type(op).__name__}")
+            if op.key in seen:
+                raise ValueError(f"a transaction writes each key once; {op.key!r} is written twice")
+            seen.add(op.key)
+
+    @property
+    def key(self) -> str:
+        """The first operation's key (what a failure is reported under)."""
+        return self.ops[0].key
