@@ -16,6 +16,7 @@ from sqsjobs import Outcome, PermanentError, RetryableError
 from sqsjobs.ops._dlq_letters import ATTR_REDRIVE_COUNT
 from sqsjobs.ops._redrive import redrive
 from sqsjobs.ops._redrive_options import RedriveOptions
+from sqsjobs.store._dynamodb import DynamoDBStore
 from sqsjobs.testing import messages_in, receive_event
 
 
@@ -219,3 +220,48 @@ def test_a_replay_that_fails_again_during_the_run_is_not_moved_twice(make_app: A
     assert sorted(runs) == [0, 1, 2]  # each replay ran once in this redrive, not until the poison guard
     dead = messages_in(aws.sqs, aws.dlq_url)
     assert sorted(attr(m, ATTR_REDRIVE_COUNT) for m in dead) == ["1", "1", "1"]
+
+
+def test_a_replays_letter_seen_before_its_evidence_is_written_is_not_moved_twice(make_app: Any, aws: Any) -> None:
+    # The worker sends a letter to the DLQ first and writes its evidence (dlq#<copy id>) after: a redrive
+    # that receives the letter in between reads the table, finds no evidence, and must still know the
+    # letter for a replay of its own (found on the local cloud: tests/integration/test_redrive_local_cloud.py).
+    app = make_app()
+    runs: list[int] = []
+
+    @app.job("still-broken", key="still-broken:{n}")
+    def still_broken(n: int) -> None:
+        runs.append(n)
+        raise PermanentError("not fixed yet")
+
+    for n in range(2):
+        still_broken.enqueue(n=n)
+    poll(app, aws.sqs, aws.queue_url)
+    runs.clear()
+
+    def evidence_keys() -> set[str]:
+        items = aws.dynamodb.scan(TableName=aws.table)["Items"]
+        return {item["pk"]["S"] for item in items if item["pk"]["S"].startswith("dlq#")}
+
+    class LiveWorkerBehindItsEvidence:
+        """The worker dead-letters each replay at once; its evidence is not yet in the table when read."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(aws.sqs, name)
+
+        def send_message_batch(self, **kwargs: Any) -> Any:
+            response = aws.sqs.send_message_batch(**kwargs)
+            before = evidence_keys()
+            poll(app, aws.sqs, aws.queue_url)
+            for key in evidence_keys() - before:
+                aws.dynamodb.delete_item(TableName=aws.table, Key={"pk": {"S": key}})
+            return response
+
+    records = DynamoDBStore(aws.dynamodb, aws.table)
+    summary = redrive(options(aws.dlq_url, max_messages=10),  # a spin stops at 10 moves, not at the guard
+                      sqs_client=LiveWorkerBehindItsEvidence(),  # type: ignore[arg-type]
+                      records=records)
+
+    assert summary.moved == 2
+    assert dict(summary.skipped) == {"failed-again": 2}
+    assert sorted(runs) == [0, 1]

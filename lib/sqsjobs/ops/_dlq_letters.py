@@ -189,6 +189,9 @@ class DlqMessage:
     ignored_attributes: tuple[str, ...] = ()
     #: the job key (the evidence's; else the body's, None when it names none)
     key: str | None = None
+    #: an unproven letter's ``sqsjobs.original_message_id`` attribute, never shown: a redrive that sent
+    #: that message skips the letter (the worker's letter of a replay, read before its evidence is written)
+    named_original_id: str | None = None
 
     @property
     def poison_suspect(self) -> bool:
@@ -220,9 +223,12 @@ class DlqMessage:
                                 sent_at=sent_at, age_seconds=age)
         evidence = facts.evidence
         if evidence is None:
+            # No evidence: its reason is not the worker's (its attributes are ignored), or the worker sent it
+            # and has not written the evidence yet (worker/_dead_letters.py sends first).
             return cls(message_id=own_id, job=job, reason=NO_REASON, error_type="", error_message="", attempts=None,
                        redrive_count=facts.redrive_count, source_queue=None, sent_at=sent_at, age_seconds=age,
                        malformed=body_job is None, original_message_id=own_id, copy_of=own_id,
+                       named_original_id=_Reader(attrs).text(ATTR_ORIGINAL_MESSAGE_ID),
                        provenance=Provenance.UNPROVEN, key=body_key, delivery_age_seconds=_age(now, sent_at, None),
                        ignored_attributes=tuple(sorted(n for n in attrs if n in CLAIMED_ATTRIBUTES)))
         return cls(message_id=own_id, job=evidence.job, reason=evidence.reason.value,

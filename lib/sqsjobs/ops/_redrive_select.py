@@ -40,7 +40,8 @@ def skip_reason(letter: DlqMessage, options: RedriveOptions, *, sent_ids: set[st
         True
     """
     opts = options
-    if sent_ids and {letter.message_id, letter.copy_of, letter.original_message_id} & sent_ids:
+    named = {letter.message_id, letter.copy_of, letter.original_message_id, letter.named_original_id}
+    if sent_ids and named & sent_ids:
         # A live worker can fail and dead-letter a replay within seconds;
         # moving it again in the same run would spin it through the queue
         # until the poison guard stops it.
