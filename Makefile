@@ -26,21 +26,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict lib/sqsjobs
 
-# Every test, whatever it costs (tests/conftest.py marks the tiers), in two pytest processes side by side
-# (pytest-xdist is no dependency): the tests that start a local cloud, build with SAM or drive a browser,
-# whose processes share the project's local-cloud state and its source tree's build files, run one at a
-# time in one; the rest in the other. Then the 15 slowest of both (tests/slowest.py reads their reports).
+# Every test, whatever it costs (tests/conftest.py marks the tiers), in three pytest processes side by side
+# that share nothing they could race on, then the 15 slowest of all (tests/shards.py says how they split).
 # tests/scaffold runs `sam validate --lint` and `sam build` on the projects `sqsjobs init` writes:
 # the SAM CLI's own environment is built first.
-HEAVY_TIER := local_cloud or sam or browser
 unit: $(STAMP) browser $(SAM_STAMP) $(SAM_APP_DIR)/metadata.json
-	@out=$$(mktemp -d); \
-	$(BIN)/pytest tests -p no:cacheprovider -m "$(HEAVY_TIER)" --junitxml=$$out/heavy.xml >$$out/heavy.log 2>&1 & \
-	heavy=$$!; \
-	$(BIN)/pytest tests -p no:cacheprovider -m "not ($(HEAVY_TIER))" --junitxml=$$out/rest.xml; rest=$$?; \
-	wait $$heavy; heavies=$$?; echo "---- $(HEAVY_TIER)"; cat $$out/heavy.log; \
-	$(BIN)/python tests/slowest.py 15 $$out/heavy.xml $$out/rest.xml; rm -rf $$out; \
-	test $$rest -eq 0 && test $$heavies -eq 0
+	$(BIN)/python tests/shards.py 15
 
 # The fast loop: lint, types, and the tests marked with no cost (tests/tiers.py). It needs neither
 # .venv-sam, nor Chromium, nor checkov. The directories whose every test has a cost (PATH_COSTS there)

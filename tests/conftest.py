@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import sys
 from pathlib import Path
 
@@ -11,6 +12,12 @@ import pytest
 import tiers
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# A shell's background job (`pytest &`) starts with SIGINT ignored, and its children inherit that: the tests
+# that stop `sqsjobs local up` with Ctrl-C's signal would wait for it forever. A handled signal is reset to
+# its default in every child.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

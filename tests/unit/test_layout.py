@@ -1,0 +1,37 @@
+"""The runtime's layout stays the flow (docs/architecture.md): small modules, a thin ``JobApp``.
+
+What the redesign (issue 23) set as limits, checked so a change that outgrows them says so: no runtime
+module over about 500 lines (``_app.py``'s public reference is its docstrings, so the bound is 540), and
+``JobApp`` with at most 25 public members (its collaborators live in ``sqsjobs._runtime``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import sqsjobs
+from sqsjobs import JobApp
+
+PACKAGE = Path(sqsjobs.__file__).parent
+#: the tools (extras): never on the worker's import path, held to no size here
+TOOLS = ("cli", "console", "local", "validation", "testing", "scaffold")
+MAX_LINES = 540
+MAX_PUBLIC_MEMBERS = 25
+
+
+def runtime_modules() -> list[Path]:
+    return [path for path in PACKAGE.rglob("*.py")
+            if path.relative_to(PACKAGE).parts[0] not in TOOLS]
+
+
+def test_no_runtime_module_is_over_the_bound() -> None:
+    sizes = {path.relative_to(PACKAGE).as_posix(): len(path.read_text().splitlines()) for path in runtime_modules()}
+    assert len(sizes) > 50  # the walk found the runtime
+    assert {name: lines for name, lines in sizes.items() if lines > MAX_LINES} == {}
+
+
+def test_job_app_is_thin() -> None:
+    public = [name for name, _ in inspect.getmembers(JobApp) if not name.startswith("_")]
+    assert "enqueue" in public and "handle_batch" in public
+    assert len(public) <= MAX_PUBLIC_MEMBERS, public
