@@ -187,7 +187,8 @@ def test_redrive_filters_by_the_reasons_the_worker_wrote(make_app: Any, aws: Any
     assert attr(left, "sqsjobs.error_type") == "PermanentError"
 
 
-def test_a_replay_that_fails_again_during_the_run_is_not_moved_twice(make_app: Any, aws: Any) -> None:
+def dead_lettered_jobs(make_app: Any, aws: Any, count: int) -> tuple[Any, list[int]]:
+    """An app whose job fails for good, ``count`` of its jobs in the DLQ, and the list its later runs go to."""
     app = make_app()
     runs: list[int] = []
 
@@ -196,11 +197,16 @@ def test_a_replay_that_fails_again_during_the_run_is_not_moved_twice(make_app: A
         runs.append(n)
         raise PermanentError("not fixed yet")
 
-    for n in range(3):
+    for n in range(count):
         still_broken.enqueue(n=n)
     poll(app, aws.sqs, aws.queue_url)
-    assert len(messages_in(aws.sqs, aws.dlq_url)) == 3
+    assert len(messages_in(aws.sqs, aws.dlq_url)) == count
     runs.clear()
+    return app, runs
+
+
+def test_a_replay_that_fails_again_during_the_run_is_not_moved_twice(make_app: Any, aws: Any) -> None:
+    app, runs = dead_lettered_jobs(make_app, aws, 3)
 
     class LiveWorker:
         """The deployed worker consumes each replay as soon as it lands, and dead-letters it again."""
@@ -226,18 +232,7 @@ def test_a_replays_letter_seen_before_its_evidence_is_written_is_not_moved_twice
     # The worker sends a letter to the DLQ first and writes its evidence (dlq#<copy id>) after: a redrive
     # that receives the letter in between reads the table, finds no evidence, and must still know the
     # letter for a replay of its own (found on the local cloud: tests/integration/test_redrive_local_cloud.py).
-    app = make_app()
-    runs: list[int] = []
-
-    @app.job("still-broken", key="still-broken:{n}")
-    def still_broken(n: int) -> None:
-        runs.append(n)
-        raise PermanentError("not fixed yet")
-
-    for n in range(2):
-        still_broken.enqueue(n=n)
-    poll(app, aws.sqs, aws.queue_url)
-    runs.clear()
+    app, runs = dead_lettered_jobs(make_app, aws, 2)
 
     def evidence_keys() -> set[str]:
         items = aws.dynamodb.scan(TableName=aws.table)["Items"]
