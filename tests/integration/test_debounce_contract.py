@@ -83,6 +83,26 @@ def test_rearm_frees_a_completed_key_only_for_a_later_burst(store: LeaseStore) -
     assert item is not None and item.state is LeaseState.RELEASED and item.get("outcome") == "waiting"
 
 
+def test_a_completion_remembers_a_request_without_a_token_and_rearm_frees_the_key_only_for_another(
+        store: LeaseStore) -> None:
+    """worker/_request.py: a member's completion adds its number to ``ran_requests`` (in the completions' batch)."""
+    for owner, number in (("run-1", 11), ("run-2", 22)):
+        assert store.write(Acquire(key="reindex:7", owner=owner, now=NOW, lease_until=NOW + 60, expires_at=NOW + TTL,
+                                   job="reindex", data={"job": "reindex", "outcome": "running"})).ok
+        done = Complete(key="reindex:7", owner=owner, expires_at=NOW + TTL, data={"outcome": "succeeded"},
+                        add={"ran_requests": number})
+        assert store.write_batch([done])[0].ok
+        if number == 11:
+            assert store.write(Rearm(key="reindex:7", now=NOW, request=22, job="reindex")).ok
+    item = store.get("reindex:7")
+    assert item is not None and item.state is LeaseState.DONE
+    assert set(item.get("ran_requests")) == {11, 22}
+    for refused in (Rearm(key="reindex:7", now=NOW, request=11, job="reindex"),  # completed: its copies are duplicates
+                    Rearm(key="reindex:7", now=NOW, request=33, job="other-job")):  # a key names one operation
+        assert not store.write(refused).ok
+    assert store.write(Rearm(key="reindex:7", now=NOW, request=33, job="reindex")).ok
+
+
 def reserve(store: LeaseStore, request: str, now: float, until_done: bool = False) -> bool:
     return store.write(Reserve(key="export:1", job="export", request=request, now=now, until=now + 100,
                                expires_at=now + TTL, until_done=until_done)).ok

@@ -17,6 +17,7 @@ from sqsjobs._errors import PermanentError, RetryableError
 from sqsjobs.enqueue._message import MAX_DELAY_SECONDS
 from sqsjobs.worker._dead_letters import Reason
 from sqsjobs.worker._decision import (
+    ANOTHER_REQUEST_DELAY,
     MAX_RESENDS,
     WITHHELD_DELAY,
     Action,
@@ -124,6 +125,11 @@ DECIDE_ROWS: list[tuple[str, Facts, Want]] = [
     ("limiter deferral", facts(Ending.DEFERRED, wait=12.0, limiter="mail-api"),
      Want(Action.RETURN, Outcome.DEFERRED, delay=12.0, limiter="mail-api")),
     ("FIFO blocked", facts(Ending.ORDER_BLOCKED), Want(Action.RETURN, Outcome.GROUP_BLOCKED)),
+    # Another request of a debounced key (worker/_request.py): back, to be claimed on its own after the first.
+    ("another request of its key first", facts(Ending.ANOTHER_REQUEST),
+     Want(Action.RETURN, Outcome.UNSTARTED, delay=ANOTHER_REQUEST_DELAY, note="another request of its key")),
+    ("another request, at the backstop", facts(Ending.ANOTHER_REQUEST, receive_count=BACKSTOP),
+     Want(Action.RESEND, Outcome.UNSTARTED, delay=ANOTHER_REQUEST_DELAY, note="another request of its key")),
     ("time left too short", facts(Ending.NO_TIME), Want(Action.RETURN, Outcome.UNSTARTED)),
     # A later copy of a key in the batch shares its first copy's fate.
     ("copy, the first was not decided", facts(Ending.FOLLOWS), Want(Action.RETURN, Outcome.UNSTARTED)),

@@ -22,7 +22,11 @@ after that starts a new burst (a new token); its delivery finds the record
 DONE with ``ran_token`` not its own and re-arms it (``Rearm``: DONE →
 RELEASED, only for the latest token, never for a cancelled key), then claims
 it like any delivery. So at most one run per token, runs of one key never
-overlap, and a burst enqueued while a run goes on runs after it.
+overlap, and a burst enqueued while a run goes on runs after it. A group's
+member or a chain's step of the job carries no token: it is a request of its
+own, run undebounced, and the record remembers it once completed
+(``ran_requests``, worker/_request.py: a delivery is a duplicate only of the
+same request).
 
 The trade: the arguments are the last enqueue's, so a key must name
 everything that must not be dropped (``key="reindex:{product_id}"``).

@@ -16,6 +16,7 @@ from sqsjobs.store._lease_ops import DONE, HELD, RELEASED
 from sqsjobs.store._rules import (
     Add,
     Const,
+    Contains,
     Eq,
     Ge,
     ItemMissing,
@@ -65,25 +66,36 @@ class Debounce:
 
 @dataclass(frozen=True, kw_only=True)
 class Rearm:
-    """A debounced key whose last burst succeeded, and a later burst waits (``token``): DONE → RELEASED.
+    """A debounced key whose last run completed another request, and this one waits: DONE → RELEASED.
 
-    Only when ``token`` is the latest and the key's last claim was not for it
-    (a burst that completed stays DONE: its copies are duplicates) and the
-    key was not cancelled.
+    For a burst (``token``): only when ``token`` is the latest and the key's
+    last burst run was not for it (a burst that completed stays DONE: its
+    copies are duplicates). For a request without a token (``request``: a
+    member's or a step's number, worker/_request.py): only when the key is
+    ``job``'s and that request is not among those it completed
+    (``ran_requests``). Never for a cancelled key.
     """
 
     key: str
-    token: str
     now: float
+    token: str | None = None
+    request: int | None = None
+    job: str | None = None
 
     def rule(self) -> Rule:
-        return Rule(condition=all_of(Eq("status", DONE), Eq("outcome", Const("succeeded")),
-                                     Eq("debounce_token", Param("token")), Not(Eq("ran_token", Param("token")))),
+        completed = all_of(Eq("status", DONE), Eq("outcome", Const("succeeded")))
+        if self.token is not None:
+            this = all_of(Eq("debounce_token", Param("token")), Not(Eq("ran_token", Param("token"))))
+        else:
+            this = all_of(Eq("job", Param("job")), Not(Contains("ran_requests", Param("request"))))
+        return Rule(condition=all_of(completed, this),
                     updates=(Set("status", RELEASED), Set("outcome", Const("waiting")),
                              Set("updated_at", Param("now"))), returns="new")
 
     def values(self) -> dict[str, Any]:
-        return {"token": self.token, "now": self.now}
+        if self.token is not None:
+            return {"token": self.token, "now": self.now}
+        return {"request": self.request, "job": self.job, "now": self.now}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -143,19 +143,22 @@ class Acquire:
 
 @dataclass(frozen=True, kw_only=True)
 class Complete:
-    """HELD → DONE, fenced on ``owner``."""
+    """HELD → DONE, fenced on ``owner``; ``add`` puts one number in each named number set."""
 
     key: str
     owner: str
     expires_at: float
     data: Mapping[str, FieldValue] = field(default_factory=dict)
+    add: Mapping[str, int] = field(default_factory=dict)
 
     def rule(self) -> Rule:
-        return Rule(condition=fence(), updates=(*data_updates(self.data), Set("expires_at", Param("expires_at")),
-                                                Set("status", DONE)))
+        added = tuple(AddToSet(name, Param(f"add_{name}")) for name in sorted(self.add))
+        return Rule(condition=fence(), updates=(*data_updates(self.data), *added,
+                                                Set("expires_at", Param("expires_at")), Set("status", DONE)))
 
     def values(self) -> dict[str, Any]:
-        return {**data_values(self.data), "owner": self.owner, "expires_at": self.expires_at}
+        return {**data_values(self.data), **{f"add_{name}": n for name, n in self.add.items()},
+                "owner": self.owner, "expires_at": self.expires_at}
 
 
 @dataclass(frozen=True, kw_only=True)

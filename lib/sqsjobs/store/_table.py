@@ -141,6 +141,8 @@ class TableItem(Model):
     debounce_count = NumberAttribute(null=True)
     debounce_base = NumberAttribute(null=True)
     ran_token = UnicodeAttribute(null=True)
+    #: the key's requests without a burst token that completed (a member, a step: worker/_request.py)
+    ran_requests = NumberSetAttribute(null=True)
     # -- a deduplicated key (sqsjobs.enqueue._debounce): the request that holds it, and until when at most
     queued_id = UnicodeAttribute(null=True)
     queued_until = NumberAttribute(null=True)

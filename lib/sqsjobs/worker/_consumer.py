@@ -59,6 +59,7 @@ from sqsjobs.worker._delivery import BatchResult, Delivery, Outcome, State
 from sqsjobs.worker._event import decode, parse_event, queue_url_from_arn
 from sqsjobs.worker._job_records import Claim, ClaimResult, Verdict
 from sqsjobs.worker._record_writes import RecordWrites
+from sqsjobs.worker._request import Request
 from sqsjobs.worker._send_back import SendBack, finish_result, finish_token
 from sqsjobs.worker._stages import Stage, Stages
 
@@ -78,6 +79,7 @@ VERDICT_ENDINGS = {
     Verdict.CONFLICT: Ending.KEY_CONFLICT,
     Verdict.BUSY: Ending.BUSY,
     Verdict.ERROR: Ending.STORE_FAILED,
+    Verdict.ANOTHER_REQUEST: Ending.ANOTHER_REQUEST,
 }
 #: what a group counts a delivery that was not run as, by the outcome of the record it found
 RECORD_COUNTS = {"succeeded": "succeeded", "cancelled": "cancelled", "dead_lettered": "dead_lettered"}
@@ -181,7 +183,7 @@ class Consumer:
                 else:
                     claims.append((d, None, records.succeeded(
                         d.key, token, now=batch.now, expires_at=expiry(batch.now, self.settings.record_ttl),
-                        result=finish_result(d))))
+                        result=finish_result(d), request=Request.of(d))))
         wave = [op for *_, op in claims] + [op for _, op in batch.claim_wave]
         written = self.store.write_batch(wave)
         late: list[tuple[Delivery, Claim]] = []
@@ -210,7 +212,7 @@ class Consumer:
             expires_at=expiry(batch.now, self.settings.record_ttl, batch.lease_until),
             fingerprint=d.job.fingerprint(d.args or {}), fp_version=d.job.options.version,
             message_id=d.message_id, enqueued_at=d.envelope.enqueued_at, extra=self.stages.claim_data(d),
-            fresh=d.receive_count == 1,
+            fresh=d.receive_count == 1, request=Request.of(d),
         )
 
     def _on_claim(self, batch: Batch, d: Delivery, claim: ClaimResult) -> None:
@@ -288,7 +290,8 @@ class Consumer:
             batch.conclude(d, unstorable[0], error=unstorable[1])
             return
         batch.conclude(d, Ending.SUCCEEDED)
-        batch.writes.submit(d, records.succeeded(d.key, batch.owner, now=now, expires_at=expires_at, result=stored))
+        batch.writes.submit(d, records.succeeded(d.key, batch.owner, now=now, expires_at=expires_at, result=stored,
+                                                 request=Request.of(d)))
 
     def _unstarted(self, batch: Batch, d: Delivery, ending: Ending, **known: Any) -> None:
         """A claimed delivery that does not start: its record gives the attempt back."""
@@ -332,20 +335,28 @@ class Consumer:
         return text, None
 
     def _follow(self, batch: Batch, d: Delivery, first: Delivery | None) -> None:
-        """A record that was not claimed: a later copy of a key follows the first, else it did not start."""
+        """A record that was not claimed: a copy of the first request of its key follows it, else it did not start.
+
+        Only the *same request* follows (``worker/_request.py``): another request of a debounced key (another
+        burst token, a member's own arguments) goes back unstarted and is claimed on its own, after the first.
+        """
         if first is None or first is d or first.decision is None:
             batch.conclude(d, Ending.NO_TIME)  # too close to the deadline to claim anything
             return
-        if d.job is not None and first.job is not None and (first.job is not d.job or d.job.fingerprint(
-                d.args or {}) != d.job.fingerprint(first.args or {})):
+        request, firsts = Request.of(d), Request.of(first)
+        if request != firsts and not (request is not None and firsts is not None and request.coalesces
+                                      and request.job == firsts.job):
             batch.conclude(d, Ending.KEY_CONFLICT, error=PermanentError(
                 f"key {d.key!r} came twice in one batch for different calls ({first.job_name}, {d.job_name}): "
                 "give each job call its own key"))
             return
+        if request != firsts:
+            batch.conclude(d, Ending.ANOTHER_REQUEST)
+            return
         if batch.facts[first.index].ending is Ending.ALREADY_DEAD_LETTERED and d.message_id != first.message_id:
             # The first was a dead letter delivered again: that verdict is of its message, not of this new
             # request, which goes back unstarted and is claimed on its own next time (found by tests/model).
-            batch.conclude(d, Ending.BUSY, wait=1.0)
+            batch.conclude(d, Ending.ANOTHER_REQUEST)
             return
         d.counts_as = first.counts_as
         batch.conclude(d, Ending.FOLLOWS, first=first.decision)

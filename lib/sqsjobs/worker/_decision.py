@@ -22,6 +22,7 @@ draws the jitter), and tests/unit/test_decision.py checks them as a table.
     another job's key, other arguments    dead-letter: key_conflict
     a newer job version, store failed     back after the backoff, no attempt used
     held elsewhere                        back when the holder's lease ends, no attempt used
+    another request of its key first      back in a second, no attempt used (then claimed on its own)
     no time left, FIFO order, a limiter   back (a limiter: at its next window), no attempt used
 
 Going back is itself decided by where the message is: at or past its
@@ -55,6 +56,8 @@ from sqsjobs.worker._delivery import Outcome
 MAX_RESENDS = 10
 #: a delivery whose follow-up could not be written comes back after this long (its redelivery writes it)
 WITHHELD_DELAY = 5.0
+#: a request that met another request of its key comes back after this long, to be claimed on its own
+ANOTHER_REQUEST_DELAY = 1.0
 
 
 class Ending(StrEnum):
@@ -81,6 +84,8 @@ class Ending(StrEnum):
     ATTEMPTS_USED = "attempts_used"
     #: a later copy of a key in the same batch: it shares the first copy's fate
     FOLLOWS = "follows"
+    #: another request of a debounced key runs first, or completed it (worker/_request.py): claimed on its own later
+    ANOTHER_REQUEST = "another_request"
 
 
 class Action(StrEnum):
@@ -212,6 +217,9 @@ def _first(f: Facts, random: RandomSource | None) -> Decision:
         return Decision(action=Action.RETURN, outcome=Outcome.DEFERRED, delay=f.wait, limiter=f.limiter)
     if e is Ending.FOLLOWS:
         return _follows(f.first)
+    if e is Ending.ANOTHER_REQUEST:
+        return Decision(action=Action.RETURN, outcome=Outcome.UNSTARTED, delay=max(f.wait, ANOTHER_REQUEST_DELAY),
+                        notes=("another request of its key runs first, or completed it: claimed on its own",))
     if e is Ending.ORDER_BLOCKED:
         return Decision(action=Action.RETURN, outcome=Outcome.GROUP_BLOCKED)
     return Decision(action=Action.RETURN, outcome=Outcome.UNSTARTED, delay=f.wait)  # NO_TIME

@@ -11,9 +11,11 @@ means for the job::
 
 One claim is one conditional write that also returns what it found, so it
 tells in one round trip: claimed (and which attempt this is, and whether the
-previous run died), a duplicate of a success, a key held by a live run
-elsewhere, a cancelled key, a key that belongs to another job or to other
-arguments (``key_conflict``), or a redelivery of a message already
+previous run died), a duplicate of a success (of this very request:
+``worker/_request.py``; a debounced key that completed another request says
+so, and the delivery comes back to claim it once re-armed), a key held by a
+live run elsewhere, a cancelled key, a key that belongs to another job or to
+other arguments (``key_conflict``), or a redelivery of a message already
 dead-lettered.
 
 A key names one logical operation (docs/jobs.md "Keys"): the record of a key
@@ -42,6 +44,7 @@ from typing import Any
 
 from sqsjobs.store._lease import LeaseItem, LeaseState, LeaseStore, Written
 from sqsjobs.store._lease_ops import Acquire, Annotate, Close, Complete, Release
+from sqsjobs.worker._request import RAN_REQUESTS, Request
 
 #: the longest last error a record keeps (it stays under 1 KB: 1 WCU a write)
 MAX_ERROR_TEXT = 256
@@ -78,6 +81,8 @@ class Verdict(StrEnum):
     CANCELLED = "cancelled"  #: cancelled: acknowledge without running
     CONFLICT = "conflict"  #: the key belongs to another job or other arguments: dead-letter
     ALREADY_DEAD_LETTERED = "already_dead_lettered"  #: this very message is in the DLQ: acknowledge
+    #: the key completed another request of a debounced job (worker/_request.py): come back and claim it then
+    ANOTHER_REQUEST = "another_request"
     ERROR = "error"  #: the store failed: come back later
 
 
@@ -101,6 +106,8 @@ class Claim:
     extra: Mapping[str, Any] = field(default_factory=dict)
     #: a first delivery (receive count 1): the store may try an insert first (``store/_statements.py``)
     fresh: bool = False
+    #: the request the delivery carries: a completed key is its duplicate only if it completed this request
+    request: Request | None = None
 
     def operation(self) -> Acquire:
         """The lease acquire that claims the key."""
@@ -151,17 +158,26 @@ class ClaimResult:
                 and item.fp_version == claim.fp_version:
             return cls(key=claim.key, verdict=Verdict.CONFLICT, previous=item)
         if item.state is LeaseState.DONE:
-            cancelled = item.get("outcome") == JobState.CANCELLED.value
-            return cls(key=claim.key, verdict=Verdict.CANCELLED if cancelled else Verdict.DUPLICATE, previous=item)
+            if item.get("outcome") == JobState.CANCELLED.value:
+                return cls(key=claim.key, verdict=Verdict.CANCELLED, previous=item)
+            if claim.request is not None and not claim.request.completed_in(item):
+                return cls(key=claim.key, verdict=Verdict.ANOTHER_REQUEST, previous=item)
+            return cls(key=claim.key, verdict=Verdict.DUPLICATE, previous=item)
         return cls(key=claim.key, verdict=Verdict.BUSY, lease_until=item.lease_until, previous=item)
 
 
 # ---------------------------------------------------------------- the record's writes after a run
-def succeeded(key: str, owner: str, *, now: float, expires_at: float, result: str | None = None) -> Complete:
-    """The job returned: DONE, with its result (JSON) when the job stores results."""
+def succeeded(key: str, owner: str, *, now: float, expires_at: float, result: str | None = None,
+              request: Request | None = None) -> Complete:
+    """The job returned: DONE, with its result (JSON) when the job stores results.
+
+    A debounced job's request without a token is remembered as completed (``worker/_request.py``).
+    """
+    remembered = request.remembered() if request is not None else None
     return Complete(key=key, owner=owner, expires_at=expires_at,
                     data={"outcome": JobState.SUCCEEDED.value, "finished_at": now, "updated_at": now,
-                          "result": result, "last_error": None})
+                          "result": result, "last_error": None},
+                    add={RAN_REQUESTS: remembered} if remembered is not None else {})
 
 
 def retrying(key: str, owner: str, *, now: float, expires_at: float, error: BaseException) -> Release:

@@ -1,0 +1,97 @@
+"""One request of a key, and the one rule that tells a copy of it from another request (docs/jobs.md "Keys").
+
+A key names one logical operation; a *request* is one ask to run it: the
+job, its whole arguments, and, for a debounced job's enqueue, the burst token
+that enqueue wrote (``enqueue/_debounce.py``). **A delivery is a duplicate only
+of the same request**: a redelivery, a duplicate send, a redrive or a re-send
+of it. Everything that tells copies apart asks here:
+
+- two deliveries of one key in a batch (``worker/_consumer.py`` ``_follow``):
+  a later one follows the first only when it is the same request;
+- a claim that finds the key completed (``worker/_job_records.py``
+  ``ClaimResult.of``): a duplicate only when the record completed this
+  request (``completed_in``);
+- the debounce stage (``enqueue/_debounce_stage.py``): a completed key is
+  re-armed for a request it has not completed (``rearms``).
+
+For most jobs the record's fingerprint already holds the rule: another call
+on a key is a ``key_conflict``, so a completed key completed this request. A
+debounced job's requests differ by design (the last enqueue's arguments win),
+so its record remembers which ones completed: ``ran_token``, the burst that
+last ran (bursts are ordered: only the key's latest token may run), and
+``ran_requests``, the requests without a token that completed (a group's
+member, a chain's step, a callback: each runs undebounced, once), as numbers
+of a number set. So a later request of a debounced key is never swallowed by
+an earlier one, whatever batch they share.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sqsjobs.store._lease import LeaseItem
+    from sqsjobs.worker._delivery import Delivery
+
+#: the record's number set of the requests without a token that completed (a debounced key)
+RAN_REQUESTS = "ran_requests"
+#: the record's token of the burst that last ran (a debounced key)
+RAN_TOKEN = "ran_token"
+#: hex digits of the arguments' digest a request's number keeps: 52 bits, exact in any JSON or DynamoDB number
+NUMBER_DIGITS = 13
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    """What names one request: the job, a digest of its whole arguments, and its burst token.
+
+    Example:
+        >>> a = Request(job="reindex", args="ab" * 16, token="t1", coalesces=True)
+        >>> a == Request(job="reindex", args="ab" * 16, token="t1", coalesces=True)  # a copy
+        True
+        >>> a == Request(job="reindex", args="ab" * 16, token="t2", coalesces=True)  # a later enqueue
+        False
+    """
+
+    job: str
+    #: ``args_digest`` of the job and its whole arguments (a debounced job's fingerprint leaves them out)
+    args: str
+    #: a debounced enqueue's burst token (None: a member, a step, a callback, any other job's delivery)
+    token: str | None = None
+    #: the job's requests of one key may differ (debounce): the record says which completed
+    coalesces: bool = False
+
+    @classmethod
+    def of(cls, d: Delivery) -> Request | None:
+        """The request ``d`` carries (None until it is decoded)."""
+        from sqsjobs._job import args_digest
+
+        if d.job is None or d.args is None:
+            return None
+        coalesces = d.job.options.debounce is not None
+        token = d.envelope.debounce if d.envelope is not None and coalesces else None
+        return cls(job=d.job.name, args=args_digest(d.job.name, d.args), token=token, coalesces=coalesces)
+
+    @property
+    def number(self) -> int:
+        """This request in a record's ``ran_requests``."""
+        return int(self.args[:NUMBER_DIGITS], 16)
+
+    def completed_in(self, item: LeaseItem) -> bool:
+        """Whether the key's completed record completed this request (so a delivery of it is a duplicate)."""
+        if not self.coalesces:
+            return True  # the claim compared the fingerprint: a completed key of this job is this call's
+        if self.token is not None:
+            return item.get(RAN_TOKEN) == self.token
+        return self.number in _numbers(item.get(RAN_REQUESTS))
+
+    def remembered(self) -> int | None:
+        """What its completion adds to ``ran_requests`` (None: the record needs nothing more to know it)."""
+        return self.number if self.coalesces and self.token is None else None
+
+
+def _numbers(value: Any) -> frozenset[int]:
+    if not value:
+        return frozenset()
+    return frozenset(int(n) for n in value)
