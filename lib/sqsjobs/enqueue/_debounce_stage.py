@@ -61,6 +61,9 @@ class DebounceStage(Stage):
         #: the coalesced count each debounced delivery's read saw: the claim starts the next burst's count there
         self._counts: dict[str, int] = {}
 
+    def concerns(self, d: Delivery) -> bool:
+        return coalesces(d) or (d.job is not None and d.job.options.dedupe is not None)
+
     def before_claim(self, batch: Batch) -> None:
         waiting = [d for d in batch.deliveries if d.state is State.DECODED and coalesces(d)]
         if not waiting:

@@ -61,7 +61,7 @@ from sqsjobs.worker._job_records import Claim, ClaimResult, Verdict
 from sqsjobs.worker._record_writes import RecordWrites
 from sqsjobs.worker._request import Request
 from sqsjobs.worker._send_back import SendBack, finish_result, finish_token
-from sqsjobs.worker._stages import Stage, Stages
+from sqsjobs.worker._stages import Stage, StageFailed, Stages
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -112,7 +112,7 @@ class Consumer:
         self.random = random
         self.log = logger
         self.emit = emit
-        self.stages = Stages(stages)
+        self.stages = Stages(stages, log=logger)
         #: where retries too long for SQS wait (None: no schedule group; they wait 12 hours at most)
         self.schedules = schedules
         self.sleep = sleep
@@ -178,8 +178,9 @@ class Consumer:
                 firsts[d.key] = d
                 token = finish_token(d)
                 if token is None:
-                    asked = self._claim_of(batch, d)
-                    claims.append((d, asked, asked.operation()))
+                    asked = self._asked(batch, d)
+                    if asked is not None:
+                        claims.append((d, asked, asked.operation()))
                 else:
                     claims.append((d, None, records.succeeded(
                         d.key, token, now=batch.now, expires_at=expiry(batch.now, self.settings.record_ttl),
@@ -195,8 +196,8 @@ class Consumer:
                 elif answer.error is not None:  # still a finish copy: it comes back and tries again
                     batch.conclude(d, Ending.STORE_FAILED, error=RetryableError(
                         f"idempotency store unavailable: {answer.error}"))
-                else:
-                    late.append((d, self._claim_of(batch, d)))  # not that lease any more: an ordinary delivery
+                elif (asked := self._asked(batch, d)) is not None:
+                    late.append((d, asked))  # not that lease any more: an ordinary delivery
                 continue
             self._on_claim(batch, d, ClaimResult.of(claim, answer))
         if late:
@@ -204,6 +205,14 @@ class Consumer:
                                           strict=True):
                 self._on_claim(batch, d, ClaimResult.of(claim, answer))
         return firsts
+
+    def _asked(self, batch: Batch, d: Delivery) -> Claim | None:
+        """``d``'s claim, or None when a stage failed to give its part (``d`` goes back unclaimed)."""
+        try:
+            return self._claim_of(batch, d)
+        except StageFailed as failed:
+            batch.conclude(d, Ending.STAGE_FAILED, error=failed.retryable())
+            return None
 
     def _claim_of(self, batch: Batch, d: Delivery) -> Claim:
         assert d.job is not None and d.envelope is not None and batch.lease_until is not None
@@ -267,13 +276,17 @@ class Consumer:
             return False
         held_back = self.stages.before_run(batch, d)
         if held_back is not None:  # a stage keeps it from starting (FIFO order, a limiter at its start)
-            self._unstarted(batch, d, held_back.ending, wait=held_back.wait, limiter=held_back.limiter)
+            self._unstarted(batch, d, held_back.ending, wait=held_back.wait, limiter=held_back.limiter,
+                            error=held_back.error)
             return False
         return True
 
     def record_ending(self, batch: Batch, d: Delivery, error: BaseException | None) -> None:
         """``d``'s job returned (``error`` None) or raised: decide it and start writing its record."""
         assert d.job is not None
+        if isinstance(error, StageFailed):  # a stage failed before the job was called: it did not start
+            self._unstarted(batch, d, Ending.STAGE_FAILED, error=error.retryable())
+            return
         now = self.clock()
         expires_at = expiry(now, self.settings.record_ttl)
         if error is not None:
@@ -312,11 +325,13 @@ class Consumer:
         error: BaseException | None = None
         try:
             d.result = self.stages.wrap_run(d, lambda: job.fn(**args))()
+        except StageFailed as failed:  # the job was never called
+            error = failed
         except Exception as raised:
             error = raised
             self.log.warning("job failed", extra={"error": f"{type(error).__name__}: {error}"})
         finally:
-            d.duration_ms = (time.perf_counter() - started) * 1000
+            d.duration_ms = None if isinstance(error, StageFailed) else (time.perf_counter() - started) * 1000
             self.log.remove_keys(list(fields))
             reset_trace_id(token)
         return error
@@ -423,7 +438,7 @@ class Consumer:
                                                      State.TO_SCHEDULE):
                 continue
             after = Aftermath(record_failed=batch.writes.failure(d) if d.outcome is Outcome.SUCCEEDED else None,
-                              followup_failed=followups.get(d.index))
+                              followup_failed=followups.get(d.index) or batch.followups_failed.get(d.index))
             d.settled(settle(d.decision, after, batch.facts[d.index], self.random))
 
     # ------------------------------------------------------------------ 8. metrics, result

@@ -21,6 +21,7 @@ draws the jitter), and tests/unit/test_decision.py checks them as a table.
     unreadable body, unknown job          dead-letter: malformed
     another job's key, other arguments    dead-letter: key_conflict
     a newer job version, store failed     back after the backoff, no attempt used
+    a stage raised (a bug)                back after the backoff, no attempt used
     held elsewhere                        back when the holder's lease ends, no attempt used
     another request of its key first      back in a second, no attempt used (then claimed on its own)
     no time left, FIFO order, a limiter   back (a limiter: at its next window), no attempt used
@@ -77,6 +78,8 @@ class Ending(StrEnum):
     KEY_CONFLICT = "key_conflict"
     BUSY = "busy"
     STORE_FAILED = "store_failed"
+    #: a stage's hook raised (worker/_stages.py): what it concerns goes back, no attempt used
+    STAGE_FAILED = "stage_failed"
     NO_TIME = "no_time"
     ORDER_BLOCKED = "order_blocked"
     DEFERRED = "deferred"
@@ -207,7 +210,7 @@ def _first(f: Facts, random: RandomSource | None) -> Decision:
     if e is Ending.ATTEMPTS_USED:
         return dead_letter(Reason.LOST if f.took_over else Reason.EXHAUSTED,
                            f.error or RetryableError("attempts used up"))
-    if e in (Ending.TOO_NEW, Ending.STORE_FAILED):
+    if e in (Ending.TOO_NEW, Ending.STORE_FAILED, Ending.STAGE_FAILED):
         delay = f.backoff.next_delay(f.receive_count, random)
         return Decision(action=Action.RETURN, outcome=Outcome.RETRY, delay=delay, error=f.error)
     if e is Ending.BUSY:

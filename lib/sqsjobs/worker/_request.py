@@ -83,7 +83,7 @@ class Request:
         if not self.coalesces:
             return True  # the claim compared the fingerprint: a completed key of this job is this call's
         if self.token is not None:
-            return item.get(RAN_TOKEN) == self.token
+            return bool(item.get(RAN_TOKEN) == self.token)
         return self.number in _numbers(item.get(RAN_REQUESTS))
 
     def remembered(self) -> int | None:
