@@ -221,7 +221,7 @@ class Consumer:
             expires_at=expiry(batch.now, self.settings.record_ttl, batch.lease_until),
             fingerprint=d.job.fingerprint(d.args or {}), fp_version=d.job.options.version,
             message_id=d.message_id, enqueued_at=d.envelope.enqueued_at, extra=self.stages.claim_data(d),
-            fresh=d.receive_count == 1, request=Request.of(d),
+            fresh=records.may_be_new(d), request=Request.of(d),
         )
 
     def _on_claim(self, batch: Batch, d: Delivery, claim: ClaimResult) -> None:

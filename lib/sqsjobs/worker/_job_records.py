@@ -40,16 +40,23 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sqsjobs.enqueue._message import ATTR_RESENDS
 from sqsjobs.store._lease import LeaseItem, LeaseState, LeaseStore, Written
 from sqsjobs.store._lease_ops import Acquire, Annotate, Close, Complete, Release
+from sqsjobs.worker._dead_letters import ATTR_REASON, ATTR_REDRIVE_COUNT
 from sqsjobs.worker._request import RAN_REQUESTS, Request
+
+if TYPE_CHECKING:
+    from sqsjobs.worker._delivery import Delivery
 
 #: the longest last error a record keeps (it stays under 1 KB: 1 WCU a write)
 MAX_ERROR_TEXT = 256
 #: the largest result a record keeps, as JSON
 MAX_RESULT_BYTES = 4096
+#: attributes only the worker writes that say a message met its key before (a re-send, a redrive, a letter)
+BEEN_HERE = (ATTR_RESENDS, ATTR_REDRIVE_COUNT, ATTR_REASON)
 
 
 class JobState(StrEnum):
@@ -104,7 +111,7 @@ class Claim:
     period: str | None = None
     #: fields a stage writes with the claim (``Stage.claim_data``: a debounced burst's token)
     extra: Mapping[str, Any] = field(default_factory=dict)
-    #: a first delivery (receive count 1): the store may try an insert first (``store/_statements.py``)
+    #: the key may be new (``may_be_new``): the store may try an insert first (``store/_statements.py``)
     fresh: bool = False
     #: the request the delivery carries: a completed key is its duplicate only if it completed this request
     request: Request | None = None
@@ -164,6 +171,42 @@ class ClaimResult:
                 return cls(key=claim.key, verdict=Verdict.ANOTHER_REQUEST, previous=item)
             return cls(key=claim.key, verdict=Verdict.DUPLICATE, previous=item)
         return cls(key=claim.key, verdict=Verdict.BUSY, lease_until=item.lease_until, previous=item)
+
+
+def may_be_new(d: Delivery) -> bool:
+    """Whether ``d``'s key may have no record yet, so its claim is marked ``fresh`` (an ``INSERT`` first).
+
+    A fresh claim of a key that has a record costs a refused ``INSERT`` (1 WCU), a
+    read and the ``UpdateItem``; a claim not marked fresh is that one ``UpdateItem``,
+    which also creates a record that is not there after all (the same write unit,
+    in a call of its own: ``store/_statements.py``). So only a first receive is
+    fresh, and not when the record was certainly (or most likely) written before:
+
+    - a debounced enqueue's delivery (the enqueue wrote its burst token);
+    - a deduplicated enqueue's (the enqueue reserved the key; a group's member or
+      a chain's step of the job is not reserved);
+    - the worker's own re-send (``sqsjobs.resends``: the message met its key
+      before, most often claimed or held);
+    - a redriven letter (``sqsjobs.redrive_count``, or the worker's
+      ``sqsjobs.reason`` on a letter an SQS move task brought back: it was
+      dead-lettered, so its key has a record).
+
+    Example:
+        >>> from sqsjobs.worker._delivery import Delivery
+        >>> d = Delivery.parse({"messageId": "m", "receiptHandle": "r", "body": "{}", "messageAttributes": {
+        ...     "sqsjobs.redrive_count": {"stringValue": "1", "dataType": "Number"}}}, 0)
+        >>> may_be_new(d)
+        False
+    """
+    if d.receive_count != 1 or any(name in d.message_attributes for name in BEEN_HERE):
+        return False
+    envelope, job = d.envelope, d.job
+    if envelope is None or job is None:
+        return True
+    if envelope.debounce is not None and job.options.debounce is not None:
+        return False
+    reserved = job.options.dedupe is not None and envelope.member_of is None and envelope.step_of is None
+    return not reserved
 
 
 # ---------------------------------------------------------------- the record's writes after a run
