@@ -126,3 +126,16 @@ def test_until_done_refuses_a_running_key_and_a_finished_run_frees_it(store: Lea
     assert reserve(store, "r2", NOW + 1, until_done=True)
     item = store.get("export:1")
     assert item is not None and item.state is LeaseState.DONE
+
+
+def test_a_cancelled_key_refuses_a_reservation_until_its_ttl(store: LeaseStore) -> None:
+    """docs/jobs.md: a cancelled deduplicated key stays cancelled; past its TTL the record is replaced whole."""
+    from sqsjobs.worker._job_records import cancel_marker
+
+    assert store.write(cancel_marker("export:1", now=NOW, expires_at=NOW + 1000, reason=None)).ok
+    refused = store.write(Reserve(key="export:1", job="export", request="r1", now=NOW + 10, until=NOW + 110,
+                                  expires_at=NOW + TTL))
+    assert not refused.ok and refused.item is not None and refused.item.get("outcome") == "cancelled"
+    assert reserve(store, "r2", NOW + 1001)
+    item = store.get("export:1")
+    assert item is not None and item.state is LeaseState.RELEASED and item.get("outcome") == "queued"

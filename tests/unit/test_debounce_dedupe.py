@@ -292,3 +292,30 @@ def test_a_failed_re_arm_sends_the_burst_back_instead_of_taking_it_for_a_duplica
         assert ran == [(7, "first")]
         t.drain()
         assert ran == [(7, "first"), (7, "second")]
+
+
+@pytest.mark.parametrize("mode", ["until_started", "until_done"])
+def test_an_enqueue_of_a_cancelled_key_sends_nothing_and_its_receipt_says_so(mode: str) -> None:
+    """Issue 31 item 4: the request was sent (duplicate=False) and acknowledged `cancelled`, unrun, until the TTL."""
+    app, ran = dedupe_app(mode)
+    export = app.runtime.job("export")
+    with app.testing() as t:
+        export.enqueue(account_id=1)
+        assert app.cancel("export:1") == "cancelled"
+        t.drain()
+        sends = len(t.enqueued())
+        receipt = export.enqueue(account_id=1)
+        assert receipt.cancelled and not receipt.duplicate and receipt.refused and receipt.message_id is None
+        assert receipt == "export:1" and len(t.enqueued()) == sends
+        assert app.cancel("export:2") == "not_found_but_cancelled"  # a cancel before any request
+        report = app.enqueue_many([export.message(account_id=2), export.message(account_id=2),
+                                   export.message(account_id=3)])
+        assert report.sent == 1 and report.cancelled == {0: "export:2", 1: "export:2"} and not report.duplicates
+        assert "JobDeduplicated" not in json.dumps(t.metrics)
+        t.drain()
+        assert ran == [3]
+        t.clock.advance(app.settings.record_ttl + 1)  # the record's TTL ends the cancel
+        fresh = export.enqueue(account_id=1)
+        assert not fresh.refused and fresh.message_id
+        t.drain()
+        assert ran == [3, 1]

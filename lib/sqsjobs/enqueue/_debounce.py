@@ -35,7 +35,11 @@ everything that must not be dropped (``key="reindex:{product_id}"``).
 key's record (``Reserve``: one ``UpdateItem``, 1 WCU) before sending; a key
 already queued (or, for ``until_done``, running or retrying) refuses it, and
 nothing is sent: ``enqueue`` returns the existing request's receipt with
-``duplicate=True`` and ``JobDeduplicated`` counts it. The claim frees an
+``duplicate=True`` and ``JobDeduplicated`` counts it. A cancelled key refuses
+it too, until its record's TTL, and the receipt says ``cancelled=True``: a
+request sent there would only be acknowledged ``cancelled``, unrun, and the
+same write already tells, at no cost (refusing beats raising: a cancel is a
+state an operator chose, not an error every producer must catch). The claim frees an
 ``until_started`` key; a finished run frees an ``until_done`` one. A record
 whose message was lost blocks the key only until its ``queued_until``:
 :func:`dedupe_hold` says how long (the delay, plus every attempt's visibility
@@ -79,22 +83,32 @@ class Receipt(str):
     """What ``enqueue`` of a deduplicated job returns: the request's id, and whether it was refused.
 
     The text is the request's id (the one that holds the key, for a
-    duplicate); ``message_id`` is SQS's id when this call sent it.
+    duplicate; the key itself, for a cancelled key); ``message_id`` is SQS's
+    id when this call sent it. ``cancelled``: the key was cancelled
+    (``app.cancel``) and stays so until its record's TTL, so nothing was sent.
 
     Example:
         >>> r = Receipt("req-1", duplicate=True)
-        >>> r, r.duplicate, r.message_id
-        ('req-1', True, None)
+        >>> r, r.duplicate, r.cancelled, r.message_id
+        ('req-1', True, False, None)
     """
 
     duplicate: bool
+    cancelled: bool
     message_id: str | None
 
-    def __new__(cls, request: str, *, duplicate: bool = False, message_id: str | None = None) -> Receipt:
+    def __new__(cls, request: str, *, duplicate: bool = False, cancelled: bool = False,
+                message_id: str | None = None) -> Receipt:
         receipt = super().__new__(cls, request)
         receipt.duplicate = duplicate
+        receipt.cancelled = cancelled
         receipt.message_id = message_id
         return receipt
+
+    @property
+    def refused(self) -> bool:
+        """Nothing was sent: a request of the key is queued (``duplicate``), or the key is ``cancelled``."""
+        return self.duplicate or self.cancelled
 
 
 def debounce_seconds(job: str, value: Any, *, error: type[Exception] = ConfigurationError) -> float | None:
@@ -201,7 +215,7 @@ def reserve(runtime: Runtime, messages: Sequence[JobMessage], modes: Sequence[De
     """
     from sqsjobs import _metrics as m
     from sqsjobs.store._enqueue_ops import Reserve
-    from sqsjobs.store._lease import expiry
+    from sqsjobs.store._lease import LeaseState, expiry
 
     now = runtime.clock()
     first: dict[str, int] = {}
@@ -226,12 +240,15 @@ def reserve(runtime: Runtime, messages: Sequence[JobMessage], modes: Sequence[De
         if item is not None and item.get("job") not in (None, message.job):
             raise InvalidArgumentsError(f"job {message.job!r}: the key {message.key!r} belongs to job "
                                         f"{item.get('job')!r}: a key names one operation")
+        if item is not None and item.state is LeaseState.DONE and item.get("outcome") == "cancelled":
+            receipts[i] = Receipt(message.key, cancelled=True)
+            continue
         holder = item.get("queued_id") if item is not None else None
         receipts[i] = Receipt(str(holder or message.key), duplicate=True)
     for i, message in enumerate(messages):  # a repeat follows its first copy's answer
         j = first[message.key]
         if j != i:
-            receipts[i] = Receipt(receipts[j], duplicate=True)
+            receipts[i] = receipts[j] if receipts[j].cancelled else Receipt(receipts[j], duplicate=True)
     refused = [messages[i].job for i, r in enumerate(receipts) if r.duplicate]
     if refused:
         batch = m.BatchMetrics(namespace=runtime.settings.namespace, service=runtime.settings.service,
@@ -251,9 +268,9 @@ def unreserve(runtime: Runtime, message: JobMessage, receipt: Receipt) -> None:
 
 
 def send_deduplicated(runtime: Runtime, message: JobMessage, mode: Dedupe, hold: float) -> Receipt:
-    """Reserve the key (1 WCU), then send; a refused request sends nothing and returns the holder's receipt."""
+    """Reserve the key (1 WCU), then send; a refused request sends nothing (a holder's receipt, a cancelled key)."""
     receipt = reserve(runtime, [message], [mode], [hold])[0]
-    if receipt.duplicate:
+    if receipt.refused:
         return receipt
     try:
         sent = runtime.send(message)
@@ -286,8 +303,8 @@ def dedupe_many(runtime: Runtime, messages: Sequence[JobMessage],
                 send: Callable[[list[JobMessage]], EnqueueReport]) -> EnqueueReport:
     """``enqueue_many``: deduplicated jobs' keys reserved first (repeats in the list refused too), the rest sent.
 
-    The report's positions are the input's; refused ones are in ``duplicates``. A debounced job's
-    message is refused (``refuse_debounced``).
+    The report's positions are the input's; refused ones are in ``duplicates`` (a request of the key is queued)
+    or ``cancelled`` (the key was cancelled). A debounced job's message is refused (``refuse_debounced``).
     """
     from sqsjobs.enqueue._producer import EnqueueReport
 
@@ -303,7 +320,7 @@ def dedupe_many(runtime: Runtime, messages: Sequence[JobMessage],
     holds = [dedupe_hold(m.source.options, runtime.settings, _due(m, now) - now) for m in chosen
              if m.source is not None]
     receipts = dict(zip(dedup, reserve(runtime, chosen, modes, holds), strict=True))
-    kept = [i for i in range(len(messages)) if i not in receipts or not receipts[i].duplicate]
+    kept = [i for i in range(len(messages)) if i not in receipts or not receipts[i].refused]
     report = send([messages[i] for i in kept])
     for failed in report.failed:  # not sent: the key is given back
         if kept[failed.index] in receipts:
@@ -312,7 +329,8 @@ def dedupe_many(runtime: Runtime, messages: Sequence[JobMessage],
         message_ids={kept[i]: mid for i, mid in report.message_ids.items()},
         failed=tuple(replace(f, index=kept[f.index]) for f in report.failed), calls=report.calls,
         scheduled={kept[i]: s for i, s in report.scheduled.items()},
-        duplicates={i: str(r) for i, r in receipts.items() if r.duplicate})
+        duplicates={i: str(r) for i, r in receipts.items() if r.duplicate},
+        cancelled={i: str(r) for i, r in receipts.items() if r.cancelled})
 
 
 @dataclass(frozen=True, kw_only=True)

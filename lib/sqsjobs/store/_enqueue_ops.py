@@ -37,7 +37,7 @@ class Debounce:
     """A debounced enqueue: the key's latest burst token, due time and one more coalesced request (1 write).
 
     Written whoever holds the lease (a run of the previous burst may be going
-    on); an absent item is created RELEASED, an existing one keeps its state.
+    on); an absent item (or one past its TTL) is created RELEASED, an existing one keeps its state.
     Refused only when the record belongs to another job. ``debounce_base``
     is the running count when a burst starts (``starts_burst``), so the
     burst's size is ``debounce_count - debounce_base``.
@@ -57,7 +57,7 @@ class Debounce:
             Set("updated_at", Param("now")), Set("expires_at", Param("expires_at")),
             SetIfMissing("status", RELEASED), SetIfMissing("outcome", Const("waiting")),
             SetIfMissing("debounce_base", Const(0)),
-            Add("debounce_count", Const(1))), returns="new")
+            Add("debounce_count", Const(1))), replaces_expired=True, returns="new")
 
     def values(self) -> dict[str, Any]:
         return {"job": self.job, "token": self.token, "due": self.due, "now": self.now,
@@ -106,8 +106,10 @@ class Reserve:
     not passed: a lost message blocks the key until then, no longer), and,
     with ``until_done``, while a run holds the key under a live lease. A
     finished record (DONE, or dead-lettered) frees it; for ``until_started``
-    the claim does too (``Stage.claim_data``, worker/_stages.py). An absent item is created RELEASED; an existing one
-    keeps its state. The refusal returns the item, naming the request that holds it.
+    the claim does too (``Stage.claim_data``, worker/_stages.py). An absent item (or one past its TTL) is
+    created RELEASED; an existing one keeps its state. The refusal returns the item, naming the request that
+    holds it. A cancelled key (DONE ``cancelled``, within its TTL) refuses it too: a request of it would only
+    be acknowledged ``cancelled`` (docs/jobs.md "Debounce and dedupe").
     """
 
     key: str
@@ -125,12 +127,14 @@ class Reserve:
         unreserved = Or(Missing("queued_until"), Lt("queued_until", Param("now")), Eq("status", DONE),
                         Eq("outcome", Const("dead_lettered")))
         running = all_of(Eq("status", HELD), Ge("lease_until", Param("now")))
-        condition = Or(ItemMissing(), all_of(mine, unreserved, Not(running) if self.until_done else None))
+        cancelled = all_of(Eq("status", DONE), Eq("outcome", Const("cancelled")), Ge("expires_at", Param("now")))
+        condition = Or(ItemMissing(), all_of(mine, unreserved, Not(cancelled),
+                                             Not(running) if self.until_done else None))
         return Rule(condition=condition, updates=(
             Set("job", Param("job")), Set("queued_id", Param("request")), Set("queued_until", Param("until")),
             Set("queued_mode", Const("until_done" if self.until_done else "until_started")),
             Set("updated_at", Param("now")), Set("expires_at", Param("expires_at")),
-            SetIfMissing("status", RELEASED), SetIfMissing("outcome", Const("queued"))))
+            SetIfMissing("status", RELEASED), SetIfMissing("outcome", Const("queued"))), replaces_expired=True)
 
     def values(self) -> dict[str, Any]:
         return {"job": self.job, "request": self.request, "now": self.now, "until": self.until,
