@@ -74,7 +74,8 @@ def test_rearm_frees_a_completed_key_only_for_a_later_burst(store: LeaseStore) -
     arm(store, "t1")
     store.write(Acquire(key="reindex:7", owner="run", now=NOW, lease_until=NOW + 60, expires_at=NOW + TTL,
                         data={"ran_token": "t1", "outcome": "running"}))
-    store.write(Complete(key="reindex:7", owner="run", expires_at=NOW + TTL, data={"outcome": "succeeded"}))
+    store.write(Complete(key="reindex:7", owner="run", expires_at=NOW + TTL,
+                         data={"outcome": "succeeded", "completed_token": "t1"}))
     assert not store.write(Rearm(key="reindex:7", token="t1", now=NOW)).ok  # the burst that completed
     arm(store, "t2")
     assert not store.write(Rearm(key="reindex:7", token="t1", now=NOW)).ok  # not the latest

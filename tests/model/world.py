@@ -64,6 +64,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from sqsjobs import JobApp, Outcome, PermanentError, TimeLimitExceeded
+from sqsjobs.enqueue._sizes import WORKER_ATTRIBUTE_BYTES
 from sqsjobs.store._lease import LeaseState, Operation
 from sqsjobs.store._lease_ops import Acquire, Amend, Close, Complete, Release, Renew, Transact
 from sqsjobs.testing.events import FakeContext, record_from_message
@@ -80,7 +81,8 @@ FUNCTION_TIMEOUT = 60.0
 VISIBILITY_TIMEOUT = 70
 #: SQS's largest MaximumMessageSize: the queues' and the apps' ``max_message_bytes``
 MAX_MESSAGE_BYTES = 1024 * 1024
-#: job ``big``'s message ``n`` is this many bytes under the limit (body and attributes, as SQS counts them)
+#: job ``big``'s message ``n`` is this many bytes under the largest a producer may send (the limit less what the
+#: worker keeps for its own attributes, enqueue/_sizes.py), body and attributes as SQS counts them
 BIG_SLACK = (0, 40, 400, 4000)
 #: the batch handlers ``batconc`` and ``battime`` stop a call that runs longer (``TimeLimitExceeded``)
 TIME_LIMIT = 5.0
@@ -329,7 +331,8 @@ class World:
         """Job ``big``'s message ``n``: ``BIG_SLACK[n]`` bytes under the limit, as SQS counts them (its enqueue time
         is in its body: measured now)."""
         big = self.apps[app].jobs["big"]
-        return big.message(n=n, pad="x" * (MAX_MESSAGE_BYTES - BIG_SLACK[n] - big.message(n=n, pad="").size()))
+        room = MAX_MESSAGE_BYTES - WORKER_ATTRIBUTE_BYTES - BIG_SLACK[n]
+        return big.message(n=n, pad="x" * (room - big.message(n=n, pad="").size()))
 
     def message(self, app: int, job: str, n: int) -> Any:
         """A message of ``job`` for a group, a chain or a callback (a debounced job's: a request without a token)."""
@@ -667,7 +670,9 @@ class World:
             self.check()
         assert not self.sqs.messages(self.queue), f"{len(self.sqs.messages(self.queue))} messages never settled"
         for letter in self.sqs.messages(self.dlq):
-            if letter.attribute("sqsjobs.reason") is None:
+            # The worker's letters carry their reason, and its evidence says it too (dlq#<the letter's id>): what
+            # every reader goes by (ops/_dlq_evidence.py); a letter too large for attributes has only the evidence.
+            if letter.attribute("sqsjobs.reason") is None and self.store.get(f"dlq#{letter.message_id}") is None:
                 kills = self.ledger.killed_late[letter.message_id]
                 assert kills > BACKSTOP_SLACK, (
                     f"letter {letter.message_id} has no reason the worker wrote ({kills} killed or repeated late "

@@ -102,3 +102,36 @@ def test_another_call_of_a_plain_job_on_one_key_in_one_batch_is_still_a_key_conf
         t.run(email.message(user=1, text="a"), email.message(user=1, text="a" if twice else "b"))
         expected = Outcome.DUPLICATE if twice else Outcome.DEAD_LETTERED
         assert [o.outcome for o in t.outcomes] == [Outcome.SUCCEEDED, expected]
+
+
+def test_a_burst_dead_lettered_then_redriven_after_a_member_completed_the_key_still_runs() -> None:
+    """Found by tests/model: the claim wrote the burst's token as the one that ran, so once a member completed the
+    key, the redriven burst (which never completed) was taken for a duplicate of it."""
+    from sqsjobs import PermanentError
+    from sqsjobs.ops._redrive import redrive
+    from sqsjobs.ops._redrive_options import RedriveOptions
+
+    app = JobApp()
+    ran: list[int] = []
+    broken = [True]
+
+    @app.job("reindex", key="reindex:{pid}", debounce=30)
+    def reindex(pid: int, v: int) -> None:
+        if broken[0] and v == 1:
+            raise PermanentError("index down")
+        ran.append(v)
+
+    with app.testing() as t:
+        reindex.enqueue(pid=1, v=1)
+        t.clock.advance(31)
+        t.drain()
+        assert len(t.dead_letters()) == 1
+        group = app.group()
+        group.add(reindex.message(pid=1, v=2))  # a member completes the key meanwhile
+        group.enqueue()
+        t.drain()
+        broken[0] = False
+        redrive(RedriveOptions(dlq=t.dlq_url, to=t.queue_url, wait_time_seconds=0), sqs_client=t.sqs,
+                clock=t.clock, sleep=t.clock.advance, records=t.store)  # type: ignore[arg-type]
+        t.drain()
+        assert ran == [2, 1] and t.outcomes[-1].outcome is Outcome.SUCCEEDED

@@ -14,12 +14,13 @@ no other delivery holds the key, and no run completed that burst. The
 worker's stage (``enqueue/_debounce_stage.py``) reads the records of a
 batch's debounced deliveries (one ``BatchGetItem``) and acknowledges a
 superseded one (``JobSuperseded``, outcome ``superseded``) with no write; the
-claim itself writes the token it ran for (``ran_token``) and returns the
+claim itself writes the token it runs for (``ran_token``) and returns the
 record as it was, so a token replaced between the read and the claim is
 still caught (``before_run``), atomically. A completed burst leaves the record
-DONE with ``ran_token`` = its token: a copy of it is a duplicate. An enqueue
+DONE with ``completed_token`` = its token (written by its completion, never
+by a claim: worker/_request.py): a copy of it is a duplicate. An enqueue
 after that starts a new burst (a new token); its delivery finds the record
-DONE with ``ran_token`` not its own and re-arms it (``Rearm``: DONE →
+DONE with ``completed_token`` not its own and re-arms it (``Rearm``: DONE →
 RELEASED, only for the latest token, never for a cancelled key), then claims
 it like any delivery. So at most one run per token, runs of one key never
 overlap, and a burst enqueued while a run goes on runs after it. A group's

@@ -69,7 +69,7 @@ class Rearm:
     """A debounced key whose last run completed another request, and this one waits: DONE → RELEASED.
 
     For a burst (``token``): only when ``token`` is the latest and the key's
-    last burst run was not for it (a burst that completed stays DONE: its
+    last completed burst was not it (a burst that completed stays DONE: its
     copies are duplicates). For a request without a token (``request``: a
     member's or a step's number, worker/_request.py): only when the key is
     ``job``'s and that request is not among those it completed
@@ -85,7 +85,7 @@ class Rearm:
     def rule(self) -> Rule:
         completed = all_of(Eq("status", DONE), Eq("outcome", Const("succeeded")))
         if self.token is not None:
-            this = all_of(Eq("debounce_token", Param("token")), Not(Eq("ran_token", Param("token"))))
+            this = all_of(Eq("debounce_token", Param("token")), Not(Eq("completed_token", Param("token"))))
         else:
             this = all_of(Eq("job", Param("job")), Not(Contains("ran_requests", Param("request"))))
         return Rule(condition=all_of(completed, this),

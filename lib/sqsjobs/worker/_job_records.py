@@ -46,7 +46,7 @@ from sqsjobs.enqueue._message import ATTR_RESENDS
 from sqsjobs.store._lease import LeaseItem, LeaseState, LeaseStore, Written
 from sqsjobs.store._lease_ops import Acquire, Annotate, Close, Complete, Release
 from sqsjobs.worker._dead_letters import ATTR_REASON, ATTR_REDRIVE_COUNT
-from sqsjobs.worker._request import RAN_REQUESTS, Request
+from sqsjobs.worker._request import Request
 
 if TYPE_CHECKING:
     from sqsjobs.worker._delivery import Delivery
@@ -214,13 +214,12 @@ def succeeded(key: str, owner: str, *, now: float, expires_at: float, result: st
               request: Request | None = None) -> Complete:
     """The job returned: DONE, with its result (JSON) when the job stores results.
 
-    A debounced job's request without a token is remembered as completed (``worker/_request.py``).
+    A debounced job's request is remembered as completed (``worker/_request.py``).
     """
-    remembered = request.remembered() if request is not None else None
+    fields, numbers = request.completion() if request is not None else ({}, {})
     return Complete(key=key, owner=owner, expires_at=expires_at,
                     data={"outcome": JobState.SUCCEEDED.value, "finished_at": now, "updated_at": now,
-                          "result": result, "last_error": None},
-                    add={RAN_REQUESTS: remembered} if remembered is not None else {})
+                          "result": result, "last_error": None, **fields}, add=numbers)
 
 
 def retrying(key: str, owner: str, *, now: float, expires_at: float, error: BaseException) -> Release:

@@ -17,12 +17,15 @@ of it. Everything that tells copies apart asks here:
 For most jobs the record's fingerprint already holds the rule: another call
 on a key is a ``key_conflict``, so a completed key completed this request. A
 debounced job's requests differ by design (the last enqueue's arguments win),
-so its record remembers which ones completed: ``ran_token``, the burst that
-last ran (bursts are ordered: only the key's latest token may run), and
-``ran_requests``, the requests without a token that completed (a group's
-member, a chain's step, a callback: each runs undebounced, once), as numbers
-of a number set. So a later request of a debounced key is never swallowed by
-an earlier one, whatever batch they share.
+so its record remembers which ones completed, written by the completion
+itself (a claim is no completion: a burst whose run was dead-lettered, then
+another request of the key completed, is still to run, found by tests/model):
+``completed_token``, the burst that last completed (bursts are ordered: only
+the key's latest token may run), and ``ran_requests``, the requests without a
+token that completed (a group's member, a chain's step, a callback: each runs
+undebounced, once), as numbers of a number set. So a later request of a
+debounced key is never swallowed by an earlier one, whatever batch they
+share.
 """
 
 from __future__ import annotations
@@ -36,8 +39,8 @@ if TYPE_CHECKING:
 
 #: the record's number set of the requests without a token that completed (a debounced key)
 RAN_REQUESTS = "ran_requests"
-#: the record's token of the burst that last ran (a debounced key)
-RAN_TOKEN = "ran_token"
+#: the record's token of the burst that last completed (a debounced key)
+COMPLETED_TOKEN = "completed_token"
 #: hex digits of the arguments' digest a request's number keeps: 52 bits, exact in any JSON or DynamoDB number
 NUMBER_DIGITS = 13
 
@@ -83,12 +86,24 @@ class Request:
         if not self.coalesces:
             return True  # the claim compared the fingerprint: a completed key of this job is this call's
         if self.token is not None:
-            return bool(item.get(RAN_TOKEN) == self.token)
+            return bool(item.get(COMPLETED_TOKEN) == self.token)
         return self.number in _numbers(item.get(RAN_REQUESTS))
 
-    def remembered(self) -> int | None:
-        """What its completion adds to ``ran_requests`` (None: the record needs nothing more to know it)."""
-        return self.number if self.coalesces and self.token is None else None
+    def completion(self) -> tuple[dict[str, str], dict[str, int]]:
+        """What its completion writes so the record knows it completed: fields to set, and numbers to add to sets.
+
+        Example:
+            >>> burst = Request(job="reindex", args="ab" * 16, token="t1", coalesces=True)
+            >>> burst.completion()
+            ({'completed_token': 't1'}, {})
+            >>> Request(job="reindex", args="ab" * 16, coalesces=True).completion()
+            ({}, {'ran_requests': 3020060926589626})
+        """
+        if not self.coalesces:
+            return {}, {}
+        if self.token is not None:
+            return {COMPLETED_TOKEN: self.token}, {}
+        return {}, {RAN_REQUESTS: self.number}
 
 
 def _numbers(value: Any) -> frozenset[int]:
