@@ -28,7 +28,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hypothesis import HealthCheck, event, settings
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from model.world import (
@@ -43,6 +43,7 @@ from model.world import (
     GroupBook,
     World,
     fault_matcher,
+    note,
 )
 
 from sqsjobs import ChainError, EnqueueError, GroupError, InvalidArgumentsError, StoreError
@@ -224,6 +225,7 @@ class RuntimeModel(RuleBasedStateMachine):
 
     @rule(kind=st.sampled_from(FAULTS), times=st.sampled_from([1, 2, 50]))
     def store_fault(self, kind: str, times: int) -> None:
+        self.world.store_faults = True
         self.world.store.fail(fault_matcher(kind), times=times)
 
     @precondition(lambda self: bool(self.world.deleted))
@@ -257,7 +259,7 @@ class RuntimeModel(RuleBasedStateMachine):
         w.redriven |= moved
         for letter in moved:
             kinds = w.kinds_of(letters[letter])
-            event(f"redriven: {' + '.join(sorted(kinds - {'redriven'})) or 'a letter redriven before'}")
+            note(f"redriven: {' + '.join(sorted(kinds - {'redriven'})) or 'a letter redriven before'}")
 
     @rule(kind=st.sampled_from(["deb", "bat", "battime"]), n=st.integers(min_value=0, max_value=1), app=apps)
     def dead_letter_then_redrive(self, kind: str, n: int, app: int) -> None:

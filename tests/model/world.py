@@ -119,6 +119,15 @@ class BatItem(TypedDict):
     n: int
 
 
+def note(text: str) -> None:
+    """A hypothesis event (``--hypothesis-show-statistics`` counts them), or nothing when replaying a story by hand."""
+    from hypothesis import event
+    from hypothesis.errors import InvalidArgument
+
+    with contextlib.suppress(InvalidArgument):
+        event(text)
+
+
 class Killed(BaseException):
     """The invocation dies here (a timeout, out of memory): nothing after it runs, nothing is acknowledged."""
 
@@ -190,6 +199,8 @@ class Ledger:
     #: it again after its delete at or past that receive (SQS's redrive then moves it: no worker sees it)
     killed_late: Counter[str] = field(default_factory=Counter)
     starts: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    #: runs that started, per key (job ``deb``: per request, ``deb:<n>@<v>``)
+    started: Counter[str] = field(default_factory=Counter)
     active: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
     cancelled_or_expired: Counter[Outcome] = field(default_factory=Counter)
@@ -237,6 +248,8 @@ class World:
         self.edits = 0
         #: per running invocation (a stack), when Lambda kills it
         self._deadlines: list[float] = []
+        #: a store fault was armed in this story (an unstarted claim may then keep its attempt)
+        self.store_faults = False
         #: the bodies of groups' callbacks (``kinds_of``)
         self.callback_bodies: set[str] = set()
         self.apps = [self._app(version) for version in (1, 2)]
@@ -361,6 +374,7 @@ class World:
         if job in SLOT_JOBS and sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS) >= SLOTS:
             led.violations.append(f"concurrency limit exceeded at {now}")
         led.starts[job].append(now)
+        led.started[key] += 1
         led.active[key] += 1
         try:
             if plan == "kill_before":
@@ -434,9 +448,7 @@ class World:
             except (ConnectionError, PermanentError) as error:
                 failed[index] = error
             except TimeLimitExceeded:
-                from hypothesis import event
-
-                event(f"a batch call ran past its time limit after {len(done)} item(s)")
+                note(f"a batch call ran past its time limit after {len(done)} item(s)")
                 for ran in done:  # their side effects happened; the call ends them as failed
                     led.overrun_after[ran] += 1
                 raise
@@ -555,34 +567,30 @@ class World:
     def _note_kinds(self, taken: list[QueuedMessage]) -> None:
         """Hypothesis's statistics (``--hypothesis-show-statistics``): which kinds of deliveries of one key shared a
         batch (tests/model/README: every kind with every other)."""
-        from hypothesis import event
-
         by_key: dict[str, list[set[str]]] = defaultdict(list)
         for message in taken:
             with contextlib.suppress(ValueError, AttributeError):
                 kinds = self.kinds_of(message)
                 by_key[str(json.loads(message.body).get("key"))].append(kinds)
                 for kind in kinds:
-                    event(f"delivered: {kind}")
+                    note(f"delivered: {kind}")
                 if len(kinds) > 1:
-                    event(f"delivered: {' + '.join(sorted(kinds))}")
+                    note(f"delivered: {' + '.join(sorted(kinds))}")
         for shared in by_key.values():
             for i, first in enumerate(shared):
                 for other in shared[i + 1:]:
                     for a in first:
                         for b in other:
-                            event(f"one key, one batch: {' + '.join(sorted((a, b)))}")
+                            note(f"one key, one batch: {' + '.join(sorted((a, b)))}")
 
     def _note_outcomes(self, app: int, result: Any) -> None:
-        from hypothesis import event
-
         for d in result.deliveries:
             if d.took_over:
-                event(f"a lease taken over (skew {self.skew:+.0f} s, by deploy {app + 1})")
+                note(f"a lease taken over (skew {self.skew:+.0f} s, by deploy {app + 1})")
             if d.job_name == "big" and d.outcome is not None:
-                event(f"at the size limit: {d.outcome.value} ({d.state.value})")
+                note(f"at the size limit: {d.outcome.value} ({d.state.value})")
             if d.outcome is Outcome.DEAD_LETTERED and d.job_name in ("deb", *BATCH_JOBS):
-                event(f"dead-lettered: {'debounced' if d.job_name == 'deb' else 'batch item'}")
+                note(f"dead-lettered: {'debounced' if d.job_name == 'deb' else 'batch item'}")
 
     def _check_superseded(self, d: Any, body: str) -> None:
         token = json.loads(body).get("debounce")
@@ -602,30 +610,45 @@ class World:
             self.ledger.violations.append(f"an enqueue of {key} was refused, but no request of it is queued")
 
     def _check_ack(self, d: Any, body: str) -> None:
-        """An acknowledged delivery ran, or its key was completed, cancelled, or it expired, or is dead-lettered."""
+        """An acknowledged delivery ran, or its key was completed, cancelled, or it expired, or is dead-lettered.
+
+        Side effects count per request for job ``deb`` (its ``v``): a duplicate only of the same request."""
         led = self.ledger
-        if d.outcome is Outcome.DUPLICATE and d.job_name == "deb":  # a duplicate only of the same request
-            v = json.loads(body).get("args", {}).get("v")
-            if not led.effects[f"{d.key}@{v}"] and not item_dead_lettered(self.store.get(d.key), d.message_id):
-                led.violations.append(f"{d.message_id} (deb v={v}) acknowledged as a duplicate of {d.key}, but its "
-                                      "request never ran")
+        v = json.loads(body).get("args", {}).get("v")
+        ran = f"{d.key}@{v}" if d.job_name == "deb" else d.key
+        if d.outcome is Outcome.SUCCEEDED and not led.effects[ran]:  # it ran in this invocation
+            led.violations.append(f"{d.message_id} ({ran}) acknowledged as succeeded, but it never ran")
         if d.outcome is Outcome.DUPLICATE:
             item = self.store.get(d.key)
             owner = item.get("job") if item is not None else None
             if item is not None and owner not in (None, d.job_name):
                 led.violations.append(f"{d.message_id} ({d.job_name}) acknowledged as a duplicate of {owner}'s "
                                       f"record of {d.key}")
-            done = item is not None and item.state is LeaseState.DONE
-            if not done and not item_dead_lettered(item, d.message_id) and not led.effects[d.key]:
-                led.violations.append(f"{d.message_id} acknowledged as a duplicate of {d.key}, which never ran")
+            done = item is not None and item.state is LeaseState.DONE and d.job_name != "deb"
+            if not done and not item_dead_lettered(item, d.message_id) and not led.effects[ran]:
+                led.violations.append(f"{d.message_id} ({ran}) acknowledged as a duplicate, but its request never "
+                                      "ran")
         elif d.outcome is Outcome.CANCELLED:
             item = self.store.get(d.key)
             if item is None or item.get("outcome") != "cancelled":
                 led.violations.append(f"{d.message_id} acknowledged as cancelled, but {d.key} is not")
-        elif d.outcome is Outcome.DEAD_LETTERED and not any(
-                m.attribute("sqsjobs.original_message_id") == d.message_id and m.attribute("sqsjobs.reason")
-                for m in self.sqs.sent_to(self.dlq)):
+        elif d.outcome is Outcome.DEAD_LETTERED and not self._lettered(d.message_id):
             led.violations.append(f"{d.message_id} acknowledged as dead-lettered with no letter in the DLQ")
+        if (d.job_name == "deb" and d.reason is not None and d.reason.value in ("exhausted", "lost")
+                and not led.started[ran] and not self.store_faults and "re-sends" not in str(d.error)):
+            # A debounced key's attempts are each request's own: a request never run cannot have used them up
+            # (unless a store fault kept an unstarted claim's attempt; or it was never started, re-sent).
+            led.violations.append(f"{d.message_id} ({ran}) dead-lettered {d.reason.value}, but it never started")
+
+    def _lettered(self, message_id: str) -> bool:
+        """The DLQ took a letter of ``message_id`` with the worker's reason (its attributes, or its evidence)."""
+        for letter in self.sqs.sent_to(self.dlq):
+            if letter.attribute("sqsjobs.original_message_id") == message_id and letter.attribute("sqsjobs.reason"):
+                return True
+            evidence = self.store.get(f"dlq#{letter.message_id}")
+            if evidence is not None and evidence.get("original_message_id") == message_id:
+                return True
+        return False
 
     # ------------------------------------------------------------ the checks
     def check(self) -> None:

@@ -319,3 +319,23 @@ def test_an_enqueue_of_a_cancelled_key_sends_nothing_and_its_receipt_says_so(mod
         assert not fresh.refused and fresh.message_id
         t.drain()
         assert ran == [3, 1]
+
+
+def test_a_key_runs_more_bursts_than_max_attempts_each_with_fresh_attempts() -> None:
+    """Found while tracing a story of tests/model: the key's attempt counter ran on across bursts, so with
+    max_attempts=3 its 4th burst was dead-lettered "exhausted" without running."""
+    app = JobApp(max_attempts=3)
+    ran: list[int] = []
+
+    @app.job("reindex", key="reindex:{product_id}", debounce=30)
+    def reindex(product_id: int, v: int) -> None:
+        ran.append(v)
+
+    with app.testing() as t:
+        for v in range(7):
+            reindex.enqueue(product_id=1, v=v)
+            t.clock.advance(31)
+            t.drain()
+        assert ran == list(range(7)) and t.count(Outcome.SUCCEEDED) == 7
+        status = app.status("reindex:1")
+        assert status is not None and status.attempts == 7  # every run is still counted

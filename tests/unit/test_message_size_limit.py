@@ -214,3 +214,17 @@ def test_a_letter_at_its_queues_limit_goes_without_attributes_and_its_evidence_s
         assert message.attribute(ATTR_REASON) is None
         (letter,) = t.dead_letters()
         assert letter.reason == "permanent"  # read from its evidence (dlq#<its id>)
+
+
+def test_a_member_or_step_too_large_to_send_with_its_place_is_refused_when_added() -> None:
+    """Found by tests/model: the group took it, wrote its records, then could never send it ("call enqueue()
+    again")."""
+    app = JobApp(max_message_bytes=MIB)
+    render = declare(app)
+    with app.testing() as t:
+        largest = at_most(render, MIB)  # fine alone; its place in a group or chain makes it too large
+        t.run(largest)  # type: ignore[arg-type]
+        with pytest.raises(MessageTooLargeError):
+            app.group().add(largest)  # type: ignore[arg-type]
+        with pytest.raises(MessageTooLargeError):
+            app.chain(largest, render.message(page=2, html=""))  # type: ignore[arg-type, attr-defined]

@@ -102,7 +102,8 @@ class DebounceStage(Stage):
                 rearmed.add(d.key)
                 written = self.store.write(Rearm(key=d.key, now=self.clock(), token=token,
                                                  request=None if token is not None else request.number,
-                                                 job=None if token is not None else request.job))
+                                                 job=None if token is not None else request.job,
+                                                 spent=item.attempts))
                 if written.error is not None:  # refused is fine: another copy re-armed it, or it ran
                     unarmed.add(d.key)
                     batch.conclude(d, Ending.STORE_FAILED,

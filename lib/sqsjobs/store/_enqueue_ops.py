@@ -73,7 +73,10 @@ class Rearm:
     copies are duplicates). For a request without a token (``request``: a
     member's or a step's number, worker/_request.py): only when the key is
     ``job``'s and that request is not among those it completed
-    (``ran_requests``). Never for a cancelled key.
+    (``ran_requests``). Never for a cancelled key. The new request starts
+    with fresh attempts: ``spent`` (the record's ``attempts`` as read) become
+    ``spent_attempts``, as a redrive's do (else every ``max_attempts + 1``-th
+    burst of a key was dead-lettered unrun, found by tests/model).
     """
 
     key: str
@@ -81,6 +84,7 @@ class Rearm:
     token: str | None = None
     request: int | None = None
     job: str | None = None
+    spent: int = 0
 
     def rule(self) -> Rule:
         completed = all_of(Eq("status", DONE), Eq("outcome", Const("succeeded")))
@@ -90,12 +94,12 @@ class Rearm:
             this = all_of(Eq("job", Param("job")), Not(Contains("ran_requests", Param("request"))))
         return Rule(condition=all_of(completed, this),
                     updates=(Set("status", RELEASED), Set("outcome", Const("waiting")),
-                             Set("updated_at", Param("now"))), returns="new")
+                             Set("updated_at", Param("now")), Set("spent_attempts", Param("spent"))), returns="new")
 
     def values(self) -> dict[str, Any]:
         if self.token is not None:
-            return {"token": self.token, "now": self.now}
-        return {"request": self.request, "job": self.job, "now": self.now}
+            return {"token": self.token, "now": self.now, "spent": self.spent}
+        return {"request": self.request, "job": self.job, "now": self.now, "spent": self.spent}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -94,7 +94,10 @@ class Acquire:
     stored fingerprint of the same version that differs refuses the acquire
     (the key belongs to other work). ``not_for_message`` refuses an item that
     was dead-lettered as that message (a redelivery after a lost acknowledgement).
-    ``count_attempt`` adds one to ``attempts``. The result's ``item`` is what
+    ``count_attempt`` adds one to ``attempts``. ``not_equal`` and
+    ``not_in_set`` refuse an item whose field has that value, or whose number
+    set holds that number (a debounced key that completed this very request:
+    worker/_request.py). The result's ``item`` is what
     was there before (absent or past its TTL: ``None``) or what refused it.
     ``fresh`` is a hint, not part of the rule: the caller expects no item (a
     first delivery), so ``write_batch`` may try an insert first
@@ -113,6 +116,8 @@ class Acquire:
     count_attempt: bool = False
     data: Mapping[str, FieldValue] = field(default_factory=dict)
     fresh: bool = False
+    not_equal: Mapping[str, str] = field(default_factory=dict)
+    not_in_set: Mapping[str, int] = field(default_factory=dict)
 
     def rule(self) -> Rule:
         """Absent, or free and for the same work; then HELD by ``owner``."""
@@ -131,14 +136,18 @@ class Acquire:
             updates += [Set("fingerprint", Param("fingerprint")), Set("fp_version", Param("fp_version"))]
         if self.count_attempt:
             updates.append(Add("attempts", Const(1)))
-        return Rule(condition=Or(ItemMissing(), all_of(free(), same_job, fits, not_dead_lettered_as)),
+        not_done = (*(Not(Eq(name, Param(f"not_{name}"))) for name in sorted(self.not_equal)),
+                    *(Not(Contains(name, Param(f"not_in_{name}"))) for name in sorted(self.not_in_set)))
+        return Rule(condition=Or(ItemMissing(), all_of(free(), same_job, fits, not_dead_lettered_as, *not_done)),
                     updates=tuple(updates), replaces_expired=True, returns="old")
 
     def values(self) -> dict[str, Any]:
         """The values the rule's parameters take."""
         return {**data_values(self.data), "owner": self.owner, "now": self.now, "lease_until": self.lease_until,
                 "expires_at": self.expires_at, "fingerprint": self.fingerprint, "fp_version": self.fp_version,
-                "not_for_message": self.not_for_message, "expect_job": self.job}
+                "not_for_message": self.not_for_message, "expect_job": self.job,
+                **{f"not_{name}": v for name, v in self.not_equal.items()},
+                **{f"not_in_{name}": v for name, v in self.not_in_set.items()}}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -117,8 +117,9 @@ class Claim:
     request: Request | None = None
 
     def operation(self) -> Acquire:
-        """The lease acquire that claims the key."""
-        return Acquire(
+        """The lease acquire that claims the key (refused if the record completed this very request)."""
+        completed, numbers = self.request.completion() if self.request is not None else ({}, {})
+        return Acquire(not_equal=completed, not_in_set=numbers,
             key=self.key, owner=self.owner, now=self.now, lease_until=self.lease_until, expires_at=self.expires_at,
             job=self.job, fingerprint=self.fingerprint, fp_version=self.fp_version, not_for_message=self.message_id,
             count_attempt=True, fresh=self.fresh,
@@ -164,10 +165,16 @@ class ClaimResult:
         if item.fingerprint is not None and item.fingerprint != claim.fingerprint \
                 and item.fp_version == claim.fp_version:
             return cls(key=claim.key, verdict=Verdict.CONFLICT, previous=item)
+        cancelled = item.state is LeaseState.DONE and item.get("outcome") == JobState.CANCELLED.value
+        if cancelled:
+            return cls(key=claim.key, verdict=Verdict.CANCELLED, previous=item)
+        request = claim.request
+        if request is not None and request.coalesces and request.completed_in(item):
+            # A debounced key remembers the requests it completed, whatever it holds now (another request of
+            # it may have failed since, or run): this one is their duplicate.
+            return cls(key=claim.key, verdict=Verdict.DUPLICATE, previous=item)
         if item.state is LeaseState.DONE:
-            if item.get("outcome") == JobState.CANCELLED.value:
-                return cls(key=claim.key, verdict=Verdict.CANCELLED, previous=item)
-            if claim.request is not None and not claim.request.completed_in(item):
+            if request is not None and request.coalesces:
                 return cls(key=claim.key, verdict=Verdict.ANOTHER_REQUEST, previous=item)
             return cls(key=claim.key, verdict=Verdict.DUPLICATE, previous=item)
         return cls(key=claim.key, verdict=Verdict.BUSY, lease_until=item.lease_until, previous=item)

@@ -8,9 +8,11 @@ of it. Everything that tells copies apart asks here:
 
 - two deliveries of one key in a batch (``worker/_consumer.py`` ``_follow``):
   a later one follows the first only when it is the same request;
-- a claim that finds the key completed (``worker/_job_records.py``
-  ``ClaimResult.of``): a duplicate only when the record completed this
-  request (``completed_in``);
+- a claim (``worker/_job_records.py`` ``Claim``): refused, a duplicate, when
+  the record says this request completed (``completed_in``: what its
+  completion wrote, ``completion``), whatever the record's state; a
+  completed key that did not complete it is another request's, and the
+  delivery comes back to claim it once re-armed;
 - the debounce stage (``enqueue/_debounce_stage.py``): a completed key is
   re-armed for a request it has not completed (``rearms``).
 
@@ -32,6 +34,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from sqsjobs.store._item import LeaseState
 
 if TYPE_CHECKING:
     from sqsjobs.store._lease import LeaseItem
@@ -82,9 +86,14 @@ class Request:
         return int(self.args[:NUMBER_DIGITS], 16)
 
     def completed_in(self, item: LeaseItem) -> bool:
-        """Whether the key's completed record completed this request (so a delivery of it is a duplicate)."""
+        """Whether the key's record says this request completed (so a delivery of it is a duplicate).
+
+        For most jobs that is a completed record (the claim compared the fingerprint: a completed key of the
+        job is this call's); a debounced job's record remembers its completed requests whatever its state
+        now: another request of the key may have run, or failed, since.
+        """
         if not self.coalesces:
-            return True  # the claim compared the fingerprint: a completed key of this job is this call's
+            return item.state is LeaseState.DONE
         if self.token is not None:
             return bool(item.get(COMPLETED_TOKEN) == self.token)
         return self.number in _numbers(item.get(RAN_REQUESTS))
