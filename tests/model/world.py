@@ -634,10 +634,12 @@ class World:
                 led.violations.append(f"{d.message_id} acknowledged as cancelled, but {d.key} is not")
         elif d.outcome is Outcome.DEAD_LETTERED and not self._lettered(d.message_id):
             led.violations.append(f"{d.message_id} acknowledged as dead-lettered with no letter in the DLQ")
-        if (d.job_name == "deb" and d.reason is not None and d.reason.value in ("exhausted", "lost")
+        if (d.job_name == "deb" and v not in led.untokened and d.reason is not None
+                and d.reason.value in ("exhausted", "lost")
                 and not led.started[ran] and not self.store_faults and "re-sends" not in str(d.error)):
-            # A debounced key's attempts are each request's own: a request never run cannot have used them up
-            # (unless a store fault kept an unstarted claim's attempt; or it was never started, re-sent).
+            # A debounced key's bursts count their own attempts: one never run cannot have used them up (unless a
+            # store fault kept an unstarted claim's attempt; or it was never started, re-sent). A member or a
+            # step shares its key's attempts with a request of the key still retrying.
             led.violations.append(f"{d.message_id} ({ran}) dead-lettered {d.reason.value}, but it never started")
 
     def _lettered(self, message_id: str) -> bool:

@@ -339,3 +339,26 @@ def test_a_key_runs_more_bursts_than_max_attempts_each_with_fresh_attempts() -> 
         assert ran == list(range(7)) and t.count(Outcome.SUCCEEDED) == 7
         status = app.status("reindex:1")
         assert status is not None and status.attempts == 7  # every run is still counted
+
+
+def test_a_burst_enqueued_while_an_earlier_one_keeps_failing_gets_its_own_attempts() -> None:
+    """Found by tests/model: the new burst inherited the superseded burst's attempts (2 of 3 here), so its first
+    failure was its last."""
+    app = JobApp(max_attempts=3)
+    tries: list[int] = []
+
+    @app.job("reindex", key="reindex:{product_id}", debounce=30)
+    def reindex(product_id: int, v: int) -> None:
+        tries.append(v)
+        if v == 1 or tries.count(2) < 3:
+            raise ConnectionError("index busy")
+
+    with app.testing() as t:
+        reindex.enqueue(product_id=1, v=1)
+        t.clock.advance(31)
+        for _ in range(2):  # two failed attempts of burst 1
+            t.run(t.sqs.messages(t.queue_url)[0].body)
+        reindex.enqueue(product_id=1, v=2)
+        t.drain()
+        assert tries == [1, 1, 2, 2, 2]  # burst 2 ran 3 times: its own attempts
+        assert t.outcomes[-1].outcome is Outcome.SUCCEEDED and not t.dead_letters()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import RetryableError, StoreError
 from sqsjobs.enqueue._debounce import Dedupe
-from sqsjobs.store._enqueue_ops import Rearm
+from sqsjobs.store._enqueue_ops import FreshAttempts, Rearm
 from sqsjobs.store._lease import LeaseState
 from sqsjobs.worker._decision import Ending, Facts
 from sqsjobs.worker._delivery import State
@@ -108,6 +108,15 @@ class DebounceStage(Stage):
                     unarmed.add(d.key)
                     batch.conclude(d, Ending.STORE_FAILED,
                                    error=RetryableError(f"idempotency store unavailable: {written.error}"))
+                continue
+            superseded = item.get("ran_token")
+            if (token is not None and item.state is LeaseState.RELEASED and superseded not in (None, token)
+                    and item.attempts > int(item.get("spent_attempts") or 0) and d.key not in rearmed):
+                # The latest burst takes over from a superseded one: that one's attempts are spent, not this one's
+                # (refused is fine: the record moved on since the read, and the claim reads it again).
+                rearmed.add(d.key)
+                self.store.write(FreshAttempts(key=d.key, token=token, superseded=str(superseded),
+                                               attempts=item.attempts, now=self.clock()))
 
     def claim_data(self, d: Delivery) -> Mapping[str, Any]:
         token = token_of(d)

@@ -103,6 +103,31 @@ class Rearm:
 
 
 @dataclass(frozen=True, kw_only=True)
+class FreshAttempts:
+    """A debounced key's latest burst (``token``) takes a record whose attempts a superseded burst spent.
+
+    The superseded burst never runs again, so its attempts are spent (``spent_attempts``), as a dead letter's
+    are: else a burst enqueued while an earlier one kept failing inherited its used-up attempts and was
+    dead-lettered unrun (found by tests/model). Only while the record is as read: released, ``token`` the
+    latest, ``superseded`` its last claim's, ``attempts`` unchanged.
+    """
+
+    key: str
+    token: str
+    superseded: str
+    attempts: int
+    now: float
+
+    def rule(self) -> Rule:
+        return Rule(condition=all_of(Eq("status", RELEASED), Eq("debounce_token", Param("token")),
+                                     Eq("ran_token", Param("superseded")), Eq("attempts", Param("attempts"))),
+                    updates=(Set("spent_attempts", Param("attempts")), Set("updated_at", Param("now"))))
+
+    def values(self) -> dict[str, Any]:
+        return {"token": self.token, "superseded": self.superseded, "attempts": self.attempts, "now": self.now}
+
+
+@dataclass(frozen=True, kw_only=True)
 class Reserve:
     """A deduplicated enqueue takes its key (1 write), unless a request of it is queued or running.
 
