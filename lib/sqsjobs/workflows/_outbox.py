@@ -312,9 +312,12 @@ class Transaction:
     def _outbox_table(self) -> str:
         table = self.outbox_table or self.runtime.settings.outbox_table
         if not table:
+            from sqsjobs._env_names import did_you_mean
+            from sqsjobs._settings import ENV_OUTBOX_TABLE
+
             raise ConfigurationError(
-                "the outbox table is not set: pass outbox_table= to JobApp or set SQSJOBS_OUTBOX_TABLE "
-                "(the template's OutboxTable)"
+                f"the outbox table is not set: pass outbox_table= to JobApp or set {ENV_OUTBOX_TABLE} "
+                f"(the template's OutboxTable){did_you_mean(ENV_OUTBOX_TABLE)}"
             )
         return table
 
