@@ -3,10 +3,11 @@
 ``SQSJOBS_QUEUE`` or ``SQSJOBS_TABLE_NAME`` exported instead of
 ``SQSJOBS_QUEUE_URL`` or ``SQSJOBS_TABLE`` reads as nothing set: the error that
 follows names the variable to set, and :func:`did_you_mean` adds the one that
-was set instead. The names themselves are constants of ``sqsjobs._settings``
-(``ENV_*``); :data:`VARIABLES` is the list of those a user or a template sets,
-read here by every "is not set" message and by ``sqsjobs check``
-(:mod:`sqsjobs.validation.environment`) for a template's functions.
+was set instead. :data:`VARIABLES` is the list every "is not set" message reads,
+and ``sqsjobs check`` (:mod:`sqsjobs.validation.environment`) for a template's
+functions. Code names a variable by its constant in ``sqsjobs._settings``
+(``ENV_*``), which calls this module: so it imports nothing of sqsjobs, and
+tests/unit/test_env_names.py fails when a constant there is not listed here.
 
 It reads the environment only when an error is being written: never on a
 batch's path.
@@ -19,14 +20,15 @@ import os
 from collections.abc import Mapping
 from typing import Final
 
-from sqsjobs import _settings as s
-
-#: every variable sqsjobs reads from its environment (named queues are ``SQSJOBS_QUEUE_URL_<NAME>``, any name)
+#: every variable sqsjobs reads from its environment, AWS's own aside
 VARIABLES: Final = (
-    s.ENV_QUEUE_URL, s.ENV_DLQ_URL, s.ENV_TABLE, s.ENV_OUTBOX_TABLE, s.ENV_MAX_ATTEMPTS, s.ENV_FUNCTION_TIMEOUT,
-    s.ENV_RECORD_TTL, s.ENV_MAX_MESSAGE_BYTES, s.ENV_SCHEDULE_GROUP, s.ENV_SCHEDULER_ROLE_ARN, s.ENV_CONSOLE_TOKEN,
-    s.ENV_APP, s.ENV_SERVICE, s.ENV_NAMESPACE, s.ENV_LOG_LEVEL,
+    "SQSJOBS_QUEUE_URL", "SQSJOBS_DLQ_URL", "SQSJOBS_TABLE", "SQSJOBS_OUTBOX_TABLE", "SQSJOBS_MAX_ATTEMPTS",
+    "SQSJOBS_FUNCTION_TIMEOUT", "SQSJOBS_RECORD_TTL_SECONDS", "SQSJOBS_MAX_MESSAGE_BYTES", "SQSJOBS_SCHEDULE_GROUP",
+    "SQSJOBS_SCHEDULER_ROLE_ARN", "SQSJOBS_CONSOLE_TOKEN", "SQSJOBS_APP",
+    "POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL",
 )
+#: a named queue's URL: ``SQSJOBS_QUEUE_URL_<NAME>``, whatever the name
+NAMED_QUEUE_PREFIX: Final = "SQSJOBS_QUEUE_URL_"
 #: how close a name must be to count as a misspelling (difflib's ratio: SQSJOBS_TABLE_NAME/SQSJOBS_TABLE is 0.84)
 CLOSE: Final = 0.8
 
@@ -46,7 +48,7 @@ def did_you_mean(*variables: str, environ: Mapping[str, str] | None = None) -> s
         ''
     """
     env = os.environ if environ is None else environ
-    unread = [name for name in env if name not in VARIABLES and not name.startswith(s.ENV_QUEUE_URL_PREFIX)]
+    unread = [name for name in env if name not in VARIABLES and not name.startswith(NAMED_QUEUE_PREFIX)]
     hints = []
     for variable in variables:
         if env.get(variable):

@@ -18,6 +18,7 @@ def test_every_variable_the_settings_name_is_on_the_one_list() -> None:
              and value != _settings.ENV_QUEUE_URL_PREFIX}
     assert {"SQSJOBS_QUEUE_URL", "SQSJOBS_TABLE", "POWERTOOLS_SERVICE_NAME"} <= named
     assert named == set(_env_names.VARIABLES)
+    assert _env_names.NAMED_QUEUE_PREFIX == _settings.ENV_QUEUE_URL_PREFIX
     assert known_variables() == {name for name in named if name.startswith("SQSJOBS_")}  # sqsjobs check's list
 
 
