@@ -277,6 +277,19 @@ class RuntimeModel(RuleBasedStateMachine):
         if w.sqs.messages(w.dlq):
             self.redrive_dlq()
 
+    @rule(job=st.sampled_from(PLAIN_JOBS), n=keys, app=apps)
+    def back_to_its_backstop(self, job: str, n: int, app: int) -> None:
+        """A message (one at the queue's size limit among them) that keeps coming back unstarted (no time left in
+        its invocations) until its backstop receive, where the worker re-sends it rather than let SQS move it."""
+        w = self.world
+        try:
+            w.apps[app].enqueue(w.message(app, job, n))
+        except (EnqueueError, StoreError):
+            return
+        for _ in range(MAX_ATTEMPTS + 1):
+            w.deliver(app=app, size=10, remaining_ms=3_000)
+            w.check()
+
     # ------------------------------------------------------------ checks
     @invariant()
     def holds(self) -> None:
