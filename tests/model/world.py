@@ -55,6 +55,7 @@ Clock skew between the deploys is bounded by the lease margin (5 s,
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import random
 from collections import Counter, defaultdict
@@ -542,7 +543,7 @@ class World:
 
     def kinds_of(self, message: QueuedMessage) -> set[str]:
         """Which paths a delivered message came by (a re-sent member is both)."""
-        body = json.loads(message.body)
+        body = parsed(message.body)
         kinds = set()
         if body.get("debounce") is not None:
             kinds.add("debounced")
@@ -571,7 +572,7 @@ class World:
         for message in taken:
             with contextlib.suppress(ValueError, AttributeError):
                 kinds = self.kinds_of(message)
-                by_key[str(json.loads(message.body).get("key"))].append(kinds)
+                by_key[str(parsed(message.body).get("key"))].append(kinds)
                 for kind in kinds:
                     note(f"delivered: {kind}")
                 if len(kinds) > 1:
@@ -593,7 +594,7 @@ class World:
                 note(f"dead-lettered: {'debounced' if d.job_name == 'deb' else 'batch item'}")
 
     def _check_superseded(self, d: Any, body: str) -> None:
-        token = json.loads(body).get("debounce")
+        token = parsed(body).get("debounce")
         item = self.store.get(d.key)
         if token is None or item is None or item.get("debounce_token") == token:
             self.ledger.violations.append(f"{d.message_id} acknowledged as superseded, but its token {token} is "
@@ -602,8 +603,8 @@ class World:
     def refused(self, job: str, key: str) -> None:
         """A deduplicated enqueue was refused: a request of its key must be queued (or, for dd, running)."""
         self.ledger.deduplicated += 1
-        in_queue = any(json.loads(m.body).get("key") == key for m in self.sqs.messages(self.queue))
-        in_dlq = any(json.loads(m.body).get("key") == key for m in self.sqs.messages(self.dlq))
+        in_queue = any(parsed(m.body).get("key") == key for m in self.sqs.messages(self.queue))
+        in_dlq = any(parsed(m.body).get("key") == key for m in self.sqs.messages(self.dlq))
         item = self.store.get(key)
         running = job == "dd" and item is not None and item.held_live(self.clock())
         if not (in_queue or in_dlq or running):
@@ -614,7 +615,7 @@ class World:
 
         Side effects count per request for job ``deb`` (its ``v``): a duplicate only of the same request."""
         led = self.ledger
-        v = json.loads(body).get("args", {}).get("v")
+        v = parsed(body).get("args", {}).get("v")
         ran = f"{d.key}@{v}" if d.job_name == "deb" else d.key
         if d.outcome is Outcome.SUCCEEDED and not led.effects[ran]:  # it ran in this invocation
             led.violations.append(f"{d.message_id} ({ran}) acknowledged as succeeded, but it never ran")
@@ -702,13 +703,13 @@ class World:
                 assert kills > BACKSTOP_SLACK, (
                     f"letter {letter.message_id} has no reason the worker wrote ({kills} killed or repeated late "
                     "receives)")
-        letters = [json.loads(m.body) for m in self.sqs.messages(self.dlq)]
+        letters = [parsed(m.body) for m in self.sqs.messages(self.dlq)]
         for key, v in self.ledger.last_burst.items():
             lettered = any(b.get("args", {}).get("v") == v and b.get("key") == key for b in letters)
             assert self.ledger.effects[f"{key}@{v}"] >= 1 or lettered, (
                 f"{key}'s last burst (v={v}) never ran and is not in the DLQ")
         for sent in self.sqs.sent_to(self.queue):  # a request without a token (a member, a step) runs undebounced
-            body = json.loads(sent.body)
+            body = parsed(sent.body)
             if body.get("job") != "deb" or body.get("debounce") is not None:
                 continue
             v, key = body["args"]["v"], body["key"]
@@ -717,7 +718,7 @@ class World:
                 f"{key}'s request v={v} (no token: a member, a step or a callback) never ran and is not in the DLQ")
         # A letter SQS's redrive moved after a kill at its backstop receive was never seen by a worker: its group
         # waits, running, until an operator redrives it (docs/runbook.md); such a group is checked only for that.
-        moved_by_sqs = {(json.loads(m.body).get("member_of") or {}).get("group") for m in self.sqs.messages(self.dlq)
+        moved_by_sqs = {(parsed(m.body).get("member_of") or {}).get("group") for m in self.sqs.messages(self.dlq)
                         if m.attribute("sqsjobs.reason") is None and self.ledger.killed_late[m.message_id]}
         for book in self.groups:
             status = self.apps[1].group_status(book.id)
@@ -734,6 +735,13 @@ class World:
             assert book.runs["complete"] >= 1, (book.id, dict(book.runs), status)
             wanted = "success" in book.callbacks and status.state == "succeeded"
             assert bool(book.runs["success"]) == wanted, (book.id, dict(book.runs), status)
+
+
+@functools.lru_cache(maxsize=4096)
+def parsed(body: str) -> dict[str, Any]:
+    """A message's body as JSON, parsed once (job ``big``'s are a mebibyte; the model reads each many times)."""
+    value = json.loads(body)
+    return value if isinstance(value, dict) else {}
 
 
 def item_dead_lettered(item: Any, message_id: str) -> bool:
@@ -757,6 +765,6 @@ def emitted_counts(lines: list[str]) -> Counter[str]:
 
 def message_key(message: QueuedMessage) -> str | None:
     try:
-        return str(json.loads(message.body).get("key"))
+        return str(parsed(message.body).get("key"))
     except ValueError:
         return None
