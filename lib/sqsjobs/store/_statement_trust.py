@@ -171,6 +171,8 @@ class StatementTrust:
                  clock: Callable[[], float] = time.time) -> None:
         #: weak: the shared registry keys on the client, and a strong reference here would keep it alive
         self._client = weakref.ref(client)
+        #: where the client sends its requests (said in the warning)
+        self.endpoint = str(getattr(getattr(client, "meta", None), "endpoint_url", "") or "")
         self.table = table
         self.clock = clock
         self.state = Trust.UNKNOWN if trusted is None else Trust.TRUSTED if trusted else Trust.UNTRUSTED
@@ -214,16 +216,15 @@ class StatementTrust:
             if self.state is Trust.UNTRUSTED:
                 return
             self.state, self.reason = Trust.UNTRUSTED, why
-        endpoint = str(getattr(getattr(self.client, "meta", None), "endpoint_url", "") or "")
         with _warned_lock:
-            if (endpoint, self.table) in _warned:
+            if (self.endpoint, self.table) in _warned:
                 return
-            _warned.add((endpoint, self.table))
+            _warned.add((self.endpoint, self.table))
         advice = GRANT if "AccessDenied" in why else ON_MOTO
         log.warning("DynamoDB BatchExecuteStatement on table %r at %s does not answer as DynamoDB documents (%s): "
                     "each job record is written with its own conditional request instead (the same guarantees, "
                     "one request a record instead of one a batch); %s",
-                    self.table, endpoint or "the default endpoint", why, advice)
+                    self.table, self.endpoint or "the default endpoint", why, advice)
 
     # ------------------------------------------------------------------ the probe
     def _probe(self) -> None:
