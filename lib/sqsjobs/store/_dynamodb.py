@@ -148,10 +148,18 @@ class DynamoDBStore(ConcurrentStore):
         self.table_name = table_name
         self.random = random
         self.sleep = sleep
-        #: whether this table's BatchExecuteStatement may carry the batch's writes
-        self.statements = StatementTrust.of(client, table_name, trusted=statements)
+        self._trusted = statements
+        self._trust: StatementTrust | None = None
         self._prepared: dict[Rule, Prepared] = {}
         self._shapes: dict[Rule, s.UpdateShape] = {}
+
+    @property
+    def statements(self) -> StatementTrust:
+        """Whether this table's ``BatchExecuteStatement`` may carry a batch's writes (shared per client)."""
+        trust = self._trust
+        if trust is None or not trust.serves(self.client):
+            trust = self._trust = StatementTrust.of(self.client, self.table_name, trusted=self._trusted)
+        return trust
 
     def get(self, key: str) -> LeaseItem | None:
         with dynamodb_errors("GetItem", self.table_name):

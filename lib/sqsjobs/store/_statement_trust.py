@@ -190,6 +190,10 @@ class StatementTrust:
             raise ReferenceError("the client of this StatementTrust is gone")
         return client
 
+    def serves(self, client: DynamoDBClient) -> bool:
+        """Whether this is the trust of ``client``."""
+        return self._client() is client
+
     @classmethod
     def of(cls, client: DynamoDBClient, table: str, *, trusted: bool | None = None) -> StatementTrust:
         """The trust shared by every store on ``client`` and ``table``; one of its own when ``trusted`` decides."""
