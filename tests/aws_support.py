@@ -35,12 +35,12 @@ def create_table(dynamodb: Any, name: str) -> None:
     dynamodb.update_time_to_live(
         TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"}
     )
-    trust_statements(dynamodb, name)
 
 
 def trust_statements(dynamodb: Any, table: str) -> None:
     """Send the store's probe now (store/_statement_trust.py), so a test counting a batch's calls on this
-    client counts the batch's own; what the probe costs is tested in tests/integration/test_statement_trust.py."""
+    client counts the batch's own; what the probe costs is tested in tests/integration/test_statement_trust.py.
+    It leaves its witness item (``sqsjobs#partiql``) in ``table``: only idempotency tables get one."""
     from sqsjobs.store._statement_trust import StatementTrust
 
     assert StatementTrust.of(dynamodb, table).allows(), "the statement emulation did not pass the store's probe"
