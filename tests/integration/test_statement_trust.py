@@ -338,3 +338,18 @@ def test_the_emulation_keeps_the_guarantees_too(make_app: Any, clock: Any) -> No
         "receipt:11", "receipt:12", "receipt:11=duplicate", "receipt:12=succeeded"]
     lost, _, taken_over = stale_completions(make_app, clock, fresh_client(), orders=(13, 14, 15))
     assert len(taken_over) == 3 and lost == 3
+
+
+def test_moto_partiql_answers_the_statements_for_its_block_only(aws: Any) -> None:
+    from sqsjobs.local import moto_partiql as emulation
+
+    with stock_moto():
+        before = fresh_client()
+        assert not StatementTrust.of(before, aws.table).allows()
+        with moto_partiql():
+            assert emulation.installed()
+            inside = fresh_client()
+            assert StatementTrust.of(inside, aws.table).allows()
+        assert not emulation.installed()  # put back: the next client meets moto's own PartiQL again
+        after = fresh_client()
+        assert not StatementTrust.of(after, aws.table).allows()

@@ -81,8 +81,9 @@ PASSING_STATEMENT_ERRORS = frozenset({
 #: what the warning says to do when the endpoint refused PartiQL itself
 GRANT = "grant dynamodb:PartiQLInsert and dynamodb:PartiQLUpdate on the table to batch them again"
 #: what the warning says to do otherwise
-ON_MOTO = ("with moto this is expected and needs nothing; under in-process mock_aws, "
-           "sqsjobs.testing.moto_partiql() keeps the batched path (docs/testing.md, 'Testing with moto')")
+ON_MOTO = ("on moto this is expected and needs nothing (under in-process mock_aws, "
+           "sqsjobs.testing.moto_partiql() keeps the batched path: docs/testing.md, 'Testing with moto'); "
+           "on AWS it is a bug of sqsjobs' statements: please report it")
 
 log = logging.getLogger("sqsjobs.store")
 _warned: set[tuple[str, str]] = set()

@@ -31,22 +31,28 @@ PLUGIN_MODULES = {"sqsjobs.local", "sqsjobs.local.errors", "sqsjobs.local.pytest
 
 
 # ---------------------------------------------------------------- stock moto, checked
-def assert_stock() -> None:
+def assert_stock(*, nothing_imported: bool = True) -> None:
     from moto.dynamodb.models import DynamoDBBackend
 
     method = DynamoDBBackend.batch_execute_statement
     assert method.__module__ == "moto.dynamodb.models" and not hasattr(method, "moto_original"), method
     loaded = {name for name in sys.modules if name == "sqsjobs.local" or name.startswith("sqsjobs.local.")}
-    assert loaded <= PLUGIN_MODULES, sorted(loaded - PLUGIN_MODULES)
+    assert loaded <= PLUGIN_MODULES or not nothing_imported, sorted(loaded - PLUGIN_MODULES)
 
 
 @pytest.fixture(autouse=True)
-def stock(pytestconfig: pytest.Config) -> Iterator[None]:
+def stock(pytestconfig: pytest.Config, request: pytest.FixtureRequest) -> Iterator[None]:
+    """moto unpatched and nothing of the local cloud imported, before and after each test.
+
+    A test that opts in to the statement emulation (the ``sqsjobs_moto_partiql`` fixture) has it imported;
+    those come last in their module, and moto must be unpatched again after them.
+    """
+    stock_test = "sqsjobs_moto_partiql" not in request.fixturenames
     assert pytestconfig.pluginmanager.has_plugin("sqsjobs")  # the entry points are loaded...
     assert pytestconfig.pluginmanager.has_plugin("sqsjobs-testing")
-    assert_stock()  # ...and install nothing
+    assert_stock(nothing_imported=stock_test)  # ...and install nothing
     yield
-    assert_stock()  # nor does the worker, whatever it met
+    assert_stock(nothing_imported=stock_test)  # nor does the worker, whatever it met
 
 
 # ---------------------------------------------------------------- template.yaml, as a user reads it

@@ -94,3 +94,20 @@ def test_a_stale_owner_s_completions_are_refused(cloud: Any) -> None:
     for order in (10, 11, 12):
         status = shop.app.status(f"receipt:{order}")
         assert status is not None and status.state == "succeeded"
+
+
+@pytest.mark.parametrize("endpoint", ["mock_aws", "ThreadedMotoServer"], indirect=True)
+@pytest.mark.usefixtures("sqsjobs_moto_partiql")
+def test_moto_partiql_keeps_the_batched_path_where_moto_runs_in_this_process(cloud: Any,
+                                                                              caplog: pytest.LogCaptureFixture) -> None:
+    # Opt in (the package's fixture): moto answers sqsjobs' statements as DynamoDB documents, for this test.
+    caplog.set_level(logging.WARNING)
+    calls: list[str] = []
+    cloud.dynamodb.meta.events.register("after-call.dynamodb.*", lambda model, **_: calls.append(model.name))
+    for order in (20, 21, 22):
+        shop.send_receipt.enqueue(order_id=order)
+    assert worker.handler(cloud.event(cloud.receive()), None) == {"batchItemFailures": []}
+    assert sorted(shop.sent) == [20, 21, 22]
+    # The probe (twice: the table's first), then one call for the claims and one for the completions.
+    assert calls == ["BatchExecuteStatement"] * 4
+    assert not [r for r in caplog.records if "BatchExecuteStatement" in r.getMessage()]
