@@ -18,8 +18,9 @@ correct answer is a refusal, built by the same renderers as the real
 statements (``_statements.bind_insert`` and ``update_shape``):
 
 - the ``INSERT`` a first delivery's claim sends, of the witness item
-  ``sqsjobs#partiql`` (a reserved key: no job can claim it): once the witness
-  exists DynamoDB answers ``DuplicateItem`` and writes nothing;
+  ``sqsjobs#partiql`` (a reserved key: no job can claim it; a lease that
+  ended at 0, so never a live run): once the witness exists DynamoDB answers
+  ``DuplicateItem`` and writes nothing;
 - the ``UPDATE`` a stale owner's completion sends, on the witness: its fence
   (owner and status) does not hold, so ``ConditionalCheckFailed`` with the
   witness as ``Error.Item`` (``ALL_OLD``).
@@ -234,7 +235,8 @@ class StatementTrust:
     # ------------------------------------------------------------------ the probe
     def _probe(self) -> None:
         now = self.clock()
-        insert = s.bind_insert(Acquire(key=WITNESS, owner=WITNESS_OWNER, now=now, lease_until=now,
+        # A lease that ended in 1970: whatever clock a reader keeps, the witness is never a live run.
+        insert = s.bind_insert(Acquire(key=WITNESS, owner=WITNESS_OWNER, now=0.0, lease_until=0.0,
                                        expires_at=now + WITNESS_TTL, fresh=True), self.table)
         stale = Complete(key=WITNESS, owner=f"sqsjobs-probe-{uuid.uuid4().hex}", expires_at=now + WITNESS_TTL)
         update = s.bind_update(s.update_shape(stale.rule(), self.table), WITNESS, stale.values())
