@@ -140,7 +140,6 @@ class DynamoDBStore(ConcurrentStore):
         self.random = random
         self.sleep = sleep
         self._prepared: dict[Rule, Prepared] = {}
-        self._shapes: dict[Rule, s.UpdateShape] = {}
 
     def get(self, key: str) -> LeaseItem | None:
         with dynamodb_errors("GetItem", self.table_name):
@@ -271,18 +270,7 @@ class DynamoDBStore(ConcurrentStore):
 
     def _statements(self, ops: Sequence[Operation], chunk: Sequence[int]) -> list[tuple[int, Written | None]]:
         """One ``BatchExecuteStatement`` of ``ops[chunk]``: each answer, or None where the single request decides."""
-        requests = []
-        for index in chunk:
-            op = ops[index]
-            if isinstance(op, Acquire):
-                requests.append(s.bind_insert(op, self.table_name))
-            else:
-                assert not isinstance(op, Transact)
-                rule = op.rule()
-                shape = self._shapes.get(rule)
-                if shape is None:
-                    shape = self._shapes[rule] = s.update_shape(rule, self.table_name)
-                requests.append(s.bind_update(shape, op.key, op.values()))
+        requests = [s.bind(ops[index], self.table_name) for index in chunk]
         try:
             with dynamodb_errors("BatchExecuteStatement", self.table_name):
                 response = self.client.batch_execute_statement(Statements=requests)  # type: ignore[arg-type]
