@@ -209,9 +209,9 @@ def render(r: Results) -> str:
         add("its statements: each rendered once per shape and bound per call, an UPDATE's values and an INSERT's "
             f"item serialized as the pynamodb model does without a model per message ({pyn.median if pyn else 0:.0f} "
             "µs a message); its EMF lines are")
-        add("written directly, once per batch. The rest is the thread pool that makes a batch's claims one round")
-        add("trip (on one core its hand-offs cost CPU), decoding and logging. The calls-per-batch row says what")
-        add("this run sent.")
+        add("written directly, once per batch; a batch that is one request is sent from the calling thread (a")
+        add("pool's hand-off costs a vCPU more than the call it would hide). The rest is botocore serializing the")
+        add("statements' parameters, decoding and logging. The calls-per-batch row says what this run sent.")
         add("")
     add("Note 4: how the moto server's CPU is kept out of the client's figure. The client is a process of its")
     add(f"own (`bench/http_client.py`) pinned to core {http.client_core} before it starts (`os.sched_setaffinity` in "

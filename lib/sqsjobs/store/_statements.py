@@ -169,7 +169,7 @@ SHAPES_KEPT = 256
 #: a ``?`` of an ``UPDATE``: (a parameter's name, its serializer), (None, a constant's value), or (None, None): the key
 Slot = tuple[str | None, Any]
 #: an ``INSERT``'s column: its attribute value from the call's values (None: the item has none)
-Column = Callable[[Mapping[str, Any]], "dict[str, Any] | None"]
+Column = Callable[[Mapping[str, Any]], dict[str, Any] | None]
 
 
 def bind(op: Operation, table: str) -> dict[str, Any]:

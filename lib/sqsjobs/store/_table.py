@@ -231,7 +231,10 @@ def wire(name: str) -> Callable[[Any], dict[str, Any]]:
 
 
 def whole_item(new: LeaseItem) -> dict[str, Any]:
-    """``new`` as DynamoDB's attribute values, the key first.
+    """``new`` as DynamoDB's attribute values, the key first, built through the model.
+
+    What a batched ``INSERT`` binds column by column without a model (store/_statements.py), and the
+    reference it is checked against (tests/unit/test_statement_binding.py).
 
     Example:
         >>> from sqsjobs.store._item import LeaseItem, LeaseState
