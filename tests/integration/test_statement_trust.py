@@ -60,9 +60,7 @@ def store_warnings() -> Iterator[list[str]]:
 
 
 def request(op: Any, table: str) -> dict[str, Any]:
-    if isinstance(op, Acquire):
-        return s.bind_insert(op, table)
-    return s.bind_update(s.update_shape(op.rule(), table), op.key, op.values())
+    return s.bind(op, table)
 
 
 def fresh_client() -> Any:

@@ -14,8 +14,8 @@ succeeds. The endpoint URL proves nothing: in-process ``mock_aws`` answers the
 real AWS endpoints.
 
 So before the first batched write a store sends one **probe** whose every
-correct answer is a refusal, built by the same renderers as the real
-statements (``_statements.bind_insert`` and ``update_shape``):
+correct answer is a refusal, built by the same renderer as the real
+statements (``_statements.bind``):
 
 - the ``INSERT`` a first delivery's claim sends, of the witness item
   ``sqsjobs#partiql`` (a reserved key: no job can claim it; a lease that
@@ -236,10 +236,10 @@ class StatementTrust:
     def _probe(self) -> None:
         now = self.clock()
         # A lease that ended in 1970: whatever clock a reader keeps, the witness is never a live run.
-        insert = s.bind_insert(Acquire(key=WITNESS, owner=WITNESS_OWNER, now=0.0, lease_until=0.0,
-                                       expires_at=now + WITNESS_TTL, fresh=True), self.table)
+        insert = s.bind(Acquire(key=WITNESS, owner=WITNESS_OWNER, now=0.0, lease_until=0.0,
+                                expires_at=now + WITNESS_TTL, fresh=True), self.table)
         stale = Complete(key=WITNESS, owner=f"sqsjobs-probe-{uuid.uuid4().hex}", expires_at=now + WITNESS_TTL)
-        update = s.bind_update(s.update_shape(stale.rule(), self.table), WITNESS, stale.values())
+        update = s.bind(stale, self.table)
         for first in (True, False):
             answer = self._send([insert, update])
             if answer is None:  # a passing failure: nothing decided, the next batch probes again
