@@ -201,8 +201,8 @@ def render(r: Results) -> str:
         add(f"serialization, endpoint resolution, event hooks) is {floor.median:.0f} µs per message here, "
             f"{floor.median / r.cpu['powertools'].median:.0%} of Powertools' total. sqsjobs' own clients "
             "(`sqsjobs._clients`)")
-        add("skip parameter validation on DynamoDB and resolve each operation's endpoint once "
-            "(`sqsjobs._endpoint_memo`);")
+        add("skip parameter validation on DynamoDB (botocore's public `Config`; endpoints are resolved by botocore "
+            "on every call);")
         add("its statements: an UPDATE's text rendered once per shape and bound per call, an INSERT's item built "
             f"through the pynamodb model ({pyn.median if pyn else 0:.0f} µs a message); its EMF lines are")
         add("written directly, once per batch. The rest is the thread pool that makes a batch's claims one round")

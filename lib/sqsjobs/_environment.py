@@ -9,8 +9,12 @@ Powertools' ``POWERTOOLS_*``. A test fixture that sets any of them gets
 settings and clients built for its values; in Lambda they never change, so
 everything is built once per process.
 
-The key is a hash, so no secret is kept in it (``AWS_SECRET_ACCESS_KEY`` is in
-the environment, not in the cache). One scan of the environment costs a few
+The credentials' secrets and tokens are left out (``ROTATING``): they change
+under one credentials source, which botocore reads again when it refreshes
+(Lambda SnapStart's container token may differ after a restore, and must not
+throw away what the snapshot built); the source itself is in (the key id, the
+profile, the container credentials' URI). The key is a hash: nothing of the
+environment is kept in it. One scan of the environment costs a few
 microseconds; the runtime takes it once per batch and once per operation
 (``Runtime.pinned``), never per message.
 
@@ -20,6 +24,8 @@ Example:
     True
     >>> key == environment_key({"AWS_ENDPOINT_URL": "http://127.0.0.1:5001", "HOME": "/root"})
     False
+    >>> key == environment_key({"AWS_ENDPOINT_URL": "http://127.0.0.1:5000", "AWS_SESSION_TOKEN": "refreshed"})
+    True
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ from typing import Any, TypeVar, cast
 CONFIGURING = ("AWS_", "SQSJOBS_", "POWERTOOLS_")
 #: what configures a botocore session and its clients
 AWS = ("AWS_",)
+#: values that rotate under one credentials source (botocore reads them again when it refreshes)
+ROTATING = frozenset({"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
+                      "AWS_CONTAINER_AUTHORIZATION_TOKEN"})
 
 
 def environment_key(environ: Mapping[str, str] | None = None, prefixes: tuple[str, ...] = CONFIGURING) -> int:
@@ -43,7 +52,7 @@ def environment_key(environ: Mapping[str, str] | None = None, prefixes: tuple[st
         False
     """
     env = os.environ if environ is None else environ
-    return hash(frozenset([(name, env[name]) for name in env if name.startswith(prefixes)]))
+    return hash(frozenset([(name, env[name]) for name in env if name.startswith(prefixes) and name not in ROTATING]))
 
 
 F = TypeVar("F", bound=Callable[..., Any])
