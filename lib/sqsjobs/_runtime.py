@@ -155,19 +155,18 @@ class Runtime:
         key = environment_key()
         configured = self._configured
         if configured is None or configured.key != key or configured.parts is not self._parts:
-            source = self._parts.settings
-            configured = Configured(key, self._parts, source.resolve())
-            self._check_jobs(configured, source.base() if source.patches else configured.settings)
-            self._configured = configured
-        elif configured.checked != len(self.registry.jobs):  # jobs declared since
-            self._check_jobs(configured, self._parts.settings.base() if self._parts.settings.patches
-                             else configured.settings)
+            configured = Configured(key, self._parts, self._parts.settings.resolve())
+        if configured.checked != len(self.registry.jobs):  # new settings, or jobs declared since
+            self._check_jobs(configured)
+        self._configured = configured  # only once its jobs passed: a refused configuration is refused at each use
         return configured
 
-    def _check_jobs(self, configured: Configured, base: Settings) -> None:
-        """Check every job's options against the settings the code and the environment give (``app.use``'s aside)."""
+    def _check_jobs(self, configured: Configured) -> None:
+        """Check the jobs not checked yet against the settings of the code and the environment (``app.use``'s aside)."""
         from sqsjobs._job_options import check_against_settings
 
+        source = self._parts.settings
+        base = source.base() if source.patches else configured.settings
         jobs = list(self.registry.jobs.values())
         for job in jobs[configured.checked:]:
             check_against_settings(job.name, job.options, base)
