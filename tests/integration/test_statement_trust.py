@@ -351,3 +351,28 @@ def test_moto_partiql_answers_the_statements_for_its_block_only(aws: Any) -> Non
         assert not emulation.installed()  # put back: the next client meets moto's own PartiQL again
         after = fresh_client()
         assert not StatementTrust.of(after, aws.table).allows()
+
+
+def test_on_a_moto_server_one_statement_decides_before_any_http_500(aws: Any) -> None:
+    # Stock moto's server answers the probe's own statements with an HTTP 500, which botocore's legacy retry
+    # mode (botocore 1.36's default) retries ten times over 25 s: a first statement it parses decides first.
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=f"http://{host}:{port}")
+        recorder = CallRecorder(client)
+        with stock_moto():
+            stock = StatementTrust.of(client, aws.table)
+            assert not stock.allows() and stock.probes == 1
+        assert "WHERE was false succeeded" in str(stock.reason)
+        assert [c["op"] for c in recorder.calls] == ["BatchExecuteStatement"]  # answered, never a 500
+
+        emulated = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=f"http://{host}:{port}")
+        with moto_partiql():
+            trust = StatementTrust.of(emulated, aws.table)
+            assert trust.allows() and trust.probes == 2  # the first statement, then the probe (witness there)
+    finally:
+        server.stop()

@@ -25,6 +25,14 @@ statements (``_statements.bind``):
   (owner and status) does not hold, so ``ConditionalCheckFailed`` with the
   witness as ``Error.Item`` (``ALL_OLD``).
 
+On an endpoint that is not AWS's, one statement goes first: an ``UPDATE``
+whose ``WHERE`` is false, in a shape moto's parser takes. Stock moto's server
+answers the probe above with an HTTP 500, which botocore's legacy retry mode
+(botocore 1.36's default) retries ten times over 25 s; this one it answers at
+once, and wrongly: that decides. AWS endpoints skip it (the probe's cost
+there stays one call), and under ``mock_aws`` moto raises out of the call,
+with no retry.
+
 When the ``INSERT`` wrote the witness (the table's first probe, or the
 witness's TTL ran out) the probe is sent once more and must then be refused
 twice. Answered as documented, statements are **trusted** for the life of the
@@ -54,6 +62,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from sqsjobs.store import _statements as s
 from sqsjobs.store._lease_ops import Acquire, Complete
@@ -79,6 +88,8 @@ PASSING_STATEMENT_ERRORS = frozenset({
     "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded", "TransactionConflict",
     "InternalServerError", "ResourceNotFound", "ItemCollectionSizeLimitExceeded",
 })
+#: the host names of AWS's own endpoints (``on_aws``)
+AWS_HOSTS = (".amazonaws.com", ".amazonaws.com.cn", ".api.aws")
 #: what the warning says to do when the endpoint refused PartiQL itself
 GRANT = "grant dynamodb:PartiQLInsert and dynamodb:PartiQLUpdate on the table to batch them again"
 #: what the warning says to do otherwise
@@ -234,6 +245,8 @@ class StatementTrust:
 
     # ------------------------------------------------------------------ the probe
     def _probe(self) -> None:
+        if not on_aws(self.endpoint) and not self._first_look():
+            return
         now = self.clock()
         # A lease that ended in 1970: whatever clock a reader keeps, the witness is never a live run.
         insert = s.bind(Acquire(key=WITNESS, owner=WITNESS_OWNER, now=0.0, lease_until=0.0,
@@ -247,7 +260,7 @@ class StatementTrust:
             if isinstance(answer, str):
                 self.lose(answer)
                 return
-            inserted, refused = answer
+            inserted, refused = answer[0], answer[1]
             verdict = _refused_update(refused, need_item=not (first and inserted is None))
             if verdict is not None:
                 self.lose(verdict)
@@ -264,9 +277,29 @@ class StatementTrust:
             self.state = Trust.TRUSTED
             return
 
-    def _send(self, statements: list[dict[str, Any]]
-              ) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None] | str | None:
-        """The two statements' errors (None: succeeded), or why the call shows them unusable, or None (passing)."""
+    def _first_look(self) -> bool:
+        """Whether the probe is worth sending to an endpoint that is not AWS's (False: decided, or undecided).
+
+        Stock moto's server answers the probe's statements with an HTTP 500, which botocore retries: with
+        botocore's legacy retry mode (1.36's default; 1.44's is standard) that is ten tries and 25 s of
+        backoff. A false ``WHERE`` in a shape its parser takes is answered at once, and wrongly (success):
+        enough to decide, without a retry.
+        """
+        answer = self._send([{
+            "Statement": f'UPDATE "{self.table}" SET "owner" = ? WHERE "pk" = ? AND "status" IS NOT MISSING '
+                         'AND "owner" = ?',
+            "Parameters": [{"S": WITNESS_OWNER}, {"S": WITNESS}, {"S": f"sqsjobs-probe-{uuid.uuid4().hex}"}],
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}])
+        if answer is None:
+            return False
+        why = answer if isinstance(answer, str) else _refused_update(answer[0], need_item=False)
+        if why is not None:
+            self.lose(why)
+            return False
+        return True
+
+    def _send(self, statements: list[dict[str, Any]]) -> list[Mapping[str, Any] | None] | str | None:
+        """Each statement's error (None: succeeded), or why the call shows them unusable, or None (passing)."""
         self.probes += 1
         try:
             response = self.client.batch_execute_statement(Statements=statements)  # type: ignore[arg-type]
@@ -275,10 +308,23 @@ class StatementTrust:
         answers = list(response.get("Responses") or [])
         if len(answers) != len(statements):
             return f"{len(answers)} answers to {len(statements)} statements"
-        errors = [a.get("Error") or None for a in answers]
+        errors: list[Mapping[str, Any] | None] = [a.get("Error") or None for a in answers]
         if any(e is not None and str(e.get("Code") or "") in PASSING_STATEMENT_ERRORS for e in errors):
             return None
-        return errors[0], errors[1]
+        return errors
+
+
+def on_aws(endpoint: str) -> bool:
+    """Whether ``endpoint`` is one of AWS's own (moto's in-process ``mock_aws`` answers those too).
+
+    It only orders the probe (``StatementTrust._first_look``); it never decides a trust.
+
+    Example:
+        >>> on_aws("https://dynamodb.eu-west-1.amazonaws.com"), on_aws("http://127.0.0.1:5000")
+        (True, False)
+    """
+    host = (urlsplit(endpoint).hostname or "").lower()
+    return host.endswith(AWS_HOSTS)
 
 
 def _refused_update(error: Mapping[str, Any] | None, *, need_item: bool) -> str | None:
