@@ -21,21 +21,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.support import Stat, python312
+from sqsjobs.scaffold.bundle import NOT_RUNTIME
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / ".aws-sam" / "build"
 #: the largest top-level entries listed per function
 TOP = 6
-#: packages of the [cli], [check] and [local] extras (and what they pull in), by import name
+#: packages of the [cli], [check], [local] and [console] extras (and what they pull in), by import name
 NOT_RUNTIME_PACKAGES = ("typer", "click", "rich", "pygments", "shellingham", "markdown_it", "moto", "flask",
-                        "werkzeug", "samtranslator", "cfnlint", "sqsjobs_rules")
+                        "werkzeug", "samtranslator", "cfnlint", "sqsjobs_rules", "starlette", "uvicorn", "jinja2",
+                        "anyio", "h11")
 #: the same, as distributions (``<name>-<version>.dist-info``, names normalized with underscores)
 NOT_RUNTIME_DISTRIBUTIONS = ("typer", "click", "rich", "pygments", "shellingham", "markdown_it_py", "moto",
-                             "flask", "werkzeug", "aws_sam_translator", "cfn_lint")
-#: the modules of the extras that the sqsjobs wheel itself carries
-NOT_RUNTIME_SUBPACKAGES = ("sqsjobs/cli", "sqsjobs/local", "sqsjobs/console", "sqsjobs/scaffold", "sqsjobs/validation",
-                           "sqsjobs/testing", "sqsjobs/testing/pytest_plugin.py")
-
+                             "flask", "werkzeug", "aws_sam_translator", "cfn_lint", "starlette", "uvicorn", "jinja2",
+                             "anyio", "h11")
+#: the modules of the extras that the sqsjobs wheel itself carries (what lib/sqsjobs/scaffold/bundle.py deletes)
+NOT_RUNTIME_SUBPACKAGES = tuple(path for path in NOT_RUNTIME if path.startswith("sqsjobs/"))
 
 def not_runtime_entries(bundle: Path) -> list[str]:
     """What in ``bundle`` belongs to an extra, not to the Lambda runtime (empty for a lean bundle).

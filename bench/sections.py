@@ -84,7 +84,7 @@ def first_invocation_section(first: FirstInvocation) -> list[str]:
         "fast one.",
         "",
         "- **sqsjobs**: as the Lambda bundle ships it: a copy of botocore whose data holds only the bundle's",
-        "  services (infra/bundle/trim_botocore_data.py) comes first on the path;",
+        "  services (lib/sqsjobs/scaffold/bundle.py) comes first on the path;",
         "- **sqsjobs, botocore's full data**: the same worker on this environment's botocore;",
         "- **sqsjobs, full data, GC not paused (before)**: and its first clients built with the cyclic garbage",
         "  collector running (`SQSJOBS_BENCH_NO_GC_PAUSE=1`: the state before `sqsjobs._clients` paused it);",
