@@ -5,6 +5,12 @@ first). Lambda's /var/task is read-only, so a function whose bundle has no
 ``.pyc`` files compiles every module it imports on every cold start;
 infra/bundle/Makefile ships bytecode compiled for python3.12, and
 ``bytecode_saving`` measures what that buys with the runtime's interpreter.
+``scaffold_bundle_sizes`` builds what a user deploys: a project ``sqsjobs init``
+writes (issue 30's options), carrying a wheel of this checkout, through ``sam build``.
+
+``python -m bench.bundle`` (``make bench-bundle``) measures only these and rewrites
+their rows and section of BENCHMARKS.md in place; ``make bench`` writes them with
+everything else.
 """
 
 from __future__ import annotations
@@ -14,17 +20,20 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import zipfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.support import Stat, python312
+from bench.support import Stat, python312, sam
 from sqsjobs.scaffold.bundle import NOT_RUNTIME
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / ".aws-sam" / "build"
+#: the scaffolded project measured: the options of issue 30's user
+SCAFFOLD_OPTIONS = ("delays", "groups", "limits")
 #: the largest top-level entries listed per function
 TOP = 6
 #: packages of the [cli], [check], [local] and [console] extras (and what they pull in), by import name
@@ -130,3 +139,73 @@ def bytecode_saving(reps: int, build: Path = BUILD) -> dict[str, Stat]:
                 if rep:  # the first round warms the page cache
                     values[name].append(float(done.stdout.strip().splitlines()[-1]))
     return {name: Stat(tuple(v)) for name, v in values.items()}
+
+
+def scaffold_bundle_sizes() -> list[BundleSize]:
+    """``sqsjobs init shop --with delays,groups,limits`` carrying a wheel of this checkout, built by ``sam build``
+    (the SAM CLI of .venv-sam, python3.12): each function and the layer, as :func:`bundle_sizes` measures them."""
+    from sqsjobs.scaffold import Extra, ProjectOptions, write
+    from sqsjobs.scaffold.source import parse_spec
+
+    with tempfile.TemporaryDirectory(prefix="bench-scaffold-") as scratch:
+        work = Path(scratch)
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(work / "dist"),
+                        str(ROOT)], check=True, capture_output=True, timeout=600)
+        shutil.rmtree(ROOT / "build", ignore_errors=True)  # setuptools' scratch in the checkout
+        (wheel,) = (work / "dist").glob("sqsjobs-*.whl")
+        project = work / "shop"
+        write(project, ProjectOptions(name="shop", extras=frozenset(Extra(e) for e in SCAFFOLD_OPTIONS),
+                                      source=parse_spec(str(wheel))))
+        built = sam("build", "--template", "template.yaml", cwd=project)
+        if built.returncode != 0:
+            raise RuntimeError(f"sam build of the scaffolded project failed:\n{built.stdout[-3000:]}"
+                               f"{built.stderr[-3000:]}")
+        return bundle_sizes(project / ".aws-sam" / "build")
+
+
+def splice(report: str, rows: list[str], section: list[str]) -> str:
+    """``report`` (BENCHMARKS.md) with its bundle rows and its "## Lambda bundle" section replaced.
+
+    Example:
+        >>> old = "| a | 1 |\n| Lambda bundle `W`: x | 2 |\n| b | 3 |\n\n## Lambda bundle\n\nold\n\n## Cost\n"
+        >>> print(splice(old, ["| Lambda bundle `W`: y | 4 |"], ["## Lambda bundle", "", "new", ""]))
+        | a | 1 |
+        | Lambda bundle `W`: y | 4 |
+        | b | 3 |
+        <BLANKLINE>
+        ## Lambda bundle
+        <BLANKLINE>
+        new
+        <BLANKLINE>
+        ## Cost
+        <BLANKLINE>
+    """
+    lines = report.splitlines()
+    mine = [i for i, line in enumerate(lines) if line.startswith(_ROW_STARTS)]
+    if not mine or "## Lambda bundle" not in lines:
+        raise ValueError("BENCHMARKS.md has no bundle rows or no '## Lambda bundle' section: run make bench")
+    lines[mine[0]:mine[-1] + 1] = rows
+    start = lines.index("## Lambda bundle")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    lines[start:end] = section
+    return "\n".join(lines) + "\n"
+
+
+#: the summary rows bench.sections.bundle_rows writes (each starts so)
+_ROW_STARTS = ("| Lambda bundle `", "| worker bundle with python3.12", "| `sqsjobs init")
+
+
+def main() -> int:
+    """Measure the bundles (this repository's .aws-sam/build, a scaffolded project) and rewrite BENCHMARKS.md's."""
+    from bench.sections import bundle_rows, bundle_section
+
+    out = ROOT / "BENCHMARKS.md"
+    bundles, bytecode, scaffold = bundle_sizes(), bytecode_saving(reps=7), scaffold_bundle_sizes()
+    out.write_text(splice(out.read_text(), bundle_rows(bundles, bytecode, scaffold),
+                          bundle_section(bundles, bytecode, scaffold)))
+    print(f"wrote the bundle rows and section of {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
