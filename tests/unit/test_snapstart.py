@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from sqsjobs import JobApp
+from sqsjobs import JobApp, prepare_snapstart
 from sqsjobs import _clients as clients_module
-from sqsjobs.worker._snapstart import prepare, reseed, warm
+from sqsjobs.worker._snapstart import reseed, warm
 
 ROOT = Path(__file__).resolve().parents[2]
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
@@ -59,13 +59,13 @@ def made_clients(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def test_without_the_runtime_module_nothing_is_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "snapshot_restore_py", None)  # not importable, as outside Lambda
-    assert prepare(JobApp(queue_url=QUEUE)) is False
+    assert prepare_snapstart(JobApp(queue_url=QUEUE)) is False
 
 
 def test_prepare_registers_warm_before_the_snapshot_and_reseed_after_restore(runtime: Runtime) -> None:
     app = JobApp(queue_url=QUEUE, table_name="idempotency")
     factory = lambda: None  # noqa: E731
-    assert prepare(app, factory) is True
+    assert prepare_snapstart(app, factory) is True
     assert runtime.before == [(warm, (app, factory))]
     assert runtime.after == [(reseed, (app,))]
 
