@@ -30,7 +30,7 @@ def _verdict(ok: bool) -> str:
 
 
 def _mb(size: int) -> str:
-    return f"{size / 1e6:.1f} MB"
+    return f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size / 1e3:.1f} kB"
 
 
 # ---------------------------------------------------------------- first invocation
