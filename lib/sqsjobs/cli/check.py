@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sqsjobs._errors import CheckUnavailable
 from sqsjobs._extras import Extra, install_hint, missing
+from sqsjobs.cli.errors import CheckUnavailable
 from sqsjobs.cli.exits import EXIT_USAGE
 from sqsjobs.cli.options import parse_pairs
 

@@ -25,7 +25,7 @@ def exit_on_errors(console: Console) -> Iterator[None]:
     Example:
         >>> import typer
         >>> from rich.console import Console
-        >>> from sqsjobs._errors import StatusError
+        >>> from sqsjobs import StatusError
         >>> try:
         ...     with exit_on_errors(Console(quiet=True)):
         ...         raise StatusError("which queue?")

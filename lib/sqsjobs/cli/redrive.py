@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from sqsjobs._clients import operator_client
-from sqsjobs._errors import RedriveError
 from sqsjobs._settings import DEFAULT_RECORD_TTL, ENV_DLQ_URL, ENV_QUEUE_URL, ENV_RECORD_TTL, ENV_TABLE
 from sqsjobs.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, Region
 from sqsjobs.cli.render import command_console, format_age, plain
 from sqsjobs.enqueue._addresses import resolve_queue_url
+from sqsjobs.ops._errors import RedriveError
 from sqsjobs.ops._queues import dead_letter_queue_of, dead_letter_sources, queue_depth
 from sqsjobs.ops._redrive import Redrive
 from sqsjobs.ops._redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
