@@ -28,13 +28,13 @@ if TYPE_CHECKING:
 
 commands = typer.Typer()
 
+GroupId = Annotated[str, typer.Argument(metavar="ID", help="The group's id (what group.enqueue() returned).")]
+ChainId = Annotated[str, typer.Argument(metavar="ID", help="The chain's id (what chain.enqueue() returned).")]
+
 
 @commands.command("group")
 def group_command(
-    group_id: Annotated[str, typer.Argument(metavar="ID", help="The group's id (what group.enqueue() returned).")],
-    json_output: JsonStatus = False,
-    table: RecordTable = None,
-    endpoint_url: EndpointUrl = None,
+    group_id: GroupId, json_output: JsonStatus = False, table: RecordTable = None, endpoint_url: EndpointUrl = None,
     region: Region = None,
 ) -> None:
     """Show a job group's counts and state, and its members that did not succeed, with their reasons."""
@@ -54,10 +54,7 @@ def group_command(
 
 @commands.command("chain")
 def chain_command(
-    chain_id: Annotated[str, typer.Argument(metavar="ID", help="The chain's id (what chain.enqueue() returned).")],
-    json_output: JsonStatus = False,
-    table: RecordTable = None,
-    endpoint_url: EndpointUrl = None,
+    chain_id: ChainId, json_output: JsonStatus = False, table: RecordTable = None, endpoint_url: EndpointUrl = None,
     region: Region = None,
 ) -> None:
     """Show where a chain is, or the step that stopped it and why."""

@@ -42,11 +42,8 @@ commands = typer.Typer()
 @commands.command("job")
 def job_command(
     key: Annotated[str, typer.Argument(help="The job's idempotency key, e.g. invoice-email:42.")],
-    json_output: JsonStatus = False,
-    table: RecordTable = None,
-    schedule_group: ScheduleGroup = None,
-    endpoint_url: EndpointUrl = None,
-    region: Region = None,
+    json_output: JsonStatus = False, table: RecordTable = None, schedule_group: ScheduleGroup = None,
+    endpoint_url: EndpointUrl = None, region: Region = None,
 ) -> None:
     """Show what happened to the job of KEY: state, attempts, last error, result and times.
 
@@ -80,9 +77,7 @@ def job_command(
 def cancel_command(
     key: Annotated[str, typer.Argument(help="The job's idempotency key.")],
     reason: Annotated[str | None, typer.Option(help="Why (kept in the record).")] = None,
-    table: RecordTable = None,
-    schedule_group: ScheduleGroup = None,
-    endpoint_url: EndpointUrl = None,
+    table: RecordTable = None, schedule_group: ScheduleGroup = None, endpoint_url: EndpointUrl = None,
     region: Region = None,
 ) -> None:
     """Cancel the job of KEY: no later delivery of it runs (a running job is only flagged).
@@ -107,9 +102,7 @@ def cancel_command(
 @commands.command("unschedule")
 def unschedule_command(
     key: Annotated[str, typer.Argument(help="The delayed job's idempotency key.")],
-    schedule_group: ScheduleGroup = None,
-    endpoint_url: EndpointUrl = None,
-    region: Region = None,
+    schedule_group: ScheduleGroup = None, endpoint_url: EndpointUrl = None, region: Region = None,
 ) -> None:
     """Delete the pending schedule of the delayed job KEY (exit 3 when none was pending)."""
 
