@@ -204,8 +204,8 @@ def render(r: Results) -> str:
         add(f"serialization, endpoint resolution, event hooks) is {floor.median:.0f} µs per message here, "
             f"{floor.median / r.cpu['powertools'].median:.0%} of Powertools' total. sqsjobs' own clients "
             "(`sqsjobs._clients`)")
-        add("skip parameter validation on DynamoDB and resolve each operation's endpoint once "
-            "(`sqsjobs._endpoint_memo`);")
+        add("skip parameter validation on DynamoDB (botocore's public `Config`; endpoints are resolved by botocore "
+            "on every call);")
         add("its statements: each rendered once per shape and bound per call, an UPDATE's values and an INSERT's "
             f"item serialized as the pynamodb model does without a model per message ({pyn.median if pyn else 0:.0f} "
             "µs a message); its EMF lines are")
