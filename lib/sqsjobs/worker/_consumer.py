@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs import _otel
 from sqsjobs._backoff import BackoffPolicy, RandomSource
 from sqsjobs._errors import PermanentError, RetryableError
 from sqsjobs._job_options import Classification, OnCrash
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from sqsjobs._settings import Settings
     from sqsjobs.schedules._one_time import OneTimeSchedules
     from sqsjobs.store._lease import LeaseStore
+    from sqsjobs.worker._spans import BatchTrace
 
 #: a claim's verdict → how the delivery ends without running
 VERDICT_ENDINGS = {
@@ -132,6 +134,18 @@ class Consumer:
         batch = self._start(parse_event(event), context)                 # 1. parse
         for d in batch.deliveries:
             decode(batch, d, self.jobs)                                  # 1. decode
+        if _otel.api() is None:
+            return self._process(batch)
+        from sqsjobs.worker._spans import BatchTrace
+
+        batch.trace = BatchTrace.open(batch)                             # the spans, where the app traces
+        try:
+            return self._process(batch)
+        finally:
+            if batch.trace is not None:
+                batch.trace.close(batch)
+
+    def _process(self, batch: Batch) -> BatchResult:
         self.stages.before_claim(batch)                                  # 2. expired, over a limit
         firsts = self._claim(batch)                                      # 3. claim
         for d in batch.deliveries:                                       # 4. run, in order
@@ -253,7 +267,7 @@ class Consumer:
             return
         if not self.ready(batch, d):
             return
-        error = self._execute(d)
+        error = self._execute(d, batch.trace)
         self.stages.after_run(batch, d)
         self.record_ending(batch, d, error)
 
@@ -313,11 +327,12 @@ class Consumer:
                                                    expires_at=expiry(now, self.settings.record_ttl)))
         batch.conclude(d, ending, **known)
 
-    def _execute(self, d: Delivery) -> BaseException | None:
-        """Run the job (inside the stages' wraps); the exception it ended with, or None."""
+    def _execute(self, d: Delivery, trace: BatchTrace | None = None) -> BaseException | None:
+        """Run the job (inside the stages' wraps, and its span where the app traces); the exception it ended with."""
         assert d.job is not None and d.args is not None
         job, args = d.job, d.args
         token = set_trace_id(d.trace_id or d.message_id)
+        span = trace.run_started(d) if trace is not None else None
         fields = self._fields(d)
         # The job's own log lines through app.runtime.logger carry the same fields.
         self.log.append_keys(**fields)
@@ -334,6 +349,8 @@ class Consumer:
             d.duration_ms = None if isinstance(error, StageFailed) else (time.perf_counter() - started) * 1000
             self.log.remove_keys(list(fields))
             reset_trace_id(token)
+            if trace is not None:
+                trace.run_ended(d, span, None if isinstance(error, StageFailed) else error)
         return error
 
     def _stored_result(self, d: Delivery) -> tuple[str | None, tuple[Ending, BaseException] | None]:
