@@ -6,7 +6,7 @@ import datetime
 import statistics
 from dataclasses import dataclass, field
 
-from bench import batch_handlers, claims, coalescing, groups
+from bench import batch_handlers, claims, coalescing, groups, tracing
 from bench.bundle import BundleSize
 from bench.cold_start import FirstInvocation
 from bench.figures import BATCH, LATENCY, SCENARIOS, ScenarioFigures, StubbedBatches
@@ -54,6 +54,8 @@ class Results:
     #: a delivery's write units by the path it came by (bench/claims.py)
     claims: claims.ClaimFigures | None = None
     batch_handlers: batch_handlers.BatchFigures | None = None
+    #: CPU per message with and without OpenTelemetry (bench/tracing.py)
+    tracing: tracing.TracingFigures | None = None
     http: HttpCpu | None = None
     #: BENCHMARKS.md's capacity section (bench/capacity.py)
     capacity: list[str] = field(default_factory=list)
@@ -275,6 +277,8 @@ def render(r: Results) -> str:
         lines.extend(claims.render(r.claims))
     if r.batch_handlers is not None:
         lines.extend(batch_handlers.render(r.batch_handlers, ms["load"]))
+    if r.tracing is not None:
+        lines.extend(tracing.render(r.tracing))
     add(METHOD.replace("{lat}", lat))
     return "\n".join(lines) + "\n"
 

@@ -2,10 +2,11 @@
 
 sqsjobs never imports OpenTelemetry itself. Tracing is *active* once the
 application (or the ADOT Lambda layer's wrapper) has imported
-``opentelemetry.trace``, which it must do to configure a tracer provider; until
-then every hook here is one ``sys.modules`` lookup and returns. So a function
-without OpenTelemetry installed imports nothing of it, and one with the API
-installed but unused pays nothing either (``bench/tracing.py`` measures both).
+``opentelemetry.trace`` and set a tracer provider, which it must do to record
+anything; until then every hook here is one ``sys.modules`` lookup (and a
+global read) and returns. So a function without OpenTelemetry installed imports
+nothing of it, and one with the API installed but no SDK configured pays
+nothing either (``bench/tracing.py`` measures both).
 
 What the producer carries (``docs/observability.md``, Traces):
 
@@ -53,14 +54,21 @@ MESSAGING_SYSTEM = "aws_sqs"
 
 
 def api() -> Any:
-    """``opentelemetry.trace`` when the application imported it, else None (the one check every hook makes).
+    """``opentelemetry.trace`` when the application imported it and set a tracer provider, else None.
+
+    The one check every hook makes: a dictionary lookup when OpenTelemetry was not imported, and a global
+    read when it was but no provider is set (the API's own no-op: nothing would be recorded or sent).
 
     Example:
         >>> import sys
-        >>> (api() is None) == ("opentelemetry.trace" not in sys.modules)
+        >>> "opentelemetry.trace" in sys.modules or api() is None
         True
     """
-    return sys.modules.get("opentelemetry.trace")
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None or isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider,
+                                                                 trace.NoOpTracerProvider)):
+        return None
+    return trace
 
 
 _tracers: dict[int, tuple[Any, Any]] = {}
@@ -78,11 +86,16 @@ def tracer() -> Any:
     return found[1]
 
 
-def propagator() -> Any:
-    """The API's W3C trace-context propagator (``traceparent``/``tracestate``)."""
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+_propagator: list[Any] = []
 
-    return TraceContextTextMapPropagator()
+
+def propagator() -> Any:
+    """The API's W3C trace-context propagator (``traceparent``/``tracestate``), made once."""
+    if not _propagator:
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        _propagator.append(TraceContextTextMapPropagator())
+    return _propagator[0]
 
 
 def queue_name(url_or_arn: str) -> str:

@@ -271,7 +271,8 @@ def test_a_job_s_span_is_its_own_when_runs_interleave(app: JobApp, spans: InMemo
         greet.enqueue(user_id=2)
         from sqsjobs.testing.events import record_from_message
 
-        records = [record_from_message(m.to_wire(), f"arn:aws:sqs:eu-west-1:123456789012:{QUEUE}") for m in t.sqs.sent_to(t.queue_url)]
+        arn = f"arn:aws:sqs:eu-west-1:123456789012:{QUEUE}"
+        records = [record_from_message(m.to_wire(), arn) for m in t.sqs.sent_to(t.queue_url)]
     deliveries = [Delivery.parse(r, i) for i, r in enumerate(records)]
     for d in deliveries:
         d.key = f"greet:{d.index + 1}"
