@@ -28,6 +28,9 @@ CASES = {
     "test_an_x_ray_trace_header_is_the_link_when_no_traceparent_came",
     "test_a_job_s_span_is_its_own_when_runs_interleave",
     "test_outcome_names_are_the_worker_s",
+    "test_a_chain_s_next_step_links_to_the_run_of_the_step_that_completed",
+    "test_a_group_s_callback_links_to_a_member_run_that_finished_the_group",
+    "test_a_superseded_burst_and_a_deferral_say_so_on_their_spans",
 }
 
 

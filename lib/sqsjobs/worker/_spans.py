@@ -12,6 +12,8 @@ Following the conventions for an AWS Lambda SQS consumer (docs/observability.md 
   own spans and the jobs it enqueues are its children), so it belongs to that
   run even when runs interleave (a context variable); a message that did not
   run gets its span when the batch ends;
+- a group's callback and a chain's next step carry the context of the run
+  that completed them (``completed_by``), so their runs link to it;
 - every message span says how it ended: ``sqsjobs.outcome`` (succeeded,
   duplicate, deferred, superseded, cancelled, dead_lettered...), an event for a
   dead letter (with its reason) and for a retry (with its delay); a failure
@@ -24,11 +26,14 @@ the exporter once the batch knows the run's outcome: ``close``.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs import _otel
+from sqsjobs.enqueue._sizes import fits
 
 if TYPE_CHECKING:
+    from sqsjobs.enqueue._message import JobMessage
     from sqsjobs.worker._batch import Batch
     from sqsjobs.worker._delivery import Delivery
 
@@ -77,6 +82,10 @@ class BatchTrace:
         attributes = {**self._common(), "messaging.message.id": d.message_id, "sqsjobs.job": d.job_name}
         if d.key:
             attributes["sqsjobs.key"] = d.key
+        if d.envelope is not None and d.envelope.member_of is not None:
+            attributes["sqsjobs.group"] = d.envelope.member_of.group
+        if d.envelope is not None and d.envelope.step_of is not None:
+            attributes["sqsjobs.chain"] = d.envelope.step_of.chain
         link = self.links.get(d.index)
         return self.tracer.start_span(
             self.name, context=self.trace.set_span_in_context(self.span), kind=self.trace.SpanKind.CONSUMER,
@@ -98,6 +107,20 @@ class BatchTrace:
             span.record_exception(error)
             span.set_status(self.trace.Status(self.trace.StatusCode.ERROR, f"{type(error).__name__}: {error}"))
         self.runs[d.index] = (span, time.time_ns())
+
+    # -------------------------------------------------------------- workflows
+    def completed_by(self, done: Sequence[Delivery], message: JobMessage) -> JobMessage:
+        """``message`` (a group's callback, a chain's next step) carrying the context of the first of ``done``
+        that ran here (else the context its own message carried): its run links to what completed it."""
+        for d in sorted(done, key=lambda d: d.index not in self.runs):  # the runs first
+            span = self.runs.get(d.index, (None, None))[0]
+            found = span.get_span_context() if span is not None else self.links.get(d.index)
+            if found is not None:
+                carrier: dict[str, str] = {}
+                context = self.trace.set_span_in_context(self.trace.NonRecordingSpan(found))
+                _otel.propagator().inject(carrier, context=context)
+                return _otel.carried(message, carrier, fits=fits)
+        return message
 
     # -------------------------------------------------------------- the end
     def close(self, batch: Batch) -> None:

@@ -301,3 +301,65 @@ def test_a_job_s_span_is_its_own_when_runs_interleave(app: JobApp, spans: InMemo
 def test_outcome_names_are_the_worker_s(app: JobApp) -> None:
     assert {o.value for o in Outcome} >= {"succeeded", "duplicate", "cancelled", "superseded", "deferred",
                                           "dead_lettered", "retry"}
+
+
+def job_spans_of(spans: InMemorySpanExporter, job: str) -> list[ReadableSpan]:
+    return [s for s in batch_and_jobs(spans)[1] if (s.attributes or {})["sqsjobs.job"] == job]
+
+
+def test_a_chain_s_next_step_links_to_the_run_of_the_step_that_completed(
+        app: JobApp, spans: InMemorySpanExporter) -> None:
+    greet, follow_up = app.jobs["greet"], app.jobs["follow-up"]
+    with app.testing() as t:
+        app.chain(greet.message(user_id=1), follow_up.message(user_id=1), follow_up.message(user_id=2)).enqueue()
+        t.drain()
+    [first] = job_spans_of(spans, "greet")
+    second, third = sorted(job_spans_of(spans, "follow-up"), key=lambda s: s.start_time or 0)
+    assert [link.context.span_id for link in second.links] == [first.context.span_id]
+    assert [link.context.span_id for link in third.links] == [second.context.span_id]
+    assert {(s.attributes or {})["sqsjobs.outcome"] for s in (first, second, third)} == {"succeeded"}
+    assert len({(s.attributes or {})["sqsjobs.chain"] for s in (first, second, third)}) == 1
+
+
+def test_a_group_s_callback_links_to_a_member_run_that_finished_the_group(
+        app: JobApp, spans: InMemorySpanExporter) -> None:
+    greet, follow_up = app.jobs["greet"], app.jobs["follow-up"]
+    with app.testing() as t:
+        group = app.group(on_success=follow_up.message(user_id=100))
+        group.add_many(greet.message(user_id=n) for n in range(3))
+        group.enqueue()
+        t.drain()
+    members = job_spans_of(spans, "greet")
+    [callback] = job_spans_of(spans, "follow-up")
+    assert len(members) == 3
+    assert len({(m.attributes or {})["sqsjobs.group"] for m in members}) == 1
+    [link] = callback.links
+    assert link.context.span_id in {m.context.span_id for m in members}
+    # the member whose run finished the group ran in the callback sender's batch: its span ended before
+    [finisher] = [m for m in members if m.context.span_id == link.context.span_id]
+    assert (finisher.end_time or 0) <= (callback.start_time or 0)
+
+
+def test_a_superseded_burst_and_a_deferral_say_so_on_their_spans(spans: InMemorySpanExporter) -> None:
+    app = JobApp()
+    app.rate_limit("search", rate=2)
+
+    @app.job("reindex", key="reindex:{product_id}", debounce=30)
+    def reindex(product_id: int, title: str) -> None: ...
+
+    @app.job("search", key="search:{n}", limits=["search"])
+    def search(n: int) -> None: ...
+
+    with app.testing() as t:
+        for n in range(3):
+            reindex.enqueue(product_id=7, title=f"edit {n}")
+        t.drain()
+        t.run(*(search.message(n=n) for n in range(4)))
+    outcomes = [(s.attributes or {})["sqsjobs.outcome"] for s in batch_and_jobs(spans)[1]]
+    assert sorted(outcomes[:3]) == ["succeeded", "superseded", "superseded"]
+    assert sorted(outcomes[3:]) == ["deferred", "deferred", "succeeded", "succeeded"]
+    for span in batch_and_jobs(spans)[1]:
+        if (span.attributes or {})["sqsjobs.outcome"] == "deferred":
+            [event] = span.events
+            assert event.name == "sqsjobs.deferred" and (event.attributes or {})["sqsjobs.limiter"] == "search"
+            assert (event.attributes or {})["sqsjobs.delay"] > 0
