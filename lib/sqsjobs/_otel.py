@@ -80,9 +80,8 @@ def tracer() -> Any:
     provider = trace.get_tracer_provider()
     found = _tracers.get(id(provider))
     if found is None or found[0] is not provider:
-        from sqsjobs import __version__
-
-        found = _tracers[id(provider)] = (provider, provider.get_tracer(SCOPE, __version__))
+        version = getattr(sys.modules.get("sqsjobs"), "__version__", None)  # the package, imported before this
+        found = _tracers[id(provider)] = (provider, provider.get_tracer(SCOPE, version))
     return found[1]
 
 

@@ -31,6 +31,7 @@ CASES = {
     "test_a_chain_s_next_step_links_to_the_run_of_the_step_that_completed",
     "test_a_group_s_callback_links_to_a_member_run_that_finished_the_group",
     "test_a_superseded_burst_and_a_deferral_say_so_on_their_spans",
+    "test_group_and_chain_sends_under_a_request_carry_its_context",
 }
 
 

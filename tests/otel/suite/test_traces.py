@@ -363,3 +363,19 @@ def test_a_superseded_burst_and_a_deferral_say_so_on_their_spans(spans: InMemory
             [event] = span.events
             assert event.name == "sqsjobs.deferred" and (event.attributes or {})["sqsjobs.limiter"] == "search"
             assert (event.attributes or {})["sqsjobs.delay"] > 0
+
+
+def test_group_and_chain_sends_under_a_request_carry_its_context(app: JobApp, spans: InMemorySpanExporter) -> None:
+    greet, follow_up = app.jobs["greet"], app.jobs["follow-up"]
+    with app.testing() as t:
+        with tracer.start_as_current_span("POST /batch") as request:
+            group = app.group(on_success=follow_up.message(user_id=100))
+            group.add_many(greet.message(user_id=n) for n in range(3))
+            group.enqueue()
+            app.chain(greet.message(user_id=10), follow_up.message(user_id=10)).enqueue()
+        sent = sent_attributes(t)
+    sends = named(spans, f"send {QUEUE}")
+    assert sends and all(s.parent is not None and s.parent.span_id == request.get_span_context().span_id
+                         for s in sends)
+    assert len(sent) == 4  # three members and the chain's first step
+    assert {carried(a["traceparent"]["StringValue"]) for a in sent} <= {traceparent(s) for s in sends}
