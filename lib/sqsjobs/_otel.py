@@ -122,8 +122,11 @@ def send_span(queue_url: str, count: int) -> Any:
     }
     if count != 1:
         attributes["messaging.batch.message_count"] = count
-    return tracer().start_as_current_span(f"send {queue_name(queue_url)}", kind=trace.SpanKind.PRODUCER,
-                                          attributes=attributes)
+    try:
+        return tracer().start_as_current_span(f"send {queue_name(queue_url)}", kind=trace.SpanKind.PRODUCER,
+                                              attributes=attributes)
+    except Exception:  # the application's tracer failed: the message is sent untraced, never refused
+        return None
 
 
 def current_carrier() -> dict[str, str]:

@@ -32,6 +32,7 @@ CASES = {
     "test_a_group_s_callback_links_to_a_member_run_that_finished_the_group",
     "test_a_superseded_burst_and_a_deferral_say_so_on_their_spans",
     "test_group_and_chain_sends_under_a_request_carry_its_context",
+    "test_a_failing_tracer_never_fails_a_send_or_a_batch",
 }
 
 

@@ -66,10 +66,18 @@ class BatchTrace:
         self.runs: dict[int, tuple[Any, int | None]] = {}
 
     @classmethod
-    def open(cls, batch: Batch) -> BatchTrace | None:
-        """The batch's spans, or None when the application does not trace."""
+    def open(cls, batch: Batch, log: Any = None) -> BatchTrace | None:
+        """The batch's spans, or None when the application does not trace (or its tracer failed: the batch
+        runs untraced, with a warning; tracing never fails a batch)."""
         trace = _otel.api()
-        return None if trace is None else cls(batch, trace)
+        if trace is None:
+            return None
+        try:
+            return cls(batch, trace)
+        except Exception as error:  # a tracer provider or a processor of the application's
+            if log is not None:
+                log.warning("tracing failed; the batch runs untraced", extra={"error": repr(error)})
+            return None
 
     def _common(self) -> dict[str, Any]:
         common: dict[str, Any] = {"faas.trigger": "pubsub", "messaging.system": _otel.MESSAGING_SYSTEM,
@@ -172,7 +180,8 @@ def message_context(d: Delivery, trace: Any) -> Any:
         found = trace.get_current_span(_otel.propagator().extract(carrier)).get_span_context()
         if found.is_valid:
             return found
-    header = (d.raw.get("attributes") or {}).get(_otel.AWS_TRACE_HEADER)
+    system = d.raw.get("attributes")
+    header = system.get(_otel.AWS_TRACE_HEADER) if isinstance(system, dict) else None
     return xray_context(header, trace) if isinstance(header, str) else None
 
 

@@ -379,3 +379,16 @@ def test_group_and_chain_sends_under_a_request_carry_its_context(app: JobApp, sp
                          for s in sends)
     assert len(sent) == 4  # three members and the chain's first step
     assert {carried(a["traceparent"]["StringValue"]) for a in sent} <= {traceparent(s) for s in sends}
+
+
+def test_a_failing_tracer_never_fails_a_send_or_a_batch(app: JobApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqsjobs import _otel
+
+    def broken() -> Any:
+        raise RuntimeError("the exporter's configuration is wrong")
+
+    monkeypatch.setattr(_otel, "tracer", broken)
+    with app.testing() as t:
+        app.jobs["greet"].enqueue(user_id=8)
+        t.drain()
+        assert [o.outcome for o in t.outcomes] == [Outcome.SUCCEEDED]
