@@ -98,7 +98,7 @@ def tracing_cpu(reps: int, messages: int = MESSAGES) -> TracingFigures:
 def render(f: TracingFigures) -> list[str]:
     """BENCHMARKS.md's section on what tracing costs."""
     base = Stat(tuple(f.us["absent"]))
-    lines = ["## Tracing: CPU per message with and without OpenTelemetry", "",
+    lines = [HEADING, "",
              f"`bench/tracing.py`: {f.messages} jobs enqueued under a request span and run by the worker in batches "
              "of 10 (`app.testing()`: in-memory store and SQS, so this is the framework's own CPU, producer and "
              "worker together), each mode a fresh interpreter pinned to one core, the modes alternating. With the "
@@ -108,8 +108,51 @@ def render(f: TracingFigures) -> list[str]:
     for mode in MODES:
         stat = Stat(tuple(f.us[mode]))
         ratio = Stat(tuple(x / y for x, y in zip(f.us[mode], f.us["absent"], strict=True)))
-        lines.append(f"| {LABELS[mode]} | {stat.render('{:.0f}')} | {ratio.render('{:.2f}')}x |")
+        lines.append(f"| {LABELS[mode]} | {stat.render('{:.0f}')} | {ratio.render('{:.2f}x')} |")
     lines += ["", "Without OpenTelemetry, or with it imported but no tracer provider set, a hook is one `sys.modules` "
               "lookup and a global read (`sqsjobs/_otel.py`): the first two rows differ by the machine's noise. "
               f"The median with tracing off is {base.median:.0f} µs per message.", ""]
     return lines
+
+
+HEADING = "## Tracing: CPU per message with and without OpenTelemetry"
+
+
+def splice(report: str, section: list[str]) -> str:
+    """``report`` with this section replaced, or added before ``## Method``.
+
+    Example:
+        >>> print(splice("# B\\n\\n## Method\\n\\nm\\n", [HEADING, "", "x", ""]).replace(HEADING, "## T"))
+        # B
+        <BLANKLINE>
+        ## T
+        <BLANKLINE>
+        x
+        <BLANKLINE>
+        ## Method
+        <BLANKLINE>
+        m
+        <BLANKLINE>
+    """
+    lines = report.split("\n")
+    if HEADING in lines:
+        start = lines.index(HEADING)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        del lines[start:end]
+    at = lines.index("## Method") if "## Method" in lines else len(lines)
+    lines[at:at] = section
+    return "\n".join(lines)
+
+
+def main() -> int:
+    """Run this section only and write it into BENCHMARKS.md (``python -m bench.tracing [reps]``)."""
+    from pathlib import Path
+
+    reps = int(sys.argv[1]) if len(sys.argv) > 1 else 9
+    path = Path(ROOT) / "BENCHMARKS.md"
+    path.write_text(splice(path.read_text(), render(tracing_cpu(reps))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

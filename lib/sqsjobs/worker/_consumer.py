@@ -138,7 +138,7 @@ class Consumer:
             return self._process(batch)
         from sqsjobs.worker._spans import BatchTrace
 
-        batch.trace = BatchTrace.open(batch, self.log)                   # the spans, where the app traces
+        batch.trace = BatchTrace.open(batch, self.log, self.settings.queue_url)  # spans, where the app traces
         try:
             return self._process(batch)
         finally:

@@ -43,10 +43,11 @@ MULTIPLE_SOURCES = "multiple_sources"
 class BatchTrace:
     """The spans of one batch: opened after decoding (links need the messages), closed when the batch ends."""
 
-    def __init__(self, batch: Batch, trace: Any) -> None:
+    def __init__(self, batch: Batch, trace: Any, queue_url: str | None = None) -> None:
         self.trace = trace
         self.tracer = _otel.tracer()
-        sources = {d.event_source_arn for d in batch.deliveries if d.event_source_arn}
+        # the records' event source (an event without one: the app's queue)
+        sources = {d.event_source_arn for d in batch.deliveries if d.event_source_arn} or {queue_url or "sqs"}
         self.queue = _otel.queue_name(next(iter(sources))) if len(sources) == 1 else MULTIPLE_SOURCES
         self.name = f"{self.queue} process"
         self.links = {d.index: message_context(d, trace) for d in batch.deliveries}
@@ -66,14 +67,14 @@ class BatchTrace:
         self.runs: dict[int, tuple[Any, int | None]] = {}
 
     @classmethod
-    def open(cls, batch: Batch, log: Any = None) -> BatchTrace | None:
+    def open(cls, batch: Batch, log: Any = None, queue_url: str | None = None) -> BatchTrace | None:
         """The batch's spans, or None when the application does not trace (or its tracer failed: the batch
         runs untraced, with a warning; tracing never fails a batch)."""
         trace = _otel.api()
         if trace is None:
             return None
         try:
-            return cls(batch, trace)
+            return cls(batch, trace, queue_url)
         except Exception as error:  # a tracer provider or a processor of the application's
             if log is not None:
                 log.warning("tracing failed; the batch runs untraced", extra={"error": repr(error)})
@@ -107,9 +108,11 @@ class BatchTrace:
         self.runs[d.index] = (span, None)
         return self._context.attach(self.trace.set_span_in_context(span))
 
-    def run_ended(self, d: Delivery, token: object, error: BaseException | None) -> None:
-        """``d``'s job returned or raised: its span stops being current, and keeps its end time and exception."""
-        self._context.detach(token)
+    def run_ended(self, d: Delivery, token: object | None, error: BaseException | None) -> None:
+        """``d``'s job returned or raised: its span keeps its end time and exception, and stops being current
+        (``token``: None when its run had a context of its own, which went with it)."""
+        if token is not None:
+            self._context.detach(token)
         span, _ = self.runs[d.index]
         if error is not None:
             span.record_exception(error)
