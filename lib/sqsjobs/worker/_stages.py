@@ -8,7 +8,7 @@ one decision (``worker/_decision.py``) turns them into what happens.
 
 ::
 
-    decode ─▶ before_claim ─▶ claim ─▶ for each delivery: before_run ─▶ wrap_run(run) ─▶ after_run
+    decode ─▶ before_claim ─▶ claim ─▶ for each delivery: (must_wait) before_run ─▶ wrap_run(run) ─▶ after_run
                                                           after_decision (every delivery, in order)
            ─▶ after_runs ─▶ records written, DLQ sends ─▶ after_records ─▶ settle, send back, metrics
 
@@ -56,12 +56,21 @@ class Stage:
         """Fields ``d``'s claim writes with it, in the same conditional write (a debounced burst's token)."""
         return {}
 
+    def must_wait(self, batch: Batch, d: Delivery) -> bool:
+        """True while ``d`` may not start yet because jobs of this batch that run now hold what it needs (a
+        limiter's slots the batch took): the run step (``worker/_run_step.py``) starts it once one ends."""
+        return False
+
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         """``d`` holds its key and is about to run: the facts that keep it from running, or None."""
         return None
 
     def wrap_run(self, d: Delivery, call: Callable[[], Any]) -> Callable[[], Any]:
-        """The job's call, wrapped (a time limit, a context the job reads)."""
+        """The job's call, wrapped (a time limit, a context the job reads).
+
+        For an ``async def`` job (``d.job.is_async``) ``call`` returns an awaitable, and so must the wrapper:
+        a stage that acts around the run awaits it inside an ``async def``.
+        """
         return call
 
     def after_run(self, batch: Batch, d: Delivery) -> None:
@@ -97,6 +106,9 @@ class Stages(Stage):
         for stage in self.stages:
             data.update(stage.claim_data(d))
         return data
+
+    def must_wait(self, batch: Batch, d: Delivery) -> bool:
+        return any(stage.must_wait(batch, d) for stage in self.stages)
 
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         for stage in self.stages:
