@@ -1,5 +1,13 @@
 """The world the runtime model drives: the real worker over an in-memory store and a fake SQS, and a ledger.
 
+Jobs run as users write them: plain functions (one at a time), ``async def``
+jobs (``aa``, ``aconc`` under the concurrency limit, the batch handler ``abat``;
+each yields to the loop a random number of times before and after its side
+effect, so their completions come in random orders) and ``threads=True`` jobs
+(``th``), several in flight in one batch; a plan ``slow`` moves the clock past
+the crash window's bound inside a job, and a kill may come with several jobs
+in flight.
+
 Two deploys of one app (``version`` 1 and 2 of job ``c``) share one fake SQS
 (whose jobs queue has SQS's redrive policy: the backstop), one in-memory store
 that fails the writes a rule arms (``FlakyStore``), one manual clock and one
@@ -15,8 +23,12 @@ The invariants (docs/reliability.md states them for users):
    duplicate of a completed key, was cancelled or expired (with its metric),
    was re-sent (the copy is tracked in turn), or is in the DLQ with a reason
    the worker wrote;
-2. side effects per key <= 1 + kills after a side effect + completion writes
-   that failed after their retries (both counted per key);
+2. side effects per key <= 1 + kills that found it exposed + completion
+   writes that failed after their retries (both counted per key). A kill
+   exposes, in time: the jobs running at the kill, and those that finished
+   less than ``flush_after`` (the worker's crash window) before it; a job
+   that finished earlier must have its record written by then, unless the
+   store failed a write of that invocation (the ledger says which);
 3. a group's callback runs once (a callback is a job like any other: only a
    kill after its side effect or its unrecorded completion may repeat it, as
    invariant 2 bounds), only after every member is terminal, and a finished
@@ -37,8 +49,11 @@ The invariants (docs/reliability.md states them for users):
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
 import random
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -52,6 +67,7 @@ from sqsjobs.testing.events import FakeContext, record_from_message
 from sqsjobs.testing.fake_sqs import FakeSQS, QueuedMessage
 from sqsjobs.testing.flaky_store import FlakyStore
 from sqsjobs.testing.tester import ManualClock
+from sqsjobs.worker._record_writes import FLUSH_AFTER
 
 MAX_ATTEMPTS = 3
 #: SQS's redrive moves a message received more often than this (template.yaml: MaxAttempts + 1)
@@ -63,19 +79,25 @@ SLOTS = 1
 EXPIRES_IN = 40.0
 DEBOUNCE = 4.0
 #: the jobs a rule may enqueue alone or as members and steps
-PLAIN_JOBS = ("a", "b", "c", "lim", "conc", "exp", "bat", "batlim", "batconc")
-MEMBER_JOBS = ("a", "b", "c", "exp", "bat")
+PLAIN_JOBS = ("a", "b", "c", "lim", "conc", "exp", "bat", "batlim", "batconc", "aa", "th", "aconc", "abat")
+MEMBER_JOBS = ("a", "b", "c", "exp", "bat", "aa", "th")
 #: items per call of the batch handlers ``bat``, ``batlim`` and ``batconc`` (``batlim`` shares ``lim``'s rate limit,
 #: ``batconc`` ``conc``'s slots)
 BATCH = 3
 #: the batch handlers (a rule enqueues all of one's keys at once)
-BATCH_JOBS = ("bat", "batlim", "batconc")
+BATCH_JOBS = ("bat", "batlim", "batconc", "abat")
 #: the jobs whose starts the rate limit counts
 RATE_JOBS = ("lim", "batlim")
 #: the jobs whose runs at once the concurrency limit counts
-SLOT_JOBS = ("conc", "batconc")
-#: what one execution of a job does
-PLANS = ("ok", "transient", "permanent", "kill_before", "kill_after", "nest")
+SLOT_JOBS = ("conc", "batconc", "aconc")
+#: what one execution of a job does (``slow``: it takes longer than the crash window's bound; ``timeout``: it does,
+#: and the invocation dies then, as Lambda's timeout kills one: issue 32's story)
+PLANS = ("ok", "transient", "permanent", "kill_before", "kill_after", "nest", "slow", "timeout")
+#: how long a ``slow`` job takes (the ManualClock moves: the worker's flush timer fires meanwhile)
+SLOW_SECONDS = 2.0
+#: how late a finished job's record may be submitted: a threaded job's bookkeeping waits for the batch's lock,
+#: which a rate-limited start holds while it waits for its token's window (flow/_permits.py MAX_WAIT_SECONDS)
+BOOKKEEPING_SLACK = 0.2
 #: the writes a store fault may hit
 FAULTS = ("claim", "completion", "retry_record", "dead_letter_record", "count", "limiter", "any")
 
@@ -88,6 +110,24 @@ class BatItem(TypedDict):
 
 class Killed(BaseException):
     """The invocation dies here (a timeout, out of memory): nothing after it runs, nothing is acknowledged."""
+
+
+@dataclass
+class Invocation:
+    """What one invocation's jobs did (each job finds its own through a context variable, on any thread)."""
+
+    #: the side effects, in order (a side effect's key), and the record each belongs to
+    effects: list[str] = field(default_factory=list)
+    records: dict[str, str] = field(default_factory=dict)
+    #: when each job whose side effect happened returned (a batch handler's items: when the call returned)
+    finished: dict[str, float] = field(default_factory=dict)
+    #: when a job of it raised ``Killed``
+    killed_at: float | None = None
+    #: the store's injected failures when it started
+    failures_before: int = 0
+
+
+_INVOCATION: contextvars.ContextVar[Invocation | None] = contextvars.ContextVar("model_invocation", default=None)
 
 
 def _ops(op: Operation) -> tuple[Operation, ...]:
@@ -172,8 +212,8 @@ class World:
         self.chains: list[list[str]] = []
         self._plans: list[str] = []
         self._nest: Callable[[], None] | None = None
-        #: per running invocation (a stack: one may run inside another's job), the keys whose side effect it did
-        self._invocations: list[list[str]] = []
+        #: jobs of one batch run on several threads: the ledger and the plans are changed under this lock
+        self._lock = threading.RLock()
         #: DLQ letters a redrive moved back (the message they were is neither queued nor in the DLQ now)
         self.redriven: set[str] = set()
         #: messages the poller deleted: SQS's at-least-once delivery may bring one back (``FakeSQS.deliver_again``)
@@ -250,6 +290,23 @@ class World:
         def batconc(items: list[BatItem]) -> dict[int, BaseException]:
             return self.execute_items("batconc", items)
 
+        @app.job("aa", key="aa:{n}")
+        async def aa(n: int) -> None:
+            await self.execute_async("aa", f"aa:{n}")
+
+        @app.job("th", key="th:{n}", threads=True)
+        def th(n: int) -> None:
+            self.execute("th", f"th:{n}")
+
+        @app.job("aconc", key="aconc:{n}", limits=["slots"])
+        async def aconc(n: int) -> None:
+            await self.execute_async("aconc", f"aconc:{n}")
+
+        @app.job("abat", key="abat:{n}", batch=BATCH)
+        async def abat(items: list[BatItem]) -> dict[int, BaseException]:
+            await self.pause()
+            return self.execute_items("abat", items)
+
         @app.job("report", key="report:{g}")
         def report(g: str) -> None:
             self.callback(g)
@@ -263,36 +320,94 @@ class World:
     # ------------------------------------------------------------ what the jobs do
     def execute(self, job: str, key: str) -> None:
         """One run of a job: checks, then the plan the running rule drew for it."""
-        led = self.ledger
-        now = self.clock()
-        plan = self._plans.pop(0) if self._plans else "ok"
-        if led.active[key]:
-            led.violations.append(f"{key} started while another run of it was still going")
-        if job in RATE_JOBS:
-            recent = [t for name in RATE_JOBS for t in led.starts[name] if t > now - PER]
-            if len(recent) >= RATE:
-                led.violations.append(f"rate limit exceeded: {len(recent) + 1} starts within {PER} s at {now}")
-        if job in SLOT_JOBS and sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS) >= SLOTS:
-            led.violations.append(f"concurrency limit exceeded at {now}")
-        led.starts[job].append(now)
-        led.active[key] += 1
+        plan = self._start(job, key)
         try:
-            if plan == "kill_before":
-                raise Killed(key)
-            if plan == "transient":
-                raise ConnectionError(f"{key}: transient")
-            if plan == "permanent":
-                raise PermanentError(f"{key}: permanent")
+            self._body(plan, key)
+        finally:
+            self._stop(key)
+        self._finished(key)
+
+    async def execute_async(self, job: str, key: str) -> None:
+        """``execute`` for an async job: it yields to the loop before and after its body, a random number of times."""
+        plan = self._start(job, key)
+        try:
+            await self.pause()
+            self._body(plan, key)
+            await self.pause()
+        finally:
+            self._stop(key)
+        self._finished(key)
+
+    async def pause(self) -> None:
+        with self._lock:
+            turns = self.random.randint(0, 3)
+        for _ in range(turns):
+            await asyncio.sleep(0)
+
+    def _start(self, job: str, key: str) -> str:
+        led = self.ledger
+        with self._lock:
+            now = self.clock()
+            plan = self._plans.pop(0) if self._plans else "ok"
+            if led.active[key]:
+                led.violations.append(f"{key} started while another run of it was still going")
+            if job in RATE_JOBS:
+                recent = [t for name in RATE_JOBS for t in led.starts[name] if t > now - PER]
+                if len(recent) >= RATE:
+                    led.violations.append(f"rate limit exceeded: {len(recent) + 1} starts within {PER} s at {now}")
+            if job in SLOT_JOBS and sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS) >= SLOTS:
+                led.violations.append(f"concurrency limit exceeded at {now}")
+            led.starts[job].append(now)
+            led.active[key] += 1
+        return plan
+
+    def _stop(self, key: str) -> None:
+        with self._lock:
+            self.ledger.active[key] -= 1
+
+    def _body(self, plan: str, key: str, record: str | None = None) -> None:
+        if plan == "kill_before":
+            self._kill(key)
+        if plan == "transient":
+            raise ConnectionError(f"{key}: transient")
+        if plan == "permanent":
+            raise PermanentError(f"{key}: permanent")
+        if plan in ("slow", "timeout"):
+            self.clock.advance(SLOW_SECONDS)  # the worker's timers fire meanwhile
+        if plan == "timeout":
+            self._kill(key)
+        with self._lock:
             if plan == "nest" and self._nest is not None:
                 nest, self._nest = self._nest, None
-                nest()  # a second invocation runs while this one is inside its job
-            led.effects[key] += 1
-            if self._invocations:
-                self._invocations[-1].append(key)
-            if plan == "kill_after":
-                raise Killed(key)
-        finally:
-            led.active[key] -= 1
+            else:
+                nest = None
+        if nest is not None:
+            nest()  # a second invocation runs while this one is inside its job
+        with self._lock:
+            self.ledger.effects[key] += 1
+            invocation = _INVOCATION.get()
+            if invocation is not None:
+                invocation.effects.append(key)
+                invocation.records[key] = record or key
+        if plan == "kill_after":
+            self._kill(key)
+
+    def _kill(self, key: str) -> None:
+        invocation = _INVOCATION.get()
+        if invocation is not None and invocation.killed_at is None:
+            invocation.killed_at = self.clock()
+        raise Killed(key)
+
+    def _finished(self, *keys: str) -> None:
+        """Jobs returned (their side effects are done): the worker records them from now on."""
+        invocation = _INVOCATION.get()
+        if invocation is None:
+            return
+        with self._lock:
+            now = self.clock()
+            for key in keys:
+                if key in invocation.records:
+                    invocation.finished.setdefault(key, now)
 
     def execute_debounced(self, n: int, v: int) -> None:
         """One run of a debounced burst: the burst (``v``) is the unit of side effects, the key that of overlap."""
@@ -304,34 +419,50 @@ class World:
         if latest is None or self.ledger.tokens.get(latest) != v:
             self.ledger.violations.append(f"{key} ran burst v={v}, but its latest burst is "
                                           f"v={self.ledger.tokens.get(latest or '')}")
-        self.ledger.active[key] += 1
+        with self._lock:
+            self.ledger.active[key] += 1
         try:
-            self.execute("deb", f"{key}@{v}")
+            plan = self._start("deb", f"{key}@{v}")
+            try:
+                self._body(plan, f"{key}@{v}", record=key)
+            finally:
+                self._stop(f"{key}@{v}")
+            self._finished(f"{key}@{v}")
         finally:
-            self.ledger.active[key] -= 1
+            self._stop(key)
 
     def execute_items(self, job: str, items: list[BatItem]) -> dict[int, BaseException]:
         """One call of a batch handler: each item runs as ``execute`` runs a job, with a plan of its own; the
         items whose plan failed are named (a kill ends the whole call, and the invocation)."""
         led = self.ledger
-        running = sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS)
-        if job in SLOT_JOBS and running + len(items) > SLOTS:  # a call's items run at once
-            led.violations.append(f"concurrency limit exceeded by a call of {len(items)} at {self.clock()}")
+        with self._lock:
+            running = sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS)
+            if job in SLOT_JOBS and running + len(items) > SLOTS:  # a call's items run at once
+                led.violations.append(f"concurrency limit exceeded by a call of {len(items)} at {self.clock()}")
         failed: dict[int, BaseException] = {}
         for index, item in enumerate(items):
+            key = f"{job}:{item['n']}"
+            plan = self._start(job, key)
             try:
-                self.execute(job, f"{job}:{item['n']}")
+                self._body(plan, key)
             except (ConnectionError, PermanentError) as error:
                 failed[index] = error
+            finally:
+                self._stop(key)
+        self._finished(*[f"{job}:{item['n']}" for item in items])  # the call returned: every item ends now
         return failed
 
     def callback(self, g: str) -> None:
         """A group's callback ran: once, and only after every member is terminal."""
         label, _, kind = g.rpartition("-")
         book = next((b for b in self.groups if b.label == label), None)
-        self.ledger.effects[f"report:{g}"] += 1
-        if self._invocations:  # a kill later in this invocation exposes it, as it does a job's (``execute``)
-            self._invocations[-1].append(f"report:{g}")
+        with self._lock:
+            self.ledger.effects[f"report:{g}"] += 1
+            invocation = _INVOCATION.get()
+            if invocation is not None:  # a kill soon after exposes it, as it does a job's (``execute``)
+                invocation.effects.append(f"report:{g}")
+                invocation.records[f"report:{g}"] = f"report:{g}"
+        self._finished(f"report:{g}")
         if book is None:
             return
         book.runs[kind] += 1  # at most once, like any key: the side-effect bound in ``check`` holds it
@@ -366,13 +497,12 @@ class World:
         arn = self.sqs.arn(self.queue)
         event = {"Records": [record_from_message(m.to_wire(), arn) for m in taken]}
         context = FakeContext(remaining_ms=remaining_ms, clock=self.clock)
-        self._invocations.append([])
+        invocation = Invocation(failures_before=self.store.failures)
+        token = _INVOCATION.set(invocation)
         try:
             result = self.apps[app].process_batch(event, context)
         except Killed:
-            # Every side effect this invocation did is exposed: its record may not be written yet.
-            for key in self._invocations[-1]:
-                self.ledger.kills_after[key] += 1
+            self._exposed_by_kill(invocation)
             for message in taken:
                 if message.receive_count >= MAX_ATTEMPTS + 1:
                     self.ledger.killed_late[message.message_id] += 1
@@ -382,7 +512,7 @@ class World:
             return
         finally:
             self._nest = None
-            self._invocations.pop()
+            _INVOCATION.reset(token)
         failed = set(result.failures)
         bodies = {m.message_id: m.body for m in taken}
         for key in getattr(result, "unrecorded", ()):
@@ -404,6 +534,21 @@ class World:
             if message.message_id not in failed:
                 self.sqs.remove(message)
                 self.deleted.append(message)
+
+    def _exposed_by_kill(self, invocation: Invocation) -> None:
+        """A kill exposes, in time, the side effects whose record may not be written yet (invariant 2)."""
+        killed_at = invocation.killed_at if invocation.killed_at is not None else self.clock()
+        store_failed = self.store.failures > invocation.failures_before
+        for key in invocation.effects:
+            finished = invocation.finished.get(key)
+            if finished is None or killed_at < finished + FLUSH_AFTER + BOOKKEEPING_SLACK or store_failed:
+                self.ledger.kills_after[key] += 1  # running at the kill, within the window, or a write failed
+                continue
+            item = self.store.get(invocation.records[key])
+            if item is None or item.state is not LeaseState.DONE:
+                self.ledger.violations.append(
+                    f"{key} returned {killed_at - finished:.1f} s before the kill (the window is {FLUSH_AFTER} s), "
+                    f"and its record is {item.state.value if item is not None else 'absent'}, not written")
 
     def _check_superseded(self, d: Any, body: str) -> None:
         token = json.loads(body).get("debounce")

@@ -94,17 +94,19 @@ class ManualClock:
 
     def advance(self, seconds: float) -> None:
         """Move the clock forward by ``seconds``, calling each timer that falls due on the way."""
-        target = self.now + float(seconds)
+        with self._lock:
+            target = self.now + float(seconds)
         while True:
             with self._lock:
                 due = self._due[0] if self._due and self._due[0].when <= target else None
                 if due is not None:
                     heapq.heappop(self._due)
+                    self.now = max(self.now, due.when)
             if due is None:
                 break
-            self.now = max(self.now, due.when)
-            due.callback()
-        self.now = max(self.now, target)
+            due.callback()  # outside the lock: it may advance the clock itself (a retry's pause)
+        with self._lock:
+            self.now = max(self.now, target)
 
     def call_at(self, when: float, callback: Callable[[], None]) -> _Due:
         """Call ``callback`` once ``advance`` reaches ``when``; ``cancel()`` the handle to take it back."""

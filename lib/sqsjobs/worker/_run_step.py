@@ -47,11 +47,15 @@ starts, the async jobs are cancelled, and the threads are waited for (a
 thread cannot be stopped) before it is raised.
 
 ``asyncio`` is imported, and a loop made, only for a batch that has a job to
-run on one: a batch of plain jobs runs exactly as it did, with no loop.
+run on one: a batch of plain jobs runs exactly as it did, with no loop. When
+``process_batch`` is called from inside a running loop (an async test), a
+batch that needs its own loop runs on a thread of its own (a loop cannot run
+inside another), where a plain job's ``time_limit`` cannot be armed.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -164,9 +168,22 @@ class RunStep:
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
         """Run (or conclude without running) every claimed delivery, and conclude the copies that follow them."""
+        concurrent = any(d.state is State.CLAIMED and mode_of(d.job) is not Mode.INLINE for d in self.waiting)
+        if concurrent and _loop_running_here():
+            # Called from async code (an async test): a loop cannot run inside another, so the batch runs on a
+            # thread of its own, with this context (the budget, the caller's trace id).
+            import contextvars
+
+            here = contextvars.copy_context()
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqsjobs-batch") as thread:
+                thread.submit(here.run, self._run_here, concurrent).result()
+            return
+        self._run_here(concurrent)
+
+    def _run_here(self, concurrent: bool) -> None:
         self._arm_deadline()
         try:
-            if any(d.state is State.CLAIMED and mode_of(d.job) is not Mode.INLINE for d in self.waiting):
+            if concurrent:
                 import asyncio
 
                 self.loop = asyncio.new_event_loop()
@@ -352,6 +369,18 @@ class RunStep:
                 if d.state is State.CLAIMED and d.decision is None and d.index not in self.taken:
                     self.consumer._unstarted(self.batch, d, Ending.NO_TIME)
         self.batch.writes.hurry()
+
+
+def _loop_running_here() -> bool:
+    """True when this thread is inside a running event loop (never without ``asyncio`` imported)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return False
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _close(loop: asyncio.AbstractEventLoop) -> None:
