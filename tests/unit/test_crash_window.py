@@ -20,6 +20,10 @@ from sqsjobs.testing.tester import EPOCH, ManualClock
 from sqsjobs.worker._timer import ClockTimer, timer_for
 
 
+#: a worker of 15 minutes: the job killed after 600 s dies long before the deadline margin
+LAMBDA_TIMEOUT_MS = 900_000
+
+
 class Killed(BaseException):
     """The invocation dies here (a timeout, out of memory): nothing after it runs."""
 
@@ -56,7 +60,7 @@ def test_a_quick_job_then_one_killed_after_600_s_leaves_the_quick_job_recorded()
     app, seen = app_with(clock)
     with app.testing(clock=clock) as t:
         with pytest.raises(Killed):
-            t.run(app.message("quick", n=0), app.message("slow", n=1))
+            t.run(app.message("quick", n=0), app.message("slow", n=1), remaining_ms=LAMBDA_TIMEOUT_MS)
         assert seen == ["quick 0", "slow 1: quick:0 is HELD at 0 s"]  # gathered at first, as before
         assert state(app, "quick:0") == "DONE" and app.status("quick:0").state == "succeeded"
         assert state(app, "slow:1") == "HELD"  # the killed job alone runs again, once its lease ends
@@ -67,7 +71,8 @@ def test_nine_quick_jobs_then_a_killed_one_leave_all_nine_recorded_in_one_write(
     app, _ = app_with(clock)
     with app.testing(clock=clock) as t:
         with pytest.raises(Killed):
-            t.run(*[app.message("quick", n=n) for n in range(9)], app.message("slow", n=9))
+            t.run(*[app.message("quick", n=n) for n in range(9)], app.message("slow", n=9),
+                  remaining_ms=LAMBDA_TIMEOUT_MS)
         assert [app.status(f"quick:{n}").state for n in range(9)] == ["succeeded"] * 9
         assert t.store.calls == 2  # the claims, then the nine completions together when the timer fired
 
@@ -101,7 +106,7 @@ def test_an_async_job_s_record_is_written_while_another_async_job_runs_on() -> N
         raise Killed
 
     with app.testing(clock=clock) as t, pytest.raises(Killed):
-        t.run(slow.message(n=1), quick.message(n=0))
+        t.run(slow.message(n=1), quick.message(n=0), remaining_ms=LAMBDA_TIMEOUT_MS)
     assert seen == ["DONE"]
 
 
