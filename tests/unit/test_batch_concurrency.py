@@ -293,3 +293,37 @@ def test_job_duration_is_each_job_s_own(monkeypatch: pytest.MonkeyPatch) -> None
     durations = [doc["JobDuration"] for doc in map(json.loads, t.metrics) if "JobDuration" in doc]
     assert sorted(round(v) for value in durations for v in (value if isinstance(value, list) else [value])) == [
         1_000, 11_000]
+
+
+def test_the_loop_is_kept_between_invocations_so_a_job_s_module_level_async_state_stays_usable() -> None:
+    app = JobApp()
+    shared: dict[str, Any] = {}
+
+    @app.job("receipt", key="receipt:{n}")
+    async def receipt(n: int) -> None:
+        lock = shared.setdefault("lock", asyncio.Lock())  # bound to the loop it is first used on
+        async with lock:
+            await asyncio.sleep(0)
+
+    with app.testing() as t:
+        for batch in range(3):  # three invocations of one warm worker
+            t.run(receipt.message(n=2 * batch), receipt.message(n=2 * batch + 1))
+        assert t.count(Outcome.SUCCEEDED) == 6
+
+
+def test_a_batch_handled_from_inside_a_running_loop_still_runs_its_async_jobs() -> None:
+    app = JobApp()
+    ran: list[int] = []
+
+    @app.job("receipt", key="receipt:{n}")
+    async def receipt(n: int) -> None:
+        await asyncio.sleep(0)
+        ran.append(n)
+
+    async def an_async_test() -> None:
+        with app.testing() as t:
+            t.run(receipt.message(n=1), receipt.message(n=2))
+            assert t.count(Outcome.SUCCEEDED) == 2
+
+    asyncio.run(an_async_test())
+    assert sorted(ran) == [1, 2]

@@ -19,7 +19,6 @@ from sqsjobs import JobApp, Outcome
 from sqsjobs.testing.tester import EPOCH, ManualClock
 from sqsjobs.worker._timer import ClockTimer, timer_for
 
-
 #: a worker of 15 minutes: the job killed after 600 s dies long before the deadline margin
 LAMBDA_TIMEOUT_MS = 900_000
 
@@ -131,7 +130,7 @@ def test_quick_successes_still_cost_two_calls_a_batch() -> None:
 
 def test_the_deadline_margin_writes_the_waiting_records_before_the_bound() -> None:
     clock = ManualClock()
-    app, seen = app_with(clock, flush_after=30)
+    app, _ = app_with(clock, flush_after=30)
     with app.testing(clock=clock) as t:
         with pytest.raises(Killed):
             # 20 s left, 5 s margin: at 15 s the waiting record is written, long before its 30 s bound.

@@ -60,8 +60,9 @@ from sqsjobs.worker._delivery import BatchResult, Delivery, Outcome, State
 from sqsjobs.worker._event import decode, parse_event, queue_url_from_arn
 from sqsjobs.worker._job_call import JobCalls
 from sqsjobs.worker._job_records import Claim, ClaimResult, Verdict
+from sqsjobs.worker._job_runners import JobRunners
 from sqsjobs.worker._record_writes import RecordWrites
-from sqsjobs.worker._run_step import JobThreads, RunStep
+from sqsjobs.worker._run_step import RunStep
 from sqsjobs.worker._send_back import SendBack, finish_result, finish_token
 from sqsjobs.worker._stages import Stage, Stages
 from sqsjobs.worker._timer import timer_for
@@ -122,9 +123,9 @@ class Consumer:
         self.sleep = sleep
         #: the clock's timer: records written within ``flush_after``, the deadline margin (worker/_timer.py)
         self.timer = timer if timer is not None else timer_for(clock)
-        #: how the batch's jobs are called, and the threads of ``threads=True`` jobs (kept for the process)
+        #: how the batch's jobs are called, and where those that run at once run (kept for the process)
         self.calls = JobCalls(stages=self.stages, log=logger)
-        self.threads = JobThreads(settings.concurrency)
+        self.runners = JobRunners(settings.concurrency)
         self.default_backoff = BackoffPolicy(base=settings.backoff_base, cap=settings.backoff_cap)
         self._queue_urls: dict[str, str] = {}
         self.send_back = SendBack(sqs=sqs, store=store, clock=clock, record_ttl=settings.record_ttl,
@@ -144,7 +145,7 @@ class Consumer:
                 decode(batch, d, self.jobs)                              # 1. decode
             self.stages.before_claim(batch)                              # 2. expired, over a limit
             firsts = self._claim(batch)                                  # 3. claim
-            RunStep(self, batch, firsts, self.threads).run()             # 4. run, several at once
+            RunStep(self, batch, firsts, self.runners).run()             # 4. run, several at once
             self.stages.after_runs(batch)
             batch.writes.wait()
             self._dead_letter(batch)                                     # 5. the DLQ, then its records

@@ -2,10 +2,11 @@
 
 How a job runs is its own (``mode_of``):
 
-- an ``async def`` job (or batch handler) is a task on the invocation's one
-  event loop; the async jobs of a batch interleave there;
+- an ``async def`` job (or batch handler) is a task on the batch's one
+  event loop; the async jobs of a batch interleave there (the loop and the
+  threads are the process's, kept between invocations: ``worker/_job_runners.py``);
 - a plain function declared with ``threads=True`` runs on one of the
-  process's job threads (``JobThreads``);
+  process's job threads;
 - any other plain function runs *inline*: on the invocation's own thread,
   one at a time, as before (sync code is rarely thread-safe). It runs with
   no event loop running, so it may call ``asyncio.run`` itself, and it is
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
     from sqsjobs.worker._consumer import Consumer
     from sqsjobs.worker._delivery import Delivery
     from sqsjobs.worker._job_call import Ran
+    from sqsjobs.worker._job_runners import JobRunners
     from sqsjobs.worker._timer import TimerHandle
 
 
@@ -109,23 +111,6 @@ def mode_of(job: Job[Any, Any] | None) -> Mode:
     return Mode.THREAD if job.options.threads else Mode.INLINE
 
 
-class JobThreads:
-    """The process's threads for ``threads=True`` jobs: ``size`` of them, started on first use, kept warm."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._pool: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def pool(self) -> ThreadPoolExecutor:
-        """The thread pool (built once)."""
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.size, thread_name_prefix="sqsjobs-job")
-            return self._pool
-
-
 @dataclass(eq=False, kw_only=True)
 class Unit:
     """One call that runs: a job's delivery, or a batch handler's call of several items."""
@@ -150,11 +135,11 @@ class Unit:
 class RunStep:
     """The run step of one batch (see the module docstring); ``run`` once."""
 
-    def __init__(self, consumer: Consumer, batch: Batch, firsts: dict[str, Delivery], threads: JobThreads) -> None:
+    def __init__(self, consumer: Consumer, batch: Batch, firsts: dict[str, Delivery], runners: JobRunners) -> None:
         self.consumer = consumer
         self.batch = batch
         self.firsts = firsts
-        self.threads = threads
+        self.runners = runners
         self.bound = consumer.settings.concurrency
         #: guards the batch's bookkeeping: jobs end on several threads (never held while a job runs)
         self.lock = threading.RLock()
@@ -183,16 +168,14 @@ class RunStep:
     def _run_here(self, concurrent: bool) -> None:
         self._arm_deadline()
         try:
-            if concurrent:
-                import asyncio
-
-                self.loop = asyncio.new_event_loop()
-            self._drive()
+            if not concurrent:
+                self._drive()
+                return
+            with self.runners.loop() as self.loop:
+                self._drive()
         finally:
             if self._deadline is not None:
                 self._deadline.cancel()
-            if self.loop is not None:
-                _close(self.loop)
 
     def _drive(self) -> None:
         try:
@@ -291,7 +274,7 @@ class RunStep:
         else:
             import asyncio
 
-            unit.thread = self.threads.pool.submit(unit.context.run, self._run_sync, unit)
+            unit.thread = self.runners.pool.submit(unit.context.run, self._run_sync, unit)
             future = asyncio.wrap_future(unit.thread, loop=self.loop)
         self.running[future] = unit
 
@@ -381,19 +364,3 @@ def _loop_running_here() -> bool:
     except RuntimeError:
         return False
     return True
-
-
-def _close(loop: asyncio.AbstractEventLoop) -> None:
-    """Close the invocation's loop as ``asyncio.run`` does: leftover tasks cancelled, generators and executor shut."""
-    import asyncio
-
-    try:
-        leftover = asyncio.all_tasks(loop)
-        for task in leftover:
-            task.cancel()
-        if leftover:
-            loop.run_until_complete(asyncio.gather(*leftover, return_exceptions=True))
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.run_until_complete(loop.shutdown_default_executor())
-    finally:
-        loop.close()
