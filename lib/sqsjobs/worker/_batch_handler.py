@@ -88,7 +88,7 @@ def end_call(consumer: Consumer, batch: Batch, chunk: Sequence[Delivery], ran: R
     for d, error in zip(chunk, errors, strict=True):
         d.duration_ms = share
         consumer.stages.after_run(batch, d)
-        consumer.record_ending(batch, d, error)
+        consumer.record_ending(batch, d, error, ended_at=ran.ended_at)
 
 
 def _items_per_call(job: BatchJob[..., object]) -> int:

@@ -124,7 +124,7 @@ class Consumer:
         #: the clock's timer: records written within ``flush_after``, the deadline margin (worker/_timer.py)
         self.timer = timer if timer is not None else timer_for(clock)
         #: how the batch's jobs are called, and where those that run at once run (kept for the process)
-        self.calls = JobCalls(stages=self.stages, log=logger)
+        self.calls = JobCalls(stages=self.stages, log=logger, clock=clock)
         self.runners = JobRunners(settings.concurrency)
         self.default_backoff = BackoffPolicy(base=settings.backoff_base, cap=settings.backoff_cap)
         self._queue_urls: dict[str, str] = {}
@@ -270,10 +270,12 @@ class Consumer:
             return False
         return True
 
-    def record_ending(self, batch: Batch, d: Delivery, error: BaseException | None) -> None:
-        """``d``'s job returned (``error`` None) or raised: decide it and start writing its record."""
+    def record_ending(self, batch: Batch, d: Delivery, error: BaseException | None,
+                      ended_at: float | None = None) -> None:
+        """``d``'s job returned (``error`` None) or raised at ``ended_at``: decide it and submit its record, whose
+        wait for the write counts from then (``worker/_record_writes.py``)."""
         assert d.job is not None
-        now = self.clock()
+        now = self.clock() if ended_at is None else ended_at
         expires_at = expiry(now, self.settings.record_ttl)
         if error is not None:
             options = d.job.options
@@ -282,14 +284,15 @@ class Consumer:
                                       permanent=options.classify(error) is Classification.PERMANENT)
             if decision.action is not Action.DEAD_LETTER:
                 batch.writes.submit(d, records.retrying(d.key, batch.owner, now=now, expires_at=expires_at,
-                                                        error=error))
+                                                        error=error), at=now)
             return
         stored, unstorable = self._stored_result(d) if d.job.options.store_result else (None, None)
         if unstorable is not None:
             batch.conclude(d, unstorable[0], error=unstorable[1])
             return
         batch.conclude(d, Ending.SUCCEEDED)
-        batch.writes.submit(d, records.succeeded(d.key, batch.owner, now=now, expires_at=expires_at, result=stored))
+        batch.writes.submit(d, records.succeeded(d.key, batch.owner, now=now, expires_at=expires_at, result=stored),
+                            at=now)
 
     def _unstarted(self, batch: Batch, d: Delivery, ending: Ending, **known: Any) -> None:
         """A claimed delivery that does not start: its record gives the attempt back."""

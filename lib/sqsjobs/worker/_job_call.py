@@ -18,7 +18,9 @@ context (``contextvars``), made when it starts (``context``), where:
 ``sqsjobs._calls.refuse_awaitable``); ``awaited`` awaits an ``async def`` one.
 Both catch what the job raised (``Exception``; anything else, a kill,
 escapes the batch) and measure the call's own duration, which is the
-``JobDuration`` of that job alone.
+``JobDuration`` of that job alone, and note when it ended on the injected
+clock: its record's wait for the write counts from then, even when its
+bookkeeping waits a moment for the batch's lock.
 """
 
 from __future__ import annotations
@@ -39,19 +41,21 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, kw_only=True)
 class Ran:
-    """How one call ended: its value, or the exception it raised; and how long it took."""
+    """How one call ended: its value, or the exception it raised; how long it took, and when (the clock's) it ended."""
 
     result: Any = None
     error: Exception | None = None
     duration_ms: float = 0.0
+    ended_at: float | None = None
 
 
 class JobCalls:
     """Calls the batch's jobs (``stages``: their ``wrap_run``; ``log``: the app's logger)."""
 
-    def __init__(self, *, stages: Stage, log: Any) -> None:
+    def __init__(self, *, stages: Stage, log: Any, clock: Callable[[], float]) -> None:
         self.stages = stages
         self.log = log
+        self.clock = clock
 
     def context(self, lead: Delivery, fields: Mapping[str, Any]) -> contextvars.Context:
         """A context for one call: the caller's, with ``lead``'s trace id and the log ``fields`` set."""
@@ -71,8 +75,8 @@ class JobCalls:
         try:
             result = refuse_awaitable(self.stages.wrap_run(lead, invoke)(), f"job {lead.job_name!r}")
         except Exception as raised:
-            return Ran(error=raised, duration_ms=_since(started))
-        return Ran(result=result, duration_ms=_since(started))
+            return Ran(error=raised, duration_ms=_since(started), ended_at=self.clock())
+        return Ran(result=result, duration_ms=_since(started), ended_at=self.clock())
 
     async def awaited(self, lead: Delivery, invoke: Callable[[], Awaitable[Any]]) -> Ran:
         """Await an async function (``invoke`` makes its coroutine) under the stages' wraps."""
@@ -80,8 +84,8 @@ class JobCalls:
         try:
             result = await self.stages.wrap_run(lead, invoke)()
         except Exception as raised:
-            return Ran(error=raised, duration_ms=_since(started))
-        return Ran(result=result, duration_ms=_since(started))
+            return Ran(error=raised, duration_ms=_since(started), ended_at=self.clock())
+        return Ran(result=result, duration_ms=_since(started), ended_at=self.clock())
 
 
 def _since(started: float) -> float:

@@ -134,6 +134,7 @@ class RecordWrites:
         #: when the oldest record waiting was submitted, and the timer that writes it in time
         self._oldest: float | None = None
         self._due: TimerHandle | None = None
+        self._due_at = 0.0
         #: past the deadline margin (or told to hurry): every record is written as it comes
         self._hurried = False
         self._started: list[tuple[list[tuple[Delivery, Operation]], Future[list[Written]]]] = []
@@ -144,20 +145,23 @@ class RecordWrites:
         #: writes the store failed even after the retries, with the error
         self.failed: list[tuple[Delivery, str]] = []
 
-    def submit(self, d: Delivery, op: Operation) -> None:
-        """Add ``d``'s record to the batch's writes; they start once the oldest has waited ``flush_after``."""
+    def submit(self, d: Delivery, op: Operation, *, at: float | None = None) -> None:
+        """Add ``d``'s record to the batch's writes; they start once the oldest has waited ``flush_after``.
+
+        ``at`` is when the record became due (its job's end; default: now).
+        """
         with self._lock:
             self._pending.append((d, op))
             now = self.clock() if self.clock is not None else 0.0
-            if self._oldest is None:
-                self._oldest = now
+            since = now if at is None else min(at, now)
+            if self._oldest is None or since < self._oldest:
+                self._oldest = since
             if self._hurried or self.flush_after <= 0 or (self.clock is not None
                                                           and now - self._oldest >= self.flush_after):
-                part = self._take()  # writing each as it comes, or the clock jumped past the timer
+                part = self._take()  # writing each as it comes, or it is due already (a job's bookkeeping waited)
             else:
                 part = []
-                if self._due is None and self.timer is not None:
-                    self._due = self.timer.call_at(self._oldest + self.flush_after, self._on_due)
+                self._arm(self._oldest + self.flush_after)
         self._launch(part)
 
     def hurry(self) -> None:
@@ -173,6 +177,14 @@ class RecordWrites:
             self._hurried = False
             self._take()
 
+    def _arm(self, when: float) -> None:
+        """The timer writes what waits at ``when`` (the lock is held); an earlier moment replaces a later one."""
+        if self.timer is None or (self._due is not None and self._due_at <= when):
+            return
+        if self._due is not None:
+            self._due.cancel()
+        self._due, self._due_at = self.timer.call_at(when, self._on_due), when
+
     def _on_due(self) -> None:
         with self._lock:
             self._due = None
@@ -180,8 +192,8 @@ class RecordWrites:
         self._launch(part)
 
     def _take(self) -> list[tuple[Delivery, Operation]]:
-        """The records waiting (the lock is held); the timer is off until the next one comes."""
-        part, self._pending, self._oldest = self._pending, [], None
+        """The records waiting, in the batch's order (the lock is held); the timer is off until the next comes."""
+        part, self._pending, self._oldest = sorted(self._pending, key=lambda pending: pending[0].index), [], None
         if self._due is not None:
             self._due.cancel()
             self._due = None

@@ -301,7 +301,7 @@ class RunStep:
             else:
                 self.consumer.log.warning("job failed", extra={"error": f"{type(ran.error).__name__}: {ran.error}"})
             self.consumer.stages.after_run(self.batch, d)
-            self.consumer.record_ending(self.batch, d, ran.error)
+            self.consumer.record_ending(self.batch, d, ran.error, ended_at=ran.ended_at)
 
     def _turn(self) -> None:
         """One turn of the event loop: the tasks just created run up to their first wait."""
