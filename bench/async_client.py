@@ -6,6 +6,8 @@ each contender's DynamoDB idempotency table on the moto server:
 
 - ``sqsjobs, async jobs``: an ``async def`` job awaiting the call (``asyncio`` streams);
 - ``sqsjobs, threads=True``: a plain job making the call with ``http.client``, on the job threads;
+- ``sqsjobs, async jobs, flush_after=0``: the async jobs again, each completion written as its job ends
+  (docs/reliability.md, "The crash window": what a window of 0 costs);
 - ``Powertools BatchProcessor``: the record handler in ``idempotent_function`` (``bench.contenders``),
   making the same ``http.client`` call, one record after another;
 - ``Powertools AsyncBatchProcessor``: an async record handler awaiting the same call as sqsjobs' async job.
@@ -38,7 +40,7 @@ from bench.contenders import JOB, bodies, event
 from bench.support import Call, CallLog, sequential_depth
 
 BATCH = 10
-CONTENDERS = ("sqsjobs-async", "sqsjobs-threads", "powertools-batch", "powertools-async")
+CONTENDERS = ("sqsjobs-async", "sqsjobs-threads", "powertools-batch", "powertools-async", "sqsjobs-async-flush0")
 
 
 #: each job's call to the slow server, as (start, end): the longest chain of them is the batch's I/O depth
@@ -81,12 +83,14 @@ def sqsjobs_worker(config: dict[str, Any], done: list[int], calls: CallLog, emit
     from sqsjobs._clients import dynamodb_client, sqs_client
 
     endpoint, port = config["endpoint"], config["port"]
+    flush_after = 0.0 if config["contender"].endswith("flush0") else 1.0
     app = JobApp(queue_url=config["queue"], dlq_url=config["dlq"], table_name=config["table"], function_timeout=60,
+                 flush_after=flush_after,
                  sqs_client=sqs_client(endpoint_url=endpoint),
                  dynamodb_client=counted(dynamodb_client(endpoint_url=endpoint), calls),
                  emit_metrics=lambda line: emitted.append(len(line.encode()) + 1),
                  logger=Logger(service="bench", level="ERROR"))
-    if config["contender"] == "sqsjobs-async":
+    if config["contender"].startswith("sqsjobs-async"):
         @app.job(JOB, key="invoice-email:{invoice_id}")
         async def send_async(invoice_id: int) -> None:
             await call_async(port)

@@ -37,7 +37,8 @@ from bench.support import Stat, client, create_queues, create_table
 #: how long the slow server takes to answer each job's call
 DELAY = 0.2
 LABELS = {"sqsjobs-async": "sqsjobs, async jobs", "sqsjobs-threads": "sqsjobs, threads=True",
-          "powertools-batch": "Powertools BatchProcessor", "powertools-async": "Powertools AsyncBatchProcessor"}
+          "powertools-batch": "Powertools BatchProcessor", "powertools-async": "Powertools AsyncBatchProcessor",
+          "sqsjobs-async-flush0": "sqsjobs, async jobs, flush_after=0"}
 #: issue 32's goals: sqsjobs' billed time per batch over each Powertools processor's
 GOALS = {"powertools-batch": 0.15, "powertools-async": 0.8}
 MEMORIES = (128, 1769)
@@ -173,7 +174,9 @@ def render(f: AsyncFigures, load: str, message_bytes: int) -> list[str]:
         "making the same `http.client` call, one record after another;")
     add("- **Powertools AsyncBatchProcessor**: an async record handler awaiting the same call as sqsjobs' async "
         "job. `idempotent_function` takes no coroutine function, so the handler takes the same persistence layer's "
-        "own steps around the call (`save_inprogress`, `save_success`), each on a thread so the records overlap.")
+        "own steps around the call (`save_inprogress`, `save_success`), each on a thread so the records overlap;")
+    add("- **sqsjobs, async jobs, flush_after=0**: the async jobs again, each completion written as its job ends "
+        "(what a crash window of 0 costs: docs/reliability.md).")
     if not f.complete:
         for error in f.errors:
             add("")

@@ -5,8 +5,8 @@ id inside the job (IDs-only payloads); here the "database" is a tiny
 deterministic function so the demo needs no other table.
 
 ``receipt-email`` is the same send as an ``async def`` job: a batch's receipts run at once
-(docs/jobs.md, "Async jobs and concurrency"). The patterns of docs/patterns.md follow it: ``place_order`` + ``process-order``
-(transactional enqueue through the outbox; orders live in
+(docs/jobs.md, "Async jobs and concurrency"). The patterns of docs/patterns.md follow it:
+``place_order`` + ``process-order`` (transactional enqueue through the outbox; orders live in
 ``SQSJOBS_ORDERS_TABLE``), ``reindex-products`` (a chunked job) and
 ``nightly-report`` (a scheduled job behind a lease), ``start_billing_run``
 + ``billing-run-report`` (a job group of invoice e-mails, and its callback). Flow control

@@ -161,17 +161,20 @@ def test_a_timer_callback_may_advance_the_clock_itself() -> None:
     assert fired == [2.0] and clock() - EPOCH == 4.0
 
 
-def test_the_process_timer_thread_calls_what_is_due_and_skips_what_was_cancelled() -> None:
+def test_the_process_timer_thread_calls_what_is_due_in_order_and_forgets_what_was_cancelled() -> None:
     import time
+
+    from sqsjobs.worker import _timer
 
     fired: list[str] = []
     done = threading.Event()
     timer = ClockTimer(time.time)
-    timer.call_at(time.time() - 2, lambda: fired.append("first")).cancel()
+    dropped = timer.call_at(time.time() + 3600, lambda: fired.append("dropped"))
+    dropped.cancel()
+    assert dropped not in _timer._THREAD._entries
+    timer.call_at(time.time() - 2, lambda: fired.append("first"))
     timer.call_at(time.time() - 1, lambda: fired.append("second"))
     timer.call_at(time.time() - 1, done.set)
-    far = timer.call_at(time.time() + 3600, lambda: fired.append("far"))
     assert done.wait(30)
-    far.cancel()
-    assert fired == ["second"]
+    assert fired == ["first", "second"]
     assert isinstance(timer_for(time.time), ClockTimer)

@@ -53,7 +53,8 @@ does not sit on tokens another invocation could use now.
 Why a crowd waiting for a few slots does not overrun their items: every probe
 is a conditional write, billed and counted against its item's partition
 (1,000 write units a second) even when refused. A batch probes up to
-``SLOT_PROBES`` slots; once a concurrency limiter has refused this process a
+``SLOT_PROBES`` slots more than the ``slots_wanted`` of it less one (one
+slot for plain jobs: three probes); once a concurrency limiter has refused this process a
 slot, for ``CONTENDED_SECONDS`` its batches first read the slots (one
 consistent ``BatchGetItem`` of at most ``CONTENDED_READS`` of them, in the
 round trip the probes would have taken) and write only to those that look
