@@ -149,6 +149,9 @@ class RunStep:
         self.running: dict[asyncio.Future[None], Unit] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._deadline: TimerHandle | None = None
+        #: the deadline margin passed; and a round is choosing what starts (the deadline then waits for its end)
+        self._past_deadline = False
+        self._in_round = False
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
@@ -182,7 +185,13 @@ class RunStep:
             while True:
                 with self.lock:
                     before = len(self.waiting)
-                    started, inline = self._next_round()
+                    self._in_round = True
+                    try:
+                        started, inline = self._next_round()
+                    finally:
+                        self._in_round = False
+                    if self._past_deadline:
+                        self._conclude_unstarted()
                 for unit in started:
                     self._dispatch(unit)
                 if inline is not None:
@@ -346,12 +355,22 @@ class RunStep:
             self._deadline = self.consumer.timer.call_at(at, self._at_deadline)
 
     def _at_deadline(self) -> None:
-        """The deadline margin: what has not started goes back unstarted, and every waiting record is written."""
+        """The deadline margin: what has not started goes back unstarted, and every waiting record is written.
+
+        Called by the timer, on its thread or inside the clock's ``advance`` (a test's ``ManualClock``); when that
+        is a round's own check (a limiter's start waiting a moment), the round concludes them once it is over.
+        """
         with self.lock:
-            for d in list(self.waiting):
-                if d.state is State.CLAIMED and d.decision is None and d.index not in self.taken:
-                    self.consumer._unstarted(self.batch, d, Ending.NO_TIME)
+            self._past_deadline = True
+            if not self._in_round:
+                self._conclude_unstarted()
         self.batch.writes.hurry()
+
+    def _conclude_unstarted(self) -> None:
+        for d in self.waiting:
+            if d.state is State.CLAIMED and d.decision is None and d.index not in self.taken:
+                self.consumer._unstarted(self.batch, d, Ending.NO_TIME)
+        self.waiting = [d for d in self.waiting if d.decision is None]  # a copy that follows one stays
 
 
 def _loop_running_here() -> bool:
