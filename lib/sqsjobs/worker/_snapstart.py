@@ -50,8 +50,13 @@ def prepare(app: JobApp, *factories: Callable[[], object]) -> bool:
     """Register ``warm`` and ``reseed`` for ``app`` with SnapStart; False when the runtime has no SnapStart hooks.
 
     ``factories`` are the app's own builders (e.g. a job's cached client
-    factory): ``warm`` calls each one before the snapshot.
+    factory): ``warm`` calls each one before the snapshot, so each must be a plain function (an ``async def``
+    one would only make a coroutine there: it is refused).
     """
+    from sqsjobs._calls import check_sync
+
+    for factory in factories:
+        check_sync("prepare_snapstart", factory, "it is called before the snapshot, outside any batch")
     try:
         from snapshot_restore_py import register_after_restore, register_before_snapshot
     except ImportError:  # not in Lambda, or a runtime without SnapStart (before python3.12)
