@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any, TypedDict
 
+import sqsjobs
 from sqsjobs import JobApp, PermanentError
 
 # "critical" is the template's CriticalQueue: its URL comes from SQSJOBS_QUEUE_URL_CRITICAL.
@@ -34,9 +35,7 @@ app = JobApp(queues={"critical": None})
 @lru_cache(maxsize=1)
 def ses_client() -> Any:
     """The SES client, made once from the worker's own botocore session (no second session, no boto3 import)."""
-    from sqsjobs._clients import client
-
-    return client("ses")
+    return sqsjobs.client("ses")
 
 
 def fetch_invoice(invoice_id: int) -> dict[str, Any]:
@@ -85,9 +84,7 @@ ORDERS_TABLE_ENV = "SQSJOBS_ORDERS_TABLE"
 @lru_cache(maxsize=1)
 def orders_client() -> Any:
     """The DynamoDB client of the orders table, made once from the same session."""
-    from sqsjobs._clients import client
-
-    return client("dynamodb")
+    return sqsjobs.client("dynamodb")
 
 
 def _orders_table() -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from sqsjobs.workflows._relay import OutboxRelay
+from sqsjobs import OutboxRelay
 
 
 @lru_cache(maxsize=1)

@@ -2,7 +2,7 @@
 
 With the template's ``SnapStart=true``, the first batch's set-up (clients,
 store, processor, the reference app's SES and orders clients) happens before
-the snapshot instead (``sqsjobs.worker._snapstart``); without it, this costs nothing.
+the snapshot instead (``sqsjobs.prepare_snapstart``); without it, this costs nothing.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 from app import app, orders_client, ses_client  # type: ignore[import-not-found]
 
-from sqsjobs.worker._snapstart import prepare
+from sqsjobs import prepare_snapstart
 
-prepare(app, ses_client, orders_client)
+prepare_snapstart(app, ses_client, orders_client)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

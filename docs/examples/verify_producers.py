@@ -24,10 +24,9 @@ from typing import Any
 import boto3
 from jsonschema import Draft202012Validator
 from moto.server import ThreadedMotoServer
-from sqsjobs import JobApp, Outcome
+from sqsjobs import JobApp, Outcome, current_trace_id
 from sqsjobs.cli.schema import load_schema
 from sqsjobs.testing import receive_event
-from sqsjobs._tracing import current_trace_id
 
 HERE = Path(__file__).resolve().parent
 REGION = "us-east-1"

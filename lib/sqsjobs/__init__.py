@@ -12,7 +12,9 @@ from sqsjobs._backoff import BackoffPolicy
 from sqsjobs._errors import (
     BatchItemsFailed,
     ChainError,
+    CheckUnavailable,
     ConfigurationError,
+    ConsoleError,
     EnqueueError,
     GroupError,
     InvalidArgumentsError,
@@ -21,6 +23,8 @@ from sqsjobs._errors import (
     JobError,
     LocalCloudError,
     MalformedMessageError,
+    MessageTooLargeError,
+    MoveTaskError,
     PeriodBusyError,
     PermanentError,
     QueueNotFoundError,
@@ -36,7 +40,9 @@ from sqsjobs._errors import (
     UnknownJobError,
 )
 from sqsjobs._job import Job
+from sqsjobs._job_clients import client
 from sqsjobs._settings import Settings
+from sqsjobs._tracing import current_trace_id
 from sqsjobs.enqueue._message import JobMessage
 from sqsjobs.enqueue._producer import EnqueueReport
 from sqsjobs.schedules._receipt import ScheduledJob
@@ -46,6 +52,7 @@ from sqsjobs.worker._budget import time_left
 from sqsjobs.worker._cancellation import cancel_requested
 from sqsjobs.worker._delivery import BatchResult, Outcome
 from sqsjobs.worker._job_records import JobStatus
+from sqsjobs.worker._snapstart import prepare_snapstart
 from sqsjobs.workflows._chains import Chain, ChainStatus, chain
 from sqsjobs.workflows._chunked import ChunkedJob, RunStatus
 from sqsjobs.workflows._group import Group
@@ -60,8 +67,10 @@ __all__ = [
     "Chain",
     "ChainError",
     "ChainStatus",
+    "CheckUnavailable",
     "ChunkedJob",
     "ConfigurationError",
+    "ConsoleError",
     "EnqueueError",
     "EnqueueReport",
     "Group",
@@ -79,6 +88,8 @@ __all__ = [
     "LeaseStore",
     "LocalCloudError",
     "MalformedMessageError",
+    "MessageTooLargeError",
+    "MoveTaskError",
     "OutboxRelay",
     "Outcome",
     "PeriodBusyError",
@@ -100,6 +111,9 @@ __all__ = [
     "UnknownJobError",
     "cancel_requested",
     "chain",
+    "client",
+    "current_trace_id",
+    "prepare_snapstart",
     "time_left",
 ]
 __version__ = "0.1.0"

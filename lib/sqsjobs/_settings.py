@@ -252,8 +252,10 @@ class Settings:
         """The value of a string setting that an operation cannot do without."""
         value = getattr(self, name)
         if not value:
+            from sqsjobs._env_names import did_you_mean
+
             env = ENV_NAMES.get(name, "")
-            raise ConfigurationError(f"{name} is not set: pass {name}= to JobApp or set {env}")
+            raise ConfigurationError(f"{name} is not set: pass {name}= to JobApp or set {env}{did_you_mean(env)}")
         return str(value)
 
 

@@ -11,11 +11,21 @@ _current: ContextVar[str | None] = ContextVar("sqsjobs_trace_id", default=None)
 
 
 def current_trace_id() -> str | None:
-    """The trace id of the job running in this context, if any.
+    """The trace id of the job running in this context (None outside a job): log it to correlate.
+
+    It is the ``trace_id`` the job was enqueued with, else its SQS message
+    id; jobs it enqueues carry it on.
 
     Example:
-        >>> current_trace_id() is None
-        True
+        >>> from sqsjobs import JobApp
+        >>> app, seen = JobApp(), []
+        >>> @app.job("greet", key="greet:{user_id}")
+        ... def greet(user_id: int) -> None:
+        ...     seen.append(current_trace_id())
+        >>> with app.testing() as t:
+        ...     _ = t.run(greet.message(user_id=7, trace_id="request-42"))
+        >>> seen, current_trace_id()
+        (['request-42'], None)
     """
     return _current.get()
 

@@ -31,7 +31,7 @@ def counting(self, *args, **kwargs):
 botocore.session.Session.__init__ = counting
 import worker, redrive, scheduler, outbox_relay
 worker.app.runtime.consumer, worker.app.runtime.sqs, worker.ses_client(), worker.orders_client()
-redrive._sqs(), redrive._records()
+redrive.handler.sqs, redrive.handler.records
 from sqsjobs._clients import operator_client
 operator_client("cloudwatch")
 print(json.dumps({"sessions": len(sessions), "boto3": "boto3" in sys.modules}))

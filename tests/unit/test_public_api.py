@@ -1,16 +1,55 @@
-"""The public API is exactly ``sqsjobs.__all__``, and the error tree has one root."""
+"""The public API is exactly ``sqsjobs.__all__`` (and ``sqsjobs.ops.__all__``), every error of the tree is in it,
+and what users copy (the handlers, the scaffold's templates, the docs) imports nothing private."""
 
 from __future__ import annotations
 
 import inspect
+import re
+from pathlib import Path
+
+import pytest
+from reference_pages import public_names, public_object
 
 import sqsjobs
 from sqsjobs import _errors as errors
 
+ROOT = Path(__file__).resolve().parents[2]
+#: ``from sqsjobs.x._y import z``, ``import sqsjobs._y``, ``from sqsjobs import _y`` (also after ``>>>``/``...``)
+_IMPORT = re.compile(r"^[ \t]*(?:(?:>>>|\.\.\.)[ \t]+)?(?:from[ \t]+(?P<source>sqsjobs(?:\.\w+)*)[ \t]+import[ \t]+"
+                     r"(?P<names>\(?[\w ,\t]+)|import[ \t]+(?P<module>sqsjobs(?:\.\w+)*))", re.MULTILINE)
+#: what users copy: the reference handlers, the templates ``sqsjobs init`` writes, every doc and doc example
+COPIED = ("handlers/*.py", "lib/sqsjobs/scaffold/project/**/*.tmpl", "README.md", "docs/**/*.md", "docs/**/*.py")
+#: private imports a page still shows, and why: docstrings of public names rendered into docs/reference/
+KNOWN = {("docs/reference/stores.md", "sqsjobs.store._lease_ops"):
+         "a custom LeaseStore writes the store's operations, which are not public yet"}
+
+
+def private_imports(text: str) -> list[str]:
+    """The private modules (or private names of a module) ``text`` imports, in order.
+
+    Example:
+        >>> private_imports("from sqsjobs import JobApp\\nimport sqsjobs.worker._snapstart\\n"
+        ...                 "    >>> from sqsjobs import _clients, client\\nfrom sqsjobs.testing import use\\n")
+        ['sqsjobs.worker._snapstart', 'sqsjobs._clients']
+    """
+    found: list[str] = []
+    for match in _IMPORT.finditer(text):
+        module = match.group("source") or match.group("module")
+        if any(part.startswith("_") for part in module.split(".")):
+            found.append(module)
+        elif match.group("names"):
+            names = match.group("names").strip("( \t").split(",")
+            found += [f"{module}.{name.split()[0]}" for name in names if name.strip().startswith("_")]
+    return found
+
+
+def copied_files() -> list[Path]:
+    return sorted({path for pattern in COPIED for path in ROOT.glob(pattern)})
+
 
 def test_all_names_exist_and_are_documented_with_an_example() -> None:
-    for name in sqsjobs.__all__:
-        obj = getattr(sqsjobs, name)
+    for name in public_names():
+        obj = public_object(name)
         doc = inspect.getdoc(obj) or ""
         assert doc, f"{name} has no docstring"
         if not issubclass(obj, BaseException) if isinstance(obj, type) else True:
@@ -25,3 +64,47 @@ def test_every_error_descends_from_the_root_and_is_drawn_in_the_tree() -> None:
         assert issubclass(cls, errors.SqsJobsError), cls
         assert cls.__name__ in (errors.__doc__ or ""), f"{cls.__name__} missing from the tree drawing"
         assert (cls.__doc__ or "").startswith("Raised "), f"{cls.__name__} docstring should say when it is raised"
+
+
+def test_every_error_of_the_tree_is_public_and_raised_under_its_public_name() -> None:
+    # The tree is what lib/sqsjobs/_errors.py defines, read from its source: a new error is public or this fails.
+    source = Path(errors.__file__).read_text(encoding="utf-8")
+    defined = re.findall(r"^class (\w+)\(", source, re.MULTILINE)
+    assert {"SqsJobsError", "MessageTooLargeError", "MoveTaskError", "ConsoleError", "CheckUnavailable"} <= set(defined)
+    assert sorted(set(defined) - set(sqsjobs.__all__)) == []
+    for name in defined:
+        assert getattr(sqsjobs, name) is getattr(errors, name)
+        assert getattr(sqsjobs, name).__module__ == "sqsjobs"  # a traceback names it as users import it
+
+
+def test_the_scanner_finds_every_form_of_a_private_import() -> None:
+    text = ("from sqsjobs._clients import client\n"
+            "    >>> from sqsjobs.store._lease_ops import Acquire\n"
+            "... import sqsjobs.worker._snapstart as snap\n"
+            "from sqsjobs import (OutboxRelay, _runtime)\n"
+            "from sqsjobs import JobApp, client\n"
+            "from sqsjobs.ops import redrive_handler\n"
+            "import sqsjobs\n"
+            "the module sqsjobs._clients makes them\n")
+    assert private_imports(text) == ["sqsjobs._clients", "sqsjobs.store._lease_ops", "sqsjobs.worker._snapstart",
+                                     "sqsjobs._runtime"]
+
+
+def test_no_handler_scaffold_template_or_doc_imports_a_private_module() -> None:
+    files = copied_files()
+    names = {path.relative_to(ROOT).as_posix() for path in files}
+    assert {"handlers/worker.py", "handlers/redrive.py", "lib/sqsjobs/scaffold/project/handlers/worker.py.tmpl",
+            "docs/deploy.md", "docs/reference/handlers.md", "docs/examples/verify_producers.py",
+            "README.md"} <= names
+    found = {(path.relative_to(ROOT).as_posix(), module) for path in files
+             for module in private_imports(path.read_text(encoding="utf-8"))}
+    assert sorted(found - set(KNOWN)) == [], "import the public name instead (sqsjobs.__all__, sqsjobs.ops)"
+    assert sorted(set(KNOWN) - found) == [], "a known private import is gone: drop it from KNOWN"
+
+
+@pytest.mark.parametrize("handler", ["worker", "redrive", "outbox_relay", "scheduler"])
+def test_each_reference_handler_is_short(handler: str) -> None:
+    # STYLE: read settings, build once per cold start, hand the event to lib/: no logic in a handler's code.
+    code = [line for line in (ROOT / "handlers" / f"{handler}.py").read_text().split('"""', 2)[2].splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+    assert len(code) <= 14, code

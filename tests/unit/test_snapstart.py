@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from sqsjobs import ConfigurationError, JobApp
+from sqsjobs import ConfigurationError, JobApp, prepare_snapstart
 from sqsjobs import _clients as clients_module
-from sqsjobs.worker._snapstart import prepare, reseed, warm
+from sqsjobs.worker._snapstart import reseed, warm
 
 ROOT = Path(__file__).resolve().parents[2]
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/jobs"
@@ -59,21 +59,21 @@ def made_clients(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def test_without_the_runtime_module_nothing_is_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "snapshot_restore_py", None)  # not importable, as outside Lambda
-    assert prepare(JobApp(queue_url=QUEUE)) is False
+    assert prepare_snapstart(JobApp(queue_url=QUEUE)) is False
 
 
 def test_an_async_factory_is_refused_since_warm_would_only_make_its_coroutine(runtime: Runtime) -> None:
     async def ses_client() -> None: ...
 
     with pytest.raises(ConfigurationError, match="prepare_snapstart: ses_client is async"):
-        prepare(JobApp(queue_url=QUEUE), ses_client)
+        prepare_snapstart(JobApp(queue_url=QUEUE), ses_client)
     assert runtime.before == []
 
 
 def test_prepare_registers_warm_before_the_snapshot_and_reseed_after_restore(runtime: Runtime) -> None:
     app = JobApp(queue_url=QUEUE, table_name="idempotency")
     factory = lambda: None  # noqa: E731
-    assert prepare(app, factory) is True
+    assert prepare_snapstart(app, factory) is True
     assert runtime.before == [(warm, (app, factory))]
     assert runtime.after == [(reseed, (app,))]
 

@@ -2,8 +2,10 @@
 
 The job is built by the application's own ``JobApp`` (``--app``, default
 ``handlers.app:app``), so its idempotency key, argument validation and
-envelope are exactly the producer's. Without ``--aws``, ``--endpoint-url`` or
-``--queue-url`` it targets the running ``sqsjobs local up``.
+envelope are exactly the producer's. The queue is ``--queue-url`` (with
+``--aws`` or ``--endpoint-url``, AWS's usual environment), else
+``SQSJOBS_QUEUE_URL`` (exported for AWS, or by ``eval "$(sqsjobs local env)"``),
+else the running ``sqsjobs local up`` of the project's template.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from sqsjobs._settings import (
     ENV_AWS_REGION,
     ENV_QUEUE_URL,
     ENV_SCHEDULE_GROUP,
+    ENV_TABLE,
     Settings,
 )
 from sqsjobs.cli.exits import EXIT_FAILED, EXIT_USAGE
@@ -216,8 +219,10 @@ def register(app: typer.Typer) -> None:
         """Enqueue JOB with ARGS through the app's producer (print the message id), or a whole file with --from.
 
         With --delay or --eta past 900 s the job waits in a one-time schedule, whose ARN is printed
-        instead (and when it is due, on stderr). Without --aws, --endpoint-url or --queue-url it goes
-        to this project's local cloud (the template here, or --template).
+        instead (and when it is due, on stderr). A deduplicated job whose key is already queued or
+        running is not sent: nothing is printed, and stderr says which request holds the key. Without
+        --aws, --endpoint-url, --queue-url or SQSJOBS_QUEUE_URL it goes to this project's local cloud
+        (the template here, or --template).
         """
         from sqsjobs._clients import sqs_client
         from sqsjobs._errors import ConfigurationError, SqsJobsError
@@ -231,8 +236,9 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("with --from the arguments come from the file, not key=value", param_hint="ARGS")
         arguments = parse_arguments(args or [])
         timing = when_options(delay, parse_eta(eta))
-        # The app reads its settings and builds clients from the environment.
-        if aws or endpoint_url or queue_url:
+        # The app reads its settings and builds clients from the environment: the flags', else the shell's when
+        # it names a queue (SQSJOBS_QUEUE_URL, as `sqsjobs status` reads it), else the running local cloud's.
+        if aws or endpoint_url or queue_url or os.environ.get(ENV_QUEUE_URL):
             for name, value in ((ENV_AWS_ENDPOINT_URL, endpoint_url), (ENV_AWS_REGION, region),
                                 (ENV_AWS_PROFILE, profile), (ENV_QUEUE_URL, queue_url)):
                 if value:
@@ -241,7 +247,10 @@ def register(app: typer.Typer) -> None:
             try:
                 os.environ.update(local_target(template))
             except LocalCloudError as exc:
-                typer.echo(f"error: {exc} (or pass --aws / --queue-url)", err=True)
+                from sqsjobs._env_names import did_you_mean
+
+                typer.echo(f"error: {exc} (or pass --aws / --queue-url, or set {ENV_QUEUE_URL})"
+                           f"{did_you_mean(ENV_QUEUE_URL)}", err=True)
                 raise typer.Exit(EXIT_FAILED) from None
         try:
             job_app = load_app(app_spec)
@@ -255,18 +264,27 @@ def register(app: typer.Typer) -> None:
             # when the app module was imported before they were set.
             target = os.environ.get(ENV_QUEUE_URL) or job_app.settings.queue_url
             if not target:
+                from sqsjobs._env_names import did_you_mean
+
                 raise ConfigurationError(f"no jobs queue: pass --queue-url or set {ENV_QUEUE_URL} (with --aws), "
-                                         "or start `sqsjobs local up`")
+                                         f"or start `sqsjobs local up`{did_you_mean(ENV_QUEUE_URL)}")
             named = {**job_app.settings.queues, **{name: url for name, url in Settings.from_env().queues.items()
                                                    if url}}
             settings: dict[str, Any] = {"queue_url": target, "queues": named}
             if os.environ.get(ENV_SCHEDULE_GROUP):
                 settings["schedule_group"] = os.environ[ENV_SCHEDULE_GROUP]
+            if os.environ.get(ENV_TABLE):  # a deduplicated or debounced job's enqueue writes its key's record
+                settings["table_name"] = os.environ[ENV_TABLE]
             # The producer's metrics are EMF lines, which only mean something in a function's log: not here.
             with job_app.use(sqs_client=sqs_client(), settings=settings, emit_metrics=discard):
                 if messages is None:
                     message_id = job_app.enqueue(str(job), **arguments, **timing,
                                                  **({"tenant": tenant} if tenant else {}))
+                    if getattr(message_id, "duplicate", False):  # a deduplicated job's Receipt: nothing was sent
+                        key = job_app.message(str(job), **arguments).key
+                        typer.echo(f"duplicate: key {key!r} is held by request {message_id}, queued or running "
+                                   "(the job's dedupe): nothing sent", err=True)
+                        return
                     typer.echo(message_id)
                     if isinstance(message_id, ScheduledJob):  # delay=SECONDS beyond 900: it waits in a schedule
                         typer.echo(message_id.describe(), err=True)
@@ -276,7 +294,10 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_FAILED) from None
         scheduled = f", {len(report.scheduled)} scheduled" if report.scheduled else ""
-        typer.echo(f"sent {report.sent} message(s) in {report.calls} SendMessageBatch call(s){scheduled}", err=True)
+        duplicates = (f", {len(report.duplicates)} duplicate(s) not sent (their key is queued or running)"
+                      if report.duplicates else "")
+        typer.echo(f"sent {report.sent} message(s) in {report.calls} SendMessageBatch call(s){scheduled}{duplicates}",
+                   err=True)
         for failure in report.failed:
             typer.echo(f"not sent: line of key {failure.key!r}: {failure.code}: {failure.message}", err=True)
         if not report.ok:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from sqsjobs._env_names import did_you_mean
 from sqsjobs._settings import ENV_SCHEDULE_GROUP, ENV_TABLE
 from sqsjobs.cli.exits import exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, Region
@@ -127,7 +128,8 @@ def register(app: typer.Typer) -> None:
         console = command_console()
         with exit_on_errors(console):
             if not schedule_group:
-                raise ConfigurationError(f"which schedule group? pass --schedule-group or set {ENV_SCHEDULE_GROUP}")
+                raise ConfigurationError(f"which schedule group? pass --schedule-group or set {ENV_SCHEDULE_GROUP}"
+                                         f"{did_you_mean(ENV_SCHEDULE_GROUP)}")
             app = JobApp(schedule_group=schedule_group,
                          scheduler_client=operator_client("scheduler", endpoint_url=endpoint_url, region=region))
             deleted = app.runtime.unschedule(key)
@@ -226,6 +228,7 @@ def table_app(table: str | None, endpoint_url: str | None, region: str | None) -
     from sqsjobs._errors import ConfigurationError
 
     if not table:
-        raise ConfigurationError("which idempotency table? pass --table or set SQSJOBS_TABLE")
+        raise ConfigurationError(f"which idempotency table? pass --table or set {ENV_TABLE}"
+                                 f"{did_you_mean(ENV_TABLE)}")
     return JobApp(table_name=table,
                   dynamodb_client=operator_client("dynamodb", endpoint_url=endpoint_url, region=region))

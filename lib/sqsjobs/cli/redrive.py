@@ -176,7 +176,10 @@ def _checked_dlq(sqs: SQSClient, dlq: str) -> str:
 
 def _dlq_of(sqs: SQSClient, queue: str | None) -> str:
     if not queue:
-        raise RedriveError("which DLQ? pass --dlq (or set SQSJOBS_DLQ_URL), or --queue to use its DLQ")
+        from sqsjobs._env_names import did_you_mean
+
+        raise RedriveError(f"which DLQ? pass --dlq (or set {ENV_DLQ_URL}), or --queue to use its DLQ"
+                           f"{did_you_mean(ENV_DLQ_URL)}")
     dlq = dead_letter_queue_of(sqs, resolve_queue_url(sqs, queue))
     if dlq is None:
         raise RedriveError(f"{queue} has no redrive policy, so no DLQ; pass --dlq")

@@ -25,7 +25,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from sqsjobs._env_names import did_you_mean
 from sqsjobs._errors import SqsJobsError
+from sqsjobs._settings import ENV_TABLE
 from sqsjobs.console import dead_letters, job_record, overview, redrive_actions, runs
 from sqsjobs.console.config import WINDOWS_HOURS, ConsoleConfig, is_loopback
 from sqsjobs.console.security import COOKIE, CSRF_FIELD, HEADERS, Guard, Redactor
@@ -245,7 +247,8 @@ async def lookup_page(console: Console, request: Request) -> Response:
     error: str | None = None
     if key is not None:
         if console.sources.table is None:
-            error = "job lookup needs the idempotency table: pass --table or set SQSJOBS_TABLE"
+            error = (f"job lookup needs the idempotency table: pass --table or set {ENV_TABLE}"
+                     f"{did_you_mean(ENV_TABLE)}")
         elif len(key.encode()) > job_record.MAX_KEY_BYTES:
             error = f"a key is at most {job_record.MAX_KEY_BYTES} bytes"
         else:
@@ -266,7 +269,8 @@ async def runs_page(console: Console, request: Request) -> Response:
     group_id = _param(request, "group")
     data = found = group = error = None
     if table is None:
-        error = "runs and leases live in the idempotency table: pass --table or set SQSJOBS_TABLE"
+        error = (f"runs and leases live in the idempotency table: pass --table or set {ENV_TABLE}"
+                 f"{did_you_mean(ENV_TABLE)}")
     else:
         data, error = await console.read(runs.read_runs_and_leases, console.sources.dynamodb, table)
         if run_ref is not None:

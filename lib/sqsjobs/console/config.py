@@ -79,7 +79,10 @@ class ConsoleConfig:
 
     def __post_init__(self) -> None:
         if not self.queue and not self.dlq:
-            raise ConsoleError("which queue? pass --queue (and --dlq) or set SQSJOBS_QUEUE_URL / SQSJOBS_DLQ_URL")
+            from sqsjobs._env_names import did_you_mean
+
+            raise ConsoleError(f"which queue? pass --queue (and --dlq) or set {ENV_QUEUE_URL} / {ENV_DLQ_URL}"
+                               f"{did_you_mean(ENV_QUEUE_URL, ENV_DLQ_URL)}")
         if self.token is not None and len(self.token) < MIN_TOKEN_CHARS:
             raise ConsoleError(f"--token must be {MIN_TOKEN_CHARS} characters or more, e.g. "
                                "`python -c 'import secrets; print(secrets.token_urlsafe())'`")

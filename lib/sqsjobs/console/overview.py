@@ -79,7 +79,9 @@ class Overview:
 def read_overview(sources: Sources, config: ConsoleConfig, *, hours: int) -> Overview:
     """Read queues, alarms and the charts' metrics."""
     with sources.dlq_lock:
+        # The DLQ's evidence comes from the table the job lookup reads (--table or SQSJOBS_TABLE).
         report = collect_status(sqs_client=sources.sqs, cloudwatch_client=sources.cloudwatch,
+                                records=sources.records,
                                 queue=sources.queue_url, dlq=sources.dlq_url, sample=config.sample,
                                 alarm_prefix=config.alarm_prefix, namespace=config.namespace, clock=sources.clock)
     notes = list(report.notes)

@@ -92,8 +92,10 @@ class QueueRouter:
         if not url:
             known = ", ".join(sorted(name for name, u in self.urls.items() if u)) or "none"
             if queue == DEFAULT_QUEUE:  # the one queue every app has: its own setting names it
+                from sqsjobs._env_names import did_you_mean
+
                 raise ConfigurationError(f"queue_url is not set: pass queue_url= to JobApp or set {ENV_QUEUE_URL} "
-                                         f"(queues with a URL: {known})")
+                                         f"(queues with a URL: {known}){did_you_mean(ENV_QUEUE_URL)}")
             raise ConfigurationError(f"no URL for queue {queue!r} (known: {known}): pass JobApp(queues={{{queue!r}: "
                                      f"url}}) or set {ENV_QUEUE_URL_PREFIX}{queue.upper()}")
         return url

@@ -70,12 +70,18 @@ _LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
 
 
 def outcome_line(record: dict[str, object]) -> str:
-    """One line per job outcome: what happened, the job, its key and SQS message id, and why.
+    """One line per job outcome: what happened, the job, its key and SQS message id, its attempt, and why.
 
     Example:
         >>> outcome_line({"outcome": "retry", "job": "invoice-email", "key": "invoice-email:42",
         ...               "message_id": "5d1f", "attempt": 2, "delay": 12.5, "error": "TimeoutError: slow"})
         'retry in 12.5s   invoice-email key=invoice-email:42 message=5d1f attempt=2 TimeoutError: slow'
+        >>> outcome_line({"outcome": "duplicate", "job": "invoice-email", "key": "invoice-email:42",
+        ...               "message_id": "77ab", "attempt": None})
+        'duplicate        invoice-email key=invoice-email:42 message=77ab'
+        >>> outcome_line({"outcome": "succeeded", "job": "invoice-email", "key": "invoice-email:42",
+        ...               "message_id": "9c3e", "attempt": 1, "attempts": 3})  # redriven after 2 failed runs
+        'done             invoice-email key=invoice-email:42 message=9c3e attempt=1 attempts=3'
     """
     outcome = str(record.get("outcome"))
     label = OUTCOME_LABELS.get(outcome, outcome)
@@ -83,8 +89,11 @@ def outcome_line(record: dict[str, object]) -> str:
         label = f"retry in {record['delay']}s"
     elif outcome == "dead_lettered" and record.get("reason"):
         label = f"dead-lettered ({record['reason']})"
-    text = (f"{label:<16} {record.get('job')} key={record.get('key')} message={record.get('message_id')} "
-            f"attempt={record.get('attempt')}")
+    text = f"{label:<16} {record.get('job')} key={record.get('key')} message={record.get('message_id')}"
+    if record.get("attempt") is not None:  # a duplicate, a cancelled key...: no attempt ran
+        text += f" attempt={record['attempt']}"
+    if record.get("attempts") is not None:  # the key's runs in all (attempts start again after a dead letter)
+        text += f" attempts={record['attempts']}"
     if outcome != "succeeded" and outcome != "duplicate" and record.get("error"):
         text += f" {record['error']}"
     return text

@@ -121,7 +121,10 @@ def collect_status(
     queue = queue or os.environ.get(ENV_QUEUE_URL) or None
     dlq = dlq or os.environ.get(ENV_DLQ_URL) or None
     if not queue and not dlq:
-        raise StatusError(f"which queue? pass --queue (and --dlq) or set {ENV_QUEUE_URL} / {ENV_DLQ_URL}")
+        from sqsjobs._env_names import did_you_mean
+
+        raise StatusError(f"which queue? pass --queue (and --dlq) or set {ENV_QUEUE_URL} / {ENV_DLQ_URL}"
+                          f"{did_you_mean(ENV_QUEUE_URL, ENV_DLQ_URL)}")
     notes: list[str] = []
     queue_url = resolve_queue_url(sqs_client, queue) if queue else None
     if dlq:
@@ -272,7 +275,10 @@ def _runs(runs: Sequence[tuple[str, str]], client: DynamoDBClient | None, table:
     if not runs:
         return ()
     if client is None or not table:
-        raise StatusError("--run needs the idempotency table: pass --table or set SQSJOBS_TABLE")
+        from sqsjobs._env_names import did_you_mean
+
+        raise StatusError(f"--run needs the idempotency table: pass --table or set {ENV_TABLE}"
+                          f"{did_you_mean(ENV_TABLE)}")
     from sqsjobs.store._dynamodb import DynamoDBStore
     from sqsjobs.workflows._chunked import RunStore
 

@@ -357,11 +357,12 @@ def missing_settings(settings: Settings, *, to_create: bool) -> str:
         'scheduler_role_arn (pass scheduler_role_arn= to JobApp or set SQSJOBS_SCHEDULER_ROLE_ARN) and dlq_url
         (pass dlq_url= to JobApp or set SQSJOBS_DLQ_URL)'
     """
+    from sqsjobs._env_names import did_you_mean
     from sqsjobs._settings import ENV_NAMES
 
     names = ["schedule_group", "scheduler_role_arn", "dlq_url"] if to_create else ["schedule_group"]
-    missing = [f"{name} (pass {name}= to JobApp or set {ENV_NAMES[name]})" for name in names
-               if not getattr(settings, name)]
+    missing = [f"{name} (pass {name}= to JobApp or set {ENV_NAMES[name]}{did_you_mean(ENV_NAMES[name])})"
+               for name in names if not getattr(settings, name)]
     return " and ".join(missing)
 
 

@@ -118,7 +118,7 @@ class LeaseStore(ABC):
 
     Example:
         >>> from sqsjobs.store._lease_ops import Acquire, Complete
-        >>> from sqsjobs.store._memory import InMemoryStore
+        >>> from sqsjobs import InMemoryStore
         >>> store = InMemoryStore()
         >>> take = Acquire(key="k", owner="a", now=0.0, lease_until=60.0, expires_at=1000.0)
         >>> [w.ok for w in store.write_many([take, take])]

@@ -39,11 +39,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqsjobs import _settings
+from sqsjobs import _env_names, _settings
+from sqsjobs._env_names import CLOSE
 from sqsjobs.validation.problems import Problem, Severity
-
-#: how close a name must be to count as a misspelling (difflib's ratio: SQSJOBS_TABEL/SQSJOBS_TABLE is 0.92)
-CLOSE = 0.8
 
 
 class Role(StrEnum):
@@ -84,10 +82,8 @@ FEATURE_VARIABLES = {Feature.OUTBOX: (OUTBOX.variable,), Feature.DELAYS: (GROUP.
 
 
 def known_variables() -> frozenset[str]:
-    """Every ``SQSJOBS_*`` variable sqsjobs reads (``sqsjobs._settings``), named queues' prefix aside."""
-    return frozenset(value for name, value in vars(_settings).items()
-                     if name.startswith("ENV_") and isinstance(value, str) and value.startswith("SQSJOBS_")
-                     and value != _settings.ENV_QUEUE_URL_PREFIX)
+    """Every ``SQSJOBS_*`` variable sqsjobs reads (the one list, ``sqsjobs._env_names``), named queues aside."""
+    return frozenset(name for name in _env_names.VARIABLES if name.startswith("SQSJOBS_"))
 
 
 def needs(app: Mapping[str, Any], roles: Collection[Role], features: Collection[Feature]) -> list[Need]:

@@ -36,19 +36,18 @@ _current: ContextVar[_Running | None] = ContextVar("sqsjobs_running_job", defaul
 def cancel_requested() -> bool:
     """True when ``app.cancel(key)`` was called for the job running here (False outside a job).
 
-    Example:
-        >>> cancel_requested()  # not inside a job
-        False
-        >>> from sqsjobs import InMemoryStore
-        >>> from sqsjobs.worker._job_records import cancel_request
-        >>> from sqsjobs.store._lease_ops import Acquire
-        >>> store = InMemoryStore()
-        >>> _ = store.write(Acquire(key="report:7", owner="me", now=0.0, lease_until=60.0, expires_at=900.0))
-        >>> with running_job(store, "report:7"):
-        ...     before = cancel_requested()
-        ...     _ = store.write(cancel_request("report:7", now=1.0))
-        ...     before, cancel_requested()
-        (False, True)
+    Example (a job cancelled while it runs, as an operator's ``app.cancel`` would):
+        >>> from sqsjobs import JobApp
+        >>> app, seen = JobApp(), []
+        >>> @app.job("report", key="report:{n}")
+        ... def report(n: int) -> None:
+        ...     seen.append(cancel_requested())
+        ...     app.cancel(f"report:{n}")
+        ...     seen.append(cancel_requested())  # between two steps: stop here
+        >>> with app.testing() as t:
+        ...     _ = t.run(report.message(n=7))
+        >>> seen, cancel_requested()  # outside a job: False
+        ([False, True], False)
     """
     running = _current.get()
     if running is None:

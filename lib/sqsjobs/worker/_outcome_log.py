@@ -36,12 +36,21 @@ OUTCOME_MESSAGE = "job outcome"
 
 
 def log_outcomes(logger: Any, result: BatchResult) -> None:
-    """Log ``result``'s deliveries, one DEBUG line each: job, key, message id, attempt, outcome (and why)."""
+    """Log ``result``'s deliveries, one DEBUG line each: job, key, message id, attempt, outcome (and why).
+
+    ``attempt`` is the attempt this delivery ran as (None when it ran none: a duplicate, a
+    cancelled key...). After a dead letter a key's attempts start again (a redrive gets fresh
+    ones), while its record counts every run: then ``attempts`` says how many that is, the
+    figure ``app.status(key).attempts`` and ``sqsjobs status`` show.
+    """
     for d in result.deliveries:
         if d.outcome is None:
             continue
         fields: dict[str, Any] = {"job": _loggable(d.job_name), "key": _loggable(d.key), "message_id": d.message_id,
                                   "attempt": d.attempt or None, "outcome": d.outcome.value}
+        runs = (d.previous.attempts if d.previous is not None else 0) + 1
+        if d.attempt and runs != d.attempt:
+            fields["attempts"] = runs
         if d.reason is not None:
             fields["reason"] = d.reason.value
         if d.outcome.value == "retry":

@@ -2,16 +2,16 @@
 
 With the template's ``SnapStart=true``, Lambda runs the worker's init once per
 published version, snapshots the memory, and resumes every new instance from
-that snapshot. ``prepare(app)`` (called by handlers/worker.py) registers two
-hooks with the runtime's ``snapshot_restore_py`` module; outside Lambda's
-python3.12+ runtimes that module is absent and ``prepare`` does nothing:
+that snapshot. ``sqsjobs.prepare_snapstart(app)`` (called by handlers/worker.py)
+registers two hooks with the runtime's ``snapshot_restore_py`` module; outside
+Lambda's python3.12+ runtimes that module is absent and it does nothing:
 
 - **before the snapshot** (``warm``): build what the first batch would build —
   the botocore session and the SQS and DynamoDB clients (``sqsjobs._clients``),
   the store with its request shapes, the batch processor, the logger — plus
-  whatever the app's own client factories build (``prepare(app, ses_client)``).
-  No AWS call is made: a connection opened before the snapshot would be stale
-  after a restore.
+  whatever the app's own client factories build
+  (``prepare_snapstart(app, ses_client)``). No AWS call is made: a connection
+  opened before the snapshot would be stale after a restore.
 - **after each restore** (``reseed``): the snapshot holds the random
   generators' state, so every instance restored from it would draw the same
   backoff jitter. ``reseed`` seeds the app's ``random`` and the ``random``
@@ -19,21 +19,6 @@ python3.12+ runtimes that module is absent and ``prepare`` does nothing:
   ``os.urandom`` on every call and need nothing.
 
 The trade-off is in docs/deploy.md, "The bundle and cold starts".
-
-Example (a stand-in for the runtime's module):
-    >>> import random, sys, types
-    >>> hooks = types.ModuleType("snapshot_restore_py")
-    >>> hooks.before, hooks.after = [], []
-    >>> hooks.register_before_snapshot = lambda fn, *a: hooks.before.append((fn, a))
-    >>> hooks.register_after_restore = lambda fn, *a: hooks.after.append((fn, a))
-    >>> sys.modules["snapshot_restore_py"] = hooks
-    >>> from sqsjobs import JobApp
-    >>> app = JobApp(queue_url="https://sqs.eu-west-1.amazonaws.com/1/jobs", random=random.Random(7))
-    >>> prepare(app)
-    True
-    >>> [fn.__name__ for fn, _ in hooks.before + hooks.after]
-    ['warm', 'reseed']
-    >>> del sys.modules["snapshot_restore_py"]
 """
 
 from __future__ import annotations
@@ -46,12 +31,31 @@ if TYPE_CHECKING:
     from sqsjobs._app import JobApp
 
 
-def prepare(app: JobApp, *factories: Callable[[], object]) -> bool:
-    """Register ``warm`` and ``reseed`` for ``app`` with SnapStart; False when the runtime has no SnapStart hooks.
+def prepare_snapstart(app: JobApp, *factories: Callable[[], object]) -> bool:
+    """With Lambda SnapStart, build ``app``'s clients before the snapshot and reseed ``random`` after each restore.
 
-    ``factories`` are the app's own builders (e.g. a job's cached client
-    factory): ``warm`` calls each one before the snapshot, so each must be a plain function (an ``async def``
-    one would only make a coroutine there: it is refused).
+    Call it once at the top of the worker's handler file, after the app is
+    built. ``factories`` are the app's own cached builders (a job's client
+    made with ``sqsjobs.client``): each is called before the snapshot too, so
+    each must be a plain function (an ``async def`` one would only make a
+    coroutine there: it is refused).
+    Returns False, having done nothing, where the runtime has no SnapStart
+    hooks (outside Lambda, or before python3.12); no AWS call is ever made.
+
+    Example (a stand-in for the Lambda runtime's ``snapshot_restore_py``):
+        >>> import random, sys, types
+        >>> from sqsjobs import JobApp, prepare_snapstart
+        >>> app = JobApp(queue_url="https://sqs.eu-west-1.amazonaws.com/1/jobs", random=random.Random(7))
+        >>> prepare_snapstart(app)  # not in Lambda: nothing to register
+        False
+        >>> hooks = types.ModuleType("snapshot_restore_py")
+        >>> hooks.before, hooks.after = [], []
+        >>> hooks.register_before_snapshot = lambda fn, *a: hooks.before.append((fn, a))
+        >>> hooks.register_after_restore = lambda fn, *a: hooks.after.append((fn, a))
+        >>> sys.modules["snapshot_restore_py"] = hooks
+        >>> prepare_snapstart(app), [fn.__name__ for fn, _ in hooks.before + hooks.after]
+        (True, ['warm', 'reseed'])
+        >>> del sys.modules["snapshot_restore_py"]
     """
     from sqsjobs._calls import check_sync
 

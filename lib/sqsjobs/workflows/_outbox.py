@@ -84,12 +84,12 @@ class Transaction:
 
     Example:
         >>> from botocore.stub import Stubber
+        >>> import sqsjobs
         >>> from sqsjobs import JobApp
-        >>> from sqsjobs._clients import dynamodb_client
         >>> app = JobApp(queue_url="https://sqs.example/q", outbox_table="outbox")
         >>> @app.job("process-order", key="process-order:{order_id}")
         ... def process_order(order_id: int) -> None: ...
-        >>> client = dynamodb_client(region_name="eu-west-1")
+        >>> client = sqsjobs.client("dynamodb", region_name="eu-west-1")
         >>> with Stubber(client) as stub, app.use(dynamodb_client=client), app.transaction() as tx:
         ...     stub.add_response("transact_write_items", {})  # DynamoDB accepts the two items at once
         ...     tx.put("orders", {"pk": "order#7", "total_cents": 1250}, condition="attribute_not_exists(pk)")
@@ -312,9 +312,12 @@ class Transaction:
     def _outbox_table(self) -> str:
         table = self.outbox_table or self.runtime.settings.outbox_table
         if not table:
+            from sqsjobs._env_names import did_you_mean
+            from sqsjobs._settings import ENV_OUTBOX_TABLE
+
             raise ConfigurationError(
-                "the outbox table is not set: pass outbox_table= to JobApp or set SQSJOBS_OUTBOX_TABLE "
-                "(the template's OutboxTable)"
+                f"the outbox table is not set: pass outbox_table= to JobApp or set {ENV_OUTBOX_TABLE} "
+                f"(the template's OutboxTable){did_you_mean(ENV_OUTBOX_TABLE)}"
             )
         return table
 

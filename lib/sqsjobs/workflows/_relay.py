@@ -131,7 +131,10 @@ class OutboxRelay:
             from sqsjobs.enqueue._producer import Producer
 
             if not self.queue_url:
-                raise ConfigurationError("the relay needs the jobs queue: pass queue_url= or set SQSJOBS_QUEUE_URL")
+                from sqsjobs._env_names import did_you_mean
+
+                raise ConfigurationError("the relay needs the jobs queue: pass queue_url= or set SQSJOBS_QUEUE_URL"
+                                         f"{did_you_mean('SQSJOBS_QUEUE_URL')}")
             if self._sqs is None:
                 from sqsjobs._clients import sqs_client
 

@@ -35,10 +35,10 @@ class Stack:
         return Sources(sqs=self.sqs, cloudwatch=self.cloudwatch, dynamodb=self.dynamodb, queue_url=self.queue_url,
                        dlq_url=self.dlq_url, table=TABLE, **extra)
 
-    def client(self, **options: Any) -> TestClient:
-        """A TestClient of the console with ``options`` (ConsoleConfig fields)."""
+    def client(self, clock: Callable[[], float] | None = None, **options: Any) -> TestClient:
+        """A TestClient of the console with ``options`` (ConsoleConfig fields), reading time from ``clock``."""
         config = ConsoleConfig(**{"queue": self.queue_url, "refresh_seconds": 5.0, **options})
-        return TestClient(create_app(config, self.sources()), base_url="http://127.0.0.1:8765")
+        return TestClient(create_app(config, self.sources(clock)), base_url="http://127.0.0.1:8765")
 
     def dead_letter(self, job: str, reason: str, error_type: str = "", message: str = "", body: str | None = None,
                     redrives: int = 0, evidence: bool = True) -> str:

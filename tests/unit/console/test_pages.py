@@ -316,7 +316,9 @@ def test_the_overview_charts_runs_per_minute(stack: Stack, local_metric_data: No
         {"MetricName": "JobSucceeded", "Dimensions": service, "Timestamp": now, "Value": 30.0, "Unit": "Count"},
         {"MetricName": "JobFailed", "Dimensions": service, "Timestamp": now, "Value": 10.0, "Unit": "Count"}])
 
-    html = stack.client().get("/").text
+    # The console's clock stays at the minute the runs were put in: a busy machine crossing into the next
+    # minute between the put and the page would chart them one bucket earlier than "the current minute".
+    html = stack.client(clock=lambda: now).get("/").text
 
     assert "jobs per minute <strong>40</strong>" in html
     assert "failure rate <strong>25 %</strong>" in html
@@ -389,3 +391,17 @@ def test_the_lookup_shows_a_debounced_burst_waiting_and_a_deduplicated_request_h
     record = app.runtime.store.get("export:1")
     assert record is not None and not request.duplicate
     assert f"held by request {record.get('queued_id')} (until_done) until" in held
+
+
+def test_the_overview_reads_the_dlq_evidence_from_the_table_the_lookup_uses(stack: Stack) -> None:
+    # Issue 30, item 7: after `eval "$(sqsjobs local env)"` the overview said "no idempotency table
+    # (--table or SQSJOBS_TABLE)" while the job lookup read that same table.
+    stack.dead_letter("invoice-email", "permanent", "PermanentError", "invoice 7 does not exist")
+    stack.dead_letter("invoice-email", "permanent", "PermanentError", "forged", evidence=False)
+
+    html = stack.client().get("/").text
+
+    assert "no idempotency table" not in html and "could not read the DLQ" not in html
+    # Proven against the worker's evidence: the letter without any reads "none", not its forged attributes.
+    rows = re.findall(r"<tr><td><a [^>]*>([^<]+)</a></td><td>([^<]+)</td>", html)
+    assert sorted(rows) == [("invoice-email", "none"), ("invoice-email", "permanent")]
