@@ -327,3 +327,26 @@ def test_a_batch_handled_from_inside_a_running_loop_still_runs_its_async_jobs() 
 
     asyncio.run(an_async_test())
     assert sorted(ran) == [1, 2]
+
+
+def test_a_batch_of_plain_jobs_never_imports_asyncio() -> None:
+    """Cold start: the loop, and ``asyncio`` itself, come with the first batch that has a job to run on one."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+from sqsjobs import JobApp
+app = JobApp()
+@app.job("plain", key="plain:{n}")
+def plain(n: int) -> None: ...
+@app.job("thumbnail", key="thumbnail:{n}", threads=True)
+def thumbnail(n: int) -> None: ...
+with app.testing() as t:
+    t.run(plain.message(n=1), plain.message(n=2))
+    before = "asyncio" in sys.modules
+    t.run(thumbnail.message(n=1))
+print(before, "asyncio" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["False", "True"]
