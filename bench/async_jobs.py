@@ -141,7 +141,7 @@ def summary_rows(f: AsyncFigures) -> list[str]:
             rows.append(f"{SUMMARY} billed time per batch of {BATCH} jobs that each wait {DELAY * 1000:.0f} ms, "
                         f"{LABELS[ours]} against {LABELS[theirs]}, ms (pinned) | "
                         f"{f.stat(ours, 'wall_ms').render('{:.0f}')} | {f.stat(theirs, 'wall_ms').render('{:.0f}')} | "
-                        f"{ratio.render('{:.2f}', 'x')} | ≤ {goal}x | {_verdict(ratio.median, goal)} |")
+                        f"{ratio.render('{:.3f}', 'x')} | ≤ {goal}x | {_verdict(ratio.median, goal)} |")
     modelled = inputs(f, 0)
     for memory in MEMORIES:
         ours = cost.duration_ms(modelled["sqsjobs-async"], memory)
@@ -209,7 +209,7 @@ def render(f: AsyncFigures, load: str, message_bytes: int) -> list[str]:
     for ours in ("sqsjobs-async", "sqsjobs-threads"):
         for theirs, goal in GOALS.items():
             ratio = f.ratio(ours, theirs)
-            add(f"| {LABELS[ours]} | {LABELS[theirs]} | {ratio.render('{:.2f}', 'x')} | ≤ {goal}x | "
+            add(f"| {LABELS[ours]} | {LABELS[theirs]} | {ratio.render('{:.3f}', 'x')} | ≤ {goal}x | "
                 f"{_verdict(ratio.median, goal)} |")
     add("")
     add(f"**Memory, and the default bound.** A batch of {BATCH} jobs at once peaks at "
