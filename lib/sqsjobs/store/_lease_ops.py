@@ -3,7 +3,11 @@
 ``Acquire``, ``Complete``, ``Release``, ``HandOver``, ``Renew``, ``Close``,
 ``Annotate`` and ``Amend`` are frozen dataclasses; ``rule()`` says what must
 hold and what changes (``sqsjobs.store._rules``), ``values()`` what its
-parameters take. ``Transact`` holds several of them on distinct keys. The
+parameters take. A rule depends on an operation's *shape* only (which fields
+it writes or removes, which checks it makes), never on its values, so the
+operations a batch carries build theirs once per shape (``functools.lru_cache``
+below): the same rule object comes back for every claim of a job, and the
+stores' request shapes are cached by it (store/_statements.py). ``Transact`` holds several of them on distinct keys. The
 parts every rule shares (the states as constants, the fence, data fields) are
 here too; the enqueue side's operations (``sqsjobs.store._enqueue_ops``) use
 them. This module must not import boto3 or pynamodb.
@@ -11,6 +15,7 @@ them. This module must not import boto3 or pynamodb.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +49,10 @@ from sqsjobs.store._rules import (
 
 #: a field value as stored; ``None`` removes the field; a frozenset is a number set
 FieldValue = str | int | float | bool | frozenset[int] | None
+#: what a rule reads of an operation's ``data``: each field's name, and whether it is removed (``None``)
+DataShape = tuple[tuple[str, bool], ...]
+#: rules kept per shape builder (a deployment has a handful of shapes: a job's claim, its endings)
+RULES_KEPT = 256
 
 
 # ---------------------------------------------------------------- the parts rules share
@@ -60,13 +69,28 @@ def free() -> Condition:
     return Or(Eq("status", RELEASED), all_of(Eq("status", HELD), Lt("lease_until", Param("now"))))
 
 
+def data_shape(data: Mapping[str, FieldValue]) -> DataShape:
+    """What ``data_updates`` reads of ``data``: the names, and which are removed (in ``data``'s order: cheaper).
+
+    Example:
+        >>> data_shape({"result": None, "outcome": "succeeded"})
+        (('result', True), ('outcome', False))
+    """
+    return tuple([(name, value is None) for name, value in data.items()])
+
+
 def data_updates(data: Mapping[str, FieldValue]) -> tuple[Update, ...]:
     """Set each field of ``data`` (``None``: remove it), in a fixed order; a lease field is not data."""
-    for name in data:
+    return shaped_data_updates(data_shape(data))
+
+
+def shaped_data_updates(shape: DataShape) -> tuple[Update, ...]:
+    """``data_updates`` of any data of ``shape``: by name, so the order the data was given in does not matter."""
+    for name, _ in shape:
         if name in LEASE_FIELDS or name == KEY:
             raise ValueError(f"{name!r} is not a data field of the idempotency table (store/_table.py): "
                              "the lease owns it")
-    return tuple(Remove(name) if data[name] is None else Set(name, Param(f"data_{name}")) for name in sorted(data))
+    return tuple(Remove(name) if removed else Set(name, Param(f"data_{name}")) for name, removed in sorted(shape))
 
 
 def data_values(data: Mapping[str, FieldValue]) -> dict[str, Any]:
@@ -116,29 +140,50 @@ class Acquire:
 
     def rule(self) -> Rule:
         """Absent, or free and for the same work; then HELD by ``owner``."""
-        fits = None
-        if self.fingerprint is not None:
-            fits = Or(Missing("fingerprint"), Eq("fingerprint", Param("fingerprint")),
-                      Not(Eq("fp_version", Param("fp_version"))))
-        same_job = Or(Missing("job"), Eq("job", Param("expect_job"))) if self.job is not None else None
-        not_dead_lettered_as = (Not(Eq("dead_letter_of", Param("not_for_message")))
-                                if self.not_for_message is not None else None)
-        updates: list[Update] = [*data_updates(self.data), Set("status", HELD), Set("owner", Param("owner")),
-                                 Set("expires_at", Param("expires_at")),
-                                 Remove("lease_until") if self.lease_until is None
-                                 else Set("lease_until", Param("lease_until"))]
-        if self.fingerprint is not None:
-            updates += [Set("fingerprint", Param("fingerprint")), Set("fp_version", Param("fp_version"))]
-        if self.count_attempt:
-            updates.append(Add("attempts", Const(1)))
-        return Rule(condition=Or(ItemMissing(), all_of(free(), same_job, fits, not_dead_lettered_as)),
-                    updates=tuple(updates), replaces_expired=True, returns="old")
+        return _acquire_rule(data_shape(self.data), endless=self.lease_until is None,
+                             fingerprinted=self.fingerprint is not None, for_job=self.job is not None,
+                             not_for_message=self.not_for_message is not None, count_attempt=bool(self.count_attempt))
 
     def values(self) -> dict[str, Any]:
         """The values the rule's parameters take."""
         return {**data_values(self.data), "owner": self.owner, "now": self.now, "lease_until": self.lease_until,
                 "expires_at": self.expires_at, "fingerprint": self.fingerprint, "fp_version": self.fp_version,
                 "not_for_message": self.not_for_message, "expect_job": self.job}
+
+
+@functools.lru_cache(maxsize=RULES_KEPT)
+def _acquire_rule(data: DataShape, *, endless: bool, fingerprinted: bool, for_job: bool, not_for_message: bool,
+                  count_attempt: bool) -> Rule:
+    """``Acquire.rule`` of every acquire of this shape."""
+    fits = None
+    if fingerprinted:
+        fits = Or(Missing("fingerprint"), Eq("fingerprint", Param("fingerprint")),
+                  Not(Eq("fp_version", Param("fp_version"))))
+    same_job = Or(Missing("job"), Eq("job", Param("expect_job"))) if for_job else None
+    not_dead_lettered_as = Not(Eq("dead_letter_of", Param("not_for_message"))) if not_for_message else None
+    updates: list[Update] = [*shaped_data_updates(data), Set("status", HELD), Set("owner", Param("owner")),
+                             Set("expires_at", Param("expires_at")),
+                             Remove("lease_until") if endless else Set("lease_until", Param("lease_until"))]
+    if fingerprinted:
+        updates += [Set("fingerprint", Param("fingerprint")), Set("fp_version", Param("fp_version"))]
+    if count_attempt:
+        updates.append(Add("attempts", Const(1)))
+    return Rule(condition=Or(ItemMissing(), all_of(free(), same_job, fits, not_dead_lettered_as)),
+                updates=tuple(updates), replaces_expired=True, returns="old")
+
+
+@functools.lru_cache(maxsize=RULES_KEPT)
+def _fenced_rule(data: DataShape, then: tuple[Update, ...]) -> Rule:
+    """The rule of a fenced write of this shape: ``data``'s updates, ``then`` the operation's own."""
+    return Rule(condition=fence(), updates=(*shaped_data_updates(data), *then))
+
+
+#: what each fenced operation writes after its data (``_fenced_rule``)
+_COMPLETES = (Set("expires_at", Param("expires_at")), Set("status", DONE))
+_RELEASES = (Set("expires_at", Param("expires_at")), Set("status", RELEASED))
+_RELEASES_COUNTED = (*_RELEASES, Add("attempts", Param("attempts_delta")))
+_HANDS_OVER = (Set("expires_at", Param("expires_at")), Set("owner", Param("to_owner")))
+_RENEWS = (Set("expires_at", Param("expires_at")), Set("lease_until", Param("lease_until")))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,8 +196,7 @@ class Complete:
     data: Mapping[str, FieldValue] = field(default_factory=dict)
 
     def rule(self) -> Rule:
-        return Rule(condition=fence(), updates=(*data_updates(self.data), Set("expires_at", Param("expires_at")),
-                                                Set("status", DONE)))
+        return _fenced_rule(data_shape(self.data), _COMPLETES)
 
     def values(self) -> dict[str, Any]:
         return {**data_values(self.data), "owner": self.owner, "expires_at": self.expires_at}
@@ -169,11 +213,7 @@ class Release:
     data: Mapping[str, FieldValue] = field(default_factory=dict)
 
     def rule(self) -> Rule:
-        updates: tuple[Update, ...] = (*data_updates(self.data), Set("expires_at", Param("expires_at")),
-                                       Set("status", RELEASED))
-        if self.attempts_delta:
-            updates += (Add("attempts", Param("attempts_delta")),)
-        return Rule(condition=fence(), updates=updates)
+        return _fenced_rule(data_shape(self.data), _RELEASES_COUNTED if self.attempts_delta else _RELEASES)
 
     def values(self) -> dict[str, Any]:
         return {**data_values(self.data), "owner": self.owner, "expires_at": self.expires_at,
@@ -191,8 +231,7 @@ class HandOver:
     data: Mapping[str, FieldValue] = field(default_factory=dict)
 
     def rule(self) -> Rule:
-        return Rule(condition=fence(), updates=(*data_updates(self.data), Set("expires_at", Param("expires_at")),
-                                                Set("owner", Param("to_owner"))))
+        return _fenced_rule(data_shape(self.data), _HANDS_OVER)
 
     def values(self) -> dict[str, Any]:
         return {**data_values(self.data), "owner": self.owner, "to_owner": self.to_owner,
@@ -210,8 +249,7 @@ class Renew:
     data: Mapping[str, FieldValue] = field(default_factory=dict)
 
     def rule(self) -> Rule:
-        return Rule(condition=fence(), updates=(*data_updates(self.data), Set("expires_at", Param("expires_at")),
-                                                Set("lease_until", Param("lease_until"))))
+        return _fenced_rule(data_shape(self.data), _RENEWS)
 
     def values(self) -> dict[str, Any]:
         return {**data_values(self.data), "owner": self.owner, "lease_until": self.lease_until,

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqsjobs.store._item import LeaseItem, LeaseState
 
@@ -52,9 +52,26 @@ class Param:
 
 @dataclass(frozen=True)
 class Const:
-    """A value fixed in the rule (a lease state, the number 1)."""
+    """A value fixed in the rule (a lease state, the number 1).
+
+    Two constants are equal only when their values are of the same type: a
+    rule is the key of the request shapes rendered from it (its constants
+    serialized into them: store/_statements.py, store/_dynamodb.py), and
+    ``0 == 0.0 == False`` would hand one rule's shape to another.
+
+    Example:
+        >>> Const(1) == Const(1), Const(1) == Const(1.0), Const(1) == Const(True)
+        (True, False, False)
+    """
 
     value: Any
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is Const and type(other.value) is type(self.value)
+                and bool(other.value == self.value))
+
+    def __hash__(self) -> int:
+        return hash((type(self.value), self.value))
 
 
 Operand = Param | Const
@@ -299,31 +316,55 @@ class Rule:
         status = item.state.value if item is not None else None
         data: dict[str, Any] = dict(item.data) if item is not None else {}
         for update in self.updates:
-            target = lease if update.field in LEASE_FIELDS else data
-            if isinstance(update, Remove):
-                if update.field == "status":
-                    raise ValueError("a lease's status is never removed")
-                target[update.field] = None
+            if update.field == "status":
+                status = status_after(update, status, values)
                 continue
-            value = _value(update.operand, values)
-            if isinstance(update, SetIfMissing):
-                if update.field == "status":
-                    status = status or value
-                elif target.get(update.field) is None:
-                    target[update.field] = value
-            elif update.field == "status":
-                status = value
-            elif isinstance(update, Set):
-                target[update.field] = value
-            elif isinstance(update, Add):
-                target[update.field] = (target.get(update.field) or 0) + value
-            elif isinstance(update, AddToSet):
-                target[update.field] = frozenset(target.get(update.field) or ()) | {value}
-            else:
-                left = frozenset(target.get(update.field) or ()) - {value}
-                target[update.field] = left or None
+            target = lease if update.field in LEASE_FIELDS else data
+            target[update.field] = updated(update, target.get(update.field), values)
         return LeaseItem(key=key, state=LeaseState(status or LeaseState.HELD.value), owner=lease["owner"],
                          lease_until=lease["lease_until"], expires_at=lease["expires_at"],
                          fingerprint=lease["fingerprint"], fp_version=lease["fp_version"],
                          attempts=int(lease["attempts"] or 0),
                          data={name: value for name, value in data.items() if value is not None})
+
+    def __hash__(self) -> int:
+        # Rules are cache keys (the stores' request shapes, store/_statements.py): hash the nested tree once.
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.condition, self.updates, self.replaces_expired, self.returns))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+
+def updated(update: Update, current: Any, values: Mapping[str, Any]) -> Any:
+    """The value ``update`` leaves in a field (not ``status``) that held ``current`` (``None``: missing).
+
+    ``Rule.apply`` applies each update with it, and an ``INSERT``'s columns
+    (store/_statements.py) are computed with it, so the two cannot differ.
+
+    Example:
+        >>> updated(Add("attempts", Const(1)), None, {}), updated(SetIfMissing("job", Param("j")), "a", {"j": "b"})
+        (1, 'a')
+    """
+    if isinstance(update, Remove):
+        return None
+    value = _value(update.operand, values)
+    if isinstance(update, Set):
+        return value
+    if isinstance(update, SetIfMissing):
+        return value if current is None else current
+    if isinstance(update, Add):
+        return (current or 0) + value
+    if isinstance(update, AddToSet):
+        return frozenset(current or ()) | {value}
+    return frozenset(current or ()) - {value} or None
+
+
+def status_after(update: Update, status: str | None, values: Mapping[str, Any]) -> str | None:
+    """The lease state's value after ``update`` on ``status``: it is set (if missing), never removed."""
+    if isinstance(update, Remove):
+        raise ValueError("a lease's status is never removed")
+    value = _value(update.operand, values)
+    if isinstance(update, SetIfMissing):
+        return status or value
+    return cast(str | None, value)

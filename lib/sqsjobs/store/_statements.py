@@ -68,12 +68,14 @@ This module must not import boto3; it renders and reads, it does not send.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqsjobs.store import _rules as r
+from sqsjobs.store._item import LeaseState
 from sqsjobs.store._lease import Operation, Written
 from sqsjobs.store._lease_ops import (
     Acquire,
@@ -114,10 +116,15 @@ def kind_of(op: Operation) -> StatementKind | None:
     if isinstance(op, Acquire):
         return StatementKind.INSERT if op.fresh else None
     if isinstance(op, _UPDATES):
-        rule = op.rule()
-        if rule.returns == "none" and _expressible(rule.condition) and all(
-                isinstance(u, r.Set | r.Remove | r.Add) for u in rule.updates):
-            return StatementKind.UPDATE
+        return _update_kind(op.rule())
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _update_kind(rule: r.Rule) -> StatementKind | None:
+    if rule.returns == "none" and _expressible(rule.condition) and all(
+            isinstance(u, r.Set | r.Remove | r.Add) for u in rule.updates):
+        return StatementKind.UPDATE
     return None
 
 
@@ -153,6 +160,32 @@ def chunks(indexes: Sequence[int]) -> list[list[int]]:
 
 
 # ---------------------------------------------------------------- rendering
+# Each rule's statement is rendered once per shape (a rule is the same object for every operation of one shape:
+# store/_lease_ops.py), with what fills each ``?`` worked out then: a constant already serialized, or a
+# parameter's name and its field's serializer (``_table.wire``). Binding a message is then a dict lookup and
+# one small call per ``?``: no rule walked, no pynamodb model built.
+#: shapes kept (one per rule and table)
+SHAPES_KEPT = 256
+#: a ``?`` of an ``UPDATE``: (a parameter's name, its serializer), (None, a constant's value), or (None, None): the key
+Slot = tuple[str | None, Any]
+#: an ``INSERT``'s column: its attribute value from the call's values (None: the item has none)
+Column = Callable[[Mapping[str, Any]], dict[str, Any] | None]
+
+
+def bind(op: Operation, table: str) -> dict[str, Any]:
+    """The ``BatchStatementRequest`` of ``op`` on ``table`` (one that ``kind_of`` puts in a batch).
+
+    Example:
+        >>> bind(Complete(key="k", owner="a", expires_at=9.0), "jobs")["Parameters"][2]
+        {'S': 'k'}
+    """
+    if isinstance(op, Acquire):
+        return bind_insert(op, table)
+    if not isinstance(op, _UPDATES):
+        raise ValueError(f"{type(op).__name__} has no batched statement (store/_statements.py)")
+    return bind_update(update_shape(op.rule(), table), op.key, op.values())
+
+
 @dataclass(frozen=True)
 class UpdateShape:
     """An ``UPDATE`` statement's text, and what fills its ``?`` in order (the key is the first ``WHERE`` one)."""
@@ -160,6 +193,19 @@ class UpdateShape:
     text: str
     #: each ``?``: the operand and the field whose attribute serializes it (``r.KEY``: the key)
     params: tuple[tuple[r.Operand | None, str], ...]
+
+    @functools.cached_property
+    def slots(self) -> tuple[Slot, ...]:
+        """Each ``?`` as ``bind_update`` fills it."""
+        from sqsjobs.store._table import wire
+
+        def slot(operand: r.Operand | None, field: str) -> Slot:
+            if operand is None:
+                return None, None
+            if isinstance(operand, r.Const):
+                return None, wire(field)(operand.value)
+            return operand.name, wire(field)
+        return tuple(slot(operand, field) for operand, field in self.params)
 
 
 def _name(field: str) -> str:
@@ -172,8 +218,9 @@ def _attribute(field: str) -> Any:
     return attribute(field)
 
 
+@functools.lru_cache(maxsize=SHAPES_KEPT)
 def update_shape(rule: r.Rule, table: str) -> UpdateShape:
-    """The ``UPDATE`` statement of ``rule`` on ``table``.
+    """The ``UPDATE`` statement of ``rule`` on ``table`` (built once per rule and table).
 
     Example:
         >>> shape = update_shape(Complete(key="k", owner="a", expires_at=9.0).rule(), "jobs")
@@ -220,11 +267,6 @@ def _condition(condition: r.Condition, params: list[tuple[r.Operand | None, str]
     raise ValueError(f"{type(condition).__name__} has no batched statement (store/_statements.py)")
 
 
-def _serialize(field: str, value: Any) -> dict[str, Any]:
-    attribute = _attribute(field)
-    return {attribute.attr_type: attribute.serialize(value)}
-
-
 def bind_update(shape: UpdateShape, key: str, values: Mapping[str, Any]) -> dict[str, Any]:
     """One ``BatchStatementRequest`` of ``shape`` for ``key``.
 
@@ -233,10 +275,116 @@ def bind_update(shape: UpdateShape, key: str, values: Mapping[str, Any]) -> dict
         >>> bind_update(shape, "k", {"owner": "a", "expires_at": 9.0})["Parameters"]
         [{'N': '9.0'}, {'S': 'DONE'}, {'S': 'k'}, {'S': 'a'}, {'S': 'HELD'}]
     """
-    parameters = [{"S": key} if operand is None else
-                  _serialize(field, operand.value if isinstance(operand, r.Const) else values[operand.name])
-                  for operand, field in shape.params]
+    parameters = [how(values[name]) if name is not None else {"S": key} if how is None else dict(how)
+                  for name, how in shape.slots]
     return {"Statement": shape.text, "Parameters": parameters, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+
+
+@dataclass(frozen=True)
+class InsertShape:
+    """An ``INSERT``: the item a rule makes from nothing, column by column (the key first, then the model's order).
+
+    A column's value is worked out as ``Rule.apply`` works it out on no item
+    (``r.updated`` for each of the rule's updates on that field, in order)
+    and stored as ``_table.table_item`` stores it (``_table.stored``); a
+    column whose value comes out missing is left out of the statement.
+    """
+
+    table: str
+    #: each column after the key that may have a value: its attribute name, and its value
+    columns: tuple[tuple[str, Column], ...]
+
+    @functools.cached_property
+    def text(self) -> str:
+        """The statement when every column has a value."""
+        return self.text_of(tuple(name for name, _ in self.columns))
+
+    def text_of(self, names: tuple[str, ...]) -> str:
+        """The statement of the key and the columns ``names``."""
+        listed = ", ".join(f"'{name}': ?" for name in (r.KEY, *names))
+        return f'INSERT INTO "{self.table}" VALUE {{{listed}}}'
+
+    def bind(self, key: str, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``BatchStatementRequest`` inserting ``key``'s item with ``values``."""
+        parameters: list[dict[str, Any]] = [{"S": key}]
+        left_out = False
+        for _, column in self.columns:
+            value = column(values)
+            if value is None:
+                left_out = True
+            else:
+                parameters.append(value)
+        text = self.text
+        if left_out:
+            text = self.text_of(tuple(name for name, column in self.columns if column(values) is not None))
+        return {"Statement": text, "Parameters": parameters, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+
+
+@functools.lru_cache(maxsize=SHAPES_KEPT)
+def insert_shape(rule: r.Rule, table: str) -> InsertShape:
+    """The ``INSERT`` of the item ``rule`` makes where there is none, on ``table`` (built once per rule and table).
+
+    Example:
+        >>> take = Acquire(key="k", owner="a", now=0.0, lease_until=60.0, expires_at=99.0, fresh=True)
+        >>> [name for name, _ in insert_shape(take.rule(), "jobs").columns]
+        ['expires_at', 'lease_until', 'owner', 'status']
+    """
+    from sqsjobs.store._table import FIELDS, model_attribute
+
+    by_field: dict[str, list[r.Update]] = {"status": []}
+    for update in rule.updates:
+        if update.field == r.KEY:
+            raise ValueError("an INSERT's key is its own: no update may write it (store/_statements.py)")
+        model_attribute(update.field)  # an unknown field is refused here, as the single request refuses it
+        by_field.setdefault(update.field, []).append(update)
+    order = {name: rank for rank, name in enumerate(FIELDS)}
+    columns = ((model_attribute(field).attr_name, _column(field, tuple(updates)))
+               for field, updates in sorted(by_field.items(), key=lambda pair: order[pair[0]]))
+    return InsertShape(table=table, columns=tuple((name, column) for name, column in columns if column is not None))
+
+
+def _column(field: str, updates: tuple[r.Update, ...]) -> Column | None:
+    """``field``'s column in the new item, or None when it never has a value (only removed)."""
+    from sqsjobs.store._table import stored, wire, wire_kind
+
+    serialize = wire(field)
+
+    def kept(given: Any) -> dict[str, Any] | None:
+        value = stored(field, given)
+        if value is None:
+            return None
+        wired = serialize(value)
+        return None if next(iter(wired.values())) is None else wired  # pynamodb leaves out what serializes to None
+
+    def value(values: Mapping[str, Any]) -> dict[str, Any] | None:
+        if field == "status":
+            status: str | None = None
+            for update in updates:
+                status = r.status_after(update, status, values)
+            return serialize(LeaseState(status or LeaseState.HELD.value).value)
+        current: Any = 0 if field == "attempts" else None  # what ``Rule.apply`` starts a new item's fields at
+        for update in updates:
+            current = r.updated(update, current, values)
+        if field == "attempts":
+            current = int(current or 0)
+        return None if current is None else kept(current)
+
+    if all(isinstance(u, r.Remove) or isinstance(u.operand, r.Const) for u in updates):
+        constant = value({})  # no parameter: the column is the same for every call
+        return None if constant is None else lambda values: dict(constant)
+    if len(updates) == 1 and isinstance(updates[0], r.Set) and field not in ("status", "attempts") \
+            and wire_kind(field) not in ("NS", "SS", "BS"):
+        # The common column: one parameter, set as it is, of a type that serializes a value to a value
+        # (a string, a number, a boolean; not a set, which is left out when empty).
+        name = cast(r.Param, updates[0].operand).name
+
+        def param(values: Mapping[str, Any]) -> dict[str, Any] | None:
+            given = values[name]
+            if given is None:
+                return None
+            return kept(given) if type(given) is frozenset else serialize(given)
+        return param
+    return value
 
 
 def bind_insert(op: Acquire, table: str) -> dict[str, Any]:
@@ -250,12 +398,7 @@ def bind_insert(op: Acquire, table: str) -> dict[str, Any]:
         >>> request["Parameters"][:2]
         [{'S': 'k'}, {'N': '99.0'}]
     """
-    from sqsjobs.store._table import whole_item
-
-    item = whole_item(op.rule().apply(None, op.key, op.values()))
-    names = ", ".join(f"'{name}': ?" for name in item)
-    return {"Statement": f'INSERT INTO "{table}" VALUE {{{names}}}', "Parameters": list(item.values()),
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+    return insert_shape(op.rule(), table).bind(op.key, op.values())
 
 
 # ---------------------------------------------------------------- reading the answers

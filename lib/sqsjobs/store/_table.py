@@ -11,12 +11,16 @@ types, the TTL attribute) in one place.
 
 The model never talks to DynamoDB itself: the DynamoDB store builds its
 requests through the model's attributes and sends them with the injected
-boto3 client, so tests can count and stub every call.
+boto3 client, so tests can count and stub every call. The batched statements
+(store/_statements.py) serialize each value with ``wire``: the attribute's
+own ``serialize``, with a number's JSON text made directly (``json.dumps``
+is most of a number's cost), so no model instance is built per message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, NumberSetAttribute, UnicodeAttribute
@@ -164,20 +168,73 @@ def field_names() -> frozenset[str]:
 
 
 def table_item(new: LeaseItem) -> TableItem:
-    """The table's model of a whole item (what ``PutItem`` or an ``INSERT`` writes)."""
+    """The table's model of a whole item (what ``PutItem`` writes, and what an ``INSERT``'s item means)."""
     item = TableItem(new.key)
     item.status = new.state.value
     for name in LEASE_FIELDS - {"status"}:
-        value = getattr(new, name)
-        if value is not None and not (name == "attempts" and value == 0):
+        value = stored(name, getattr(new, name))
+        if value is not None:
             setattr(item, name, value)
     for name, value in new.data.items():
-        setattr(item, name, set(value) if isinstance(value, frozenset) else value)
+        setattr(item, name, stored(name, value))
     return item
 
 
+def stored(name: str, value: Any) -> Any:
+    """What the item holds for field ``name`` of a ``LeaseItem`` (None: nothing): no ``attempts`` of 0, sets as sets.
+
+    Example:
+        >>> stored("attempts", 0), stored("counted", frozenset({1}))
+        (None, {1})
+    """
+    if name == "attempts" and value == 0:
+        return None
+    return set(value) if isinstance(value, frozenset) else value
+
+
+def wire_kind(name: str) -> str:
+    """The DynamoDB type of field ``name`` (``S``, ``N``, ``BOOL``, ``NS``).
+
+    Example:
+        >>> wire_kind("owner"), wire_kind("counted")
+        ('S', 'NS')
+    """
+    return str(model_attribute(name).attr_type)
+
+
+def wire(name: str) -> Callable[[Any], dict[str, Any]]:
+    """A function giving a value of field ``name`` as DynamoDB's attribute value, as the model serializes it.
+
+    Exactly ``{attr_type: attribute.serialize(value)}``; a number attribute's
+    ``int`` or finite ``float`` is written as ``json.dumps`` writes it
+    (``repr``) without the call. A value of another type goes to ``serialize``.
+
+    Example:
+        >>> wire("expires_at")(99.0), wire("attempts")(2), wire("owner")("a"), wire("cancel_requested")(True)
+        ({'N': '99.0'}, {'N': '2'}, {'S': 'a'}, {'BOOL': True})
+    """
+    attribute = model_attribute(name)
+    kind: str = attribute.attr_type
+    serialize: Callable[[Any], Any] = attribute.serialize
+    if kind != "N":
+        return lambda value: {kind: serialize(value)}
+    isfinite = math.isfinite
+
+    def number(value: Any) -> dict[str, Any]:
+        if type(value) is int:
+            return {"N": int.__repr__(value)}
+        if type(value) is float and isfinite(value):
+            return {"N": float.__repr__(value)}
+        return {"N": serialize(value)}
+
+    return number
+
+
 def whole_item(new: LeaseItem) -> dict[str, Any]:
-    """``new`` as DynamoDB's attribute values, the key first.
+    """``new`` as DynamoDB's attribute values, the key first, built through the model.
+
+    What a batched ``INSERT`` binds column by column without a model (store/_statements.py), and the
+    reference it is checked against (tests/unit/test_statement_binding.py).
 
     Example:
         >>> from sqsjobs.store._item import LeaseItem, LeaseState
