@@ -104,6 +104,12 @@ demo: $(STAMP)
 bench: $(STAMP) sam-build
 	$(BIN)/python -m bench
 
+# Only the bundle figures (this repository's functions, and a project sqsjobs init makes, through sam build),
+# rewritten in place in BENCHMARKS.md.
+.PHONY: bench-bundle
+bench-bundle: $(STAMP) sam-build
+	$(BIN)/python -m bench.bundle
+
 # chaos: the model-based test at 20x its make-test size; 10,000 jobs (2,000 of them in job groups) with 2% of
 # DynamoDB calls failing after botocore's retries and kills before and after side effects, whose ledger (and the
 # model's result) goes to CHAOS.md; then a 2,000-member group on the local cloud (10% duplicate sends, 2% poison:

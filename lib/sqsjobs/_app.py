@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from sqsjobs.enqueue._message import JobMessage
     from sqsjobs.enqueue._producer import EnqueueReport
     from sqsjobs.store._lease import LeaseStore
-    from sqsjobs.testing.tester import JobTester
     from sqsjobs.worker._delivery import BatchResult
     from sqsjobs.worker._job_records import JobStatus
     from sqsjobs.workflows._chains import Chain, ChainStatus
@@ -516,10 +515,11 @@ class JobApp:
 
         return Block(self.runtime, block(), "app.use(...)")  # outside `with`: an error, not a no-op (_with_block)
 
-    def testing(self, **options: Any) -> AbstractContextManager[JobTester]:
+    def testing(self, **options: Any) -> AbstractContextManager[Any]:
         """Run this app's jobs in-process for a test: an in-memory store, a recording fake SQS, a manual clock.
 
-        Everything is put back afterwards. ``options`` are those of ``sqsjobs.testing.use``.
+        Everything is put back afterwards. This runs ``sqsjobs.testing.use`` (its ``options``; it yields a
+        ``JobTester``, typed when called as ``use(app)``), found through the package's entry points.
 
         Example:
             >>> app = JobApp()
@@ -531,7 +531,7 @@ class JobApp:
             'fake-000001'
             (['succeeded'], 'greet:7')
         """
+        from sqsjobs._harness import harness
         from sqsjobs._with_block import Block
-        from sqsjobs.testing.tester import use
 
-        return Block(self.runtime, use(self, **options), "app.testing()")  # outside `with`: an error (_with_block)
+        return Block(self.runtime, harness("testing")(self, **options), "app.testing()")  # outside `with`: an error

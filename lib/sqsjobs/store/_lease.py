@@ -146,7 +146,9 @@ class LeaseStore(ABC):
         The DynamoDB store sends the operations a PartiQL statement can carry
         in ``BatchExecuteStatement`` calls of at most 25, the others as single
         requests, all at once (``sqsjobs.store._statements`` says which go
-        where); the default is ``write_many``.
+        where), once a probe has shown that the endpoint answers statements as
+        DynamoDB documents (``sqsjobs.store._statement_trust``; stock moto does
+        not, and gets single requests); the default is ``write_many``.
         """
         return self.write_many(ops)
 
