@@ -5,18 +5,25 @@ jobs (``aa``, ``aconc`` under the concurrency limit, the batch handler ``abat``;
 each yields to the loop a random number of times before and after its side
 effect, so their completions come in random orders) and ``threads=True`` jobs
 (``th``, on threads of their own, one at a time: ``SerialThreads``), several in
-flight in one batch; a plan ``slow`` moves the clock past
-the crash window's bound inside a job, and a kill may come with several jobs
-in flight.
+flight in one batch; the plans ``slow`` and ``timeout`` move the clock past
+the crash window's bound inside a job (``timeout`` then kills the
+invocation), and a kill may come with several jobs in flight.
 
 Two deploys of one app (``version`` 1 and 2 of job ``c``) share one fake SQS
-(whose jobs queue has SQS's redrive policy: the backstop), one in-memory store
-that fails the writes a rule arms (``FlakyStore``), one manual clock and one
-seeded random. The batch handlers ``bat``, ``batlim`` and ``batconc`` run each item of a call as a job of its own
-(``execute_items``), so every invariant counts items. Every job function reports to the ledger: when it started,
+(whose jobs queue has SQS's redrive policy: the backstop, and SQS's largest
+``MaximumMessageSize``, 1 MiB, as the apps' ``max_message_bytes``), one
+in-memory store that fails the writes a rule arms (``FlakyStore``), one manual
+clock (the second deploy's runs ``skew`` seconds ahead of it, or behind: its
+leases, windows and records are written and judged on its own time) and one
+seeded random. The batch handlers ``bat``, ``batlim``, ``batconc`` and ``battime`` run each item of a call as a job
+of its own (``execute_items``), so every invariant counts items; ``batconc`` and ``battime`` have a time limit, a
+call that runs past it ends every item of the call. Job ``big``'s messages are at the queue's size limit or just
+under it. Every job function reports to the ledger: when it started,
 whether the invocation is killed before or after its side effect, and which
 runs of its key are active, so the invariants below can be checked after every
-step (``check``) and once the world has settled (``settle``).
+step (``check``) and once the world has settled (``settle``). A job may also
+run long (plan ``slow``): time passes while it runs, up to its time limit or
+the invocation's deadline (Lambda kills it there).
 
 The invariants (docs/reliability.md states them for users):
 
@@ -25,7 +32,8 @@ The invariants (docs/reliability.md states them for users):
    was re-sent (the copy is tracked in turn), or is in the DLQ with a reason
    the worker wrote;
 2. side effects per key <= 1 + kills that found it exposed + completion
-   writes that failed after their retries (both counted per key). A kill
+   writes that failed after their retries + runs of a batch handler's item
+   whose call then ran past its time limit (each counted per key). A kill
    exposes, in time: the jobs running at the kill, and those that finished
    less than ``flush_after`` (the worker's crash window) before it; a job
    that finished earlier must have its record written by then, unless the
@@ -38,20 +46,31 @@ The invariants (docs/reliability.md states them for users):
 5. nothing but an invocation's own death escapes ``handle_batch``;
 6. a key never runs twice at once, and a delivery of another job's key is
    never taken for its duplicate;
-7. debounce (job ``deb``, each enqueue's ``v`` unique): side effects per burst
-   (its ``v``) obey invariant 2, runs of one key never overlap, a delivery
+7. debounce (job ``deb``, each request's ``v`` unique: an enqueue's burst, or
+   a member, a step or a callback, which carry no token): side effects per
+   request (its ``v``) obey invariant 2, runs of one key never overlap, a
+   delivery is acknowledged as a duplicate only if its own request ran (a
+   duplicate only of the same request, worker/_request.py), a delivery
    acknowledged as superseded carries a token that is not its key's latest
    (``JobSuperseded`` counts each), and once settled the last burst of every
-   key ran with its arguments, unless its message is in the DLQ;
+   key ran with its arguments, and so did every request without a token that
+   was sent, unless its message is in the DLQ;
 8. dedupe (``dd`` until_done, ``ds`` until_started): a refused enqueue sent
    nothing (``JobDeduplicated`` counts each) and its key had a message in the
-   jobs queue or the DLQ, or (``dd``) a run holding it.
+   jobs queue or the DLQ, or (``dd``) a run holding it; an enqueue of a
+   cancelled key sends nothing and its receipt says ``cancelled``.
+
+Clock skew between the deploys is bounded by the lease margin (5 s,
+``Settings.lease_margin``): a rate limit then holds over any window of
+``PER - |skew|`` seconds of the true clock.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import functools
 import json
 import random
 import threading
@@ -62,7 +81,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from sqsjobs import JobApp, Outcome, PermanentError
+from sqsjobs import JobApp, Outcome, PermanentError, TimeLimitExceeded
+from sqsjobs.enqueue._sizes import WORKER_ATTRIBUTE_BYTES
 from sqsjobs.store._lease import LeaseState, Operation
 from sqsjobs.store._lease_ops import Acquire, Amend, Close, Complete, Release, Renew, Transact
 from sqsjobs.testing.events import FakeContext, record_from_message
@@ -76,28 +96,43 @@ MAX_ATTEMPTS = 3
 MAX_RECEIVE_COUNT = MAX_ATTEMPTS + 1
 BACKSTOP_SLACK = MAX_RECEIVE_COUNT - (MAX_ATTEMPTS + 1)
 FUNCTION_TIMEOUT = 60.0
+#: the jobs queue's visibility timeout: at least the function's timeout + the lease margin (``sqsjobs check`` E9101)
+VISIBILITY_TIMEOUT = 70
+#: SQS's largest MaximumMessageSize: the queues' and the apps' ``max_message_bytes``
+MAX_MESSAGE_BYTES = 1024 * 1024
+#: job ``big``'s message ``n`` is this many bytes under the largest a producer may send (the limit less what the
+#: worker keeps for its own attributes, enqueue/_sizes.py), body and attributes as SQS counts them
+BIG_SLACK = (0, 40, 400, 4000)
+#: the batch handlers ``batconc`` and ``battime`` stop a call that runs longer (``TimeLimitExceeded``)
+TIME_LIMIT = 5.0
+#: how long a ``slow`` run takes (up to its time limit, or the invocation's deadline)
+SLOW_SECONDS = 58.0
 RATE, PER = 1, 10.0
 SLOTS = 1
 EXPIRES_IN = 40.0
 DEBOUNCE = 4.0
 #: the jobs a rule may enqueue alone or as members and steps
-PLAIN_JOBS = ("a", "b", "c", "lim", "conc", "exp", "bat", "batlim", "batconc", "aa", "th", "aconc", "abat")
-MEMBER_JOBS = ("a", "b", "c", "exp", "bat", "aa", "th")
-#: items per call of the batch handlers ``bat``, ``batlim`` and ``batconc`` (``batlim`` shares ``lim``'s rate limit,
-#: ``batconc`` ``conc``'s slots)
+PLAIN_JOBS = ("a", "b", "c", "lim", "conc", "exp", "bat", "batlim", "batconc", "battime", "big", "aa", "th", "aconc",
+              "abat")
+#: the jobs a group's member or a chain's step may be (the debounced and deduplicated ones too: a key is shared by
+#: every kind of delivery; async and threaded ones too)
+MEMBER_JOBS = ("a", "b", "c", "exp", "bat", "deb", "dd", "ds", "big", "aa", "th")
+#: what a group's ``on_complete`` may be: ``report`` (the model counts its runs) or a job another path runs too
+CALLBACK_JOBS = ("report", "a", "bat", "deb", "dd", "aa")
+#: items per call of the batch handlers (``batlim`` shares ``lim``'s rate limit, ``batconc`` ``conc``'s slots)
 BATCH = 3
 #: the batch handlers (a rule enqueues all of one's keys at once)
-BATCH_JOBS = ("bat", "batlim", "batconc", "abat")
+BATCH_JOBS = ("bat", "batlim", "batconc", "battime", "abat")
 #: the jobs whose starts the rate limit counts
 RATE_JOBS = ("lim", "batlim")
 #: the jobs whose runs at once the concurrency limit counts
 SLOT_JOBS = ("conc", "batconc", "aconc")
-#: what one execution of a job does (``slow``: it takes longer than the crash window's bound; ``timeout``: it does,
-#: and the invocation dies then, as Lambda's timeout kills one: issue 32's story)
-PLANS = ("ok", "transient", "permanent", "kill_before", "kill_after", "nest", "slow", "timeout")
-#: how long a ``slow`` job takes (the ManualClock moves: the worker's flush timer fires meanwhile)
-SLOW_SECONDS = 2.0
-
+#: what one execution of a job does (``overrun``: its time limit's alarm lands in it; ``slow``: time passes, up to
+#: its time limit or the invocation's deadline; ``timeout``: ``TIMEOUT_AFTER`` passes, past the crash window's
+#: bound, and the invocation dies then, as Lambda's timeout kills one: issue 32's story)
+PLANS = ("ok", "transient", "permanent", "kill_before", "kill_after", "nest", "overrun", "slow", "timeout")
+#: how long a ``timeout`` run takes before the invocation dies (the worker's flush timer fires meanwhile)
+TIMEOUT_AFTER = 2.0
 #: the writes a store fault may hit
 FAULTS = ("claim", "completion", "retry_record", "dead_letter_record", "count", "limiter", "any")
 
@@ -106,6 +141,15 @@ class BatItem(TypedDict):
     """One item of the batch handlers ``bat`` and ``batlim``."""
 
     n: int
+
+
+def note(text: str) -> None:
+    """A hypothesis event (``--hypothesis-show-statistics`` counts them), or nothing when replaying a story by hand."""
+    from hypothesis import event
+    from hypothesis.errors import InvalidArgument
+
+    with contextlib.suppress(InvalidArgument):
+        event(text)
 
 
 class Killed(BaseException):
@@ -125,6 +169,8 @@ class Invocation:
     killed_at: float | None = None
     #: the store's injected failures when it started
     failures_before: int = 0
+    #: when Lambda kills it (its deadline)
+    deadline: float = float("inf")
 
 
 _INVOCATION: contextvars.ContextVar[Invocation | None] = contextvars.ContextVar("model_invocation", default=None)
@@ -153,6 +199,28 @@ class SerialThreads:
         thread.start()
         thread.join()
         return done
+
+
+class SkewedClock:
+    """A deploy's own clock: the world's, ``skew`` seconds ahead (or behind); sleeping moves the world's.
+
+    It is a timer too (``worker/_timer.py``): the worker's timers on it (a record's ``flush_after``, the deadline
+    margin) fire as the world's clock reaches their moment, on its own time. Without ``call_at`` the worker would
+    take it for a clock that moves by itself and serve it from a thread on real time: the model would no longer
+    replay a story exactly.
+    """
+
+    def __init__(self, base: ManualClock, skew: float) -> None:
+        self.base, self.skew = base, skew
+
+    def __call__(self) -> float:
+        return self.base() + self.skew
+
+    def advance(self, seconds: float) -> None:
+        self.base.advance(seconds)
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Any:
+        return self.base.call_at(when - self.skew, callback)
 
 
 def _ops(op: Operation) -> tuple[Operation, ...]:
@@ -199,6 +267,8 @@ class Ledger:
 
     effects: Counter[str] = field(default_factory=Counter)
     kills_after: Counter[str] = field(default_factory=Counter)
+    #: a batch handler's items that ran before their call ran past its time limit (the call ends them all)
+    overrun_after: Counter[str] = field(default_factory=Counter)
     #: completion writes that failed after the worker's retries, per key (BatchResult.unrecorded)
     unrecorded: Counter[str] = field(default_factory=Counter)
     #: message id -> the outcome of the delivery that acknowledged it
@@ -207,6 +277,8 @@ class Ledger:
     #: it again after its delete at or past that receive (SQS's redrive then moves it: no worker sees it)
     killed_late: Counter[str] = field(default_factory=Counter)
     starts: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    #: runs that started, per key (job ``deb``: per request, ``deb:<n>@<v>``)
+    started: Counter[str] = field(default_factory=Counter)
     active: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
     cancelled_or_expired: Counter[Outcome] = field(default_factory=Counter)
@@ -217,19 +289,24 @@ class Ledger:
     superseded: int = 0
     #: a burst token -> the ``v`` of the enqueue that wrote it
     tokens: dict[str, int] = field(default_factory=dict)
+    #: the ``v`` of debounced requests without a token (a member, a step, a callback)
+    untokened: set[int] = field(default_factory=set)
     deduplicated: int = 0
 
 
 class World:
     """Two deploys of one app over one fake SQS, one flaky store, one clock (see the module docstring)."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, skew: float = 0.0) -> None:
         self.clock = ManualClock()
+        #: the second deploy's clock is this many seconds ahead of the world's (behind when negative)
+        self.skew = skew
         self.random = random.Random(seed)
         self.sqs = FakeSQS(clock=self.clock)
         self.queue = self.sqs.queue_url("jobs")
         self.dlq = self.sqs.queue_url("jobs-dlq")
         self.sqs.set_redrive_policy(self.queue, self.dlq, MAX_RECEIVE_COUNT)
+        self.sqs.set_visibility_timeout(self.queue, VISIBILITY_TIMEOUT)
         self.store = FlakyStore()
         self.metrics: list[str] = []
         self.ledger = Ledger()
@@ -245,17 +322,22 @@ class World:
         self.deleted: list[QueuedMessage] = []
         self._emitted: Counter[str] = Counter()
         self._metrics_read = 0
-        #: the ``v`` of the last debounced enqueue (each one's is unique)
+        #: the ``v`` of the last debounced request (each one's is unique)
         self.edits = 0
+        #: a store fault was armed in this story (an unstarted claim may then keep its attempt)
+        self.store_faults = False
+        #: the bodies of groups' callbacks (``kinds_of``)
+        self.callback_bodies: set[str] = set()
         self.apps = [self._app(version) for version in (1, 2)]
 
     # ------------------------------------------------------------ the apps
     def _app(self, version: int) -> JobApp:
+        clock = self.clock if version == 1 else SkewedClock(self.clock, self.skew)
         app = JobApp(queue_url=self.queue, dlq_url=self.dlq, max_attempts=MAX_ATTEMPTS,
                      function_timeout=FUNCTION_TIMEOUT, backoff_base=2.0, backoff_cap=30.0,
-                     store=self.store, sqs_client=self.sqs, clock=self.clock,  # type: ignore[arg-type]
+                     store=self.store, sqs_client=self.sqs, clock=clock,  # type: ignore[arg-type]
                      random=random.Random(self.random.random()), sleep=self.clock.advance,
-                     emit_metrics=self.metrics.append, environ={})
+                     emit_metrics=self.metrics.append, environ={}, max_message_bytes=MAX_MESSAGE_BYTES)
         app.rate_limit("rate", rate=RATE, per=PER)
         app.concurrency_limit("slots", SLOTS)
 
@@ -311,9 +393,17 @@ class World:
         def batlim(items: list[BatItem]) -> dict[int, BaseException]:
             return self.execute_items("batlim", items)
 
-        @app.job("batconc", key="batconc:{n}", batch=BATCH, limits=["slots"])
+        @app.job("batconc", key="batconc:{n}", batch=BATCH, limits=["slots"], time_limit=TIME_LIMIT)
         def batconc(items: list[BatItem]) -> dict[int, BaseException]:
             return self.execute_items("batconc", items)
+
+        @app.job("battime", key="battime:{n}", batch=BATCH, time_limit=TIME_LIMIT)
+        def battime(items: list[BatItem]) -> dict[int, BaseException]:
+            return self.execute_items("battime", items)
+
+        @app.job("big", key="big:{n}")
+        def big(n: int, pad: str) -> None:
+            self.execute("big", f"big:{n}")
 
         @app.job("aa", key="aa:{n}")
         async def aa(n: int) -> None:
@@ -343,12 +433,31 @@ class World:
         app.runtime.consumer.runners._pool = SerialThreads()  # type: ignore[assignment]
         return app
 
+    # ------------------------------------------------------------ what producers send
+    def big(self, app: int, n: int) -> Any:
+        """Job ``big``'s message ``n``: ``BIG_SLACK[n]`` bytes under the limit, as SQS counts them (its enqueue time
+        is in its body: measured now)."""
+        big = self.apps[app].jobs["big"]
+        room = MAX_MESSAGE_BYTES - WORKER_ATTRIBUTE_BYTES - BIG_SLACK[n]
+        return big.message(n=n, pad="x" * (room - big.message(n=n, pad="").size()))
+
+    def message(self, app: int, job: str, n: int) -> Any:
+        """A message of ``job`` for a group, a chain or a callback (a debounced job's: a request without a token)."""
+        jobs = self.apps[app].jobs
+        if job == "deb":
+            self.edits += 1
+            self.ledger.untokened.add(self.edits)
+            return jobs["deb"].message(n=n % 2, v=self.edits)
+        if job == "big":
+            return self.big(app, n)
+        return jobs[job].message(n=n)
+
     # ------------------------------------------------------------ what the jobs do
-    def execute(self, job: str, key: str) -> None:
-        """One run of a job: checks, then the plan the running rule drew for it."""
+    def execute(self, job: str, key: str, *, limit: float | None = None) -> None:
+        """One run of a job: checks, then the plan the running rule drew for it (``limit``: its time limit)."""
         plan = self._start(job, key)
         try:
-            self._body(plan, key)
+            self._body(plan, key, limit=limit)
         finally:
             self._stop(key)
         self._finished(key)
@@ -378,12 +487,14 @@ class World:
             if led.active[key]:
                 led.violations.append(f"{key} started while another run of it was still going")
             if job in RATE_JOBS:
-                recent = [t for name in RATE_JOBS for t in led.starts[name] if t > now - PER]
+                window = PER - abs(self.skew)  # the deploys judge windows on clocks up to ``skew`` apart
+                recent = [t for name in RATE_JOBS for t in led.starts[name] if t > now - window]
                 if len(recent) >= RATE:
-                    led.violations.append(f"rate limit exceeded: {len(recent) + 1} starts within {PER} s at {now}")
+                    led.violations.append(f"rate limit exceeded: {len(recent) + 1} starts within {window} s at {now}")
             if job in SLOT_JOBS and sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS) >= SLOTS:
                 led.violations.append(f"concurrency limit exceeded at {now}")
             led.starts[job].append(now)
+            led.started[key] += 1
             led.active[key] += 1
         return plan
 
@@ -391,19 +502,22 @@ class World:
         with self._lock:
             self.ledger.active[key] -= 1
 
-    def _body(self, plan: str, key: str, record: str | None = None) -> None:
+    def _body(self, plan: str, key: str, record: str | None = None, *, limit: float | None = None) -> None:
         if plan == "kill_before":
+            self._kill(key)
+        if plan == "overrun" and limit is not None:  # the time limit's alarm lands in the job's own code
+            raise TimeLimitExceeded(f"{key} ran past its time_limit")
+        if plan == "slow":
+            self._run_long(key, limit)
+        if plan == "timeout":
+            self.clock.advance(TIMEOUT_AFTER)  # the worker's timers fire meanwhile
             self._kill(key)
         if plan == "transient":
             raise ConnectionError(f"{key}: transient")
         if plan == "permanent":
             raise PermanentError(f"{key}: permanent")
-        if plan in ("slow", "timeout"):
-            self.clock.advance(SLOW_SECONDS)  # the worker's timers fire meanwhile
-        if plan == "timeout":
-            self._kill(key)
         with self._lock:
-            if plan == "nest" and self._nest is not None:
+            if plan in ("nest", "slow") and self._nest is not None:
                 nest, self._nest = self._nest, None
             else:
                 nest = None
@@ -435,14 +549,30 @@ class World:
                 if key in invocation.records:
                     invocation.finished.setdefault(key, now)
 
+    def _run_long(self, key: str, limit: float | None) -> None:
+        """Time passes while the job runs (the worker's timers fire meanwhile): up to its time limit (its alarm
+        stops it), or the invocation's deadline (Lambda kills the invocation there)."""
+        invocation = _INVOCATION.get()
+        deadline = invocation.deadline if invocation is not None else float("inf")
+        left = SLOW_SECONDS if limit is None else max(0.0, limit)
+        took = min(SLOW_SECONDS, left, max(0.0, deadline - self.clock()))
+        self.clock.advance(took)
+        if limit is not None and took >= limit:
+            raise TimeLimitExceeded(f"ran past its time_limit of {limit} s")
+        if self.clock() >= deadline:
+            self._kill(f"{key}: the invocation's deadline")
+
     def execute_debounced(self, n: int, v: int) -> None:
-        """One run of a debounced burst: the burst (``v``) is the unit of side effects, the key that of overlap."""
+        """One run of a debounced request: the request (``v``) is the unit of side effects, the key that of overlap.
+
+        A burst runs only while its token is its key's latest; a request without a token (a member, a step, a
+        callback) runs undebounced."""
         key = f"deb:{n}"
         if self.ledger.active[key]:
             self.ledger.violations.append(f"{key} started while another run of it was still going")
         item = self.store.get(key)
         latest = item.get("debounce_token") if item is not None else None
-        if latest is None or self.ledger.tokens.get(latest) != v:
+        if v not in self.ledger.untokened and (latest is None or self.ledger.tokens.get(latest) != v):
             self.ledger.violations.append(f"{key} ran burst v={v}, but its latest burst is "
                                           f"v={self.ledger.tokens.get(latest or '')}")
         with self._lock:
@@ -459,23 +589,35 @@ class World:
 
     def execute_items(self, job: str, items: list[BatItem]) -> dict[int, BaseException]:
         """One call of a batch handler: each item runs as ``execute`` runs a job, with a plan of its own; the
-        items whose plan failed are named (a kill ends the whole call, and the invocation)."""
+        items whose plan failed are named (a kill ends the whole call, and the invocation; a call that runs past
+        its time limit ends every item of the call, those that ran before included)."""
         led = self.ledger
         with self._lock:
             running = sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS)
             if job in SLOT_JOBS and running + len(items) > SLOTS:  # a call's items run at once
                 led.violations.append(f"concurrency limit exceeded by a call of {len(items)} at {self.clock()}")
+        limit = TIME_LIMIT if job in ("batconc", "battime") else None
         failed: dict[int, BaseException] = {}
+        done: list[str] = []
+        started = self.clock()
         for index, item in enumerate(items):
             key = f"{job}:{item['n']}"
             plan = self._start(job, key)
             try:
-                self._body(plan, key)
+                self._body(plan, key, limit=None if limit is None else limit - (self.clock() - started))
             except (ConnectionError, PermanentError) as error:
                 failed[index] = error
+            except TimeLimitExceeded:
+                note(f"a batch call ran past its time limit after {len(done)} item(s)")
+                with self._lock:
+                    for ran in done:  # their side effects happened; the call ends them as failed
+                        led.overrun_after[ran] += 1
+                raise
+            else:
+                done.append(key)
             finally:
                 self._stop(key)
-        self._finished(*[f"{job}:{item['n']}" for item in items])  # the call returned: every item ends now
+        self._finished(*done)  # the call returned: every item it did ends now
         return failed
 
     def callback(self, g: str) -> None:
@@ -523,7 +665,7 @@ class World:
         arn = self.sqs.arn(self.queue)
         event = {"Records": [record_from_message(m.to_wire(), arn) for m in taken]}
         context = FakeContext(remaining_ms=remaining_ms, clock=self.clock)
-        invocation = Invocation(failures_before=self.store.failures)
+        invocation = Invocation(failures_before=self.store.failures, deadline=self.clock() + remaining_ms / 1000)
         token = _INVOCATION.set(invocation)
         try:
             result = self.apps[app].process_batch(event, context)
@@ -541,8 +683,10 @@ class World:
             _INVOCATION.reset(token)
         failed = set(result.failures)
         bodies = {m.message_id: m.body for m in taken}
+        self._note_kinds(taken)
         for key in getattr(result, "unrecorded", ()):
             self.ledger.unrecorded[key] += 1
+        self._note_outcomes(app, result)
         for d in result.deliveries:
             if d.message_id in failed:
                 continue
@@ -555,7 +699,7 @@ class World:
             if d.outcome is Outcome.SUPERSEDED:
                 self.ledger.superseded += 1
                 self._check_superseded(d, bodies[d.message_id])
-            self._check_ack(d)
+            self._check_ack(d, bodies[d.message_id])
         for message in taken:
             if message.message_id not in failed:
                 self.sqs.remove(message)
@@ -576,8 +720,60 @@ class World:
                     f"{key} returned {killed_at - finished:.1f} s before the kill (the window is {FLUSH_AFTER} s), "
                     f"and its record is {item.state.value if item is not None else 'absent'}, not written")
 
+    def kinds_of(self, message: QueuedMessage) -> set[str]:
+        """Which paths a delivered message came by (a re-sent member is both)."""
+        body = parsed(message.body)
+        kinds = set()
+        if body.get("debounce") is not None:
+            kinds.add("debounced")
+        if body.get("member_of") is not None:
+            kinds.add("member")
+        if body.get("step_of") is not None:
+            kinds.add("chain step")
+        if message.body in self.callback_bodies:
+            kinds.add("callback")
+        if body.get("job") in ("dd", "ds") and not kinds:
+            kinds.add("deduplicated")
+        if body.get("job") in BATCH_JOBS:
+            kinds.add("batch item")
+        if message.attribute("sqsjobs.redrive_count") is not None:
+            kinds.add("redriven")
+        if message.attribute("sqsjobs.resends") is not None:
+            kinds.add("re-sent")
+        if body.get("job") == "big":
+            kinds.add("at the size limit")
+        return kinds or {"standalone"}
+
+    def _note_kinds(self, taken: list[QueuedMessage]) -> None:
+        """Hypothesis's statistics (``--hypothesis-show-statistics``): which kinds of deliveries of one key shared a
+        batch (tests/model/README: every kind with every other)."""
+        by_key: dict[str, list[set[str]]] = defaultdict(list)
+        for message in taken:
+            with contextlib.suppress(ValueError, AttributeError):
+                kinds = self.kinds_of(message)
+                by_key[str(parsed(message.body).get("key"))].append(kinds)
+                for kind in kinds:
+                    note(f"delivered: {kind}")
+                if len(kinds) > 1:
+                    note(f"delivered: {' + '.join(sorted(kinds))}")
+        for shared in by_key.values():
+            for i, first in enumerate(shared):
+                for other in shared[i + 1:]:
+                    for a in first:
+                        for b in other:
+                            note(f"one key, one batch: {' + '.join(sorted((a, b)))}")
+
+    def _note_outcomes(self, app: int, result: Any) -> None:
+        for d in result.deliveries:
+            if d.took_over:
+                note(f"a lease taken over (skew {self.skew:+.0f} s, by deploy {app + 1})")
+            if d.job_name == "big" and d.outcome is not None:
+                note(f"at the size limit: {d.outcome.value} ({d.state.value})")
+            if d.outcome is Outcome.DEAD_LETTERED and d.job_name in ("deb", *BATCH_JOBS):
+                note(f"dead-lettered: {'debounced' if d.job_name == 'deb' else 'batch item'}")
+
     def _check_superseded(self, d: Any, body: str) -> None:
-        token = json.loads(body).get("debounce")
+        token = parsed(body).get("debounce")
         item = self.store.get(d.key)
         if token is None or item is None or item.get("debounce_token") == token:
             self.ledger.violations.append(f"{d.message_id} acknowledged as superseded, but its token {token} is "
@@ -586,33 +782,55 @@ class World:
     def refused(self, job: str, key: str) -> None:
         """A deduplicated enqueue was refused: a request of its key must be queued (or, for dd, running)."""
         self.ledger.deduplicated += 1
-        in_queue = any(json.loads(m.body).get("key") == key for m in self.sqs.messages(self.queue))
-        in_dlq = any(json.loads(m.body).get("key") == key for m in self.sqs.messages(self.dlq))
+        in_queue = any(parsed(m.body).get("key") == key for m in self.sqs.messages(self.queue))
+        in_dlq = any(parsed(m.body).get("key") == key for m in self.sqs.messages(self.dlq))
         item = self.store.get(key)
         running = job == "dd" and item is not None and item.held_live(self.clock())
         if not (in_queue or in_dlq or running):
             self.ledger.violations.append(f"an enqueue of {key} was refused, but no request of it is queued")
 
-    def _check_ack(self, d: Any) -> None:
-        """An acknowledged delivery ran, or its key was completed, cancelled, or it expired, or is dead-lettered."""
+    def _check_ack(self, d: Any, body: str) -> None:
+        """An acknowledged delivery ran, or its key was completed, cancelled, or it expired, or is dead-lettered.
+
+        Side effects count per request for job ``deb`` (its ``v``): a duplicate only of the same request."""
         led = self.ledger
+        v = parsed(body).get("args", {}).get("v")
+        ran = f"{d.key}@{v}" if d.job_name == "deb" else d.key
+        if d.outcome is Outcome.SUCCEEDED and not led.effects[ran]:  # it ran in this invocation
+            led.violations.append(f"{d.message_id} ({ran}) acknowledged as succeeded, but it never ran")
         if d.outcome is Outcome.DUPLICATE:
             item = self.store.get(d.key)
             owner = item.get("job") if item is not None else None
             if item is not None and owner not in (None, d.job_name):
                 led.violations.append(f"{d.message_id} ({d.job_name}) acknowledged as a duplicate of {owner}'s "
                                       f"record of {d.key}")
-            done = item is not None and item.state is LeaseState.DONE
-            if not done and not item_dead_lettered(item, d.message_id) and not led.effects[d.key]:
-                led.violations.append(f"{d.message_id} acknowledged as a duplicate of {d.key}, which never ran")
+            done = item is not None and item.state is LeaseState.DONE and d.job_name != "deb"
+            if not done and not item_dead_lettered(item, d.message_id) and not led.effects[ran]:
+                led.violations.append(f"{d.message_id} ({ran}) acknowledged as a duplicate, but its request never "
+                                      "ran")
         elif d.outcome is Outcome.CANCELLED:
             item = self.store.get(d.key)
             if item is None or item.get("outcome") != "cancelled":
                 led.violations.append(f"{d.message_id} acknowledged as cancelled, but {d.key} is not")
-        elif d.outcome is Outcome.DEAD_LETTERED and not any(
-                m.attribute("sqsjobs.original_message_id") == d.message_id and m.attribute("sqsjobs.reason")
-                for m in self.sqs.sent_to(self.dlq)):
+        elif d.outcome is Outcome.DEAD_LETTERED and not self._lettered(d.message_id):
             led.violations.append(f"{d.message_id} acknowledged as dead-lettered with no letter in the DLQ")
+        if (d.job_name == "deb" and v not in led.untokened and d.reason is not None
+                and d.reason.value in ("exhausted", "lost")
+                and not led.started[ran] and not self.store_faults and "re-sends" not in str(d.error)):
+            # A debounced key's bursts count their own attempts: one never run cannot have used them up (unless a
+            # store fault kept an unstarted claim's attempt; or it was never started, re-sent). A member or a
+            # step shares its key's attempts with a request of the key still retrying.
+            led.violations.append(f"{d.message_id} ({ran}) dead-lettered {d.reason.value}, but it never started")
+
+    def _lettered(self, message_id: str) -> bool:
+        """The DLQ took a letter of ``message_id`` with the worker's reason (its attributes, or its evidence)."""
+        for letter in self.sqs.sent_to(self.dlq):
+            if letter.attribute("sqsjobs.original_message_id") == message_id and letter.attribute("sqsjobs.reason"):
+                return True
+            evidence = self.store.get(f"dlq#{letter.message_id}")
+            if evidence is not None and evidence.get("original_message_id") == message_id:
+                return True
+        return False
 
     # ------------------------------------------------------------ the checks
     def check(self) -> None:
@@ -620,9 +838,10 @@ class World:
         led = self.ledger
         assert not led.violations, led.violations
         for key, runs in led.effects.items():
-            allowed = 1 + led.kills_after[key] + led.unrecorded[key]
+            allowed = 1 + led.kills_after[key] + led.unrecorded[key] + led.overrun_after[key]
             assert runs <= allowed, (f"{key} had {runs} side effects; allowed {allowed} (kills after the side "
-                                     f"effect {led.kills_after[key]}, completions unrecorded {led.unrecorded[key]})")
+                                     f"effect {led.kills_after[key]}, completions unrecorded {led.unrecorded[key]}, "
+                                     f"calls past their time limit after it {led.overrun_after[key]})")
         jobs_queue = {m.message_id for m in self.sqs.messages(self.queue)}
         dlq = {m.message_id for m in self.sqs.messages(self.dlq)}
         for message in self.sqs.sent_to(self.queue):
@@ -656,19 +875,29 @@ class World:
             self.check()
         assert not self.sqs.messages(self.queue), f"{len(self.sqs.messages(self.queue))} messages never settled"
         for letter in self.sqs.messages(self.dlq):
-            if letter.attribute("sqsjobs.reason") is None:
+            # The worker's letters carry their reason, and its evidence says it too (dlq#<the letter's id>): what
+            # every reader goes by (ops/_dlq_evidence.py); a letter too large for attributes has only the evidence.
+            if letter.attribute("sqsjobs.reason") is None and self.store.get(f"dlq#{letter.message_id}") is None:
                 kills = self.ledger.killed_late[letter.message_id]
                 assert kills > BACKSTOP_SLACK, (
                     f"letter {letter.message_id} has no reason the worker wrote ({kills} killed or repeated late "
                     "receives)")
+        letters = [parsed(m.body) for m in self.sqs.messages(self.dlq)]
         for key, v in self.ledger.last_burst.items():
-            lettered = any(json.loads(m.body).get("args", {}).get("v") == v and json.loads(m.body).get("key") == key
-                           for m in self.sqs.messages(self.dlq))
+            lettered = any(b.get("args", {}).get("v") == v and b.get("key") == key for b in letters)
             assert self.ledger.effects[f"{key}@{v}"] >= 1 or lettered, (
                 f"{key}'s last burst (v={v}) never ran and is not in the DLQ")
+        for sent in self.sqs.sent_to(self.queue):  # a request without a token (a member, a step) runs undebounced
+            body = parsed(sent.body)
+            if body.get("job") != "deb" or body.get("debounce") is not None:
+                continue
+            v, key = body["args"]["v"], body["key"]
+            lettered = any(b.get("args", {}).get("v") == v and b.get("key") == key for b in letters)
+            assert self.ledger.effects[f"{key}@{v}"] >= 1 or lettered, (
+                f"{key}'s request v={v} (no token: a member, a step or a callback) never ran and is not in the DLQ")
         # A letter SQS's redrive moved after a kill at its backstop receive was never seen by a worker: its group
         # waits, running, until an operator redrives it (docs/runbook.md); such a group is checked only for that.
-        moved_by_sqs = {(json.loads(m.body).get("member_of") or {}).get("group") for m in self.sqs.messages(self.dlq)
+        moved_by_sqs = {(parsed(m.body).get("member_of") or {}).get("group") for m in self.sqs.messages(self.dlq)
                         if m.attribute("sqsjobs.reason") is None and self.ledger.killed_late[m.message_id]}
         for book in self.groups:
             status = self.apps[1].group_status(book.id)
@@ -678,9 +907,20 @@ class World:
                 continue
             assert status.pending == 0, (book.id, status)
             assert status.succeeded + status.failed == status.total, status
+            if "complete" not in book.callbacks:  # another job's key: sent once, run unless its key was done before
+                head = self.store.get(f"group#{book.id}")
+                assert head is not None and head.get("on_complete_sent") is not None, (book.id, status)
+                continue
             assert book.runs["complete"] >= 1, (book.id, dict(book.runs), status)
             wanted = "success" in book.callbacks and status.state == "succeeded"
             assert bool(book.runs["success"]) == wanted, (book.id, dict(book.runs), status)
+
+
+@functools.lru_cache(maxsize=4096)
+def parsed(body: str) -> dict[str, Any]:
+    """A message's body as JSON, parsed once (job ``big``'s are a mebibyte; the model reads each many times)."""
+    value = json.loads(body)
+    return value if isinstance(value, dict) else {}
 
 
 def item_dead_lettered(item: Any, message_id: str) -> bool:
@@ -704,6 +944,6 @@ def emitted_counts(lines: list[str]) -> Counter[str]:
 
 def message_key(message: QueuedMessage) -> str | None:
     try:
-        return str(json.loads(message.body).get("key"))
+        return str(parsed(message.body).get("key"))
     except ValueError:
         return None

@@ -20,7 +20,10 @@ once where the handler may:
    next call and sees whether the earlier one went back;
 3. the call's report becomes each item's error (``_batch_job.item_errors``),
    and each item ends through the stages' ``after_run`` and the consumer's
-   record write and decision, exactly as if it had run alone (``end_call``).
+   record write and decision, exactly as if it had run alone (``end_call``);
+   a stage that failed before the handler was called (``StageFailed``,
+   ``worker/_stages.py``) means no item started: each goes back unstarted,
+   with no duration.
 
 A call that raises for one item fails only the items it names; a record is
 written per item the moment its call returns. This module never decides an
@@ -31,6 +34,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+
+from sqsjobs.worker._stages import StageFailed
 
 if TYPE_CHECKING:
     from sqsjobs._batch_job import BatchJob
@@ -79,9 +84,16 @@ def end_call(consumer: Consumer, batch: Batch, chunk: Sequence[Delivery], ran: R
     """The call for ``chunk`` returned or raised: each item ends as if it had run alone."""
     from sqsjobs._batch_job import item_errors
 
+    if isinstance(ran.error, StageFailed):  # the handler was never called: no item started
+        for d in chunk:
+            d.duration_ms = None
+            consumer.stages.after_run(batch, d)
+            consumer.record_ending(batch, d, ran.error, ended_at=ran.ended_at)
+        return
     errors = item_errors(len(chunk), raised=ran.error) if ran.error is not None else \
         item_errors(len(chunk), returned=ran.result)
-    share = ran.duration_ms / len(chunk)  # each item's share: the Duration metric sums to the call's time
+    # each item's share: the Duration metric sums to the call's time
+    share = ran.duration_ms / len(chunk) if ran.duration_ms is not None else None
     failed = sum(error is not None for error in errors)
     if failed:
         consumer.log.warning("batch handler items failed", extra={"failed": failed, "items": len(chunk)})

@@ -20,7 +20,9 @@ Both catch what the job raised (``Exception``; anything else, a kill,
 escapes the batch) and measure the call's own duration, which is the
 ``JobDuration`` of that job alone, and note when it ended on the injected
 clock: its record's wait for the write counts from then, even when its
-bookkeeping waits a moment for the batch's lock.
+bookkeeping waits a moment for the batch's lock. A stage that failed before
+the job was called (``StageFailed``, ``worker/_stages.py``) means the job
+did not start: the call has no duration then, and it is no job failure.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs._calls import refuse_awaitable
 from sqsjobs._tracing import set_trace_id
+from sqsjobs.worker._stages import StageFailed
 
 if TYPE_CHECKING:
     from sqsjobs.worker._delivery import Delivery
@@ -41,12 +44,18 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, kw_only=True)
 class Ran:
-    """How one call ended: its value, or the exception it raised; how long it took, and when (the clock's) it ended."""
+    """How one call ended: its value, or the exception it raised; how long it took (None: it never started, a stage
+    failed first), and when (the clock's) it ended."""
 
     result: Any = None
     error: Exception | None = None
-    duration_ms: float = 0.0
+    duration_ms: float | None = 0.0
     ended_at: float | None = None
+
+    @property
+    def started(self) -> bool:
+        """False when a stage failed before the job was called (``StageFailed``)."""
+        return not isinstance(self.error, StageFailed)
 
 
 class JobCalls:
@@ -75,7 +84,7 @@ class JobCalls:
         try:
             result = refuse_awaitable(self.stages.wrap_run(lead, invoke)(), f"job {lead.job_name!r}")
         except Exception as raised:
-            return Ran(error=raised, duration_ms=_since(started), ended_at=self.clock())
+            return self._raised(raised, started)
         return Ran(result=result, duration_ms=_since(started), ended_at=self.clock())
 
     async def awaited(self, lead: Delivery, invoke: Callable[[], Awaitable[Any]]) -> Ran:
@@ -84,8 +93,13 @@ class JobCalls:
         try:
             result = await self.stages.wrap_run(lead, invoke)()
         except Exception as raised:
-            return Ran(error=raised, duration_ms=_since(started), ended_at=self.clock())
+            return self._raised(raised, started)
         return Ran(result=result, duration_ms=_since(started), ended_at=self.clock())
+
+    def _raised(self, raised: Exception, started: float) -> Ran:
+        if isinstance(raised, StageFailed):  # the job was never called: no duration of its own
+            return Ran(error=raised, duration_ms=None, ended_at=self.clock())
+        return Ran(error=raised, duration_ms=_since(started), ended_at=self.clock())
 
 
 def _since(started: float) -> float:

@@ -307,7 +307,7 @@ class RunStep:
             d.duration_ms = ran.duration_ms
             if ran.error is None:
                 d.result = ran.result
-            else:
+            elif ran.started:  # else a stage failed before the job was called (logged by it): it did not start
                 self.consumer.log.warning("job failed", extra={"error": f"{type(ran.error).__name__}: {ran.error}"})
             self.consumer.stages.after_run(self.batch, d)
             self.consumer.record_ending(self.batch, d, ran.error, ended_at=ran.ended_at)
