@@ -33,6 +33,7 @@ CASES = {
     "test_a_superseded_burst_and_a_deferral_say_so_on_their_spans",
     "test_group_and_chain_sends_under_a_request_carry_its_context",
     "test_a_failing_tracer_never_fails_a_send_or_a_batch",
+    "test_async_and_threaded_jobs_in_flight_together_each_run_under_its_own_span",
 }
 
 

@@ -392,3 +392,38 @@ def test_a_failing_tracer_never_fails_a_send_or_a_batch(app: JobApp, monkeypatch
         app.jobs["greet"].enqueue(user_id=8)
         t.drain()
         assert [o.outcome for o in t.outcomes] == [Outcome.SUCCEEDED]
+
+
+def test_async_and_threaded_jobs_in_flight_together_each_run_under_its_own_span(
+        spans: InMemorySpanExporter) -> None:
+    import asyncio
+    import threading
+
+    app = JobApp()
+    both_started = asyncio.Event()
+    arrived: list[int] = []
+    two_threads = threading.Barrier(2, timeout=30)
+
+    @app.job("fetch", key="fetch:{n}")
+    async def fetch(n: int) -> None:
+        arrived.append(n)
+        if len(arrived) == 2:
+            both_started.set()
+        await both_started.wait()  # both runs are in flight here, interleaved on one loop
+        with tracer.start_as_current_span(f"fetch {n}"):
+            await asyncio.sleep(0)
+
+    @app.job("resize", key="resize:{n}", threads=True)
+    def resize(n: int) -> None:
+        two_threads.wait()  # both runs are in flight here, on two threads
+        with tracer.start_as_current_span(f"resize {n}"):
+            pass
+
+    with app.testing() as t:
+        t.run(fetch.message(n=1), fetch.message(n=2), resize.message(n=3), resize.message(n=4))
+    runs = {(s.attributes or {})["sqsjobs.key"]: s for s in batch_and_jobs(spans)[1]}
+    assert {(s.attributes or {})["sqsjobs.outcome"] for s in runs.values()} == {"succeeded"}
+    for name, key in (("fetch 1", "fetch:1"), ("fetch 2", "fetch:2"), ("resize 3", "resize:3"),
+                      ("resize 4", "resize:4")):
+        child = one(spans, name)
+        assert child.parent is not None and child.parent.span_id == runs[key].context.span_id, name
