@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 import re
 from pathlib import Path
 
@@ -128,3 +129,49 @@ def test_each_reference_handler_is_short(handler: str) -> None:
     code = [line for line in (ROOT / "handlers" / f"{handler}.py").read_text().split('"""', 2)[2].splitlines()
             if line.strip() and not line.lstrip().startswith("#")]
     assert len(code) <= 14, code
+
+
+#: run with a copy of the package first on sys.path: a star import, and what it brought
+_STAR = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import sqsjobs
+assert sqsjobs.__file__.startswith(sys.argv[1]), sqsjobs.__file__
+names = {}
+exec("from sqsjobs import *", names)
+print(json.dumps({"imported": sorted(n for n in names if not n.startswith("__")), "dir": dir(sqsjobs)}))
+"""
+
+
+@pytest.mark.parametrize("function", ["worker", "redrive"])
+def test_a_star_import_works_in_the_lambda_bundle_s_file_set(tmp_path: Path, function: str) -> None:
+    # The bundle's file set of sqsjobs: the package as the wheel installs it, minus what the bundle script deletes
+    # (its own prune(), the one every bundle runs), minus sqsjobs/ops but in the redrive function
+    # (infra/bundle/Makefile). tests/infra/test_bundle.py does the same in the built bundles under python3.12.
+    import shutil
+    import subprocess
+    import sys
+
+    from sqsjobs.scaffold.bundle import prune
+
+    shutil.copytree(Path(sqsjobs.__file__).parent, tmp_path / "sqsjobs",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    prune(tmp_path)
+    if function == "worker":
+        shutil.rmtree(tmp_path / "sqsjobs" / "ops")
+    done = subprocess.run([sys.executable, "-c", _STAR, str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    absent = {"CheckUnavailable", "ConsoleError", "LocalCloudError"} | (
+        {"MoveTaskError", "RedriveError", "StatusError"} if function == "worker" else set())
+    assert report["imported"] == sorted(set(sqsjobs.__all__) - absent)
+    assert absent.isdisjoint(report["dir"]) and "JobApp" in report["dir"]
+
+
+def test_every_tool_error_is_listed_where_its_home_is_installed() -> None:
+    # This checkout has every home: star import and dir() list every error, each resolved lazily.
+    names: dict[str, object] = {}
+    exec("from sqsjobs import *", names)
+    assert set(errors.HOMES) <= set(names) and set(errors.HOMES) <= set(dir(sqsjobs))
+    assert sorted(sqsjobs.__all__) == sorted(set(sqsjobs.__all__))
