@@ -46,6 +46,20 @@ def private_imports(text: str) -> list[str]:
     return found
 
 
+#: an attribute path through an app's runtime (``app.runtime.unschedule(...)``): internals reached without an import
+_THROUGH_RUNTIME = re.compile(r"\b\w+\.runtime\.\w+")
+
+
+def through_the_runtime(text: str) -> list[str]:
+    """What ``text`` reaches through a ``runtime`` attribute (``JobApp.runtime`` is the app's internals' holder).
+
+    Example:
+        >>> through_the_runtime("app.runtime.unschedule(key)\\nsqsjobs._runtime.Runtime\\napp.unschedule(key)\\n")
+        ['app.runtime.unschedule']
+    """
+    return _THROUGH_RUNTIME.findall(text)
+
+
 def copied_files() -> list[Path]:
     return sorted({path for pattern in COPIED for path in ROOT.glob(pattern)})
 
@@ -175,3 +189,12 @@ def test_every_tool_error_is_listed_where_its_home_is_installed() -> None:
     exec("from sqsjobs import *", names)
     assert set(errors.HOMES) <= set(names) and set(errors.HOMES) <= set(dir(sqsjobs))
     assert sorted(sqsjobs.__all__) == sorted(set(sqsjobs.__all__))
+
+
+def test_no_handler_scaffold_template_or_doc_reaches_into_an_app_s_runtime() -> None:
+    # app.runtime holds the collaborators features share (lib/sqsjobs/_runtime.py): public as an attribute so
+    # features reach it, never a user's API. What a doc or a handler needs has a public spelling
+    # (app.unschedule(key), app.use(...)); the generated reference pages (docstrings of public names) count too.
+    found = {(path.relative_to(ROOT).as_posix(), reached) for path in copied_files()
+             for reached in through_the_runtime(path.read_text(encoding="utf-8"))}
+    assert sorted(found) == [], "use the public spelling (sqsjobs.__all__, JobApp's methods)"
