@@ -68,10 +68,14 @@ def generate(root: Path, options: ProjectOptions) -> Path:
     return directory
 
 
+#: the cases of every project's tests/test_moto.py (marked ``moto``): its one test on mock_aws and on a moto server
+MOTO_TESTS = 2
+
+
 def unit_tests_of(project: Path) -> int:
-    """How many unit tests the project holds (its tests/ but the e2e one)."""
+    """How many unit tests the project holds (its tests/ but the e2e one and the moto one)."""
     return sum(len(re.findall(r"^def test_", path.read_text(), re.M))
-               for path in (project / "tests").glob("test_*.py") if path.name != "test_e2e.py")
+               for path in (project / "tests").glob("test_*.py") if path.name not in ("test_e2e.py", "test_moto.py"))
 
 
 def run_pytest(project: Path, *args: str, timeout: float = 600,

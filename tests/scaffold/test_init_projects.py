@@ -9,6 +9,8 @@
   local cloud), `sqsjobs local up` and `sqsjobs local fire daily-summary`;
 - standard with every extra: `sam validate --lint` and its pytest with the e2e test.
 
+Each project's pytest runs its tests/test_moto.py too: the worker on stock moto, as the user's own tests would.
+
 `sam build` runs on the standard project here and on issue 30's user's project in tests/dist; test_init_matrix.py
 proves every combination has the same layer/ and functions holding only handlers/, so those builds stand for all.
 
@@ -26,7 +28,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from scaffold_support import ROOT, generate, lean_build, project_machine_paths, run_pytest, this_machine, unit_tests_of
+from scaffold_support import (
+    MOTO_TESTS,
+    ROOT,
+    generate,
+    lean_build,
+    project_machine_paths,
+    run_pytest,
+    this_machine,
+    unit_tests_of,
+)
 from tool_support import sam
 
 from sqsjobs.scaffold import Extra, ProjectOptions
@@ -119,7 +130,7 @@ def test_standard_project_builds_outside_the_repo_and_runs_on_the_local_cloud(
     assert (build / "SqsjobsLayer" / "python" / "sqsjobs" / "__init__.py").is_file()
 
     tested = run_pytest(project)
-    assert tested.returncode == 0 and f"{unit_tests_of(project) + 1} passed" in tested.stdout, (
+    assert tested.returncode == 0 and f"{unit_tests_of(project) + 1 + MOTO_TESTS} passed" in tested.stdout, (
         tested.stdout + tested.stderr)
 
     up = LocalUp(project, state, "--reload")
@@ -157,7 +168,7 @@ def test_fifo_project_with_every_extra(tmp_path: Path, local_up: list[LocalUp]) 
     validated = sam("validate", "--lint", "--template", "template.yaml", cwd=project)
     assert validated.returncode == 0, validated.stdout + validated.stderr
     tested = run_pytest(project)
-    assert tested.returncode == 0 and f"{unit_tests_of(project) + 1} passed" in tested.stdout, (
+    assert tested.returncode == 0 and f"{unit_tests_of(project) + 1 + MOTO_TESTS} passed" in tested.stdout, (
         tested.stdout + tested.stderr)
 
     # A value that breaks a lint rule: `local up` says what `sqsjobs check -p` says, then runs the loop anyway.
@@ -184,5 +195,5 @@ def test_standard_project_with_every_extra(tmp_path: Path) -> None:
     validated = sam("validate", "--lint", "--template", "template.yaml", cwd=project)
     assert validated.returncode == 0, validated.stdout + validated.stderr
     tested = run_pytest(project)
-    assert tested.returncode == 0 and f"{unit_tests_of(project) + 1} passed" in tested.stdout, (
+    assert tested.returncode == 0 and f"{unit_tests_of(project) + 1 + MOTO_TESTS} passed" in tested.stdout, (
         tested.stdout + tested.stderr)
