@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,7 @@ def check_services(document: Mapping[str, Any], base: Path) -> list[Problem]:
     """Each trimmed function's clients of services its list leaves out; names in a list botocore lacks."""
     known = botocore_services()
     listings: dict[Path, Listing] = {}
+    calls: dict[Path, list[ClientCall]] = {}  # functions often share one CodeUri (handlers/): read it once
     problems: list[Problem] = []
     for logical_id, properties, metadata in serverless_functions(document):
         directory = _listing_directory(document, properties, metadata, base)
@@ -80,7 +82,9 @@ def check_services(document: Mapping[str, Any], base: Path) -> list[Problem]:
         if code is None or not code.is_dir():
             continue  # check_layout reports a missing CodeUri
         left_out: dict[str, ClientCall] = {}
-        for call in client_calls(code, base):
+        if code not in calls:
+            calls[code] = list(client_calls(code, base))
+        for call in calls[code]:
             if call.service in known and call.service not in listing.kept:
                 left_out.setdefault(call.service, call)
         for service, call in sorted(left_out.items()):
@@ -92,8 +96,13 @@ def check_services(document: Mapping[str, Any], base: Path) -> list[Problem]:
     return problems
 
 
+@functools.cache
 def botocore_services() -> frozenset[str]:
-    """The service names the installed botocore has models of (the names ``client()`` takes)."""
+    """The service names the installed botocore has models of (the names ``client()`` takes).
+
+    Read once a process: listing botocore's ~450 model directories takes about 0.1 s, and one run of
+    tests/scaffold/test_init_matrix.py validates 256 projects.
+    """
     from botocore.loaders import Loader
 
     return frozenset(Loader().list_available_services("service-2"))
@@ -105,8 +114,11 @@ def client_calls(code: Path, base: Path) -> Iterator[ClientCall]:
         relative = path.relative_to(code)
         if any(part in NOT_CODE or part.startswith(".") for part in relative.parts[:-1]):
             continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if not any(f"{name}(" in text for name in CLIENT_CALLS):
+            continue  # most modules make no client: not worth a parse
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"), filename=str(path))
+            tree = ast.parse(text, filename=str(path))
         except SyntaxError:
             continue  # the import check (app_consistency) reports code that does not parse
         shown = path.relative_to(base).as_posix() if path.is_relative_to(base) else path.as_posix()
