@@ -56,7 +56,23 @@ DEFERRED: Final = "JobDeferred"
 
 COUNTS: Final = (SUCCEEDED, FAILED, RETRIED, DEAD_LETTERED, DUPLICATE, CANCELLED, EXPIRED, SCHEDULED, DEFERRED,
                  SUPERSEDED, DEDUPLICATED)
-ALL_METRICS: Final = (DURATION, *COUNTS)
+
+# What a job's deliveries made AWS bill (worker/_batch_metrics.py attributes each batch's to its jobs; ops/_cost.py
+# prices them). Only on {service, Job}: every dimension set is a metric CloudWatch bills by the hour.
+#: Lambda's billed time of the job's deliveries, in GB-seconds (their share of the batch's invocation)
+LAMBDA_GB_SECONDS: Final = "JobLambdaGbSeconds"
+#: DynamoDB write units and read units sent for the job's deliveries (refused conditional writes included)
+WRITE_UNITS: Final = "JobWriteUnits"
+READ_UNITS: Final = "JobReadUnits"
+#: SQS requests billed for the job's deliveries (per 64 KiB chunk): Lambda's poller's, and the worker's own
+SQS_REQUESTS: Final = "JobSqsRequests"
+USAGE: Final = (LAMBDA_GB_SECONDS, WRITE_UNITS, READ_UNITS, SQS_REQUESTS)
+# Once a batch, on {service} only: the batch (one Lambda invocation) and the bytes of its EMF lines.
+BATCHES: Final = "WorkerBatches"
+LOG_BYTES: Final = "WorkerLogBytes"
+SERVICE_USAGE: Final = (BATCHES, LOG_BYTES)
+
+ALL_METRICS: Final = (DURATION, *COUNTS, *USAGE, *SERVICE_USAGE)
 # The failure-rate alarm divides FAILED by (SUCCEEDED + FAILED) on {service}.
 FAILURE_RATE_INPUTS: Final = (SUCCEEDED, FAILED)
 # Bodies too broken to name a job are still counted, under this job name.
@@ -71,6 +87,13 @@ class Unit(StrEnum):
 
     COUNT = "Count"
     MILLISECONDS = "Milliseconds"
+    BYTES = "Bytes"
+    NONE = "None"
+
+
+#: the unit of each usage metric (the counters are ``Count``, the duration ``Milliseconds``)
+USAGE_UNITS: Final = {LAMBDA_GB_SECONDS: Unit.NONE, WRITE_UNITS: Unit.COUNT, READ_UNITS: Unit.COUNT,
+                      SQS_REQUESTS: Unit.COUNT, BATCHES: Unit.COUNT, LOG_BYTES: Unit.BYTES}
 
 
 #: EMF allows at most this many values per metric in one document; more go in the next document
@@ -108,6 +131,7 @@ class BatchMetrics:
     _counts: dict[tuple[str, Extra], dict[str, int]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(int)))
     _durations: dict[tuple[str, Extra], list[float]] = field(default_factory=lambda: defaultdict(list))
+    _usage: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
 
     def count(self, job: str, name: str, value: int = 1, *, dimensions: Mapping[str, str] | None = None) -> None:
         """Add ``value`` to counter ``name`` of ``job`` (with extra ``dimensions``, if any)."""
@@ -119,6 +143,13 @@ class BatchMetrics:
         """Record one run of ``job`` that took ``milliseconds``."""
         self._durations[(job, _extra(dimensions))].append(milliseconds)
 
+    def usage(self, job: str, name: str, value: float) -> None:
+        """Add ``value`` to usage metric ``name`` of ``job`` (``{service, Job}`` only; zero writes nothing)."""
+        if name not in USAGE:
+            raise ValueError(f"unknown usage metric {name!r}; use one of {USAGE}")
+        if value:
+            self._usage[job][name] += value
+
     def snapshot(self) -> dict[str, dict[str, int]]:
         """The counters so far, per job, whatever their extra dimensions (for tests and the demo report)."""
         totals: dict[str, dict[str, int]] = {}
@@ -127,17 +158,28 @@ class BatchMetrics:
                 totals.setdefault(job, {})[name] = totals.get(job, {}).get(name, 0) + value
         return totals
 
-    def flush(self) -> None:
-        """Write one EMF line per job (and set of extra dimensions) seen in this batch, then forget them."""
+    def flush(self, *, batch: bool = False) -> None:
+        """Write one EMF line per job (and set of extra dimensions) seen in this batch, then forget them.
+
+        ``batch``: these are a worker batch's metrics: one more line counts the batch (``WorkerBatches``)
+        and the bytes of every line written here, its own included (``WorkerLogBytes``).
+        """
         timestamp = int(self.clock() * 1000)
-        for job, extra in sorted(set(self._counts) | set(self._durations)):
+        lines: list[str] = []
+        for job, extra in sorted(set(self._counts) | set(self._durations) | {(job, ()) for job in self._usage}):
             counts = self._counts.get((job, extra), {})
             durations = self._durations.get((job, extra), [])
-            for line in emf_lines(namespace=self.namespace, service=self.service, job=job, extra=extra,
-                                  counts=counts, durations=durations, timestamp=timestamp):
-                self.emit(line)
+            usage = self._usage.get(job, {}) if not extra else {}
+            lines += emf_lines(namespace=self.namespace, service=self.service, job=job, extra=extra,
+                               counts=counts, durations=durations, timestamp=timestamp, usage=usage)
+        if batch:
+            lines.append(batch_line(namespace=self.namespace, service=self.service, timestamp=timestamp,
+                                    other_bytes=sum(len(line) + 1 for line in lines)))
+        for line in lines:
+            self.emit(line)
         self._counts.clear()
         self._durations.clear()
+        self._usage.clear()
 
 
 def dimension_sets(extra: Extra) -> list[list[str]]:
@@ -159,7 +201,7 @@ def dimension_sets(extra: Extra) -> list[list[str]]:
 
 
 def emf_lines(*, namespace: str, service: str, job: str, extra: Extra, counts: Mapping[str, int],
-              durations: list[float], timestamp: int) -> list[str]:
+              durations: list[float], timestamp: int, usage: Mapping[str, float] | None = None) -> list[str]:
     """The EMF documents of one job's measurements: one, or more when a metric has over 100 values.
 
     Example:
@@ -184,12 +226,44 @@ def emf_lines(*, namespace: str, service: str, job: str, extra: Extra, counts: M
         if part:
             metrics.append({"Name": DURATION, "Unit": Unit.MILLISECONDS.value})
             values[DURATION] = [float(ms) for ms in part]
-        if not metrics:
+        directives = [{"Namespace": namespace, "Dimensions": sets, "Metrics": metrics}] if metrics else []
+        if chunk == 0 and usage:
+            directives.append({"Namespace": namespace, "Dimensions": [[DIMENSION_JOB, DIMENSION_SERVICE]],
+                               "Metrics": [{"Name": name, "Unit": USAGE_UNITS[name].value} for name in usage]})
+            # Ten significant digits: sums of shares carry float noise (1.9999999999999996) the log would bill.
+            values.update((name, [float(f"{value:.10g}")]) for name, value in usage.items())
+        if not directives:
             continue
-        document = {"_aws": {"Timestamp": timestamp, "CloudWatchMetrics": [
-            {"Namespace": namespace, "Dimensions": sets, "Metrics": metrics}]}, **dimensions, **values}
+        document = {"_aws": {"Timestamp": timestamp, "CloudWatchMetrics": directives}, **dimensions, **values}
         lines.append(json.dumps(document, separators=(",", ":")))
     return lines
+
+
+def batch_line(*, namespace: str, service: str, timestamp: int, other_bytes: int) -> str:
+    """The batch's own document: ``WorkerBatches`` 1 and ``WorkerLogBytes``, the bytes of the batch's lines.
+
+    ``other_bytes`` are the other lines' (a newline each); the count includes this line too, its own
+    digits included.
+
+    Example:
+        >>> line = batch_line(namespace="sqsjobs", service="demo", timestamp=1, other_bytes=1000)
+        >>> json.loads(line)[LOG_BYTES] == [1000.0 + len(line) + 1]
+        True
+    """
+    def line(total: float) -> str:
+        document = {"_aws": {"Timestamp": timestamp, "CloudWatchMetrics": [
+            {"Namespace": namespace, "Dimensions": [[DIMENSION_SERVICE]],
+             "Metrics": [{"Name": BATCHES, "Unit": Unit.COUNT.value}, {"Name": LOG_BYTES, "Unit": Unit.BYTES.value}]}]},
+            DIMENSION_SERVICE: service, BATCHES: [1.0], LOG_BYTES: [total]}
+        return json.dumps(document, separators=(",", ":"))
+
+    total = float(other_bytes)
+    for _ in range(4):  # the total's own digits: settles in two rounds
+        text = line(total)
+        if other_bytes + len(text) + 1 == total:
+            break
+        total = float(other_bytes + len(text) + 1)
+    return text
 
 
 def _extra(dimensions: Mapping[str, str] | None) -> Extra:

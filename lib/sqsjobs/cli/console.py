@@ -13,9 +13,11 @@ import typer
 from sqsjobs._extras import Extra, install_hint, missing
 from sqsjobs._metrics import DEFAULT_NAMESPACE
 from sqsjobs._settings import ENV_CONSOLE_TOKEN, ENV_NAMESPACE, ENV_SCHEDULE_GROUP, ENV_SERVICE
+from sqsjobs.cli import cost
 from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
 from sqsjobs.cli.options import Dlq, EndpointUrl, Queue, Region, Table
 from sqsjobs.cli.render import command_console
+from sqsjobs.ops._cost import DEFAULT_DAYS, DEFAULT_SENDS_PER_REQUEST
 from sqsjobs.ops._status_report import DEFAULT_SAMPLE
 
 DEFAULT_PORT = 8765
@@ -69,6 +71,9 @@ def register(app: typer.Typer) -> None:
             typer.Option(envvar=ENV_SCHEDULE_GROUP, help="The schedule group delayed jobs wait in (the lookup finds "
                                                          "a key waiting there as scheduled)."),
         ] = None,
+        cost_days: cost.CostDays = DEFAULT_DAYS,
+        sends_per_request: cost.SendsPerRequest = DEFAULT_SENDS_PER_REQUEST,
+        price: cost.PriceOverrides = None,
     ) -> None:
         """Serve the operator console: queues, alarms, DLQ with redrive, jobs, lookup, runs and leases."""
 
@@ -86,6 +91,7 @@ def register(app: typer.Typer) -> None:
                 queue=queue, dlq=dlq, table=table, endpoint_url=endpoint_url, region=region, namespace=namespace,
                 service=service, host=host, port=port, read_only=read_only, token=token, refresh_seconds=refresh,
                 sample=sample, alarm_prefix=alarm_prefix, schedule_group=schedule_group,
+                costs=cost.options(days=cost_days, sends_per_request=sends_per_request, prices=price),
             )
             sources = Sources.connect(config)
 

@@ -12,9 +12,11 @@ import typer
 
 from sqsjobs._clients import operator_client
 from sqsjobs._settings import ENV_SCHEDULE_GROUP
+from sqsjobs.cli import cost
 from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
 from sqsjobs.cli.options import Dlq, EndpointUrl, Queue, Region, Table
 from sqsjobs.cli.render import command_console, format_age, plain
+from sqsjobs.ops._cost import DEFAULT_DAYS, DEFAULT_SENDS_PER_REQUEST
 from sqsjobs.ops._status import collect_status
 from sqsjobs.ops._status_report import DEFAULT_RECENT, DEFAULT_SAMPLE, DEFAULT_SKIPPED_HOURS, StatusReport
 
@@ -66,8 +68,12 @@ def register(app: typer.Typer) -> None:
         skipped_hours: Annotated[
             int, typer.Option(min=1, max=24 * 14, help="Count cancelled and expired deliveries over this many hours.")
         ] = DEFAULT_SKIPPED_HOURS,
+        cost_days: cost.CostDays = DEFAULT_DAYS,
+        sends_per_request: cost.SendsPerRequest = DEFAULT_SENDS_PER_REQUEST,
+        price: cost.PriceOverrides = None,
     ) -> None:
-        """Show queue depth, oldest age, the DLQ by job and reason, alarms, recent failures, cancelled and expired."""
+        """Show queue depth, oldest age, the DLQ by job and reason, alarms, recent failures, cancelled and expired,
+        and what each job cost."""
 
         console = command_console(stderr=json_output)
         runs = []
@@ -96,6 +102,7 @@ def register(app: typer.Typer) -> None:
                 schedule_group=schedule_group,
                 schedule_sample=schedule_sample,
                 skipped_hours=skipped_hours,
+                costs=cost.options(days=cost_days, sends_per_request=sends_per_request, prices=price),
             )
         if json_output:
             typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -164,6 +171,9 @@ def print_report(console: Console, report: StatusReport) -> None:
 
     if report.delayed is not None:
         print_delayed(console, report.delayed)
+
+    if report.costs is not None:
+        cost.print_costs(console, report.costs)
 
     if report.runs:
         runs = Table(title="chunked runs")
