@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import batch_handlers, bundle, capacity, coalescing, cold_start, figures, flow, groups, pinned
+from bench import batch_handlers, bundle, capacity, coalescing, cold_start, figures, flow, groups, metering, pinned
 from bench.report import Results, render
 from bench.support import machine, moto_server
 
@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         results.stubbed = figures.stubbed_wall(reps=5 if q else 30)
         step("CPU per message with the Stubber (pinned)")
         results.cpu = figures.cpu_per_message(reps=3 if q else 21, batches=10 if q else 30)
+        step("the cost metrics' CPU per message, with and without (pinned)")
+        results.metering = metering.metering_figures(batches=50 if q else 1500)
     step("capacity model for 10,000 jobs/s")
     results.capacity = capacity.render_markdown(capacity.model())
     from bench.contenders import message_bytes

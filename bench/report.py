@@ -6,7 +6,7 @@ import datetime
 import statistics
 from dataclasses import dataclass, field
 
-from bench import batch_handlers, coalescing, groups
+from bench import batch_handlers, coalescing, groups, metering
 from bench.bundle import BundleSize
 from bench.cold_start import FirstInvocation
 from bench.figures import BATCH, LATENCY, SCENARIOS, ScenarioFigures, StubbedBatches
@@ -55,6 +55,8 @@ class Results:
     capacity: list[str] = field(default_factory=list)
     #: what SQS counts of one of the measured jobs' messages
     message_bytes: int = 0
+    #: the cost metrics' own CPU and bytes (bench/metering.py)
+    metering: metering.MeteringFigures | None = None
     seconds: float = 0.0
 
 
@@ -172,6 +174,8 @@ def render(r: Results) -> str:
     lines.extend(bundle_rows(r.bundles, r.bytecode))
     inputs = cost_inputs(r)
     lines.extend(cost_rows(inputs))
+    if r.metering is not None:
+        add(metering.summary_row(r.metering))
     if r.local is not None:
         for suffix in ("", " shallow"):
             local_ratio = _ratio(r.local["sqsjobs" + suffix], r.local["raw" + suffix])

@@ -58,7 +58,8 @@ COUNTS: Final = (SUCCEEDED, FAILED, RETRIED, DEAD_LETTERED, DUPLICATE, CANCELLED
                  SUPERSEDED, DEDUPLICATED)
 
 # What a job's deliveries made AWS bill (worker/_batch_metrics.py attributes each batch's to its jobs; ops/_cost.py
-# prices them). Only on {service, Job}: every dimension set is a metric CloudWatch bills by the hour.
+# prices them). In the counters' directive ({service, Job} and {service}), only where not zero: every series is a
+# metric CloudWatch bills by the hour, and every byte a log byte.
 #: Lambda's billed time of the job's deliveries, in GB-seconds (their share of the batch's invocation)
 LAMBDA_GB_SECONDS: Final = "JobLambdaGbSeconds"
 #: DynamoDB write units and read units sent for the job's deliveries (refused conditional writes included)
@@ -67,7 +68,8 @@ READ_UNITS: Final = "JobReadUnits"
 #: SQS requests billed for the job's deliveries (per 64 KiB chunk): Lambda's poller's, and the worker's own
 SQS_REQUESTS: Final = "JobSqsRequests"
 USAGE: Final = (LAMBDA_GB_SECONDS, WRITE_UNITS, READ_UNITS, SQS_REQUESTS)
-# Once a batch, on {service} only: the batch (one Lambda invocation) and the bytes of its EMF lines.
+# Once a batch, in its first document, on {service} only: the batch (one Lambda invocation) and the bytes of its
+# EMF lines.
 BATCHES: Final = "WorkerBatches"
 LOG_BYTES: Final = "WorkerLogBytes"
 SERVICE_USAGE: Final = (BATCHES, LOG_BYTES)
@@ -94,6 +96,7 @@ class Unit(StrEnum):
 #: the unit of each usage metric (the counters are ``Count``, the duration ``Milliseconds``)
 USAGE_UNITS: Final = {LAMBDA_GB_SECONDS: Unit.NONE, WRITE_UNITS: Unit.COUNT, READ_UNITS: Unit.COUNT,
                       SQS_REQUESTS: Unit.COUNT, BATCHES: Unit.COUNT, LOG_BYTES: Unit.BYTES}
+_USAGE_UNIT_NAMES: Final = {name: unit.value for name, unit in USAGE_UNITS.items()}
 
 
 #: EMF allows at most this many values per metric in one document; more go in the next document
@@ -144,7 +147,7 @@ class BatchMetrics:
         self._durations[(job, _extra(dimensions))].append(milliseconds)
 
     def usage(self, job: str, name: str, value: float) -> None:
-        """Add ``value`` to usage metric ``name`` of ``job`` (``{service, Job}`` only; zero writes nothing)."""
+        """Add ``value`` to usage metric ``name`` of ``job`` (``{service, Job}``, ``{service}``; zero: nothing)."""
         if name not in USAGE:
             raise ValueError(f"unknown usage metric {name!r}; use one of {USAGE}")
         if value:
@@ -161,8 +164,8 @@ class BatchMetrics:
     def flush(self, *, batch: bool = False) -> None:
         """Write one EMF line per job (and set of extra dimensions) seen in this batch, then forget them.
 
-        ``batch``: these are a worker batch's metrics: one more line counts the batch (``WorkerBatches``)
-        and the bytes of every line written here, its own included (``WorkerLogBytes``).
+        ``batch``: these are a worker batch's metrics: the first line also counts the batch
+        (``WorkerBatches``) and the bytes of every line written here, its own included (``WorkerLogBytes``).
         """
         timestamp = int(self.clock() * 1000)
         lines: list[str] = []
@@ -171,10 +174,10 @@ class BatchMetrics:
             durations = self._durations.get((job, extra), [])
             usage = self._usage.get(job, {}) if not extra else {}
             lines += emf_lines(namespace=self.namespace, service=self.service, job=job, extra=extra,
-                               counts=counts, durations=durations, timestamp=timestamp, usage=usage)
-        if batch:
-            lines.append(batch_line(namespace=self.namespace, service=self.service, timestamp=timestamp,
-                                    other_bytes=sum(len(line) + 1 for line in lines)))
+                               counts=counts, durations=durations, timestamp=timestamp, usage=usage,
+                               batch=batch and not lines)
+        if batch and lines:
+            lines[0] = with_log_bytes(lines[0], other_bytes=sum(len(line) + 1 for line in lines[1:]))
         for line in lines:
             self.emit(line)
         self._counts.clear()
@@ -201,8 +204,12 @@ def dimension_sets(extra: Extra) -> list[list[str]]:
 
 
 def emf_lines(*, namespace: str, service: str, job: str, extra: Extra, counts: Mapping[str, int],
-              durations: list[float], timestamp: int, usage: Mapping[str, float] | None = None) -> list[str]:
+              durations: list[float], timestamp: int, usage: Mapping[str, float] | None = None,
+              batch: bool = False) -> list[str]:
     """The EMF documents of one job's measurements: one, or more when a metric has over 100 values.
+
+    ``usage`` goes with the counters (``_metrics.USAGE``); ``batch`` adds to the first document a directive
+    on ``{service}`` with ``WorkerBatches`` 1 and ``WorkerLogBytes``, last, for :func:`with_log_bytes` to fill.
 
     Example:
         >>> emf_lines(namespace="sqsjobs", service="demo", job="invoice-email", extra=(),
@@ -226,12 +233,17 @@ def emf_lines(*, namespace: str, service: str, job: str, extra: Extra, counts: M
         if part:
             metrics.append({"Name": DURATION, "Unit": Unit.MILLISECONDS.value})
             values[DURATION] = [float(ms) for ms in part]
-        directives = [{"Namespace": namespace, "Dimensions": sets, "Metrics": metrics}] if metrics else []
         if chunk == 0 and usage:
-            directives.append({"Namespace": namespace, "Dimensions": [[DIMENSION_JOB, DIMENSION_SERVICE]],
-                               "Metrics": [{"Name": name, "Unit": USAGE_UNITS[name].value} for name in usage]})
-            # Ten significant digits: sums of shares carry float noise (1.9999999999999996) the log would bill.
-            values.update((name, [float(f"{value:.10g}")]) for name, value in usage.items())
+            for name, value in usage.items():
+                metrics.append({"Name": name, "Unit": _USAGE_UNIT_NAMES[name]})
+                # Ten significant digits: sums of shares carry float noise (1.9999999999999996) the log would bill.
+                values[name] = [float(f"{value:.10g}")]
+        directives = [{"Namespace": namespace, "Dimensions": sets, "Metrics": metrics}] if metrics else []
+        if chunk == 0 and batch:
+            directives.append({"Namespace": namespace, "Dimensions": [[DIMENSION_SERVICE]], "Metrics": [
+                {"Name": BATCHES, "Unit": Unit.COUNT.value}, {"Name": LOG_BYTES, "Unit": Unit.BYTES.value}]})
+            values[BATCHES] = [1.0]
+            values[LOG_BYTES] = [0.0]  # last: with_log_bytes writes the total there
         if not directives:
             continue
         document = {"_aws": {"Timestamp": timestamp, "CloudWatchMetrics": directives}, **dimensions, **values}
@@ -239,27 +251,27 @@ def emf_lines(*, namespace: str, service: str, job: str, extra: Extra, counts: M
     return lines
 
 
-def batch_line(*, namespace: str, service: str, timestamp: int, other_bytes: int) -> str:
-    """The batch's own document: ``WorkerBatches`` 1 and ``WorkerLogBytes``, the bytes of the batch's lines.
+#: how a batch's first document ends before :func:`with_log_bytes` fills in the total
+_NO_LOG_BYTES: Final = f'"{LOG_BYTES}":[0.0]}}'
 
-    ``other_bytes`` are the other lines' (a newline each); the count includes this line too, its own
-    digits included.
+
+def with_log_bytes(line: str, *, other_bytes: int) -> str:
+    """``line`` (ending with ``WorkerLogBytes``) with the batch's bytes: ``other_bytes`` (the other lines', a
+    newline each) plus this line's own, its own digits included.
 
     Example:
-        >>> line = batch_line(namespace="sqsjobs", service="demo", timestamp=1, other_bytes=1000)
+        >>> [line] = emf_lines(namespace="sqsjobs", service="demo", job="a", extra=(), counts={SUCCEEDED: 1},
+        ...                    durations=[], timestamp=1, batch=True)
+        >>> line = with_log_bytes(line, other_bytes=1000)
         >>> json.loads(line)[LOG_BYTES] == [1000.0 + len(line) + 1]
         True
     """
-    def line(total: float) -> str:
-        document = {"_aws": {"Timestamp": timestamp, "CloudWatchMetrics": [
-            {"Namespace": namespace, "Dimensions": [[DIMENSION_SERVICE]],
-             "Metrics": [{"Name": BATCHES, "Unit": Unit.COUNT.value}, {"Name": LOG_BYTES, "Unit": Unit.BYTES.value}]}]},
-            DIMENSION_SERVICE: service, BATCHES: [1.0], LOG_BYTES: [total]}
-        return json.dumps(document, separators=(",", ":"))
-
+    if not line.endswith(_NO_LOG_BYTES):
+        raise ValueError("not a batch's first document: WorkerLogBytes must come last")
+    head = line[:-len(_NO_LOG_BYTES)] + f'"{LOG_BYTES}":['
     total = float(other_bytes)
     for _ in range(4):  # the total's own digits: settles in two rounds
-        text = line(total)
+        text = f"{head}{total!r}]}}"
         if other_bytes + len(text) + 1 == total:
             break
         total = float(other_bytes + len(text) + 1)

@@ -6,9 +6,10 @@ cost view prices them (``ops/_cost.py``). The rules are AWS's documented billing
 - **DynamoDB** (on-demand): a write of an item costs one write unit per started KB of the item (at least
   one), whether its condition held or not (a refused conditional write is billed); each item of a
   transaction costs twice. A strongly consistent read costs one read unit per started 4 KB, an eventually
-  consistent one half that. The item's size is not in the request: the bytes of the values sent (the key,
-  a statement's parameters, an update's values) stand for it. That is exact for items under 1 KB (every
-  item sqsjobs writes, unless a job stores a result near that size) and a lower bound above.
+  consistent one half that. The item's size is not in the request: the size of the values sent (the key,
+  a statement's parameters, an update's values; a string's characters) stands for it. That is exact for
+  items under 1 KB (every item sqsjobs writes, unless a job stores a result near that size) and a lower
+  bound above; reads count one unit an item (a lower bound for items over 4 KB).
 - **SQS**: every API action is a request, billed per 64 KiB chunk of its payload (message bodies and
   attributes), at least one: a ``SendMessageBatch`` of ten 1 KB messages is one request, a 256 KB
   message four.
@@ -21,14 +22,15 @@ while a batch is open, counts each call AWS answered, and attributes it to a job
 batch's keys (a record's statements), bodies (a dead letter, a re-send) or receipt handles (a retry
 delay); the rest (limiter and group items, follow-up messages) is the batch's, shared by its deliveries.
 
-Example (a claim, and a completion carrying a 3,000-byte result; two 40,000-byte messages sent together):
-    >>> [(names[-1], write) for names, write, _ in dynamodb_units("BatchExecuteStatement", {"Statements": [
+Example (a claim of job ``a``, a completion of job ``b`` carrying a 3,000-byte result; two 40,000-byte
+messages sent together):
+    >>> named = {"a:1": "a", "b:2": "b"}
+    >>> dynamodb_units("BatchExecuteStatement", {"Statements": [
     ...     {"Statement": "INSERT INTO t VALUE {'pk': ?, 'job': ?}", "Parameters": [{"S": "a:1"}, {"S": "a"}]},
-    ...     {"Statement": "UPDATE t SET r=? WHERE pk=?", "Parameters": [{"S": "x" * 3000}, {"S": "a:2"}]}]})]
-    [('a', 1.0), ('a:2', 3.0)]
-    >>> [billed for _, billed in sqs_requests("SendMessageBatch", {"Entries": [
-    ...     {"MessageBody": "b" * 40_000}, {"MessageBody": "c" * 40_000}]})]
-    [1.0, 1.0]
+    ...     {"Statement": "UPDATE t SET r=? WHERE pk=?", "Parameters": [{"S": "x" * 3000}, {"S": "b:2"}]}]}, named)
+    [('a', 1.0, 0.0), ('b', 3.0, 0.0)]
+    >>> sqs_requests("SendMessageBatch", {"Entries": [{"MessageBody": "b" * 40_000}, {"MessageBody": "c" * 40_000}]})
+    [(None, 1.0), (None, 1.0)]
 """
 
 from __future__ import annotations
@@ -50,8 +52,10 @@ SQS_BATCH: Final = 10
 C = TypeVar("C")
 #: where a call's units wait in botocore's request context until its answer comes back
 _PENDING: Final = "sqsjobs_usage"
-#: one request's share of billing: (what it names: a key, a body or a receipt handle; write units, read units)
-Units = tuple[tuple[str, ...], float, float]
+#: one item's billed units: (the job it is for, None when it names none of the batch's; write units, read units)
+Units = tuple[str | None, float, float]
+#: nothing named: every unit is the batch's
+_NOTHING: Final[Mapping[str, str]] = {}
 
 
 def sqs_billed(payload_bytes: int) -> int:
@@ -65,7 +69,7 @@ def sqs_billed(payload_bytes: int) -> int:
 
 
 def message_bytes(body: str, attributes: Mapping[str, Any] | None = None) -> int:
-    """The billed size of one message: its body, and each attribute's name, type and value.
+    """The billed size of one message: its body, and each attribute's name, type and value (characters).
 
     ``attributes`` as an API call sends them (``StringValue``, ``DataType``) or as Lambda's event carries
     them (``stringValue``, ``dataType``).
@@ -74,18 +78,16 @@ def message_bytes(body: str, attributes: Mapping[str, Any] | None = None) -> int
         >>> message_bytes("{}", {"sqsjobs.job": {"DataType": "String", "StringValue": "invoice-email"}})
         32
     """
-    size = _text_bytes(body)
+    size = len(body)
     for name, attribute in (attributes or {}).items():
-        size += _text_bytes(name)
-        if isinstance(attribute, Mapping):
-            for part in ("DataType", "StringValue", "dataType", "stringValue"):
-                value = attribute.get(part)
-                if isinstance(value, str):
-                    size += _text_bytes(value)
-            for part in ("BinaryValue", "binaryValue"):
-                value = attribute.get(part)
-                if isinstance(value, (bytes, str)):
-                    size += len(value)
+        size += len(name)
+        if not isinstance(attribute, Mapping):
+            continue
+        for text in (attribute.get("stringValue") or attribute.get("StringValue"),
+                     attribute.get("dataType") or attribute.get("DataType"),
+                     attribute.get("binaryValue") or attribute.get("BinaryValue")):
+            if isinstance(text, (str, bytes)):
+                size += len(text)
     return size
 
 
@@ -119,71 +121,65 @@ def value_bytes(value: Any) -> int:
     return size
 
 
-def dynamodb_units(operation: str, params: Mapping[str, Any]) -> list[Units]:
-    """The billed units of one DynamoDB API call: one ``(strings it names, write units, read units)`` per item.
+def dynamodb_units(operation: str, params: Mapping[str, Any], named: Mapping[str, str] = _NOTHING) -> list[Units]:
+    """The billed units of one DynamoDB API call: one ``(job, write units, read units)`` per item.
 
-    The strings are the item's string values (a statement's parameters, a key's values): the meter finds
-    which of the batch's keys the item is. Operations that bill nothing per item (``DescribeTable``) give
-    ``[]``; a ``Query`` or ``Scan`` counts one read (a lower bound: its cost is what it reads).
+    ``named`` maps the batch's keys to their jobs: an item is its job's when one of its string values (a
+    statement's parameters, a key's values) is one of them. Operations that bill nothing per item
+    (``DescribeTable``) give ``[]``; a ``Query`` or ``Scan`` counts one read (a lower bound: it costs what
+    it reads).
     """
     if operation == "BatchExecuteStatement":
-        return [_statement(s, 1) for s in params.get("Statements") or ()]
+        return [_statement(s, 1, named) for s in params.get("Statements") or ()]
     if operation == "ExecuteStatement":
-        return [_statement(params, 1)]
+        return [_statement(params, 1, named)]
     if operation == "ExecuteTransaction":
-        return [_statement(s, 2) for s in params.get("TransactStatements") or ()]
-    if operation == "PutItem":
-        return [_write(params.get("Item"), params.get("Item"), 1)]
-    if operation == "UpdateItem":
-        return [_write(params.get("Key"), {**(params.get("Key") or {}),
-                                           **(params.get("ExpressionAttributeValues") or {})}, 1)]
-    if operation == "DeleteItem":
-        return [_write(params.get("Key"), params.get("Key"), 1)]
+        return [_statement(s, 2, named) for s in params.get("TransactStatements") or ()]
+    if operation in ("PutItem", "UpdateItem", "DeleteItem"):
+        key = params.get("Item") if operation == "PutItem" else params.get("Key")
+        values = params.get("ExpressionAttributeValues") if operation == "UpdateItem" else None
+        return [_write(key, values, 1, named)]
     if operation == "TransactWriteItems":
-        items = []
-        for entry in params.get("TransactItems") or ():
-            for inner in entry.values():
-                whole = {**(inner.get("Key") or inner.get("Item") or {}),
-                         **(inner.get("ExpressionAttributeValues") or {})}
-                items.append(_write(inner.get("Key") or inner.get("Item"), whole, 2))
-        return items
+        return [_write(inner.get("Key") or inner.get("Item"), inner.get("ExpressionAttributeValues"), 2, named)
+                for entry in params.get("TransactItems") or () for inner in entry.values()]
     if operation == "BatchWriteItem":
-        return [_write((r.get("PutRequest") or {}).get("Item") or (r.get("DeleteRequest") or {}).get("Key"),
-                       (r.get("PutRequest") or {}).get("Item") or (r.get("DeleteRequest") or {}).get("Key"), 1)
+        return [_write((r.get("PutRequest") or {}).get("Item") or (r.get("DeleteRequest") or {}).get("Key"), None, 1,
+                       named)
                 for requests in (params.get("RequestItems") or {}).values() for r in requests]
     if operation == "GetItem":
-        return [(_strings(params.get("Key")), 0.0, _read(params.get("ConsistentRead")))]
+        return [(_named_by(params.get("Key"), named), 0.0, _read(params.get("ConsistentRead")))]
     if operation == "BatchGetItem":
-        return [(_strings(key), 0.0, _read(wanted.get("ConsistentRead")))
+        return [(_named_by(key, named), 0.0, _read(wanted.get("ConsistentRead")))
                 for wanted in (params.get("RequestItems") or {}).values() for key in wanted.get("Keys") or ()]
     if operation in ("Query", "Scan"):
-        return [((), 0.0, _read(params.get("ConsistentRead")))]
+        return [(None, 0.0, _read(params.get("ConsistentRead")))]
     return []
 
 
-def sqs_requests(operation: str, params: Mapping[str, Any]) -> list[tuple[str | None, float]]:
-    """The billed requests of one SQS API call, shared by its entries: ``(body or receipt handle, requests)``.
+def sqs_requests(operation: str, params: Mapping[str, Any],
+                 named: Mapping[str, str] = _NOTHING) -> list[tuple[str | None, float]]:
+    """The billed requests of one SQS API call, shared by its entries: ``(job, requests)``.
 
-    A send is billed per 64 KiB chunk of all its messages, shared by their size; a batch of receipt
-    handles (visibility, delete) is one request, shared equally; any other action is one request.
+    An entry is its job's when its body or receipt handle is in ``named`` (a dead letter, a re-send, a
+    retry delay). A send is billed per 64 KiB chunk of all its messages, shared by their size; a batch of
+    receipt handles (visibility, delete) is one request, shared equally; any other action is one request.
     """
     if operation == "SendMessage":
         body = params.get("MessageBody")
-        size = message_bytes(body if isinstance(body, str) else "", params.get("MessageAttributes"))
-        return [(body if isinstance(body, str) else None, float(sqs_billed(size)))]
+        text = body if isinstance(body, str) else ""
+        return [(named.get(text), float(sqs_billed(message_bytes(text, params.get("MessageAttributes")))))]
     if operation == "SendMessageBatch":
         entries = list(params.get("Entries") or ())
         sizes = [message_bytes(e.get("MessageBody") or "", e.get("MessageAttributes")) for e in entries]
-        billed = sqs_billed(sum(sizes))
-        total = sum(sizes) or 1
-        return [(e.get("MessageBody"), billed * (size / total if sum(sizes) else 1 / len(entries)))
+        billed, total = sqs_billed(sum(sizes)), sum(sizes)
+        return [(named.get(e.get("MessageBody") or ""), billed * (size / total if total else 1 / len(entries)))
                 for e, size in zip(entries, sizes, strict=True)] or [(None, 1.0)]
     if operation in ("ChangeMessageVisibilityBatch", "DeleteMessageBatch"):
         entries = list(params.get("Entries") or ())
-        return [(e.get("ReceiptHandle"), 1 / len(entries)) for e in entries] or [(None, 1.0)]
+        return [(named.get(e.get("ReceiptHandle") or ""), 1 / len(entries)) for e in entries] or [(None, 1.0)]
     if operation in ("ChangeMessageVisibility", "DeleteMessage"):
         handle = params.get("ReceiptHandle")
-        return [(handle if isinstance(handle, str) else None, 1.0)]
+        return [(named.get(handle) if isinstance(handle, str) else None, 1.0)]
     return [(None, 1.0)]
 
 
@@ -253,6 +249,8 @@ class UsageMeter:
         self._lock = threading.Lock()
         self._metered: Metered | None = None
         self._jobs: dict[str, str] = {}
+        #: the batch's only job, when all its deliveries are of one: every request is its, nothing to look up
+        self._only: str | None = None
         self._attached: set[int] = set()
 
     def attach(self, client: Any) -> None:
@@ -288,6 +286,8 @@ class UsageMeter:
         """Start counting a batch: ``jobs`` maps its deliveries' keys, bodies and receipt handles to their job."""
         with self._lock:
             self._jobs = dict(jobs)
+            names = set(self._jobs.values())
+            self._only = names.pop() if len(names) == 1 else None
             self._metered = Metered()
 
     def close(self) -> Metered:
@@ -296,19 +296,17 @@ class UsageMeter:
             metered, self._metered, self._jobs = self._metered or Metered(), None, {}
         return metered
 
-    def _job(self, names: Iterable[str | None]) -> str | None:
-        jobs = self._jobs
-        return next((jobs[n] for n in names if n is not None and n in jobs), None)
-
     def _dynamodb(self, params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
         if self._metered is not None:
-            context[_PENDING] = [(self._job(names), write, read, 0.0)
-                                 for names, write, read in dynamodb_units(model.name, params)]
+            only = self._only
+            units = dynamodb_units(model.name, params, self._jobs if only is None else _NOTHING)
+            context[_PENDING] = _by_job(((only or job, write, read, 0.0) for job, write, read in units))
 
     def _sqs(self, params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
         if self._metered is not None:
-            context[_PENDING] = [(self._job((name,)), 0.0, 0.0, billed)
-                                 for name, billed in sqs_requests(model.name, params)]
+            only = self._only
+            requests = sqs_requests(model.name, params, self._jobs)
+            context[_PENDING] = _by_job(((only or job, 0.0, 0.0, billed) for job, billed in requests))
 
     def _answered(self, http_response: Any, context: dict[str, Any], **_: Any) -> None:
         pending = context.pop(_PENDING, None)
@@ -316,8 +314,22 @@ class UsageMeter:
             return
         with self._lock:
             if self._metered is not None:
-                for job, write, read, sqs in pending:
+                for job, (write, read, sqs) in pending.items():
                     self._metered.add(job, write=write, read=read, sqs=sqs)
+
+
+def _by_job(counted: Iterable[tuple[str | None, float, float, float]]) -> dict[str | None, list[float]]:
+    """One call's units summed per job: [write units, read units, SQS requests]."""
+    totals: dict[str | None, list[float]] = {}
+    for job, write, read, sqs in counted:
+        into = totals.get(job)
+        if into is None:
+            totals[job] = [write, read, sqs]
+        else:
+            into[0] += write
+            into[1] += read
+            into[2] += sqs
+    return totals
 
 
 # ---------------------------------------------------------------- helpers
@@ -325,24 +337,42 @@ def _text_bytes(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
-def _statement(statement: Mapping[str, Any], times: int) -> Units:
-    parameters = statement.get("Parameters") or ()
-    names = tuple(p["S"] for p in parameters if isinstance(p, Mapping) and isinstance(p.get("S"), str))
+def _statement(statement: Mapping[str, Any], times: int, named: Mapping[str, str]) -> Units:
+    # The hot path (two statements a message): one pass, strings and numbers inline, characters for bytes.
+    job = None
+    size = 0
+    for parameter in statement.get("Parameters") or ():
+        text = parameter.get("S")
+        if text is None:
+            number = parameter.get("N")
+            size += len(number) // 2 + 1 if number is not None else value_bytes(parameter)
+            continue
+        size += len(text)
+        if job is None and named:
+            job = named.get(text)
     if str(statement.get("Statement", ""))[:6].upper() == "SELECT":
-        return names, 0.0, _read(statement.get("ConsistentRead"))
-    size = sum(value_bytes(p) for p in parameters)
-    return names, float(times * max(1, math.ceil(size / WRITE_UNIT_BYTES))), 0.0
+        return job, 0.0, _read(statement.get("ConsistentRead"))
+    return job, float(times * (1 if size <= WRITE_UNIT_BYTES else -(-size // WRITE_UNIT_BYTES))), 0.0
 
 
-def _write(key: Any, values: Any, times: int) -> Units:
-    size = sum(value_bytes(v) for v in (values or {}).values()) if isinstance(values, Mapping) else 0
-    return _strings(key), float(times * max(1, math.ceil(size / WRITE_UNIT_BYTES))), 0.0
+def _write(key: Any, values: Any, times: int, named: Mapping[str, str]) -> Units:
+    """An item write: its key's (or whole item's) values and an update's values make its size; the item is the
+    job's its key names, else the job's one of its values names (a dead letter's evidence: its message id)."""
+    size = sum(value_bytes(v) for v in key.values()) if isinstance(key, Mapping) else 0
+    if isinstance(values, Mapping):
+        size += sum(value_bytes(v) for v in values.values())
+    job = _named_by(key, named) or (_named_by(values, named) if named else None)
+    return job, float(times * max(1, math.ceil(size / WRITE_UNIT_BYTES))), 0.0
 
 
-def _strings(key: Any) -> tuple[str, ...]:
+def _named_by(key: Any, named: Mapping[str, str]) -> str | None:
     if not isinstance(key, Mapping):
-        return ()
-    return tuple(v["S"] for v in key.values() if isinstance(v, Mapping) and isinstance(v.get("S"), str))
+        return None
+    for value in key.values():
+        text = value.get("S") if isinstance(value, Mapping) else None
+        if isinstance(text, str) and text in named:
+            return named[text]
+    return None
 
 
 def _read(consistent: Any) -> float:

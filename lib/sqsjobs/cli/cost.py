@@ -63,7 +63,7 @@ def print_costs(console: Console, report: CostReport) -> None:
     table = Table(title=f"what each job cost (last {report.days} days, {format_usd(report.total_usd)} in all)")
     for name in ("job", "jobs", "USD", "per million", "Lambda", "DynamoDB", "SQS", "Scheduler", "logs", "metrics"):
         table.add_column(name, justify="left" if name == "job" else "right")
-    for row in (*report.jobs, *report.tenants):
+    for row in report.rows():
         c = row.cost
         name = row.job if row.tenant is None else f"  tenant {row.tenant}"
         table.add_row(plain(name), format_jobs(row.jobs), format_usd(c.total_usd),

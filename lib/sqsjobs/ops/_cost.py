@@ -34,8 +34,8 @@ Example:
     >>> cost = price(usage)
     >>> round(cost.lambda_usd, 4), round(cost.dynamodb_usd, 3), round(cost.total_usd, 4)
     (0.0433, 1.25, 1.4388)
-    >>> format_jobs(1_234_567), format_usd(1.7149), format_usd(0.00042)
-    ('1.2 M', '$1.71', '$0.00042')
+    >>> format_jobs(1_234_567), format_jobs(250_000), format_jobs(12_345), format_usd(1.7149), format_usd(0.00042)
+    ('1.2 M', '250 k', '12.3 k', '$1.71', '$0.00042')
 """
 
 from __future__ import annotations
@@ -369,6 +369,10 @@ class CostReport:
     def total_usd(self) -> float:
         return sum(j.cost.total_usd for j in self.jobs) + self.service_metrics_usd
 
+    def rows(self) -> list[JobCost]:
+        """Each job, the costliest first, each followed by its tenants."""
+        return [row for job in self.jobs for row in (job, *(t for t in self.tenants if t.job == job.job))]
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``sqsjobs status --json``)."""
         def row(j: JobCost) -> dict[str, Any]:
@@ -386,7 +390,7 @@ def format_jobs(count: float) -> str:
     if count >= 1e6:
         return f"{count / 1e6:,.1f} M"
     if count >= 1e4:
-        return f"{count / 1e3:,.1f} k"
+        return f"{count / 1e3:,.{0 if count >= 1e5 else 1}f} k"
     return f"{count:,.0f}"
 
 

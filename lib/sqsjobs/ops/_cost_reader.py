@@ -132,7 +132,7 @@ def _notes(rows: Sequence[JobCost], usage: dict[str, dict[str, float]], sends_pe
     unmetered = [row.job for row in rows if row.jobs and not usage[row.job].get(m.LAMBDA_GB_SECONDS)]
     if unmetered:
         notes.append(f"no Lambda time for {', '.join(unmetered)}: its workers did not write {m.LAMBDA_GB_SECONDS} "
-                     "(older than this version, or not on Lambda)")
+                     "(older than this version, not on Lambda, or SQSJOBS_COST_METRICS=false)")
     if sends_per_request == DEFAULT_SENDS_PER_REQUEST:
         notes.append("the producer's sends are priced one SendMessage a job; pass --sends-per-request 10 when "
                      "jobs are enqueued ten at a time (enqueue_many)")

@@ -97,25 +97,36 @@ def share(batch: m.BatchMetrics, deliveries: Sequence[Delivery], usage: BatchUsa
         >>> round(batch._usage["?"][m.LAMBDA_GB_SECONDS] * 1000, 3)  # 20 ms at 1 GB, both jobs unnamed here
         20.0
     """
-    if not deliveries:
+    count = len(deliveries)
+    if not count:
         return
-    jobs = [job_name(d) for d in deliveries]
-    if usage.memory_mb:
-        gb = usage.memory_mb / 1024
-        for job, ms in zip(jobs, billed_shares([d.duration_ms or 0.0 for d in deliveries], usage.billed_ms),
-                           strict=True):
-            batch.usage(job, m.LAMBDA_GB_SECONDS, ms / 1000 * gb)
+    gb_per_ms = usage.memory_mb / 1024 / 1000 if usage.memory_mb else 0.0
+    billed = billed_shares([d.duration_ms or 0.0 for d in deliveries], usage.billed_ms) if gb_per_ms else None
     poller = poller_requests([message_bytes(d.body or "", d.message_attributes) for d in deliveries],
-                             [d.acknowledged for d in deliveries])
-    write, read, sqs = (value / len(deliveries) for value in usage.metered.shared)
-    for job, polled in zip(jobs, poller, strict=True):
-        batch.usage(job, m.WRITE_UNITS, write)
-        batch.usage(job, m.READ_UNITS, read)
-        batch.usage(job, m.SQS_REQUESTS, sqs + polled)
+                             [d.state is State.ACKED for d in deliveries])
+    write, read, sqs = (value / count for value in usage.metered.shared)
+    # Summed per job here, written once per job and metric: [GB-s, write units, read units, SQS requests]
+    totals: dict[str, list[float]] = {}
+    for i, d in enumerate(deliveries):
+        job = job_name(d)
+        own = totals.get(job)
+        if own is None:
+            own = totals[job] = [0.0, 0.0, 0.0, 0.0]
+        if billed is not None:
+            own[0] += billed[i] * gb_per_ms
+        own[1] += write
+        own[2] += read
+        own[3] += sqs + poller[i]
     for job, (own_write, own_read, own_sqs) in usage.metered.by_job.items():
-        batch.usage(job, m.WRITE_UNITS, own_write)
-        batch.usage(job, m.READ_UNITS, own_read)
-        batch.usage(job, m.SQS_REQUESTS, own_sqs)
+        own = totals.setdefault(job, [0.0, 0.0, 0.0, 0.0])
+        own[1] += own_write
+        own[2] += own_read
+        own[3] += own_sqs
+    for job, (gb_s, units_written, units_read, requests) in totals.items():
+        batch.usage(job, m.LAMBDA_GB_SECONDS, gb_s)
+        batch.usage(job, m.WRITE_UNITS, units_written)
+        batch.usage(job, m.READ_UNITS, units_read)
+        batch.usage(job, m.SQS_REQUESTS, requests)
 
 
 def billed_shares(runs_ms: Sequence[float], billed_ms: float) -> list[float]:

@@ -108,8 +108,9 @@ class Consumer:
         self.store = store
         #: what the batch's DynamoDB and SQS requests bill (the store's client now, SQS's once built)
         self.meter = UsageMeter()
-        self.meter.attach(getattr(store, "client", None))
-        sqs = self.meter.attaching(sqs)
+        if settings.cost_metrics:
+            self.meter.attach(getattr(store, "client", None))
+            sqs = self.meter.attaching(sqs)
         #: the SQS client, built on first use: a batch of successes never needs one
         self._sqs = sqs
         self.clock = clock
@@ -136,7 +137,8 @@ class Consumer:
         batch = self._start(parse_event(event), context)                 # 1. parse
         for d in batch.deliveries:
             decode(batch, d, self.jobs)                                  # 1. decode
-        self.meter.open(_named(batch.deliveries))
+        if self.settings.cost_metrics:
+            self.meter.open(_named(batch.deliveries))
         self.stages.before_claim(batch)                                  # 2. expired, over a limit
         firsts = self._claim(batch)                                      # 3. claim
         for d in batch.deliveries:                                       # 4. run, in order
@@ -425,7 +427,7 @@ class Consumer:
     # ------------------------------------------------------------------ 8. metrics, result
     def _finish(self, batch: Batch) -> BatchResult:
         usage = BatchUsage(elapsed_ms=(self.clock() - batch.now) * 1000, memory_mb=memory_mb(batch.context),
-                           metered=self.meter.close())
+                           metered=self.meter.close()) if self.settings.cost_metrics else None
         write_metrics(batch.deliveries, namespace=self.settings.namespace, service=self.settings.service,
                       emit=self.emit, usage=usage, clock=self.clock)
         writes = batch.writes
@@ -489,11 +491,13 @@ def memory_mb(context: Any) -> int | None:
 
 
 def _named(deliveries: Sequence[Delivery]) -> dict[str, str]:
-    """What a request may name of each delivery (its key, body, receipt handle) → its job (``_usage.UsageMeter``)."""
+    """What a request may name of each delivery (its key, body, receipt handle, message id) → its job
+    (``_usage.UsageMeter``)."""
     named: dict[str, str] = {}
     for d in deliveries:
         job = job_name(d)
         named[d.receipt_handle] = job
+        named[d.message_id] = job
         if d.body:
             named[d.body] = job
         if d.key:

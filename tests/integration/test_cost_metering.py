@@ -1,0 +1,71 @@
+"""The worker's cost metrics on moto (issue 34): a mixed batch's DynamoDB units and SQS requests go to the job
+that made them, counted from what the worker sent (sqsjobs._usage), and ``cost_metrics=False`` writes none."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from sqsjobs import PermanentError
+from sqsjobs import _metrics as m
+from sqsjobs.testing import FakeContext, receive_event
+
+
+def usage_by_job(lines: list[str]) -> dict[str, dict[str, float]]:
+    found: dict[str, dict[str, float]] = {}
+    for doc in map(json.loads, lines):
+        for name in m.USAGE:
+            if name in doc and m.DIMENSION_JOB in doc:
+                found.setdefault(doc[m.DIMENSION_JOB], {})[name] = doc[name][0]
+    return found
+
+
+def test_a_mixed_batchs_units_and_requests_go_to_the_job_that_made_them(make_app: Any, aws: Any, clock: Any) -> None:
+    lines: list[str] = []
+    app = make_app(emit_metrics=lines.append, backoff_base=1, backoff_cap=1)
+
+    @app.job("ok", key="ok:{n}")
+    def ok(n: int) -> None:
+        clock.advance(1 / 256)  # each run takes 3.90625 ms by the worker's clock (exact in binary)
+
+    @app.job("flaky", key="flaky:{n}")
+    def flaky(n: int) -> None:
+        raise ConnectionError("down")  # retried: its record says so, a ChangeMessageVisibilityBatch sets its delay
+
+    @app.job("bad", key="bad:{n}")
+    def bad(n: int) -> None:
+        raise PermanentError("no such invoice")  # dead-lettered: a DLQ send, its record, its evidence
+
+    app.enqueue_many([ok.message(n=1), ok.message(n=2), flaky.message(n=1), bad.message(n=1)])
+    result = app.process_batch(receive_event(aws.sqs, aws.queue_url), FakeContext(memory_limit_in_mb=1024))
+
+    assert len(result.deliveries) == 4
+    usage = usage_by_job(lines)
+    # Every delivery: its claim and its record (1 WCU each, items under 1 KB); the dead letter also its evidence.
+    assert {job: u[m.WRITE_UNITS] for job, u in usage.items()} == {"ok": 4.0, "flaky": 2.0, "bad": 3.0}
+    # The poller's receive (one chunk) and delete (the three acknowledged) a quarter and a third each; flaky's
+    # retry delay and bad's DLQ send are theirs alone.
+    poller_receive, poller_delete = 1 / 4, 1 / 3
+    assert usage["ok"][m.SQS_REQUESTS] == pytest.approx(2 * (poller_receive + poller_delete), rel=0.2)
+    assert usage["flaky"][m.SQS_REQUESTS] == pytest.approx(poller_receive + 1.0, rel=0.2)
+    assert usage["bad"][m.SQS_REQUESTS] == pytest.approx(poller_receive + poller_delete + 1.0, rel=0.2)
+    # 7.8125 ms of runs (the batch's time by its clock) billed as 8 ms, at 1 GB: the ok runs carry the most.
+    gb_s = {job: u[m.LAMBDA_GB_SECONDS] for job, u in usage.items()}
+    assert sum(gb_s.values()) == pytest.approx(8 / 1000)
+    assert gb_s["ok"] > gb_s["flaky"] > 0
+
+
+def test_without_cost_metrics_the_worker_writes_only_its_counters(make_app: Any, aws: Any) -> None:
+    lines: list[str] = []
+    app = make_app(emit_metrics=lines.append, cost_metrics=False)
+
+    @app.job("ok", key="ok:{n}")
+    def ok(n: int) -> None: ...
+
+    ok.enqueue(n=1)
+    app.process_batch(receive_event(aws.sqs, aws.queue_url), FakeContext(memory_limit_in_mb=1024))
+
+    names = {name for doc in map(json.loads, lines) for name in doc if name in m.ALL_METRICS}
+    assert names == {m.SUCCEEDED, m.DURATION}
