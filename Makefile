@@ -39,13 +39,37 @@ unit: $(STAMP) browser $(SAM_STAMP) $(SAM_APP_DIR)/metadata.json
 # pytest-xdist is no dependency. The unit shard's report is printed after the other's.
 FAST_TIER := not moto and not local_cloud and not sam and not browser and not slow
 FAST_IGNORE := --ignore=tests/integration --ignore=tests/e2e --ignore=tests/scaffold --ignore=tests/unit
-.PHONY: check
-check: lint typecheck
+# $(call fast-tier,VENV_BIN): the fast tier's two pytest processes, with that environment's pytest.
+define fast-tier
 	@log=$$(mktemp); \
-	$(BIN)/pytest tests/unit -p no:cacheprovider -q -m "$(FAST_TIER)" --durations=5 >$$log 2>&1 & unit=$$!; \
-	$(BIN)/pytest tests $(FAST_IGNORE) -p no:cacheprovider -q -m "$(FAST_TIER)" --durations=5; rest=$$?; \
+	$(1)/pytest tests/unit -p no:cacheprovider -q -m "$(FAST_TIER)" --durations=5 >$$log 2>&1 & unit=$$!; \
+	$(1)/pytest tests $(FAST_IGNORE) -p no:cacheprovider -q -m "$(FAST_TIER)" --durations=5; rest=$$?; \
 	wait $$unit; units=$$?; echo "---- tests/unit"; cat $$log; rm -f $$log; \
 	test $$rest -eq 0 && test $$units -eq 0
+endef
+.PHONY: check
+check: lint typecheck
+	$(call fast-tier,$(BIN))
+
+# The oldest boto3/botocore sqsjobs admits (pyproject.toml's floor, pinned by tests/oldest-constraints.txt),
+# in an environment of its own with everything else as pip resolves it beside them: `make test` runs the
+# fast tier against it too (tests/unit/test_dependency_floors.py keeps the pin at the floor).
+OLDEST_VENV := .venv-oldest
+OLDEST_BIN := $(OLDEST_VENV)/bin
+OLDEST_STAMP := $(OLDEST_VENV)/.installed
+OLDEST_CONSTRAINTS := tests/oldest-constraints.txt
+
+$(OLDEST_STAMP): pyproject.toml $(OLDEST_CONSTRAINTS)
+	test -x $(OLDEST_BIN)/python || $(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_BIN)/python -m pip install --quiet --upgrade pip
+	$(OLDEST_BIN)/python -m pip install --quiet -c $(OLDEST_CONSTRAINTS) -e '.[dev]'
+	touch $@
+
+.PHONY: check-oldest
+check-oldest: $(OLDEST_STAMP)
+	@$(OLDEST_BIN)/python -c "import boto3, botocore; print('fast tier on boto3', boto3.__version__, \
+		'botocore', botocore.__version__)"
+	$(call fast-tier,$(OLDEST_BIN))
 
 # The console's browser tests drive Debian's Chromium through Playwright (never a
 # browser build of Playwright's own): install the package when it is missing.
@@ -56,8 +80,8 @@ browser:
 		|| echo "make: could not install chromium; the console's browser tests will be skipped" >&2; }
 
 # Template checks (sam build among them) come before pytest: tests/infra/test_bundle.py inspects
-# the fresh .aws-sam/build they leave.
-test: lint typecheck template-checks doctest unit
+# the fresh .aws-sam/build they leave. Then the fast tier again, on the oldest boto3/botocore admitted.
+test: lint typecheck template-checks doctest unit check-oldest
 
 # Every `>>>` example under lib/sqsjobs runs (none is skipped): no network, moto or botocore's Stubber.
 # Every >>> example under lib/ runs; fake credentials and no instance metadata: the examples never leave 127.0.0.1.
@@ -79,6 +103,12 @@ demo: $(STAMP)
 # The bundle figures read sam build's output (.aws-sam/build).
 bench: $(STAMP) sam-build
 	$(BIN)/python -m bench
+
+# Only the bundle figures (this repository's functions, and a project sqsjobs init makes, through sam build),
+# rewritten in place in BENCHMARKS.md.
+.PHONY: bench-bundle
+bench-bundle: $(STAMP) sam-build
+	$(BIN)/python -m bench.bundle
 
 # chaos: the model-based test at 20x its make-test size; 10,000 jobs (2,000 of them in job groups) with 2% of
 # DynamoDB calls failing after botocore's retries and kills before and after side effects, whose ledger (and the
@@ -116,7 +146,7 @@ scaffold-matrix: $(STAMP) $(SAM_STAMP) $(SAM_APP_DIR)/metadata.json
 	SQSJOBS_SCAFFOLD_MATRIX=all $(BIN)/pytest tests/scaffold/test_init_matrix.py -p no:cacheprovider -q --timeout=0
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(OLDEST_VENV) .pytest_cache .mypy_cache .ruff_cache
 
 # ---- template checks: cfn-lint + sqsjobs rules, sam validate/build, checkov ----
 # aws-sam-cli and checkov each pin their own boto3, so each gets its own venv.

@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     step("Lambda bundle: sizes (.aws-sam/build) and bytecode")
     results.bundles = bundle.bundle_sizes()
     results.bytecode = bundle.bytecode_saving(reps=2 if q else 7)
+    step("a project made by sqsjobs init: sam build, each function and its layer")
+    results.scaffold_bundles = bundle.scaffold_bundle_sizes()
     step("local cloud end to end")
     try:
         results.local_sizes = (50, 20) if q else (300, 40)

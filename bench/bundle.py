@@ -5,6 +5,12 @@ first). Lambda's /var/task is read-only, so a function whose bundle has no
 ``.pyc`` files compiles every module it imports on every cold start;
 infra/bundle/Makefile ships bytecode compiled for python3.12, and
 ``bytecode_saving`` measures what that buys with the runtime's interpreter.
+``scaffold_bundle_sizes`` builds what a user deploys: a project ``sqsjobs init``
+writes (issue 30's options), carrying a wheel of this checkout, through ``sam build``.
+
+``python -m bench.bundle`` (``make bench-bundle``) measures only these and rewrites
+their rows and section of BENCHMARKS.md in place; ``make bench`` writes them with
+everything else.
 """
 
 from __future__ import annotations
@@ -14,28 +20,32 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import zipfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.support import Stat, python312
+from bench.support import Stat, python312, sam
+from sqsjobs.scaffold.bundle import NOT_RUNTIME
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / ".aws-sam" / "build"
+#: the scaffolded project measured: the options of issue 30's user
+SCAFFOLD_OPTIONS = ("delays", "groups", "limits")
 #: the largest top-level entries listed per function
 TOP = 6
-#: packages of the [cli], [check] and [local] extras (and what they pull in), by import name
+#: packages of the [cli], [check], [local] and [console] extras (and what they pull in), by import name
 NOT_RUNTIME_PACKAGES = ("typer", "click", "rich", "pygments", "shellingham", "markdown_it", "moto", "flask",
-                        "werkzeug", "samtranslator", "cfnlint", "sqsjobs_rules")
+                        "werkzeug", "samtranslator", "cfnlint", "sqsjobs_rules", "starlette", "uvicorn", "jinja2",
+                        "anyio", "h11")
 #: the same, as distributions (``<name>-<version>.dist-info``, names normalized with underscores)
 NOT_RUNTIME_DISTRIBUTIONS = ("typer", "click", "rich", "pygments", "shellingham", "markdown_it_py", "moto",
-                             "flask", "werkzeug", "aws_sam_translator", "cfn_lint")
-#: the modules of the extras that the sqsjobs wheel itself carries
-NOT_RUNTIME_SUBPACKAGES = ("sqsjobs/cli", "sqsjobs/local", "sqsjobs/console", "sqsjobs/scaffold", "sqsjobs/validation",
-                           "sqsjobs/testing", "sqsjobs/testing/pytest_plugin.py")
-
+                             "flask", "werkzeug", "aws_sam_translator", "cfn_lint", "starlette", "uvicorn", "jinja2",
+                             "anyio", "h11")
+#: the modules of the extras that the sqsjobs wheel itself carries (what lib/sqsjobs/scaffold/bundle.py deletes)
+NOT_RUNTIME_SUBPACKAGES = tuple(path for path in NOT_RUNTIME if path.startswith("sqsjobs/"))
 
 def not_runtime_entries(bundle: Path) -> list[str]:
     """What in ``bundle`` belongs to an extra, not to the Lambda runtime (empty for a lean bundle).
@@ -73,22 +83,22 @@ class BundleSize:
 
 
 def bundle_sizes(build: Path = BUILD) -> list[BundleSize]:
-    """Every function directory under ``build`` (one per makefile-built function)."""
+    """Every function (and layer) directory under ``build``; a layer's packages are under its ``python/``."""
     sizes = []
     for function in sorted(p for p in build.iterdir() if p.is_dir()):
+        site = function / "python" if (function / "python").is_dir() else function
         by_top: Counter[str] = Counter()
         files = 0
         archive = io.BytesIO()
         with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as packed:
             for path in sorted(function.rglob("*")):
                 if path.is_file():
-                    relative = path.relative_to(function)
-                    by_top[relative.parts[0]] += path.stat().st_size
+                    by_top[path.relative_to(site).parts[0]] += path.stat().st_size
                     files += 1
-                    packed.write(path, relative.as_posix())
+                    packed.write(path, path.relative_to(function).as_posix())
         sizes.append(BundleSize(function=function.name, unzipped=sum(by_top.values()), zipped=len(archive.getvalue()),
                                 files=files, largest=tuple(by_top.most_common(TOP)),
-                                not_runtime=tuple(not_runtime_entries(function))))
+                                not_runtime=tuple(not_runtime_entries(site))))
     return sizes
 
 
@@ -129,3 +139,81 @@ def bytecode_saving(reps: int, build: Path = BUILD) -> dict[str, Stat]:
                 if rep:  # the first round warms the page cache
                     values[name].append(float(done.stdout.strip().splitlines()[-1]))
     return {name: Stat(tuple(v)) for name, v in values.items()}
+
+
+def scaffold_bundle_sizes() -> list[BundleSize]:
+    """``sqsjobs init shop --with delays,groups,limits`` carrying a wheel of this checkout, built by ``sam build``
+    (the SAM CLI of .venv-sam, python3.12): each function and the layer, as :func:`bundle_sizes` measures them."""
+    from sqsjobs.scaffold import Extra, ProjectOptions, write
+    from sqsjobs.scaffold.source import parse_spec
+
+    with tempfile.TemporaryDirectory(prefix="bench-scaffold-") as scratch:
+        work = Path(scratch)
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(work / "dist"),
+                        str(ROOT)], check=True, capture_output=True, timeout=600)
+        shutil.rmtree(ROOT / "build", ignore_errors=True)  # setuptools' scratch in the checkout
+        (wheel,) = (work / "dist").glob("sqsjobs-*.whl")
+        project = work / "shop"
+        write(project, ProjectOptions(name="shop", extras=frozenset(Extra(e) for e in SCAFFOLD_OPTIONS),
+                                      source=parse_spec(str(wheel))))
+        built = sam("build", "--template", "template.yaml", cwd=project)
+        if built.returncode != 0:
+            raise RuntimeError(f"sam build of the scaffolded project failed:\n{built.stdout[-3000:]}"
+                               f"{built.stderr[-3000:]}")
+        return bundle_sizes(project / ".aws-sam" / "build")
+
+
+def splice(report: str, rows: list[str], section: list[str]) -> str:
+    r"""``report`` (BENCHMARKS.md) with its bundle rows and its "## Lambda bundle" section replaced.
+
+    Example:
+        >>> old = "| a | 1 |\n| Lambda bundle `W`: x | 2 |\n| b | 3 |\n\n## Lambda bundle\n\nold\n\n## Cost\n"
+        >>> print(splice(old, ["| Lambda bundle `W`: y | 4 |"], ["## Lambda bundle", "", "new", ""]))
+        | a | 1 |
+        | Lambda bundle `W`: y | 4 |
+        | b | 3 |
+        <BLANKLINE>
+        ## Lambda bundle
+        <BLANKLINE>
+        new
+        <BLANKLINE>
+        ## Cost
+        <BLANKLINE>
+    """
+    lines = report.splitlines()
+    mine = [i for i, line in enumerate(lines) if line.startswith(_ROW_STARTS)]
+    if not mine or "## Lambda bundle" not in lines:
+        raise ValueError("BENCHMARKS.md has no bundle rows or no '## Lambda bundle' section: run make bench")
+    lines[mine[0]:mine[-1] + 1] = rows
+    start = lines.index("## Lambda bundle")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    lines[start:end] = section
+    return "\n".join(lines) + "\n"
+
+
+#: the summary rows bench.sections.bundle_rows writes (each starts so)
+_ROW_STARTS = ("| Lambda bundle `", "| worker bundle with python3.12", "| `sqsjobs init")
+
+
+def main() -> int:
+    """Measure the bundles' sizes (this repository's .aws-sam/build, a scaffolded project) and rewrite
+    BENCHMARKS.md's. The bytecode figure is a timing, taken by a whole `make bench` on a quiet machine: its row
+    and paragraph stay as that run wrote them."""
+    from bench.sections import bundle_rows, bundle_section
+
+    out = ROOT / "BENCHMARKS.md"
+    report = out.read_text()
+    bundles, scaffold = bundle_sizes(), scaffold_bundle_sizes()
+    kept_row = [line for line in report.splitlines() if line.startswith(_ROW_STARTS[1])]
+    section = bundle_section(bundles, {}, scaffold)
+    paragraph = report.split("\nBytecode: ", 1)[1].split("\n\n", 1)[0] if "\nBytecode: " in report else ""
+    if paragraph:
+        at = section.index("### A project made by `sqsjobs init`")
+        section[at:at] = [f"Bytecode: {paragraph}", ""]
+    out.write_text(splice(report, bundle_rows(bundles, {}, scaffold) + kept_row, section))
+    print(f"wrote the bundle rows and section of {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -59,7 +59,7 @@ FIRST_CALL = ROOT / "bench" / "cold" / "first_call.py"
 COLD_TARGETS = {"sqsjobs": ("worker", ROOT / "handlers"), "powertools": ("pt_worker", ROOT / "bench" / "cold")}
 SENDER = "billing@example.com"
 #: the runs of each round: "sqsjobs" is the worker as its bundle ships it (botocore's data trimmed to its
-#: services, infra/bundle/trim_botocore_data.py), the two others what each init change is worth
+#: services, lib/sqsjobs/scaffold/bundle.py), the two others what each init change is worth
 SQSJOBS_UNTRIMMED = "sqsjobs, botocore's full data"
 SQSJOBS_GC_RUNNING = "sqsjobs, full data, GC not paused (before)"
 VARIANTS = ("sqsjobs", SQSJOBS_UNTRIMMED, SQSJOBS_GC_RUNNING, "powertools")
@@ -94,17 +94,14 @@ class FirstInvocation:
 
 def trimmed_botocore(into: Path) -> Path:
     """A copy of this environment's botocore under ``into``, its data trimmed as the bundle's (returns ``into``)."""
-    import importlib.util
     import shutil
 
     import botocore
 
+    from sqsjobs.scaffold import bundle
+
     shutil.copytree(Path(botocore.__file__).parent, into / "botocore", ignore=shutil.ignore_patterns("__pycache__"))
-    spec = importlib.util.spec_from_file_location("trim", ROOT / "infra" / "bundle" / "trim_botocore_data.py")
-    assert spec is not None and spec.loader is not None
-    trim = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(trim)
-    trim.trim(into / "botocore" / "data", trim.kept_services())
+    bundle.trim(into / "botocore" / "data", bundle.kept_services(ROOT / "infra" / "bundle" / "botocore-services.txt"))
     return into
 
 

@@ -26,7 +26,7 @@ def build(config: dict[str, Any], job: Job) -> Any:
     if config["framework"] == "sqsjobs":
         from sqsjobs._clients import dynamodb_client, sqs_client
 
-        # The runtime's own clients, as in Lambda (the one session, the endpoint memo).
+        # The runtime's own clients, as in Lambda (the one session, no parameter validation on DynamoDB).
         handler, _ = sqsjobs_handler(sqs=sqs_client(endpoint_url=endpoint), dynamodb=dynamodb_client(
             endpoint_url=endpoint), queue_url=config["queue"], dlq_url=config["dlq"], table=config["table"], job=job)
         return handler

@@ -41,6 +41,8 @@ class Results:
     cold: dict[str, Stat] = field(default_factory=dict)
     first: FirstInvocation | None = None
     bundles: list[BundleSize] = field(default_factory=list)
+    #: a project made by `sqsjobs init` (bench.bundle.SCAFFOLD_OPTIONS), built by sam build: functions and layer
+    scaffold_bundles: list[BundleSize] = field(default_factory=list)
     bytecode: dict[str, Stat] = field(default_factory=dict)
     local: dict[str, Stat] | None = None
     local_sizes: tuple[int, int] = (300, 40)
@@ -171,7 +173,7 @@ def render(r: Results) -> str:
     add(f"| cold start, import only: import of the handler, ms (`-X importtime`) | "
         f"{r.cold['sqsjobs'].render('{:.0f}')} | {r.cold['powertools'].render('{:.0f}')} | {cold_ratio:.2f}x | "
         f"≤ 0.8x | {_verdict(cold_ratio <= 0.8)}: not the cost of a cold start (the row above is) |")
-    lines.extend(bundle_rows(r.bundles, r.bytecode))
+    lines.extend(bundle_rows(r.bundles, r.bytecode, r.scaffold_bundles))
     inputs = cost_inputs(r)
     lines.extend(cost_rows(inputs))
     if r.metering is not None:
@@ -208,8 +210,8 @@ def render(r: Results) -> str:
         add(f"serialization, endpoint resolution, event hooks) is {floor.median:.0f} µs per message here, "
             f"{floor.median / r.cpu['powertools'].median:.0%} of Powertools' total. sqsjobs' own clients "
             "(`sqsjobs._clients`)")
-        add("skip parameter validation on DynamoDB and resolve each operation's endpoint once "
-            "(`sqsjobs._endpoint_memo`);")
+        add("skip parameter validation on DynamoDB (botocore's public `Config`; endpoints are resolved by botocore "
+            "on every call);")
         add("its statements: each rendered once per shape and bound per call, an UPDATE's values and an INSERT's "
             f"item serialized as the pynamodb model does without a model per message ({pyn.median if pyn else 0:.0f} "
             "µs a message); its EMF lines are")
@@ -264,7 +266,7 @@ def render(r: Results) -> str:
     add("still bills) is 1 WCU.")
     add("")
     lines.extend(first_invocation_section(first))
-    lines.extend(bundle_section(r.bundles, r.bytecode))
+    lines.extend(bundle_section(r.bundles, r.bytecode, r.scaffold_bundles))
     lines.extend(cost_section(inputs, r))
     lines.extend(r.capacity)
     if r.groups is not None:

@@ -10,6 +10,7 @@ import statistics
 from typing import TYPE_CHECKING
 
 from bench import cost
+from bench.bundle import SCAFFOLD_OPTIONS
 from bench.figures import BATCH, FRAMEWORKS
 from bench.support import Stat
 
@@ -29,7 +30,7 @@ def _verdict(ok: bool) -> str:
 
 
 def _mb(size: int) -> str:
-    return f"{size / 1e6:.1f} MB"
+    return f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size / 1e3:.1f} kB"
 
 
 # ---------------------------------------------------------------- first invocation
@@ -84,7 +85,7 @@ def first_invocation_section(first: FirstInvocation) -> list[str]:
         "fast one.",
         "",
         "- **sqsjobs**: as the Lambda bundle ships it: a copy of botocore whose data holds only the bundle's",
-        "  services (infra/bundle/trim_botocore_data.py) comes first on the path;",
+        "  services (lib/sqsjobs/scaffold/bundle.py) comes first on the path;",
         "- **sqsjobs, botocore's full data**: the same worker on this environment's botocore;",
         "- **sqsjobs, full data, GC not paused (before)**: and its first clients built with the cyclic garbage",
         "  collector running (`SQSJOBS_BENCH_NO_GC_PAUSE=1`: the state before `sqsjobs._clients` paused it);",
@@ -136,13 +137,32 @@ def first_invocation_section(first: FirstInvocation) -> list[str]:
 
 
 # ---------------------------------------------------------------- bundle
-def bundle_rows(bundles: list[BundleSize], bytecode: dict[str, Stat]) -> list[str]:
-    """Summary rows: every function's unzipped size (no extras inside), and what the bytecode saves."""
+#: what a function of a scaffolded project may take zipped, with its layer (issue 30)
+SCAFFOLD_MAX_ZIPPED = 8 * 1024 * 1024
+#: the layer every function of a scaffolded project runs sqsjobs from
+SCAFFOLD_LAYER = "SqsjobsLayer"
+
+
+def bundle_rows(bundles: list[BundleSize], bytecode: dict[str, Stat],
+                scaffold: list[BundleSize] | None = None) -> list[str]:
+    """Summary rows: every function's unzipped size (no extras inside), what the bytecode saves, and each function
+    of a scaffolded project with its layer."""
     rows = []
     for b in bundles:
         inside = ", ".join(b.not_runtime) or "no CLI, local cloud, moto, cfn-lint or samtranslator inside"
         rows.append(f"| Lambda bundle `{b.function}`: unzipped (zipped) | {_mb(b.unzipped)} ({_mb(b.zipped)}) | | | "
                     f"only what Lambda runs | {_verdict(not b.not_runtime)}: {inside} |")
+    layer = next((b for b in scaffold or [] if b.function == SCAFFOLD_LAYER), None)
+    for b in scaffold or []:
+        if layer is None or b is layer:
+            continue
+        zipped = b.zipped + layer.zipped
+        clean = not b.not_runtime and not layer.not_runtime
+        inside = ", ".join(b.not_runtime + layer.not_runtime) or "no tool inside"
+        rows.append(f"| `sqsjobs init --with {','.join(SCAFFOLD_OPTIONS)}` `{b.function}` + `{SCAFFOLD_LAYER}`: "
+                    f"zipped (unzipped) | {_mb(zipped)} ({_mb(b.unzipped + layer.unzipped)}) | | | ≤ 8.4 MB "
+                    f"(8 MiB), only what Lambda runs | {_verdict(zipped <= SCAFFOLD_MAX_ZIPPED and clean)}: "
+                    f"{inside} |")
     if bytecode:
         saved = bytecode["source only"].median - bytecode["with .pyc"].median
         rows.append(f"| worker bundle with python3.12: import + the first batch's set-up, ms, with the bundle's .pyc "
@@ -151,8 +171,9 @@ def bundle_rows(bundles: list[BundleSize], bytecode: dict[str, Stat]) -> list[st
     return rows
 
 
-def bundle_section(bundles: list[BundleSize], bytecode: dict[str, Stat]) -> list[str]:
-    """Each function's bundle, its largest parts, and the bytecode measurement."""
+def bundle_section(bundles: list[BundleSize], bytecode: dict[str, Stat],
+                   scaffold: list[BundleSize] | None = None) -> list[str]:
+    """Each function's bundle, its largest parts, the bytecode measurement, and a scaffolded project's build."""
     lines = [
         "## Lambda bundle",
         "",
@@ -183,6 +204,24 @@ def bundle_section(bundles: list[BundleSize], bytecode: dict[str, Stat]) -> list
             f"{bytecode['source only'].render('{:.0f}')} ms.",
             "",
         ]
+    if scaffold:
+        lines += [
+            "### A project made by `sqsjobs init`",
+            "",
+            f"What a user deploys: `sqsjobs init shop --with {','.join(SCAFFOLD_OPTIONS)}` carrying a wheel of this",
+            "checkout, built by `sam build` (bench/bundle.py). Every function runs sqsjobs from one layer,",
+            f"`{SCAFFOLD_LAYER}`, built by the project's `layer/Makefile` with the same script as the bundles",
+            "above (lib/sqsjobs/scaffold/bundle.py); a function holds only the project's `handlers/`",
+            "(docs/deploy.md, \"The bundle and cold starts\"). The summary rows add each function to the layer:",
+            "what a cold start unpacks.",
+            "",
+            "| artifact | unzipped | zipped | files | largest parts |",
+            "|---|---|---|---|---|",
+        ]
+        for b in scaffold:
+            parts = ", ".join(f"{name} {_mb(size)}" for name, size in b.largest)
+            lines.append(f"| {b.function} | {_mb(b.unzipped)} | {_mb(b.zipped)} | {b.files} | {parts} |")
+        lines.append("")
     return lines
 
 

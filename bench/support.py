@@ -240,3 +240,28 @@ def python312() -> str:
     if on_path is None:
         raise RuntimeError("python3.12 (the functions' runtime) is needed: install it with pyenv or on PATH")
     return on_path
+
+
+#: the SAM CLI's own environment (make .venv-sam/.installed), and its settings directory (no update check)
+SAM = Path(__file__).resolve().parent.parent / ".venv-sam" / "bin" / "sam"
+SAM_APP_DIR = SAM.parent.parent / "app-dir"
+
+
+def sam_environment(**extra: str) -> dict[str, str]:
+    """The Makefile's SAM_ENV: no telemetry, no update check, dummy credentials, one region, python3.12 first."""
+    if not SAM.exists():
+        raise AssertionError(f"{SAM} is missing: run `make .venv-sam/.installed .venv-sam/app-dir/metadata.json` "
+                             "(make test builds it first)")
+    env = dict(os.environ)
+    env.update(SAM_CLI_TELEMETRY="0", __SAM_CLI_APP_DIR=str(SAM_APP_DIR), AWS_DEFAULT_REGION="us-east-1",
+               AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_EC2_METADATA_DISABLED="true")
+    env.pop("AWS_SESSION_TOKEN", None)
+    env["PATH"] = f"{Path(python312()).parent}{os.pathsep}{env['PATH']}"
+    env.update(extra)
+    return env
+
+
+def sam(*args: str, cwd: Path, timeout: float = 900, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    """Run ``sam ARGS`` in ``cwd``; the result (output captured)."""
+    return subprocess.run([str(SAM), *args], cwd=cwd, env=sam_environment(**extra_env), capture_output=True,
+                          text=True, timeout=timeout, check=False)

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from sqsjobs._errors import ConsoleError
+from sqsjobs import ConsoleError
 from sqsjobs.console.config import DEFAULT_PORT, ConsoleConfig
 from sqsjobs.console.server import ConsoleServer
 from sqsjobs.console.sources import Sources

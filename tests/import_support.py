@@ -4,7 +4,8 @@ One node per module, one edge per ``import`` or ``from ... import`` anywhere in
 it, function bodies included. Relative imports are resolved against the
 module's package, and ``from pkg import name`` is an edge to ``pkg.name`` when
 that is a submodule (otherwise to ``pkg``). Imports under ``if TYPE_CHECKING:``
-never run, so they are not edges. Importing a submodule runs its parent
+never run, so they are not edges, unless ``type_checking=True`` asks for what a
+module names at all (tests/unit/test_tool_imports.py). Importing a submodule runs its parent
 packages' ``__init__`` too; those implicit edges are left out, as every checker
 does, since a package's ``__init__`` importing its own children is no cycle.
 tests/unit/test_import_cycles.py and tests/unit/test_handler_imports.py read it.
@@ -39,10 +40,12 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     return skipped
 
 
-def imports_of(name: str, path: Path, package: bool, known: set[str] | dict[str, object]) -> set[str]:
-    """The modules of ``known`` that module ``name`` (at ``path``) imports when it runs, anywhere in its body."""
+def imports_of(name: str, path: Path, package: bool, known: set[str] | dict[str, object], *,
+               type_checking: bool = False) -> set[str]:
+    """The modules of ``known`` that module ``name`` (at ``path``) imports when it runs, anywhere in its body
+    (and, with ``type_checking``, for the type checker)."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    skipped = _type_checking_only(tree)
+    skipped = set() if type_checking else _type_checking_only(tree)
     here = name if package else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -66,10 +69,11 @@ def imports_of(name: str, path: Path, package: bool, known: set[str] | dict[str,
     return found
 
 
-def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
-    """Module → the modules it imports at run time."""
+def import_graph(root: Path = ROOT, *, type_checking: bool = False) -> dict[str, set[str]]:
+    """Module → the modules it imports at run time (and, with ``type_checking``, under ``TYPE_CHECKING``)."""
     found = modules(root)
-    return {name: imports_of(name, path, package, set(found)) for name, (path, package) in found.items()}
+    return {name: imports_of(name, path, package, set(found), type_checking=type_checking)
+            for name, (path, package) in found.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

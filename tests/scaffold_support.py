@@ -81,3 +81,90 @@ def run_pytest(project: Path, *args: str, timeout: float = 600,
     env["SQSJOBS_LOCAL_STATE"] = str(project / ".local-cloud.json")
     return subprocess.run([python, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args], cwd=project,
                           env=env, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+# ---------------------------------------------------------------- no path of this machine, and lean builds
+#: a ``file:`` URL, or a Windows drive path: never portable
+_LOCAL_URL = re.compile(r"\bfile:/\S*|\b[A-Za-z]:\\\S+")
+#: an absolute POSIX path: ``/`` then a name, not inside a word, a URL (``https://...``) or an ARN (``arn:...:/x``)
+_ABSOLUTE = re.compile(r"(?<![\w.:/~$}-])/(?P<top>[A-Za-z0-9_.-]+)(?:/[^\s'\"`),;\]]*)?")
+#: Lambda's own directories, which a project may name: /var/task (the function), /opt (layers)
+LAMBDA_PATHS = ("/var/task", "/opt")
+
+
+def machine_paths(text: str, roots: tuple[str, ...] = ()) -> list[str]:
+    """The paths of this machine named in ``text``: ``file:`` URLs, drive paths, any of ``roots``, and absolute
+    paths whose first directory exists here (``/work/...``, ``/home/...``; not ``/aws/lambda/...``)."""
+    found = _LOCAL_URL.findall(text)
+    found += [root for root in roots if root and root in text]
+    for match in _ABSOLUTE.finditer(text):
+        path = match.group(0)
+        lambdas = any(path == own or path.startswith(f"{own}/") for own in LAMBDA_PATHS)
+        if Path("/", match.group("top")).is_dir() and not lambdas:
+            found.append(path)
+    return found
+
+
+#: what a project's own tools write into it, not init: skipped by project_machine_paths
+NOT_WRITTEN = frozenset({".aws-sam", ".venv", "__pycache__", ".pytest_cache"})
+
+
+def project_machine_paths(project: Path, roots: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """Every file of ``project`` (a vendored wheel's members too) that names a path of this machine, with them."""
+    import zipfile
+
+    found: dict[str, list[str]] = {}
+    for path in sorted(p for p in project.rglob("*") if p.is_file()):
+        relative = path.relative_to(project).as_posix()
+        if set(path.relative_to(project).parts) & NOT_WRITTEN:
+            continue
+        if path.suffix == ".whl":  # sqsjobs' own code: its examples name paths, but none of these roots
+            with zipfile.ZipFile(path) as wheel:
+                for name in wheel.namelist():
+                    text = wheel.read(name).decode("utf-8", "replace")
+                    if named := [root for root in roots if root and root in text]:
+                        found[f"{relative}!{name}"] = named
+        elif named := machine_paths(path.read_bytes().decode("utf-8", "replace"), roots):
+            found[relative] = named
+    return found
+
+
+def this_machine() -> tuple[str, ...]:
+    """Paths that would betray where a project was made or built: this checkout, its venv, the python3.12 that
+    builds the layer (the home directory itself is too short a string: "/root" is in minified JavaScript)."""
+    from tool_support import python312_bin
+
+    return (str(ROOT), sys.prefix, str(Path(python312_bin()).parent))
+
+
+#: the most a function and its layer may take zipped (issue 30's done-when)
+MAX_ZIPPED = 8 * 1024 * 1024
+LAYER = "SqsjobsLayer"
+
+
+def lean_build(build: Path, roots: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    """Check ``sam build``'s output of a project (``.aws-sam/build``); each artifact's (unzipped, zipped) bytes.
+
+    Each function holds only its handlers (no tool, no package: those are the layer's); the layer holds the
+    runtime only; a function with its layer is at most :data:`MAX_ZIPPED` zipped; no file names any of
+    ``roots`` or the scratch directories sam and pip build in.
+    """
+    from bench.bundle import bundle_sizes, not_runtime_entries
+
+    sizes = {b.function: b for b in bundle_sizes(build)}
+    assert LAYER in sizes, f"no {LAYER} in {sorted(sizes)}"
+    layer = sizes.pop(LAYER)
+    assert not_runtime_entries(build / LAYER / "python") == []
+    assert {"sqsjobs", "botocore", "boto3", "aws_lambda_powertools", "pynamodb"} <= {
+        p.name for p in (build / LAYER / "python").iterdir()}
+    for function, size in sizes.items():
+        files = {p.relative_to(build / function).as_posix() for p in (build / function).rglob("*") if p.is_file()}
+        assert all(name.endswith((".py", "requirements.txt")) and "/" not in name for name in files), (function, files)
+        assert size.zipped + layer.zipped <= MAX_ZIPPED, (function, size.zipped, layer.zipped)
+    # sam's scratch copies (tempfile's /tmp/tmpXXXXXXXX), pip's build directories, bundle.py's own scratch
+    scratch = re.compile(rb"/tmp/tmp[a-z0-9_]{8}/|/tmp/pip-|sqsjobs-bundle-")
+    for path in (p for p in build.rglob("*") if p.is_file()):
+        content = path.read_bytes()
+        named = [root for root in roots if root.encode() in content] + scratch.findall(content)
+        assert not named, f"{path} names {named}"
+    return {name: (b.unzipped, b.zipped) for name, b in {**sizes, LAYER: layer}.items()}

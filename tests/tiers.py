@@ -44,7 +44,6 @@ PATH_COSTS: dict[str, tuple[Cost, ...]] = {
     "integration/test_redrive_local_cloud.py": (Cost.MOTO, Cost.LOCAL_CLOUD),
     "scaffold": (Cost.SAM, Cost.SLOW),
     "scaffold/test_init_projects.py": (Cost.SAM, Cost.SLOW, Cost.MOTO, Cost.LOCAL_CLOUD),  # `sqsjobs local up`
-    "unit/test_endpoint_memo.py": (Cost.SLOW,),  # botocore's models for each service; matters when botocore moves
     "unit/test_extras.py": (Cost.SLOW,),  # a child interpreter per extra
     "unit/test_limiter_contention.py": (Cost.SLOW,),  # hypothesis over crowds of invocations
 }

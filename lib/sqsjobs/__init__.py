@@ -9,31 +9,26 @@ Example:
 
 from sqsjobs._app import JobApp
 from sqsjobs._backoff import BackoffPolicy
+from sqsjobs._errors import HOMES as _HOMES
 from sqsjobs._errors import (
     BatchItemsFailed,
     ChainError,
-    CheckUnavailable,
     ConfigurationError,
-    ConsoleError,
     EnqueueError,
     GroupError,
     InvalidArgumentsError,
     InvalidDelayError,
     InvalidEventError,
     JobError,
-    LocalCloudError,
     MalformedMessageError,
     MessageTooLargeError,
-    MoveTaskError,
     PeriodBusyError,
     PermanentError,
     QueueNotFoundError,
-    RedriveError,
     ReservedAttributeError,
     RetryableError,
     ScheduleError,
     SqsJobsError,
-    StatusError,
     StoreError,
     TimeLimitExceeded,
     TransactionError,
@@ -120,9 +115,33 @@ __version__ = "0.1.0"
 
 # A traceback names an error where users import it from (``sqsjobs.GroupError``, not the private module that
 # defines it), as httpx's ``__init__`` does. Only the errors: other classes keep their module, where their
-# docstring examples are collected.
+# docstring examples are collected. The errors defined elsewhere (``_errors.HOMES``) are named so where they
+# are defined.
 for _name in __all__:
-    _value = globals()[_name]
+    _value = globals().get(_name)
     if isinstance(_value, type) and issubclass(_value, Exception):
         _value.__module__ = "sqsjobs"
 del _name, _value
+
+
+def __getattr__(name: str) -> type[SqsJobsError]:
+    """An error of the operator's side or a tool (``sqsjobs._errors.HOMES``), imported from its home on first use.
+
+    So ``import sqsjobs`` loads no tool, yet ``sqsjobs.ConsoleError`` is the class the console raises.
+
+    Example:
+        >>> import sqsjobs
+        >>> sqsjobs.StatusError.__name__, issubclass(sqsjobs.StatusError, sqsjobs.SqsJobsError)
+        ('StatusError', True)
+    """
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'sqsjobs' has no attribute {name!r}")
+    from importlib import import_module
+
+    try:
+        module = import_module(home)
+    except ImportError as missing:  # the Lambda bundle leaves the tools out
+        raise AttributeError(f"sqsjobs.{name} is defined in {home}, which this installation leaves out") from missing
+    error: type[SqsJobsError] = getattr(module, name)
+    return error

@@ -4,9 +4,10 @@ It holds three things: its ``runtime`` (``_runtime.py``: the settings, the
 clock, the clients, the store, the consumer, everything else it works with,
 each built once from ``Settings`` and what was injected), the registry of its
 jobs, schedules and limiters (in the runtime), and the calls users make.
-Building an app and declaring jobs never creates an AWS client or calls AWS
-(a cold start stays cheap); clients are created on first use, once per process,
-unless they were injected.
+Building an app and declaring jobs never creates an AWS client, calls AWS or
+reads the environment (a cold start stays cheap, and a test's fixture decides
+the settings); settings and clients are resolved on first use, and again when
+the environment changed (``_runtime.py``), unless they were given.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sqsjobs._errors import ConfigurationError
 from sqsjobs._job import Job
 from sqsjobs._job_options import declare_options
 from sqsjobs._runtime import Parts, Registry, Runtime
-from sqsjobs._settings import Settings
+from sqsjobs._settings import Settings, SettingsSource
 from sqsjobs.enqueue._message import DEFAULT_QUEUE
 from sqsjobs.flow._limits import ConcurrencyLimit, RateLimit
 
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from sqsjobs.enqueue._message import JobMessage
     from sqsjobs.enqueue._producer import EnqueueReport
     from sqsjobs.store._lease import LeaseStore
-    from sqsjobs.testing.tester import JobTester
     from sqsjobs.worker._delivery import BatchResult
     from sqsjobs.worker._job_records import JobStatus
     from sqsjobs.workflows._chains import Chain, ChainStatus
@@ -96,11 +96,10 @@ class JobApp:
             raise ConfigurationError(f"two default queues: queue_url={queue_url!r} and queues['default']={default!r}")
         if settings is not None and (overrides or environ is not None or queues):
             raise ConfigurationError("JobApp(settings=...) takes the settings whole: pass no other setting with it")
-        if settings is None:
-            overrides["queue_url"] = queue_url or default
-            settings = Settings.from_env(environ, queues=named or None, **overrides)
+        overrides.update(queue_url=queue_url or default, queues=named or None)
+        source = SettingsSource(fixed=settings, environ=environ, overrides={} if settings else overrides)
         self.runtime = Runtime(Parts(
-            settings=settings, clock=clock, random=random if random is not None else _random.Random(), sleep=sleep,
+            settings=source, clock=clock, random=random if random is not None else _random.Random(), sleep=sleep,
             emit_metrics=emit_metrics, sqs_client=sqs_client, dynamodb_client=dynamodb_client,
             scheduler_client=scheduler_client, store=store, logger=logger), Registry())
 
@@ -145,7 +144,9 @@ class JobApp:
             >>> sync_account.options.max_attempts
             3
         """
-        declared = declare_options(name, self.settings, self.runtime.registry.limiters, chunked=chunked, **options)
+        source = self.runtime.parts.settings  # what the code says; the environment's part is checked on first use
+        declared = declare_options(name, source.declared, self.runtime.registry.limiters, chunked=chunked,
+                                   final=source.final, **options)
 
         def register(fn: Callable[P, R]) -> Job[P, R]:
             if name in self.jobs:
@@ -296,13 +297,13 @@ class JobApp:
             ...     report.sent, report.calls
             (25, 3)
         """
+        from sqsjobs.enqueue._debounce import dedupe_many
         from sqsjobs.enqueue._progress import progress_bar
 
-        batch = list(messages)
-        with progress_bar(len(batch), "enqueueing", show=progress) as advance:
-            from sqsjobs.enqueue._debounce import dedupe_many
-
-            return dedupe_many(self.runtime, batch, lambda kept: self.runtime.send_many(kept, on_progress=advance))
+        with self.runtime.pinned():  # one configuration (and one look at the environment) for all of them
+            batch = list(messages)
+            with progress_bar(len(batch), "enqueueing", show=progress) as advance:
+                return dedupe_many(self.runtime, batch, lambda kept: self.runtime.send_many(kept, on_progress=advance))
 
     def transaction(self, *, client: DynamoDBClient | None = None, outbox_table: str | None = None) -> Transaction:
         """Business writes and job enqueues in one DynamoDB transaction (the outbox).
@@ -374,10 +375,10 @@ class JobApp:
         from sqsjobs.worker._budget import invocation
         from sqsjobs.worker._outcome_log import log_outcomes
 
-        # Jobs read their time budget (sqsjobs.worker._budget.time_left) from this context.
-        with invocation(context, margin=self.settings.deadline_margin):
+        # One configuration for the batch; jobs read their time budget (worker/_budget.time_left) from this context.
+        with self.runtime.pinned(), invocation(context, margin=self.settings.deadline_margin):
             result: BatchResult = self.runtime.consumer.run(event, context)
-        log_outcomes(self.runtime.logger, result)
+            log_outcomes(self.runtime.logger, result)
         return result
 
     def fire_schedule(self, event: Any, context: Any = None) -> dict[str, Any]:
@@ -387,7 +388,8 @@ class JobApp:
             >>> def handler(event, context):  # handlers/scheduler.py
             ...     return app.fire_schedule(event, context)
         """
-        return self.runtime.scheduler.handle(event, context)
+        with self.runtime.pinned():
+            return self.runtime.scheduler.handle(event, context)
 
     # ------------------------------------------------------------ lifecycle (docs/jobs.md "Job lifecycle")
     def status(self, key: str) -> JobStatus | None:
@@ -513,10 +515,11 @@ class JobApp:
 
         return Block(self.runtime, block(), "app.use(...)")  # outside `with`: an error, not a no-op (_with_block)
 
-    def testing(self, **options: Any) -> AbstractContextManager[JobTester]:
+    def testing(self, **options: Any) -> AbstractContextManager[Any]:
         """Run this app's jobs in-process for a test: an in-memory store, a recording fake SQS, a manual clock.
 
-        Everything is put back afterwards. ``options`` are those of ``sqsjobs.testing.use``.
+        Everything is put back afterwards. This runs ``sqsjobs.testing.use`` (its ``options``; it yields a
+        ``JobTester``, typed when called as ``use(app)``), found through the package's entry points.
 
         Example:
             >>> app = JobApp()
@@ -528,7 +531,7 @@ class JobApp:
             'fake-000001'
             (['succeeded'], 'greet:7')
         """
+        from sqsjobs._harness import harness
         from sqsjobs._with_block import Block
-        from sqsjobs.testing.tester import use
 
-        return Block(self.runtime, use(self, **options), "app.testing()")  # outside `with`: an error (_with_block)
+        return Block(self.runtime, harness("testing")(self, **options), "app.testing()")  # outside `with`: an error

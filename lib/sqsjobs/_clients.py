@@ -5,6 +5,8 @@ runtime (``JobApp``'s SQS, DynamoDB and Scheduler clients), the operator tools
 (``operator_client``: the CLI, the console, the redrive function) and the local
 cloud (sqsjobs/local/aws.py, which only adds its endpoint and fake
 credentials) make their clients here, and jobs should too (``client("ses")``).
+It uses botocore's public API only (tests/unit/test_public_botocore.py), so
+any botocore from 1.36 on serves it.
 
 Why it matters on a cold start (figures in BENCHMARKS.md, "first invocation"):
 
@@ -16,21 +18,29 @@ Why it matters on a cold start (figures in BENCHMARKS.md, "first invocation"):
   also imports s3transfer and multiprocessing, which no batch uses;
 - **no directory scan**: botocore checks that a service exists by listing
   every service directory it ships (about 400 of them, twice per first client).
-  ``ServiceLoader`` checks the one directory asked for and lists the rest only
-  if someone reads the whole list;
+  ``ServiceLoader`` (a ``botocore.loaders.Loader``, registered as the session's
+  ``data_loader`` component, both public) checks the one directory asked for
+  and lists the rest only if someone reads the whole list. Measured (CPU of
+  the session and the DynamoDB, SQS and SES clients, fresh processes): about
+  25 ms saved with botocore's full data, nothing with the bundle's trimmed data
+  (infra/bundle/trim_botocore_data.py), which has few directories to list;
 - **no garbage collection while a model loads**: parsing a service model
   allocates tens of thousands of containers, which trip Python's cyclic
-  collector dozens of times (40-50 ms of a cold start, measured in bench/).
+  collector dozens of times (about 50 ms of CPU of the same three clients).
   The first client of each service is built with the collector off, then
   what it loaded is moved out of the collector's reach (``gc.freeze``: the
   models live as long as the process anyway) and the collector is put back
-  as it was. Raising the threshold instead only moves the cost to the first
-  collection afterwards;
-- **endpoints resolved once**: the runtime's own clients answer each
-  operation's endpoint from a memo (sqsjobs._endpoint_memo).
+  as it was.
 
-Nothing is created at import; the session is made on first use, under a lock
-(clients are thread-safe, building them from one session is not).
+The session follows the environment: it is made on first use, under a lock
+(clients are thread-safe, building them from one session is not), and made
+again when a variable that configures botocore (``AWS_*``: the endpoint, the
+region, the profile, the credentials; ``sqsjobs._environment``) changed since,
+because a session keeps the credentials and the configuration files it read
+first. In Lambda they never change; a test fixture that sets them gets
+clients built for its values. A session made after moto is imported also
+carries moto's in-process mock (moto adds it to the handlers every new
+session registers), as any boto3 user's does.
 
 The DynamoDB client skips botocore's parameter validation, as pynamodb's own
 client does: every request the guard sends is built by the pynamodb model and
@@ -52,11 +62,11 @@ from botocore.config import Config
 from botocore.exceptions import DataNotFoundError
 from botocore.loaders import Loader
 
+from sqsjobs._environment import AWS, environment_key
 from sqsjobs._errors import ConfigurationError
 from sqsjobs._settings import ENV_AWS_DEFAULT_REGION, ENV_AWS_ENDPOINT_URL, ENV_AWS_PROFILE, ENV_AWS_REGION
 
 if TYPE_CHECKING:
-    from botocore.config import _RetryDict
     from botocore.session import Session
     from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -66,7 +76,7 @@ if TYPE_CHECKING:
 #: enough connections for a batch's concurrent claims (at most 10 records)
 POOL_CONNECTIONS = 10
 #: botocore's standard retry mode (3 attempts, throttling and transient errors, with backoff)
-RETRIES: _RetryDict = {"mode": "standard"}
+RETRY_MODE: Final = "standard"
 #: what a client on a loopback endpoint (the local cloud) signs with: it accepts any signature
 LOCAL_CREDENTIALS: Final = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 #: the region of a local-cloud client when none is configured
@@ -77,44 +87,29 @@ NO_REGION = (f"no AWS region is set: export {ENV_AWS_REGION} (or {ENV_AWS_DEFAUL
              "region, or pass --region")
 
 _lock = threading.Lock()
-_session: Session | None = None
-#: how many of botocore's BUILTIN_HANDLERS the session has registered
-_builtin_handlers = 0
+#: the session, and the key of the environment it was made in (``sqsjobs._environment``)
+_session: tuple[int, Session] | None = None
 #: services whose model this process has loaded (their first client was built with the collector off)
 _loaded: set[str] = set()
 
 
 def session() -> Session:
-    """The process's botocore session, made on first use (credentials and region as boto3 finds them).
+    """The process's botocore session: made on first use, and again when the ``AWS_*`` environment changed.
 
     Example:
         >>> session() is session()
         True
     """
-    global _session, _builtin_handlers
-    from botocore import handlers
-
+    global _session
+    key = environment_key(prefixes=AWS)
     with _lock:
-        if _session is None:
+        if _session is None or _session[0] != key:
             from botocore.session import Session
 
             made = Session()
             made.register_component("data_loader", ServiceLoader.for_session(made))
-            _session, _builtin_handlers = made, len(handlers.BUILTIN_HANDLERS)
-        elif _builtin_handlers < len(handlers.BUILTIN_HANDLERS):
-            # Added after the session was made (moto adds its request stubber when it is imported): a session
-            # made now would have them, so this one registers them too. Only the new ones: no handler twice.
-            events = _session.get_component("event_emitter")
-            for spec in handlers.BUILTIN_HANDLERS[_builtin_handlers:]:
-                event_name, handler, *placement = spec
-                if placement and placement[0] is handlers.REGISTER_FIRST:
-                    events.register_first(event_name, handler)
-                elif placement and placement[0] is handlers.REGISTER_LAST:
-                    events.register_last(event_name, handler)
-                else:
-                    events.register(event_name, handler)
-            _builtin_handlers = len(handlers.BUILTIN_HANDLERS)
-        return _session
+            _session = (key, made)
+        return _session[1]
 
 
 def resolve_region(explicit: str | None = None, environ: Mapping[str, str] | None = None,
@@ -147,30 +142,24 @@ def resolve_region(explicit: str | None = None, environ: Mapping[str, str] | Non
     return str(region)
 
 
-def client(service_name: str, *, memoize_endpoints: bool = False, **kwargs: Any) -> Any:
+def client(service_name: str, **kwargs: Any) -> Any:
     """A client of ``service_name`` from the shared session; ``kwargs`` as for ``boto3.client``.
 
     Jobs should make their clients here (once, e.g. behind ``functools.cache``):
-    they then cost a model read, not a second session. ``memoize_endpoints``
-    puts the endpoint memo on it (the runtime's own clients; see
-    sqsjobs._endpoint_memo for what a memo hit skips).
+    they then cost a model read, not a second session. The region is
+    ``resolve_region``'s; botocore's standard retries apply unless ``config`` says otherwise.
 
     Example:
         >>> client("ses", region_name="eu-west-1").meta.region_name
         'eu-west-1'
     """
     with _collector_paused_for_first(service_name):
-        config = Config(retries=RETRIES)
+        config = Config(retries={"mode": RETRY_MODE})
         if kwargs.get("config") is not None:
             config = config.merge(kwargs.pop("config"))
         kwargs.pop("config", None)
         kwargs["region_name"] = resolve_region(kwargs.get("region_name"))
-        made = session().create_client(service_name, config=config, **kwargs)
-        if memoize_endpoints:
-            from sqsjobs._endpoint_memo import install
-
-            install(made)
-    return made
+        return session().create_client(service_name, config=config, **kwargs)
 
 
 @contextlib.contextmanager
@@ -200,7 +189,7 @@ def _collector_paused_for_first(service_name: str) -> Iterator[None]:
 
 
 def dynamodb_client(**kwargs: Any) -> DynamoDBClient:
-    """A DynamoDB client for the guard: no parameter validation, a pool for 10 concurrent calls, endpoints memoized.
+    """A DynamoDB client for the guard: no parameter validation, and a pool for 10 concurrent calls.
 
     Example (a value of the wrong type reaches the wire unchecked; a default client refuses it):
         >>> from botocore.stub import Stubber
@@ -213,18 +202,18 @@ def dynamodb_client(**kwargs: Any) -> DynamoDBClient:
         10
     """
     config = Config(parameter_validation=False, max_pool_connections=POOL_CONNECTIONS)
-    made: DynamoDBClient = client("dynamodb", config=config, memoize_endpoints=True, **kwargs)
+    made: DynamoDBClient = client("dynamodb", config=config, **kwargs)
     return made
 
 
 def sqs_client(**kwargs: Any) -> SQSClient:
-    """An SQS client (botocore's defaults, standard retries, endpoints memoized).
+    """An SQS client (botocore's defaults, standard retries).
 
     Example:
         >>> sqs_client(region_name="eu-west-1").meta.region_name
         'eu-west-1'
     """
-    made: SQSClient = client("sqs", memoize_endpoints=True, **kwargs)
+    made: SQSClient = client("sqs", **kwargs)
     return made
 
 
@@ -235,7 +224,7 @@ def scheduler_client(**kwargs: Any) -> EventBridgeSchedulerClient:
         >>> scheduler_client(region_name="eu-west-1").meta.service_model.service_name
         'scheduler'
     """
-    made: EventBridgeSchedulerClient = client("scheduler", memoize_endpoints=True, **kwargs)
+    made: EventBridgeSchedulerClient = client("scheduler", **kwargs)
     return made
 
 

@@ -18,19 +18,26 @@
     ├── GroupError (ValueError)           a job group cannot be built, enqueued or found as asked
     ├── ChainError (ValueError)           a chain cannot be built or enqueued as asked
     ├── QueueNotFoundError (LookupError)  a queue URL, ARN or name leads to no queue
-    ├── RedriveError                      redrive options are missing or impossible
-    │   └── MoveTaskError                 no SQS message move task to cancel
-    ├── StatusError                       status cannot tell which queues to look at
-    ├── ConsoleError                      the operator console cannot start as asked (host, token, extra)
-    ├── CheckUnavailable                  cfn-lint or the bundled lint rules are not installed
-    ├── LocalCloudError                   the local cloud cannot start, run or be reached
-    │                                     (its subclasses live in ``sqsjobs.local.errors``)
-    └── JobError                          raised *by job code* to steer what happens next
-        ├── RetryableError                retry after a full-jitter delay (or ``delay=``)
-        │   └── TimeLimitExceeded         the job ran past its ``time_limit``
-        ├── PermanentError                do not retry: dead-letter with the reason
-        │   └── MalformedMessageError     the body cannot be a job (bad JSON, version, ...)
-        └── BatchItemsFailed              a batch handler names the items that failed, each with its error
+    ├── JobError                          raised *by job code* to steer what happens next
+    │   ├── RetryableError                retry after a full-jitter delay (or ``delay=``)
+    │   │   └── TimeLimitExceeded         the job ran past its ``time_limit``
+    │   ├── PermanentError                do not retry: dead-letter with the reason
+    │   │   └── MalformedMessageError     the body cannot be a job (bad JSON, version, ...)
+    │   └── BatchItemsFailed              a batch handler names the items that failed, each with its error
+    │
+    │   the operator's side and the tools: defined where they are raised, public as ``sqsjobs.<name>`` too
+    ├── RedriveError                      redrive options are missing or impossible       (sqsjobs.ops._errors)
+    │   └── MoveTaskError                 no SQS message move task to cancel              (sqsjobs.ops._errors)
+    ├── StatusError                       status cannot tell which queues to look at      (sqsjobs.ops._errors)
+    ├── ConsoleError                      the operator console cannot start as asked      (sqsjobs.console.errors)
+    ├── CheckUnavailable                  cfn-lint or the bundled lint rules are missing  (sqsjobs.cli.errors)
+    └── LocalCloudError                   the local cloud cannot start, run or be reached (sqsjobs.local.errors,
+                                          with its subclasses)
+
+The errors of the last group live beside the code that raises them, so the
+runtime imports no tool (tests/unit/test_tool_imports.py): :data:`HOMES`
+names each one's module, and ``sqsjobs`` imports it there when the name is
+first used (``sqsjobs.ConsoleError``, ``from sqsjobs import StatusError``).
 
 Conflicts in the store (a key already claimed, a fence lost) are outcomes,
 not exceptions: they are returned as values, logged and counted.
@@ -47,9 +54,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
+from typing import Final, TypeVar
 
+E = TypeVar("E", bound=type[BaseException])
+
+#: the errors defined outside this module (the tree above): public name -> the module that defines it
+HOMES: Final = {
+    "RedriveError": "sqsjobs.ops._errors",
+    "MoveTaskError": "sqsjobs.ops._errors",
+    "StatusError": "sqsjobs.ops._errors",
+    "ConsoleError": "sqsjobs.console.errors",
+    "CheckUnavailable": "sqsjobs.cli.errors",
+    "LocalCloudError": "sqsjobs.local.errors",
+}
 #: the longest delay a retry may ask for: 365 days, as ``sqsjobs.enqueue._delays.MAX_DELAY_SECONDS`` (a test ties them)
 MAX_RETRY_DELAY_SECONDS = 365 * 24 * 3600
+
+
+def public(error: E) -> E:
+    """Name ``error`` as users import it, ``sqsjobs.<name>``, in tracebacks: for an error of :data:`HOMES`.
+
+    ``sqsjobs/__init__.py`` does the same for the errors of this module.
+    """
+    error.__module__ = "sqsjobs"
+    return error
+
 
 class SqsJobsError(Exception):
     """Raised when anything in sqsjobs fails; the root of the tree."""
@@ -221,26 +250,3 @@ class BatchItemsFailed(JobError):
 class QueueNotFoundError(SqsJobsError, LookupError):
     """Raised when a queue URL, ARN or name does not lead to a queue."""
 
-
-class RedriveError(SqsJobsError):
-    """Raised when redrive options are missing or impossible (no DLQ, a bad rate, filters with --native)."""
-
-
-class MoveTaskError(RedriveError):
-    """Raised when there is no running message move task to cancel."""
-
-
-class StatusError(SqsJobsError):
-    """Raised when status cannot tell which queues to look at."""
-
-
-class ConsoleError(SqsJobsError):
-    """Raised when ``sqsjobs console`` cannot start as asked: a public host without a token, a missing extra."""
-
-
-class CheckUnavailable(SqsJobsError):
-    """Raised when cfn-lint or the bundled lint rules are not installed."""
-
-
-class LocalCloudError(SqsJobsError):
-    """Raised when the local cloud cannot start, run or be reached."""

@@ -14,6 +14,7 @@ import string
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
+from sqsjobs._environment import pinned_runtime
 from sqsjobs._errors import ConfigurationError, InvalidArgumentsError, MalformedMessageError, RetryableError
 from sqsjobs._job_options import JobOptions
 from sqsjobs.enqueue._arguments import Signature
@@ -160,6 +161,7 @@ class Job(Generic[P, R]):
         check_message(message, bound, limit=self.runtime.settings.max_message_bytes)
         return message
 
+    @pinned_runtime  # one configuration (and one look at the environment) for the whole enqueue
     def enqueue(
         self, *, delay: float | timedelta = 0, eta: datetime | None = None, replace: bool = False,
         group: str | None = None, trace_id: str | None = None, expires_in: float | None = None,

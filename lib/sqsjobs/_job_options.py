@@ -3,19 +3,23 @@
 ``declare_options`` turns the decorator's arguments into a frozen
 ``JobOptions`` (dramatiq's rule: an actor refuses options at declaration, with
 an error that says what to do); Celery's names are answered with sqsjobs'
-own. Declaring never calls AWS.
+own. Declaring never calls AWS, nor reads the environment: the checks that
+depend on the app's settings (``check_against_settings``) run at declaration
+for what the code decided, and for the rest when the settings are resolved
+(``sqsjobs._runtime``, on first use).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._backoff import BackoffPolicy
 from sqsjobs._errors import ConfigurationError, PermanentError, RetryableError
+from sqsjobs._settings import QUEUE_NAME
 from sqsjobs.enqueue._debounce import Dedupe
 from sqsjobs.enqueue._routing import DEFAULT_QUEUE
 
@@ -157,9 +161,13 @@ def declare_options(
     debounce: float | None = None,
     dedupe: Dedupe | str | None = None,
     batch: int | None = None,
+    final: Collection[str] = ("max_attempts", "function_timeout", "queues"),
     **unknown: Any,
 ) -> JobOptions:
     """The options of job ``name``, checked against the app's settings and limiters (docs/jobs.md lists them).
+
+    ``final`` names the settings that are already decided (``check_against_settings``); the app passes
+    those its code fixed, and checks the others once it reads the environment.
 
     Example:
         >>> from sqsjobs import Settings
@@ -187,14 +195,53 @@ queue, tenant_metrics, debounce, dedupe, batch
         permanent_on=_exception_classes(name, "permanent_on", permanent_on), time_limit=time_limit,
         version=version, store_result=store_result, expires_in=expires_in, on_crash=on_crash, chunked=chunked,
     )
-    options = _flow_options(name, options, settings, limiters, limits=limits, queue=queue,
-                            tenant_metrics=tenant_metrics)
+    options = _flow_options(name, options, limiters, limits=limits, queue=queue, tenant_metrics=tenant_metrics)
     options = _coalescing(name, options, debounce=debounce, dedupe=dedupe, chunked=chunked)
+    check_against_settings(name, options, settings, final)
     if batch is None:
         return options
     from dataclasses import replace
 
     return replace(options, batch=batch_size(name, batch, store_result=store_result, chunked=chunked))
+
+
+def check_against_settings(name: str, options: JobOptions, settings: Settings,
+                           final: Collection[str] = ("max_attempts", "function_timeout", "queues")) -> None:
+    """Refuse options the app's settings make impossible; only the settings named in ``final`` are checked.
+
+    ``max_attempts`` bounds the job's (the queue's redrive moves a message after that many receives),
+    ``function_timeout`` its ``time_limit``, and ``queues`` the queue it names.
+
+    Example:
+        >>> from sqsjobs import Settings
+        >>> options = JobOptions(max_attempts=7)
+        >>> check_against_settings("sync", options, Settings(), final=())  # the environment may raise the bound
+        >>> check_against_settings("sync", options, Settings(max_attempts=7))
+        >>> check_against_settings("sync", options, Settings())
+        Traceback (most recent call last):
+        ...
+        sqsjobs.ConfigurationError: job 'sync': max_attempts=7 must be within 1..5: the queue's redrive ...
+    """
+    max_attempts = options.max_attempts
+    if "max_attempts" in final and max_attempts is not None and max_attempts > settings.max_attempts:
+        raise ConfigurationError(
+            f"job {name!r}: max_attempts={max_attempts} must be within 1..{settings.max_attempts}: the "
+            f"queue's redrive policy (maxReceiveCount = SQSJOBS_MAX_ATTEMPTS = {settings.max_attempts}) "
+            "moves a message to the DLQ after that many receives, so more attempts can never happen. "
+            "Raise MaxAttempts in the template instead."
+        )
+    timeout, time_limit = settings.function_timeout, options.time_limit
+    if ("function_timeout" in final and timeout is not None and time_limit is not None
+            and time_limit > timeout - settings.deadline_margin):
+        raise ConfigurationError(
+            f"job {name!r}: time_limit={time_limit} s does not fit in the function's timeout of "
+            f"{timeout} s minus the {settings.deadline_margin} s deadline margin; lower the limit "
+            "or raise the worker's Timeout (and the queue's visibility with it)"
+        )
+    if "queues" in final or options.queue in settings.queue_urls():
+        from sqsjobs.enqueue._routing import job_queue
+
+        job_queue(name, options.queue, settings.queue_urls())
 
 
 def _coalescing(name: str, options: JobOptions, *, debounce: Any, dedupe: Any, chunked: bool) -> JobOptions:
@@ -221,27 +268,12 @@ def _options(name: str, settings: Settings, *, backoff_base: float | None, backo
         )
     if max_attempts is not None and (type(max_attempts) is not int or max_attempts < 1):
         raise ConfigurationError(f"job {name!r}: max_attempts must be a positive integer, got {max_attempts!r}")
-    if max_attempts is not None and max_attempts > settings.max_attempts:
-        raise ConfigurationError(
-            f"job {name!r}: max_attempts={max_attempts} must be within 1..{settings.max_attempts}: the "
-            f"queue's redrive policy (maxReceiveCount = SQSJOBS_MAX_ATTEMPTS = {settings.max_attempts}) "
-            "moves a message to the DLQ after that many receives, so more attempts can never happen. "
-            "Raise MaxAttempts in the template instead."
-        )
     _check_exception_rules(name, retry_on, permanent_on)
     if type(jitter) is not bool:
         raise ConfigurationError(f"job {name!r}: jitter must be True or False, got {jitter!r}")
-    if time_limit is not None:
-        if isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not time_limit > 0:
-            raise ConfigurationError(f"job {name!r}: time_limit must be a positive number of seconds, "
-                                     f"got {time_limit!r}")
-        timeout = settings.function_timeout
-        if timeout is not None and time_limit > timeout - settings.deadline_margin:
-            raise ConfigurationError(
-                f"job {name!r}: time_limit={time_limit} s does not fit in the function's timeout of "
-                f"{timeout} s minus the {settings.deadline_margin} s deadline margin; lower the limit "
-                "or raise the worker's Timeout (and the queue's visibility with it)"
-            )
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, int | float)
+                                   or not time_limit > 0):
+        raise ConfigurationError(f"job {name!r}: time_limit must be a positive number of seconds, got {time_limit!r}")
     if type(version) is not int or version < 1:
         raise ConfigurationError(f"job {name!r}: version must be a positive integer, got {version!r}")
     base = settings.backoff_base if backoff_base is None else backoff_base
@@ -281,9 +313,9 @@ def _options(name: str, settings: Settings, *, backoff_base: float | None, backo
                       store_result=store_result, expires_in=None if expires_in is None else float(expires_in),
                       on_crash=crash)
 
-def _flow_options(name: str, options: JobOptions, settings: Settings, limiters: Mapping[str, Limiter], *,
+def _flow_options(name: str, options: JobOptions, limiters: Mapping[str, Limiter], *,
                   limits: Any, queue: Any, tenant_metrics: Any) -> JobOptions:
-    """``options`` with the job's limiters, queue and tenant metrics, each checked against the app."""
+    """``options`` with the job's limiters, queue and tenant metrics, each checked (the queue's URL: later)."""
     from dataclasses import replace
 
     from sqsjobs.enqueue._routing import job_queue
@@ -291,8 +323,9 @@ def _flow_options(name: str, options: JobOptions, settings: Settings, limiters: 
 
     if type(tenant_metrics) is not bool:
         raise ConfigurationError(f"job {name!r}: tenant_metrics must be True or False, got {tenant_metrics!r}")
-    return replace(options, limits=job_limits(name, limits, limiters),
-                   queue=job_queue(name, queue, settings.queue_urls()), tenant_metrics=tenant_metrics)
+    if not isinstance(queue, str) or (queue != DEFAULT_QUEUE and not QUEUE_NAME.fullmatch(queue)):
+        job_queue(name, queue, {DEFAULT_QUEUE: None})  # not a queue name at all: refused now, with its hint
+    return replace(options, limits=job_limits(name, limits, limiters), queue=queue, tenant_metrics=tenant_metrics)
 
 
 def _exception_classes(job: str, label: str, kinds: Any) -> tuple[type[Exception], ...]:

@@ -9,6 +9,16 @@ router and dispatcher; the one-time schedules; the batch consumer with its
 stages; the scheduler of periodic jobs. Each is built once, on first use, from
 the runtime's ``Parts``.
 
+Settings are read on first use too, and what was built is kept with the key
+of the environment it was built in (``sqsjobs._environment``: ``AWS_*``,
+``SQSJOBS_*``, ``POWERTOOLS_*``). When that environment changed, the settings
+are read again and everything not injected is built again, so a client made
+for one endpoint, region or set of credentials never serves another: an app
+made at import follows the environment each test's fixture sets. In Lambda
+the environment never changes and everything is built once. The check is one
+scan of the environment, taken once per batch, per enqueue and per operation
+(``pinned``), never per message.
+
 Features get the runtime (or a narrow part of it), never the app: a ``Job``
 stamps its messages with ``runtime.clock()`` and sends them with
 ``runtime.send``; groups, chains, chunked runs and the outbox use
@@ -31,11 +41,13 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs._environment import environment_key
 from sqsjobs._errors import UnknownJobError
 from sqsjobs._with_block import check_entered
 from sqsjobs.enqueue._message import DEFAULT_QUEUE
@@ -47,7 +59,7 @@ if TYPE_CHECKING:
 
     from sqsjobs._backoff import RandomSource
     from sqsjobs._job import Job
-    from sqsjobs._settings import Settings
+    from sqsjobs._settings import Settings, SettingsSource
     from sqsjobs.enqueue._dispatch import Dispatcher
     from sqsjobs.enqueue._message import JobMessage
     from sqsjobs.enqueue._producer import EnqueueReport, Producer
@@ -63,7 +75,7 @@ if TYPE_CHECKING:
 class Parts:
     """What a runtime is built from: settings, time, randomness, and whatever was injected (None: built here)."""
 
-    settings: Settings
+    settings: SettingsSource
     clock: Callable[[], float]
     random: RandomSource
     sleep: Callable[[float], None]
@@ -101,13 +113,28 @@ class Registry:
             raise UnknownJobError(f"no job named {name!r} is registered (known: {known})") from None
 
 
+class Configured:
+    """What one configuration built: its settings, and each collaborator built from them (by name)."""
+
+    __slots__ = ("built", "checked", "key", "parts", "settings")
+
+    def __init__(self, key: int, parts: Parts, settings: Settings) -> None:
+        self.key = key
+        self.parts = parts
+        self.settings = settings
+        self.built: dict[str, Any] = {}
+        #: how many of the registry's jobs were checked against these settings
+        self.checked = 0
+
+
 class Runtime:
     """The collaborators of one app, built once each from its ``Parts`` (see the module docstring)."""
 
     def __init__(self, parts: Parts, registry: Registry) -> None:
         self._parts = parts
         self.registry = registry
-        self._built: dict[str, Any] = {}
+        self._configured: Configured | None = None
+        self._pin = threading.local()
 
     # ------------------------------------------------------------ the parts
     @property
@@ -117,8 +144,53 @@ class Runtime:
 
     @property
     def settings(self) -> Settings:
-        """Where the jobs go and how the worker behaves."""
-        return self._parts.settings
+        """Where the jobs go and how the worker behaves: read on first use, again when the environment changed."""
+        return self._current().settings
+
+    def _current(self) -> Configured:
+        """The configuration of now: the pinned one, the one built for this environment, or a new one."""
+        pinned: Configured | None = getattr(self._pin, "configured", None)
+        if pinned is not None and pinned.parts is self._parts:
+            return pinned
+        key = environment_key()
+        configured = self._configured
+        if configured is None or configured.key != key or configured.parts is not self._parts:
+            configured = Configured(key, self._parts, self._parts.settings.resolve())
+        if configured.checked != len(self.registry.jobs):  # new settings, or jobs declared since
+            self._check_jobs(configured)
+        self._configured = configured  # only once its jobs passed: a refused configuration is refused at each use
+        return configured
+
+    def _check_jobs(self, configured: Configured) -> None:
+        """Check the jobs not checked yet against the settings of the code and the environment (``app.use``'s aside)."""
+        from sqsjobs._job_options import check_against_settings
+
+        source = self._parts.settings
+        base = source.base() if source.patches else configured.settings
+        jobs = list(self.registry.jobs.values())
+        for job in jobs[configured.checked:]:
+            check_against_settings(job.name, job.options, base)
+        configured.checked = len(jobs)
+
+    @contextmanager
+    def pinned(self) -> Iterator[Runtime]:
+        """One configuration for the block (a batch, an enqueue): the environment is checked once, at its start.
+
+        Example:
+            >>> from sqsjobs import JobApp
+            >>> app = JobApp(queue_url="https://sqs.example/q")
+            >>> with app.runtime.pinned():
+            ...     app.settings is app.settings
+            True
+        """
+        if getattr(self._pin, "configured", None) is not None:
+            yield self
+            return
+        self._pin.configured = self._current()
+        try:
+            yield self
+        finally:
+            self._pin.configured = None
 
     def clock(self) -> float:
         """Now, in epoch seconds (the injected clock)."""
@@ -143,10 +215,11 @@ class Runtime:
 
     # ------------------------------------------------------------ built on first use
     def _once(self, name: str, build: Callable[[], Any]) -> Any:
-        built = self._built.get(name)
-        if built is None:
-            built = self._built[name] = build()
-        return built
+        built = self._current().built
+        made = built.get(name)
+        if made is None:
+            made = built[name] = build()
+        return made
 
     @property
     def sqs(self) -> SQSClient:
@@ -362,12 +435,12 @@ class Runtime:
         unknown = set(parts) - {f for f in Parts.__dataclass_fields__ if f != "settings"}
         if unknown:
             raise TypeError(f"using() takes parts {sorted(Parts.__dataclass_fields__)}, not {sorted(unknown)}")
-        saved = (self._parts, self._built)
+        saved = (self._parts, self._configured)
         changed = {name: value for name, value in parts.items() if value is not None}
         if settings:
-            changed["settings"] = self._parts.settings.with_overrides(**settings)
-        self._parts, self._built = replace(self._parts, **changed), {}
+            changed["settings"] = self._parts.settings.patched(settings)
+        self._parts, self._configured = replace(self._parts, **changed), None
         try:
             yield self
         finally:
-            self._parts, self._built = saved
+            self._parts, self._configured = saved

@@ -1,7 +1,9 @@
 """Runtime settings: the environment the template sets, overridable in code.
 
 Explicit constructor arguments win over the environment; the environment wins
-over defaults. Reading settings never calls AWS.
+over defaults. Reading settings never calls AWS. An app's settings are read
+when first used, never at import (``SettingsSource``): the environment a test
+fixture sets is the one its app sees.
 """
 
 from __future__ import annotations
@@ -245,6 +247,72 @@ class Settings:
             env = ENV_NAMES.get(name, "")
             raise ConfigurationError(f"{name} is not set: pass {name}= to JobApp or set {env}{did_you_mean(env)}")
         return str(value)
+
+
+#: the settings a job's options are checked against (``sqsjobs._job_options.check_against_settings``)
+BOUNDS = frozenset({"max_attempts", "function_timeout", "queues"})
+
+
+@dataclass(frozen=True)
+class SettingsSource:
+    """Where an app's settings come from; ``resolve`` reads them (``sqsjobs._runtime`` caches the answer).
+
+    ``fixed``: settings given whole (``JobApp(settings=...)``). Otherwise ``environ``
+    (a mapping given in code, or ``os.environ`` as it is at each resolution) under
+    ``overrides`` (``JobApp``'s keyword arguments, which win). ``patches`` are what
+    ``app.use(settings=...)`` lays on top for a block. ``declared`` is what the code
+    alone says, checked when the app is built: a wrong name or value given in code
+    fails at once, and reading it reads no environment.
+
+    Example:
+        >>> source = SettingsSource(overrides={"table_name": "jobs"})
+        >>> source.resolve({"SQSJOBS_TABLE": "other", "SQSJOBS_MAX_ATTEMPTS": "7"}).table_name
+        'jobs'
+        >>> source.resolve({"SQSJOBS_MAX_ATTEMPTS": "7"}).max_attempts, source.declared.max_attempts
+        (7, 5)
+        >>> sorted(source.final), sorted(SettingsSource(overrides={"max_attempts": 3}).final)
+        ([], ['max_attempts'])
+    """
+
+    fixed: Settings | None = None
+    environ: Mapping[str, str] | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    patches: tuple[Mapping[str, Any], ...] = ()
+    declared: Settings = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        declared = self.fixed or Settings.from_env(self.environ if self.environ is not None else {}, **self.overrides)
+        object.__setattr__(self, "declared", declared)
+
+    @property
+    def follows_environment(self) -> bool:
+        """Whether the settings are read from ``os.environ`` (neither given whole nor from a given mapping)."""
+        return self.fixed is None and self.environ is None
+
+    @property
+    def final(self) -> frozenset[str]:
+        """The ``BOUNDS`` the code decided, whatever the environment says (all of them when it is not read)."""
+        if not self.follows_environment:
+            return BOUNDS
+        return frozenset(name for name in BOUNDS if self.overrides.get(name) is not None) - {"queues"}
+
+    def base(self, environ: Mapping[str, str] | None = None) -> Settings:
+        """The app's settings without the patches: what its jobs' options are checked against."""
+        if not self.follows_environment:
+            return self.declared
+        return Settings.from_env(environ, **self.overrides)
+
+    def resolve(self, environ: Mapping[str, str] | None = None) -> Settings:
+        """The settings now: ``base`` under the patches (``environ`` stands for ``os.environ``, for tests)."""
+        settings = self.base(environ)
+        for patch in self.patches:
+            settings = settings.with_overrides(**patch)
+        return settings
+
+    def patched(self, patch: Mapping[str, Any]) -> SettingsSource:
+        """This source with ``patch`` laid on top."""
+        return SettingsSource(fixed=self.fixed, environ=self.environ, overrides=self.overrides,
+                              patches=(*self.patches, dict(patch)))
 
 
 #: the variable each string setting is read from (for error messages)

@@ -226,13 +226,14 @@ class Throttler:
 class CallFailer:
     """Dooms a share of DynamoDB *calls*: every attempt of a doomed call is refused, retries included.
 
-    botocore emits ``before-call`` once per API call, with the request context, and that context travels
-    on every attempt's prepared request (``AWSPreparedRequest.context``); the
-    ``before-send`` hook refuses each attempt of a call marked there, so botocore's retry handler spends
-    all its retries and raises: the error reaches sqsjobs as it would after a long DynamoDB outage.
+    botocore emits ``before-call`` once per API call, with the request it will send; a doomed call's
+    request gets a header, which every attempt's prepared request carries (botocore 1.36 and later alike:
+    the request context reaches ``before-send`` only in newer ones); the ``before-send`` hook refuses each
+    attempt of a call marked there, so botocore's retry handler spends all its retries and raises: the
+    error reaches sqsjobs as it would after a long DynamoDB outage.
     """
 
-    MARK = "chaos_doomed"
+    MARK = "x-sqsjobs-chaos-doomed"
 
     def __init__(self, rate: float, seed: int) -> None:
         self.rate = rate
@@ -242,15 +243,15 @@ class CallFailer:
         self.attempts_refused = 0
         self._lock = threading.Lock()
 
-    def before_call(self, model: Any, context: dict[str, Any], **kwargs: Any) -> None:
+    def before_call(self, model: Any, params: dict[str, Any], **kwargs: Any) -> None:
         with self._lock:
             self.calls += 1
             if self.rate and self.random.random() < self.rate:
-                context[self.MARK] = True
+                params.setdefault("headers", {})[self.MARK] = "1"
                 self.doomed[model.name] += 1
 
     def before_send(self, request: Any, **kwargs: Any) -> Any:
-        if not (getattr(request, "context", None) or {}).get(self.MARK):
+        if not request.headers.get(self.MARK):
             return None
         with self._lock:
             self.attempts_refused += 1

@@ -1,5 +1,6 @@
 """docs/getting-started.md, run as a new user would: an empty directory, the wheel this checkout builds, the page's
-shell blocks in order (issue 25, finding 5 and its "Done when").
+shell blocks in order (issue 25, finding 5 and its "Done when"); and issue 30's trial: a project made from the
+wheel, tested and built lean on another machine.
 
 The wheel (and the sdist it is built from) comes from ``python -m build``, as ``make dist`` makes them. Then one
 bash session runs the page: step 1's install block (marked skip for tests/docs/test_doc_snippets.py, which runs
@@ -10,12 +11,23 @@ dependencies; everything else talks to the local cloud on 127.0.0.1.
 
 The wall time is measured and printed, step by step, never asserted (the machine is shared): the figures in the
 page's "How long it takes" come from this test's output.
+
+The trial (issue 30, item 3 and its "Done when"): `sqsjobs init shop --with delays,groups,limits` in a fresh
+virtualenv holding only the wheel; no file of the project may name a path of that machine. Then the project
+alone: its directory moved, the wheel it was made from deleted and sqsjobs uninstalled, so the install its
+README gives must take sqsjobs from the wheel the project carries; `sqsjobs check`, the project's own pytest
+(its unit tests and the e2e test on the local cloud), a user's stock-moto test added to it
+(stock_moto_case.py), and `sam build`: every function with its layer at most 8 MB zipped, no tool and no path
+of the machine inside (scaffold_support.lean_build), and the worker's handler and the whole runtime importing
+from the function and its layer alone under python3.12.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,6 +37,10 @@ from pathlib import Path
 
 import pytest
 from doc_snippets import ROOT, SHELL, Snippet, page_script, shell_environment, snippets
+from scaffold_support import lean_build, project_machine_paths, this_machine
+from tool_support import python312_bin, sam
+
+from sqsjobs.scaffold.bundle import RUNTIME_SERVICES
 
 PAGE = ROOT / "docs" / "getting-started.md"
 #: the whole page, on a loaded machine: pip, three pytest sessions of the project's and two local clouds
@@ -106,20 +122,39 @@ def test_page_steps_are_read_from_the_page() -> None:
     assert all(b.runnable for s in steps[1:] for b in s.blocks)
 
 
+@dataclass(frozen=True)
+class Dist:
+    """What ``python -m build`` of this checkout wrote, and how long it took."""
+
+    directory: Path
+    wheel: Path
+    seconds: float
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
+    """The wheel and sdist, as `make dist` makes them (once for this module's tests)."""
+    directory = tmp_path_factory.mktemp("dist")
+    started = time.monotonic()
+    built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(directory), str(ROOT)],
+                           capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    (wheel,) = directory.glob("sqsjobs-*-py3-none-any.whl")
+    assert list(directory.glob("sqsjobs-*.tar.gz")), "python -m build wrote no sdist"
+    return Dist(directory, wheel, time.monotonic() - started)
+
+
 @pytest.mark.slow
 @pytest.mark.moto
 @pytest.mark.local_cloud
 @pytest.mark.timeout(BUILD_TIMEOUT + PAGE_TIMEOUT + 120)
-def test_the_getting_started_page_runs_from_the_built_wheel(tmp_path: Path) -> None:
+def test_the_getting_started_page_runs_from_the_built_wheel(tmp_path: Path, dist: Dist) -> None:
     work = tmp_path / "empty"
     (work / "dist").mkdir(parents=True)
-    started = time.monotonic()
-    built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(work / "dist"), str(ROOT)],
-                           capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False)
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    build_seconds = time.monotonic() - started
-    (wheel,) = (work / "dist").glob("sqsjobs-*-py3-none-any.whl")
-    assert list((work / "dist").glob("sqsjobs-*.tar.gz")), "python -m build wrote no sdist"
+    for built in dist.directory.iterdir():
+        shutil.copy(built, work / "dist" / built.name)
+    build_seconds = dist.seconds
+    wheel = work / "dist" / dist.wheel.name
 
     steps = page_steps()
     (install,) = steps[0].blocks
@@ -158,3 +193,115 @@ def test_the_getting_started_page_runs_from_the_built_wheel(tmp_path: Path) -> N
     assert re.search(r"\b\d+ passed\b", summary) and not re.search(r"failed|skipped|error|deselected", summary), (
         f"the project's pytest: {summary}")
     assert re.search(r"^tests/test_e2e\.py \.+", step_3, re.M), f"no e2e test passed in step 3:\n{step_3[-3000:]}"
+
+
+# ---------------------------------------------------------------- issue 30's trial: a project from the wheel
+#: the options of the user who reported issue 30
+TRIAL_OPTIONS = "delays,groups,limits"
+STOCK_MOTO_CASE = Path(__file__).with_name("stock_moto_case.py")
+#: stock moto's PartiQL cannot parse the runtime's batched INSERT (issue 30, item 1: the `moto` branch's work)
+_STOCK_MOTO_GAP = "Unsupported type \"<class 'py_partiql_parser"
+#: run in a function's build directory with python3.12 -I -S: its handler and the whole runtime, from the function
+#: and its layer alone (no site-packages, no environment), and a client of each runtime service from the layer's
+#: trimmed botocore; no AWS call
+_PROBE = """
+import importlib, json, pkgutil, sys, sysconfig
+function, layer, services = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+sys.path[:0] = [function, layer]
+entry = importlib.import_module("worker").handler
+import sqsjobs
+for info in pkgutil.walk_packages(sqsjobs.__path__, "sqsjobs."):
+    importlib.import_module(info.name)
+from botocore.session import Session
+clients = [Session().create_client(name, region_name="us-east-1") for name in services]
+allowed = (function, layer, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"])
+outside = sorted(name for name, m in list(sys.modules.items())
+                 if getattr(m, "__file__", None) and not m.__file__.startswith(allowed))
+print(json.dumps({"callable": callable(entry), "clients": len(clients), "outside": outside}))
+"""
+
+
+def readme_install(project: Path) -> list[str]:
+    """The project README's "On a laptop" commands that make its virtualenv and install it, as written."""
+    text = (project / "README.md").read_text()
+    block = text.split("## On a laptop", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    commands = [line.split("#", 1)[0].strip() for line in block.splitlines()]
+    return [c for c in commands if c.startswith(("python3 -m venv", "pip install"))]
+
+
+def _size(size: int) -> str:
+    return f"{size / 1_000_000:.2f} MB" if size >= 100_000 else f"{size / 1000:.1f} kB"
+
+
+@pytest.mark.slow
+@pytest.mark.moto
+@pytest.mark.local_cloud
+@pytest.mark.sam
+@pytest.mark.timeout(BUILD_TIMEOUT + PAGE_TIMEOUT + 600)
+def test_a_project_made_from_the_wheel_tests_and_builds_lean_on_another_machine(tmp_path: Path, dist: Dist) -> None:
+    maker = tmp_path / "maker"
+    (maker / "dist").mkdir(parents=True)
+    wheel = Path(shutil.copy(dist.wheel, maker / "dist" / dist.wheel.name))
+    venv = tmp_path / "venv"  # beside, not inside, the directories the project lives in
+    env = session_environment(tmp_path)
+    made = tmp_path / "make.sh"
+    made.write_text(f"set -eo pipefail\npython3 -m venv '{venv}' && . '{venv}/bin/activate'\n"
+                    f"pip install --quiet './dist/{wheel.name}[cli]'\nsqsjobs init shop --with {TRIAL_OPTIONS}\n")
+    returncode, output = run_session(made, maker, env, PAGE_TIMEOUT)
+    assert returncode == 0, output[-5000:]
+    project = maker / "shop"
+    assert (project / "layer" / "wheels" / wheel.name).read_bytes() == wheel.read_bytes()
+    assert project_machine_paths(project, (*this_machine(), str(tmp_path))) == {}
+    # This environment has no [dev] extra: init says to install the project into it (no second venv).
+    assert "next: cd shop && pip install --find-links layer/wheels -e '.[dev]' && sqsjobs check" in output
+
+    # The project alone: moved, the wheel it was made from deleted, sqsjobs uninstalled.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    project = Path(shutil.move(project, elsewhere / "shop"))
+    shutil.rmtree(maker)
+    shutil.copy(STOCK_MOTO_CASE, project / "tests" / "test_stock_moto.py")
+    venv_line, install = readme_install(project)
+    assert (venv_line, install) == ("python3 -m venv .venv && . .venv/bin/activate",
+                                    "pip install --find-links layer/wheels -e '.[dev]'")
+    tested = tmp_path / "test.sh"
+    tested.write_text(f"set -eo pipefail\n. '{venv}/bin/activate' && pip uninstall --quiet --yes sqsjobs\n"
+                      f"{install}\n"
+                      "sqsjobs check template.yaml\n"
+                      "python -m pytest -p no:cacheprovider --ignore=tests/test_stock_moto.py\n"
+                      "echo '### stock moto'\n"
+                      "python -m pytest -p no:cacheprovider tests/test_stock_moto.py || true\n"
+                      "echo \"### sqsjobs from $(python -c 'import sqsjobs; print(sqsjobs.__file__)')\"\n")
+    returncode, output = run_session(tested, project, env, PAGE_TIMEOUT)
+    assert returncode == 0, output[-8000:]
+    generated, stock = output.split("### stock moto", 1)
+    (summary,) = _PYTEST_SUMMARY.findall(generated)
+    assert re.search(r"\b\d+ passed\b", summary) and not re.search(r"failed|skipped|error", summary), generated[-5000:]
+    assert Path(output.rsplit("### sqsjobs from ", 1)[-1].strip()).is_relative_to(venv)
+
+    built = sam("build", "--template", "template.yaml", cwd=project)
+    assert built.returncode == 0, built.stdout[-5000:] + built.stderr[-5000:]
+    sizes = lean_build(project / ".aws-sam" / "build", (*this_machine(), str(tmp_path)))
+    assert sorted(sizes) == ["SqsjobsLayer", "WorkerFunction"]
+    build = project / ".aws-sam" / "build"
+    probe_env = {"PATH": os.environ["PATH"], "AWS_ACCESS_KEY_ID": "trial", "AWS_SECRET_ACCESS_KEY": "trial",
+                 "AWS_EC2_METADATA_DISABLED": "true", "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}
+    probed = subprocess.run([str(Path(python312_bin()) / "python3.12"), "-I", "-S", "-c", _PROBE,
+                             str(build / "WorkerFunction"), str(build / "SqsjobsLayer" / "python"),
+                             ",".join(RUNTIME_SERVICES)],
+                            env=probe_env, capture_output=True, text=True, timeout=300, check=False)
+    assert probed.returncode == 0, probed.stderr[-3000:]
+    assert json.loads(probed.stdout.strip().splitlines()[-1]) == {
+        "callable": True, "clients": len(RUNTIME_SERVICES), "outside": []}
+    print(f"\n`sqsjobs init shop --with {TRIAL_OPTIONS}` from the wheel, sam build (unzipped, zipped):")
+    for name, (unzipped, zipped) in sorted(sizes.items()):
+        print(f"  {name}: {_size(unzipped)}, {_size(zipped)}")
+
+    # Last, as it may stop the test: the user's stock-moto test (issue 30, item 1). Until the `moto` branch lands
+    # the worker fails there for one known reason, and only that reason makes this an expected failure.
+    (stock_summary,) = _PYTEST_SUMMARY.findall(stock)
+    if "1 passed" not in stock_summary:
+        if _STOCK_MOTO_GAP in stock:
+            pytest.xfail("stock moto cannot parse the worker's batched PartiQL INSERT yet (issue 30, item 1; "
+                         f"the moto branch): {stock_summary}")
+        pytest.fail(f"the user's stock-moto test failed for another reason:\n{stock[-6000:]}")

@@ -1,7 +1,7 @@
 """The bundle's trimmed botocore data resolves every commercial region's endpoints as botocore's own data does.
 
-infra/bundle/Makefile runs infra/bundle/trim_botocore_data.py on the bundle's
-site-packages, keeping only the services in infra/bundle/botocore-services.txt.
+infra/bundle/Makefile runs lib/sqsjobs/scaffold/bundle.py on the bundle's site-packages,
+keeping only the runtime's services and those in infra/bundle/botocore-services.txt.
 Here the same trim runs on a copy of this environment's botocore package (its
 data must stay at botocore's own path: botocore treats endpoint data found
 anywhere else as a custom override). A process importing that copy must
@@ -12,7 +12,6 @@ process importing the untrimmed package.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -24,6 +23,8 @@ from typing import Any
 import botocore
 import pytest
 from template_support import ROOT
+
+from sqsjobs.scaffold import bundle
 
 BUNDLE = ROOT / "infra" / "bundle"
 PACKAGE = Path(botocore.__file__).parent
@@ -61,15 +62,8 @@ print(json.dumps({"botocore": botocore.__file__, "urls": urls}))
 """
 
 
-def _trimmer() -> Any:
-    spec = importlib.util.spec_from_file_location("trim_botocore_data", BUNDLE / "trim_botocore_data.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-trimmer = _trimmer()
+#: the services the repository's bundle keeps
+KEPT = bundle.kept_services(BUNDLE / "botocore-services.txt")
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +71,7 @@ def trimmed_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory holding a copy of botocore whose data is trimmed as the bundle's is."""
     site = tmp_path_factory.mktemp("site")
     shutil.copytree(PACKAGE, site / "botocore", ignore=shutil.ignore_patterns("__pycache__"))
-    trimmer.trim(site / "botocore" / "data", trimmer.kept_services())
+    bundle.trim(site / "botocore" / "data", KEPT)
     return site
 
 
@@ -103,11 +97,11 @@ def _resolve(site: Path | None) -> dict[str, Any]:
 
 def test_the_trim_keeps_the_listed_services_and_the_shared_files(trimmed_site: Path) -> None:
     data = trimmed_site / "botocore" / "data"
-    services = trimmer.kept_services()
+    services = KEPT
     assert {"dynamodb", "sqs", "scheduler", "ses"} <= set(services)
     assert set(services) == set(CALLS)  # every kept service has its endpoints checked below
     assert sorted(p.name for p in data.iterdir() if p.is_dir()) == sorted(services)
-    assert all((data / name).is_file() for name in trimmer.SHARED_FILES)
+    assert all((data / name).is_file() for name in bundle.SHARED_FILES)
     size = sum(p.stat().st_size for p in data.rglob("*") if p.is_file())
     assert size < 3_000_000  # from about 23 MB
 
@@ -129,13 +123,13 @@ def test_the_trimmed_data_does_not_know_the_other_services(trimmed_site: Path) -
     probe = "from botocore.session import Session; print(sorted(Session().get_available_services()))"
     done = subprocess.run([sys.executable, "-c", probe], env={"PATH": "", "PYTHONPATH": str(trimmed_site)},
                           capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == str(sorted(trimmer.kept_services()))
+    assert done.stdout.strip() == str(KEPT)
 
 
 def test_a_missing_kept_service_stops_the_build(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
-    for name in trimmer.SHARED_FILES:
+    for name in bundle.SHARED_FILES:
         (data / name).write_text("{}")
     with pytest.raises(SystemExit, match="has no dynamodb"):
-        trimmer.trim(data, ["dynamodb"])
+        bundle.trim(data, ["dynamodb"])

@@ -20,6 +20,7 @@ from template_support import ROOT, TEMPLATE, load_template
 
 from bench.bundle import NOT_RUNTIME_PACKAGES, NOT_RUNTIME_SUBPACKAGES, not_runtime_entries
 from bench.support import python312
+from sqsjobs.scaffold.bundle import kept_services
 
 # A first build installs aws-sam-cli in its own environment: minutes, not seconds.
 pytestmark = pytest.mark.timeout(1800)
@@ -28,16 +29,14 @@ BUILD = ROOT / ".aws-sam" / "build"
 #: what may change the bundle: a build older than any of these is rebuilt before it is inspected
 SOURCES = (ROOT / "pyproject.toml", ROOT / "template.yaml", ROOT / "infra" / "bundle", ROOT / "lib" / "sqsjobs",
            ROOT / "handlers")
-#: the botocore services the bundle keeps (infra/bundle/trim_botocore_data.py deletes the others)
 #: the modules of sqsjobs/ops the redrive function's bundle keeps (the other bundles keep none)
 REDRIVE_OPS = sorted(line.split("#", 1)[0].strip()
                      for line in (ROOT / "infra" / "bundle" / "redrive-ops.txt").read_text().splitlines()
                      if line.split("#", 1)[0].strip())
 #: the handler of the one function that runs part of sqsjobs/ops
 REDRIVE_HANDLER = "redrive.handler"
-KEPT_SERVICES = sorted(line.split("#", 1)[0].strip()
-                       for line in (ROOT / "infra" / "bundle" / "botocore-services.txt").read_text().splitlines()
-                       if line.split("#", 1)[0].strip())
+#: the botocore services the bundle keeps (lib/sqsjobs/scaffold/bundle.py deletes the others)
+KEPT_SERVICES = kept_services(ROOT / "infra" / "bundle" / "botocore-services.txt")
 # Run in each function's bundle with `python3.12 -I -S` (no site-packages, no environment, no current
 # directory): import the handler, then every module of the bundled sqsjobs package (the handler imports
 # most of them lazily, on its first event), then build the clients the runtime and the reference app

@@ -357,7 +357,7 @@ def test_status_shows_copies_as_one_letter(sqs: Any, records: DynamoDBStore) -> 
 
 
 def test_redrive_options_refuse_a_record_ttl_that_is_not_positive() -> None:
-    from sqsjobs._errors import RedriveError
+    from sqsjobs import RedriveError
 
     for bad in (0, -1, float("nan"), float("inf")):
         with pytest.raises(RedriveError, match="record_ttl must be a positive number of seconds"):
@@ -421,7 +421,7 @@ def test_cli_redrive_warns_about_letters_older_than_the_record_ttl(sqs: Any, mon
 
 
 def test_the_redrive_lambda_reads_the_record_ttl_and_caps_its_notes(sqs: Any) -> None:
-    from sqsjobs._errors import RedriveError
+    from sqsjobs import RedriveError
     from sqsjobs.ops._redrive_event import LAMBDA_PLANNED_LINES, handle_redrive_event
     from sqsjobs.ops._redrive_options import options_from_event
 

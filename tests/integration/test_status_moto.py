@@ -11,7 +11,7 @@ import pytest
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from sqsjobs._errors import StatusError
+from sqsjobs import StatusError
 from sqsjobs.cli import build_app
 from sqsjobs.ops._status import collect_status
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from sqsjobs._errors import StatusError
+from sqsjobs import StatusError
 from sqsjobs.cli import build_app
 from sqsjobs.ops._status import collect_status
 from sqsjobs.store._dynamodb import DynamoDBStore

@@ -2,8 +2,10 @@
 
 Every combination gets the checks that take a fraction of a second, in-process: `sqsjobs check`'s
 validation with the lint rules (parameters, files, queues, the E91xx rules), the app's import aside; the SAM
-transform (as `sam` and the local cloud read the template), with the functions, FIFO queues and alarm topics
-each option brings; and ruff over all the generated Python at once.
+transform (as `sam` and the local cloud read the template), with the functions, FIFO queues, alarm topics
+and the one layer each option brings; no file naming a path of this machine (a project made from a wheel
+too); the same layer/ in every project and no package of the functions' own (so the `sam build` of a few
+projects elsewhere proves every project lean); and ruff over all the generated Python at once.
 
 The costly checks run on a covering subset: cfn-lint with the sqsjobs rules over the templates of a
 strength-3 covering array (16 projects: any three options meet in all eight ways, which covers the pieces
@@ -21,11 +23,24 @@ import sys
 from pathlib import Path
 
 import pytest
-from scaffold_support import COMBINATIONS, FACTORS, bits, covering, generate, option_id, run_pytest, unit_tests_of
+from scaffold_support import (
+    COMBINATIONS,
+    FACTORS,
+    LAYER,
+    bits,
+    covering,
+    generate,
+    option_id,
+    project_machine_paths,
+    run_pytest,
+    this_machine,
+    unit_tests_of,
+)
 from tool_support import sam
 
 from sqsjobs.cli.check import _CFN_LINT, rules_directory
 from sqsjobs.scaffold import Extra, ProjectOptions
+from sqsjobs.scaffold.source import parse_spec
 from sqsjobs.validation import validate
 
 FULL = os.environ.get("SQSJOBS_SCAFFOLD_MATRIX") == "all"
@@ -41,6 +56,20 @@ QUEUES = {Extra.CRITICAL: "CriticalQueue"}
 def projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("init-matrix")
     return {option_id(options): generate(root, options) for options in COMBINATIONS}
+
+
+@pytest.fixture(scope="module")
+def vendored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A project made from a wheel (as `sqsjobs init` run from a wheel's install makes it), and the wheel."""
+    import zipfile
+
+    root = tmp_path_factory.mktemp("init-vendored")
+    wheel = root / "dist" / "sqsjobs-0.1.0-py3-none-any.whl"
+    wheel.parent.mkdir()
+    with zipfile.ZipFile(wheel, "w") as archive:  # what a project does with it is copy it: any content will do
+        archive.writestr("sqsjobs-0.1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: sqsjobs\nVersion: 0.1.0\n")
+    options = ProjectOptions(name="carried", fifo=True, extras=frozenset(Extra), source=parse_spec(str(wheel)))
+    return generate(root, options), wheel
 
 
 def test_the_matrix_is_every_combination_and_the_subsets_cover_every_interaction() -> None:
@@ -73,9 +102,41 @@ def test_every_combination_validates_and_translates_with_its_pieces(projects: di
             assert resources[queue]["Properties"].get("FifoQueue", False) is options.fifo
         groups = {k for k, r in resources.items() if r["Type"] == "AWS::Scheduler::ScheduleGroup"}
         assert groups == ({"DelayedJobsScheduleGroup"} if Extra.DELAYS in options.extras else set())
+        # Every function runs sqsjobs from the one layer and holds only handlers/ (issue 30, item 3).
+        (layer,) = [k for k, r in resources.items() if r["Type"] == "AWS::Lambda::LayerVersion"]
+        assert layer.startswith(LAYER)
+        assert all(resources[f]["Properties"]["Layers"] == [{"Ref": layer}] for f in functions), option_id(options)
         # The DLQ pages (its own topic), the rest warns (issue 25, finding 8).
         assert resources["DeadLetterAlarm"]["Properties"]["AlarmActions"] == [{"Ref": "PageTopic"}]
         assert resources["OldestMessageAlarm"]["Properties"]["AlarmActions"] == [{"Ref": "WarnTopic"}]
+
+
+def test_no_generated_file_names_a_path_of_this_machine(projects: dict[str, Path],
+                                                        vendored: tuple[Path, Path]) -> None:
+    """Issue 30, item 3: a project builds in CI and on a colleague's laptop, so it names no path of this one."""
+    root = next(iter(projects.values())).parent
+    for name, project in projects.items():
+        assert project_machine_paths(project, (*this_machine(), str(root))) == {}, name
+    project, wheel = vendored
+    assert (project / "layer" / "wheels" / wheel.name).read_bytes() == wheel.read_bytes()
+    assert (project / "layer" / "requirements.txt").read_text().splitlines()[-2:] == [
+        "--find-links wheels", "sqsjobs==0.1.0"]
+    assert project_machine_paths(project, (*this_machine(), str(wheel.parent), str(project.parent))) == {}
+
+
+def test_every_project_builds_the_same_layer_and_functions_of_handlers_only(projects: dict[str, Path]) -> None:
+    """So `sam build` of a few projects (test_init_projects.py, tests/dist) proves the layer of all 256."""
+    layers = {tuple(sorted((p.relative_to(project).as_posix(), p.read_bytes())
+                           for p in (project / "layer").rglob("*") if p.is_file()))
+              for project in projects.values()}
+    assert len(layers) == 1
+    (layer,) = layers
+    assert [name for name, _ in layer] == ["layer/Makefile", "layer/botocore-services.txt", "layer/bundle.py",
+                                           "layer/requirements.txt"]
+    for name, project in projects.items():
+        listed = [line for line in (project / "handlers" / "requirements.txt").read_text().splitlines()
+                  if line.strip() and not line.startswith("#")]
+        assert listed == [], name  # the functions' own packages: none, so a function is its handlers
 
 
 def test_ruff_finds_nothing_in_the_generated_python(projects: dict[str, Path]) -> None:

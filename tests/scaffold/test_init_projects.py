@@ -1,12 +1,16 @@
 """`sqsjobs init`, the expensive checks on three projects that together cover every option.
 
-- standard, no extras, installing sqsjobs from a wheel (`--sqsjobs-spec`): `sqsjobs check` (the command),
-  `sam validate --lint`, `sam build` outside this repository (handlers/requirements.txt names the wheel),
-  its pytest including the e2e test, and `sqsjobs local up --reload` driven from a shell's point of view:
-  enqueue, an outcome line, `local env`, an edit that reloads the workers, `local down`;
+- standard, no extras, carrying a wheel of this checkout (`--sqsjobs-spec`, copied into layer/wheels):
+  `sqsjobs check` (the command), `sam validate --lint`, `sam build` outside this repository (lean: the
+  layer and functions of handlers only, nothing naming this machine), its pytest including the e2e test,
+  and `sqsjobs local up --reload` driven from a shell's point of view: enqueue, an outcome line,
+  `local env`, an edit that reloads the workers, `local down`;
 - FIFO with every extra: `sam validate --lint`, its pytest with the e2e test (each extra exercised on the
   local cloud), `sqsjobs local up` and `sqsjobs local fire daily-summary`;
 - standard with every extra: `sam validate --lint` and its pytest with the e2e test.
+
+`sam build` runs on the standard project here and on issue 30's user's project in tests/dist; test_init_matrix.py
+proves every combination has the same layer/ and functions holding only handlers/, so those builds stand for all.
 
 Every combination gets the cheap checks in test_init_matrix.py.
 """
@@ -22,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from scaffold_support import ROOT, generate, run_pytest, unit_tests_of
+from scaffold_support import ROOT, generate, lean_build, project_machine_paths, run_pytest, this_machine, unit_tests_of
 from tool_support import sam
 
 from sqsjobs.scaffold import Extra, ProjectOptions
@@ -73,18 +77,33 @@ def local_up() -> Iterator[list[LocalUp]]:
         process.stop()
 
 
-@pytest.mark.timeout(1200)  # a pip wheel, a sam build and two local clouds, on a loaded machine
-def test_standard_project_builds_outside_the_repo_and_runs_on_the_local_cloud(
-    tmp_path: Path, local_up: list[LocalUp]
-) -> None:
-    # The bundle: sam's own pip builder installs handlers/requirements.txt, which names a wheel of this
-    # checkout; nothing of this repository is referenced.
-    wheels = tmp_path / "wheels"
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel of this checkout, as `make dist` builds it."""
+    wheels = tmp_path_factory.mktemp("wheels")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels),
                     str(ROOT)], check=True, capture_output=True, timeout=600)
-    (wheel,) = wheels.glob("sqsjobs-*.whl")
+    (built,) = wheels.glob("sqsjobs-*.whl")
+    return built
+
+
+def built_lean(project: Path, *roots: str) -> dict[str, tuple[int, int]]:
+    """`sam build` of ``project``, checked by lean_build; each artifact's (unzipped, zipped) bytes."""
+    built = sam("build", "--template", "template.yaml", cwd=project)
+    assert built.returncode == 0, built.stdout[-5000:] + built.stderr[-5000:]
+    return lean_build(project / ".aws-sam" / "build", (*this_machine(), str(project.parent), *roots))
+
+
+@pytest.mark.timeout(1200)  # a pip wheel, a sam build and two local clouds, on a loaded machine
+def test_standard_project_builds_outside_the_repo_and_runs_on_the_local_cloud(
+    tmp_path: Path, wheel: Path, local_up: list[LocalUp]
+) -> None:
+    # The layer: layer/Makefile installs layer/requirements.txt, which finds the wheel copied into layer/wheels;
+    # nothing of this repository, nor the wheel's own path, is referenced.
     project = generate(tmp_path, ProjectOptions(name="billing", source=parse_spec(str(wheel))))
-    assert (project / "handlers" / "requirements.txt").read_text().splitlines()[-1] == f"sqsjobs @ {wheel.as_uri()}"
+    assert (project / "layer" / "requirements.txt").read_text().splitlines()[-1] == "sqsjobs==0.1.0"
+    assert (project / "layer" / "wheels" / wheel.name).is_file()
+    assert project_machine_paths(project, (*this_machine(), str(tmp_path), str(wheel.parent))) == {}
     state = tmp_path / "state.json"
 
     checked = cli(project, state, "check", "template.yaml")
@@ -93,11 +112,11 @@ def test_standard_project_builds_outside_the_repo_and_runs_on_the_local_cloud(
     assert validated.returncode == 0 and "is a valid SAM Template" in validated.stdout + validated.stderr, (
         validated.stdout + validated.stderr)
 
-    built = sam("build", "--template", "template.yaml", cwd=project)
-    assert built.returncode == 0, built.stdout + built.stderr
-    bundle = project / ".aws-sam" / "build" / "WorkerFunction"
-    assert (bundle / "worker.py").is_file() and (bundle / "app.py").is_file()
-    assert (bundle / "sqsjobs" / "__init__.py").is_file() and (bundle / "aws_lambda_powertools").is_dir()
+    sizes = built_lean(project, str(wheel.parent))
+    assert sorted(sizes) == ["SqsjobsLayer", "WorkerFunction"]
+    build = project / ".aws-sam" / "build"
+    assert (build / "WorkerFunction" / "worker.py").is_file() and (build / "WorkerFunction" / "app.py").is_file()
+    assert (build / "SqsjobsLayer" / "python" / "sqsjobs" / "__init__.py").is_file()
 
     tested = run_pytest(project)
     assert tested.returncode == 0 and f"{unit_tests_of(project) + 1} passed" in tested.stdout, (
@@ -159,6 +178,8 @@ def test_fifo_project_with_every_extra(tmp_path: Path, local_up: list[LocalUp]) 
 
 @pytest.mark.timeout(900)
 def test_standard_project_with_every_extra(tmp_path: Path) -> None:
+    # Its functions are built as the standard project's worker is: test_init_matrix.py proves every project has
+    # the same layer/ and functions of handlers only, so one more sam build here would prove nothing new.
     project = generate(tmp_path, ProjectOptions(name="catalog", extras=ALL_EXTRAS))
     validated = sam("validate", "--lint", "--template", "template.yaml", cwd=project)
     assert validated.returncode == 0, validated.stdout + validated.stderr

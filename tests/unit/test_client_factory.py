@@ -46,13 +46,15 @@ def test_every_handler_and_the_operator_clients_share_one_botocore_session() -> 
 
 
 COLLECTIONS = """
-import gc, json, sys
+import gc, json, os, sys
+import botocore
 from sqsjobs import _clients
 collections = []
+BOTOCORE = os.path.dirname(botocore.__file__) + os.sep
 def in_botocore():
     frame = sys._getframe(2)
     while frame is not None:
-        if "/botocore/" in frame.f_code.co_filename:
+        if frame.f_code.co_filename.startswith(BOTOCORE):
             return True
         frame = frame.f_back
     return False

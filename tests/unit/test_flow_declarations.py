@@ -83,14 +83,30 @@ def test_limits_must_be_a_list_of_distinct_names(app: JobApp, limits: Any, messa
         app.job("mail", limits=limits)
 
 
-def test_a_job_naming_an_unknown_queue_is_refused_at_registration(app: JobApp) -> None:
-    with pytest.raises(ConfigurationError) as refused:
-        @app.job("reset", queue="critical")
-        def reset(user_id: int) -> None: ...
-    assert one_line(refused) == ("job 'reset': unknown queue 'critical' (known: default); pass "
-                                 "JobApp(queues={'critical': url}) or set SQSJOBS_QUEUE_URL_CRITICAL")
+def test_a_job_naming_an_unknown_queue_is_refused_when_the_app_reads_its_environment(
+        app: JobApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    # SQSJOBS_QUEUE_URL_CRITICAL may still name it when the app is first used (a test's fixture sets it then):
+    # the declaration reads no environment, the first use refuses it, and every use after until it is set.
+    monkeypatch.delenv("SQSJOBS_QUEUE_URL_CRITICAL", raising=False)
+
+    @app.job("reset", queue="critical")
+    def reset(user_id: int) -> None: ...
+    for _ in range(2):
+        with pytest.raises(ConfigurationError) as refused:
+            app.settings  # noqa: B018 - the first use
+        assert one_line(refused) == ("job 'reset': unknown queue 'critical' (known: default); pass "
+                                     "JobApp(queues={'critical': url}) or set SQSJOBS_QUEUE_URL_CRITICAL")
+    monkeypatch.setenv("SQSJOBS_QUEUE_URL_CRITICAL", "https://sqs.us-east-1.amazonaws.com/123456789012/critical")
+    assert app.settings.queues == {"critical": "https://sqs.us-east-1.amazonaws.com/123456789012/critical"}
+
+
+def test_a_job_naming_no_queue_at_all_or_an_unknown_one_of_a_fixed_configuration_is_refused_at_registration(
+        app: JobApp) -> None:
     with pytest.raises(ConfigurationError, match=r"unknown queue 'Critical' \(known: default\)$"):
         app.job("reset", queue="Critical")
+    fixed = JobApp(queue_url="https://sqs.us-east-1.amazonaws.com/123456789012/jobs", environ={})
+    with pytest.raises(ConfigurationError, match=r"unknown queue 'critical' \(known: default\); pass"):
+        fixed.job("reset", queue="critical")
 
 
 def test_queues_come_from_the_constructor_or_the_environment() -> None:

@@ -6,9 +6,7 @@ Two views of the same rule, because each misses what the other sees:
   ``sys.modules`` is read (what a cold start really loads);
 - in the source: the import graph (tests/import_support.py, imports inside
   functions included) from each handler, so a lazy import that only the first
-  event would run is caught too. ``JobApp.testing()`` (lib/sqsjobs/_app.py)
-  reaches ``sqsjobs.testing`` on purpose: it is the test harness, never called
-  in Lambda, so the walk does not follow edges into it.
+  event would run is caught too.
 
 The redrive function is the one that runs part of ``sqsjobs.ops``: exactly the
 modules infra/bundle/redrive-ops.txt lists (its bundle holds only those).
@@ -67,16 +65,16 @@ def loaded_by(handler: str) -> list[str]:
 
 @cache
 def _graph() -> dict[str, set[str]]:
-    """lib/sqsjobs's import graph with the handlers added, and no edge into ``sqsjobs.testing``."""
+    """lib/sqsjobs's import graph with the handlers added."""
     graph = import_graph()
     handlers = {path.stem: path for path in HANDLERS.glob("*.py")}
     known = set(graph) | set(handlers)
     graph.update({name: imports_of(name, path, False, known) for name, path in handlers.items()})
-    return {name: {m for m in edges if not _in("testing", m)} for name, edges in graph.items()}
+    return graph
 
 
 def reached_from(handler: str) -> set[str]:
-    """The sqsjobs modules ``handlers/<handler>.py`` can import, at any depth (not through ``sqsjobs.testing``)."""
+    """The sqsjobs modules ``handlers/<handler>.py`` can import, at any depth."""
     return {m for m in reachable(_graph(), {handler}) if m.startswith("sqsjobs")}
 
 

@@ -3,6 +3,8 @@ and what users copy (the handlers, the scaffold's templates, the docs) imports n
 
 from __future__ import annotations
 
+import ast
+import importlib
 import inspect
 import re
 from pathlib import Path
@@ -56,24 +58,42 @@ def test_all_names_exist_and_are_documented_with_an_example() -> None:
             assert "Example" in doc or ">>>" in doc, f"{name}'s docstring has no example"
 
 
+def tree() -> dict[str, str]:
+    """Every error of the one tree, by name: where it is defined. The tree is what lib/sqsjobs/_errors.py defines,
+    read from its source, and the errors it names in ``HOMES`` (the tools' and the operator's, defined there)."""
+    source = Path(errors.__file__).read_text(encoding="utf-8")
+    return {**{name: errors.__name__ for name in re.findall(r"^class (\w+)\(", source, re.MULTILINE)},
+            **errors.HOMES}
+
+
 def test_every_error_descends_from_the_root_and_is_drawn_in_the_tree() -> None:
-    classes = [obj for _, obj in inspect.getmembers(errors, inspect.isclass)
-               if issubclass(obj, Exception) and obj.__module__ in (errors.__name__, "sqsjobs")]
+    drawing = (errors.__doc__ or "").splitlines()
+    classes = {name: getattr(importlib.import_module(home), name) for name, home in tree().items()}
     assert len(classes) >= 10
-    for cls in classes:
+    for name, cls in classes.items():
         assert issubclass(cls, errors.SqsJobsError), cls
-        assert cls.__name__ in (errors.__doc__ or ""), f"{cls.__name__} missing from the tree drawing"
-        assert (cls.__doc__ or "").startswith("Raised "), f"{cls.__name__} docstring should say when it is raised"
+        lines = [line for line in drawing if re.search(rf"^ *(?:[│├└─ ]+ )?{name}\b", line)]
+        assert len(lines) == 1, f"{name} missing from the tree drawing"
+        home = tree()[name]
+        assert home == errors.__name__ or home in lines[0], f"{name}'s line should name its module, {home}"
+        assert (cls.__doc__ or "").startswith("Raised "), f"{name} docstring should say when it is raised"
+
+
+def test_no_error_outside_the_tree_descends_from_the_root_directly() -> None:
+    # A tool's new error under SqsJobsError joins HOMES (and the drawing); its own subclasses stay with it.
+    direct = {(node.name, path.relative_to(ROOT).as_posix()) for path in (ROOT / "lib" / "sqsjobs").rglob("*.py")
+              for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(node, ast.ClassDef)
+              and any(isinstance(base, ast.Name) and base.id == "SqsJobsError" for base in node.bases)}
+    assert {name for name, _ in direct} <= set(tree()), sorted(direct)
+    assert ("LocalCloudError", "lib/sqsjobs/local/errors.py") in direct
 
 
 def test_every_error_of_the_tree_is_public_and_raised_under_its_public_name() -> None:
-    # The tree is what lib/sqsjobs/_errors.py defines, read from its source: a new error is public or this fails.
-    source = Path(errors.__file__).read_text(encoding="utf-8")
-    defined = re.findall(r"^class (\w+)\(", source, re.MULTILINE)
+    defined = tree()
     assert {"SqsJobsError", "MessageTooLargeError", "MoveTaskError", "ConsoleError", "CheckUnavailable"} <= set(defined)
     assert sorted(set(defined) - set(sqsjobs.__all__)) == []
-    for name in defined:
-        assert getattr(sqsjobs, name) is getattr(errors, name)
+    for name, home in defined.items():
+        assert getattr(sqsjobs, name) is getattr(importlib.import_module(home), name)
         assert getattr(sqsjobs, name).__module__ == "sqsjobs"  # a traceback names it as users import it
 
 

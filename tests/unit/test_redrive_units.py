@@ -10,8 +10,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from sqsjobs import MoveTaskError, RedriveError, SqsJobsError
 from sqsjobs._clients import operator_client
-from sqsjobs._errors import MoveTaskError, RedriveError, SqsJobsError
 from sqsjobs.enqueue._addresses import queue_name
 from sqsjobs.enqueue._batching import batches
 from sqsjobs.ops import _redrive_held as rd

@@ -1,8 +1,11 @@
 """The ``sqsjobs`` command: one sub-module per command group.
 
-Each command module exposes ``register(app)``; this module only assembles
-them, so a command's imports (cfn-lint, moto, rich tables) are paid only by
-the process that runs the ``sqsjobs`` command, never by a Lambda handler.
+Each command module declares its commands at module level on its own Typer
+app, ``commands``; this module only assembles them, so a command's imports
+(cfn-lint, moto, rich tables) are paid only by the process that runs the
+``sqsjobs`` command, never by a Lambda handler. The options several commands
+share are :mod:`~sqsjobs.cli.options`, their output :mod:`~sqsjobs.cli.render`,
+their exit codes :mod:`~sqsjobs.cli.exits`.
 
 The command line is an extra (``pip install 'sqsjobs[cli]'``): this module
 imports typer only inside ``build_app``, so ``main`` can say so in one line
@@ -42,8 +45,9 @@ def build_app() -> typer.Typer:
         help="Background jobs on SQS + Lambda: check templates, enqueue, inspect and redrive.",
     )
     for name in COMMAND_MODULES:
-        module = importlib.import_module(f"sqsjobs.cli.{name}")
-        module.register(app)
+        commands: typer.Typer = importlib.import_module(f"sqsjobs.cli.{name}").commands
+        app.registered_commands += commands.registered_commands
+        app.registered_groups += commands.registered_groups
     return app
 
 

@@ -8,6 +8,10 @@ hands it to cfn-lint with ``--append-rules``, in a child process, so the
 Parameter values (``--parameter Name=Value``) reach the rules through the
 ``SQSJOBS_CHECK_PARAMETERS`` environment variable, because cfn-lint drops its
 own ``--parameters`` once it has expanded a SAM template.
+
+Example:
+    >>> [c.name for c in commands.registered_commands]
+    ['check']
 """
 
 from __future__ import annotations
@@ -22,10 +26,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sqsjobs._errors import CheckUnavailable
-from sqsjobs._extras import Extra, install_hint, missing
-from sqsjobs.cli.exits import EXIT_USAGE
-from sqsjobs.cli.options import parse_pairs
+from sqsjobs._extras import Extra
+from sqsjobs.cli.errors import CheckUnavailable
+from sqsjobs.cli.exits import EXIT_FAILED, require_extra
+from sqsjobs.cli.options import parse_parameters
 
 if TYPE_CHECKING:
     from sqsjobs.validation import Problem
@@ -52,16 +56,6 @@ def rules_directory() -> Path:
             f"the {RULES_PACKAGE} package is missing: reinstall sqsjobs (pip install 'sqsjobs[check]')"
         )
     return Path(next(iter(spec.submodule_search_locations)))
-
-
-def parse_parameters(pairs: list[str]) -> dict[str, str]:
-    """Turn ``["Name=Value", ...]`` into a dict, rejecting malformed and repeated pairs.
-
-    Example:
-        >>> parse_parameters(["WorkerTimeoutSeconds=300", "ServiceName=billing"])
-        {'WorkerTimeoutSeconds': '300', 'ServiceName': 'billing'}
-    """
-    return parse_pairs(pairs, hint="--parameter")
 
 
 def lint_command(
@@ -131,63 +125,42 @@ def validate_template(template: Path, parameters: dict[str, str]) -> list[Proble
     return problems
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``sqsjobs check`` to ``app``.
+commands = typer.Typer()
 
-    Example:
-        >>> app = typer.Typer()
-        >>> register(app)
-        >>> [c.name for c in app.registered_commands]
-        ['check']
-    """
+Template = Annotated[Path, typer.Argument(help="SAM or CloudFormation template to lint.")]
+Parameters = Annotated[
+    list[str] | None,
+    typer.Option("--parameter", "-p",
+                 help="Name=Value: check with this parameter value instead of its default (repeatable)."),
+]
+Margin = Annotated[
+    int | None, typer.Option(help="Seconds the visibility timeout must exceed timeout + batching window (30).")
+]
+Strict = Annotated[bool, typer.Option(help="Exit non-zero on warnings too.")]
+OutputFormat = Annotated[str | None, typer.Option("--format", help="cfn-lint output format, e.g. parseable, json.")]
+Regions = Annotated[
+    list[str] | None, typer.Option(help="Region(s) to validate against (cfn-lint's default otherwise).")
+]
 
-    @app.command(name="check")
-    def check(
-        template: Annotated[Path, typer.Argument(help="SAM or CloudFormation template to lint.")],
-        parameter: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--parameter",
-                "-p",
-                help="Name=Value: check with this parameter value instead of its default (repeatable).",
-            ),
-        ] = None,
-        margin: Annotated[
-            int | None,
-            typer.Option(help="Seconds the visibility timeout must exceed timeout + batching window (30)."),
-        ] = None,
-        strict: Annotated[bool, typer.Option(help="Exit non-zero on warnings too.")] = False,
-        output_format: Annotated[
-            str | None, typer.Option("--format", help="cfn-lint output format, e.g. parseable, json.")
-        ] = None,
-        region: Annotated[
-            list[str] | None, typer.Option(help="Region(s) to validate against (cfn-lint's default otherwise).")
-        ] = None,
-    ) -> None:
-        """Lint TEMPLATE with cfn-lint and the sqsjobs rules (visibility, DLQ, batch failures, alarms)."""
-        module = missing(Extra.CHECK)
-        if module is not None:
-            typer.echo(f"sqsjobs check: {install_hint(Extra.CHECK, module)}", err=True)
-            raise typer.Exit(EXIT_USAGE)
-        if not template.is_file():
-            raise typer.BadParameter(f"{template} is not a file", param_hint="TEMPLATE")
-        parameters = parse_parameters(parameter or [])
-        try:
-            problems = validate_template(template, parameters)
-            code = run_check(
-                template,
-                parameters=parameters,
-                margin=margin,
-                strict=strict,
-                output_format=output_format,
-                regions=region,
-            )
-        except CheckUnavailable as exc:
-            typer.echo(f"sqsjobs check: {exc}", err=True)
-            raise typer.Exit(1) from exc
-        failed = any(p.is_error for p in problems) or (strict and bool(problems))
-        if code == 0 and failed:
-            code = VALIDATION_FAILED
-        if code == 0:
-            typer.echo(f"{template}: no errors from cfn-lint and the sqsjobs rules")
-        raise typer.Exit(code)
+
+@commands.command(name="check")
+def check(template: Template, parameter: Parameters = None, margin: Margin = None, strict: Strict = False,
+          output_format: OutputFormat = None, region: Regions = None) -> None:
+    """Lint TEMPLATE with cfn-lint and the sqsjobs rules (visibility, DLQ, batch failures, alarms)."""
+    require_extra(Extra.CHECK, "sqsjobs check")
+    if not template.is_file():
+        raise typer.BadParameter(f"{template} is not a file", param_hint="TEMPLATE")
+    parameters = parse_parameters(parameter or [])
+    try:
+        problems = validate_template(template, parameters)
+        code = run_check(template, parameters=parameters, margin=margin, strict=strict, output_format=output_format,
+                         regions=region)
+    except CheckUnavailable as exc:
+        typer.echo(f"sqsjobs check: {exc}", err=True)
+        raise typer.Exit(EXIT_FAILED) from exc
+    failed = any(p.is_error for p in problems) or (strict and bool(problems))
+    if code == 0 and failed:
+        code = VALIDATION_FAILED
+    if code == 0:
+        typer.echo(f"{template}: no errors from cfn-lint and the sqsjobs rules")
+    raise typer.Exit(code)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sqsjobs.cli.render import plain
+from sqsjobs.cli.render import plain, titled_table
 from sqsjobs.ops._cost import (
     DEFAULT_DAYS,
     DEFAULT_SENDS_PER_REQUEST,
@@ -58,11 +58,9 @@ def print_costs(console: Console, report: CostReport) -> None:
         >>> "what each job cost (last 7 days" in console.export_text()
         True
     """
-    from rich.table import Table
-
-    table = Table(title=f"what each job cost (last {report.days} days, {format_usd(report.total_usd)} in all)")
-    for name in ("job", "jobs", "USD", "per million", "Lambda", "DynamoDB", "SQS", "Scheduler", "logs", "metrics"):
-        table.add_column(name, justify="left" if name == "job" else "right")
+    columns = ("job", "jobs", "USD", "per million", "Lambda", "DynamoDB", "SQS", "Scheduler", "logs", "metrics")
+    table = titled_table(f"what each job cost (last {report.days} days, {format_usd(report.total_usd)} in all)",
+                         columns, right=set(columns[1:]))
     for row in report.rows():
         c = row.cost
         name = row.job if row.tenant is None else f"  tenant {row.tenant}"

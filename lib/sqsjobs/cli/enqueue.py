@@ -6,6 +6,10 @@ envelope are exactly the producer's. The queue is ``--queue-url`` (with
 ``--aws`` or ``--endpoint-url``, AWS's usual environment), else
 ``SQSJOBS_QUEUE_URL`` (exported for AWS, or by ``eval "$(sqsjobs local env)"``),
 else the running ``sqsjobs local up`` of the project's template.
+
+Example:
+    >>> [c.name for c in commands.registered_commands]
+    ['enqueue']
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from sqsjobs._errors import ConfigurationError, SqsJobsError
 from sqsjobs._loading import DEFAULT_APP, load_app
 from sqsjobs._settings import (
-    ENV_APP,
     ENV_AWS_ENDPOINT_URL,
     ENV_AWS_PROFILE,
     ENV_AWS_REGION,
@@ -29,16 +33,34 @@ from sqsjobs._settings import (
     ENV_TABLE,
     Settings,
 )
-from sqsjobs.cli.exits import EXIT_FAILED, EXIT_USAGE
-from sqsjobs.cli.options import ProjectTemplate, Region, parse_pairs
+from sqsjobs.cli.exits import EXIT_FAILED, EXIT_USAGE, exit_with, fail
+from sqsjobs.cli.options import DEFAULT_TEMPLATE, AppSpec, ProjectTemplate, Region, parse_pairs
 
 if TYPE_CHECKING:
     from sqsjobs._app import JobApp
     from sqsjobs.enqueue._message import JobMessage
+    from sqsjobs.enqueue._producer import EnqueueReport
 
+commands = typer.Typer()
 
-#: what --template defaults to: the template in the current directory names the project
-DEFAULT_TEMPLATE = Path("template.yaml")
+JobName = Annotated[str | None, typer.Argument(help="The job's registered name, e.g. invoice-email.")]
+Arguments = Annotated[list[str] | None, typer.Argument(help="Arguments as key=value (JSON values allowed).")]
+FromFile = Annotated[
+    Path | None,
+    typer.Option("--from", help="Enqueue every line of this JSON Lines file: {\"job\": ..., \"args\": {...}} "
+                                "per line, or JOB's arguments per line when JOB is given."),
+]
+QueueUrl = Annotated[str | None, typer.Option(help="The jobs queue (default: the app's).")]
+OnAws = Annotated[bool, typer.Option("--aws", help="Use AWS (profile, region and env as usual).")]
+EndpointUrl = Annotated[str | None, typer.Option(help="AWS endpoint to send to.")]
+Profile = Annotated[str | None, typer.Option(envvar=ENV_AWS_PROFILE, help="AWS profile.")]
+Tenant = Annotated[str | None, typer.Option(help="The tenant the job is for (a standard queue's MessageGroupId).")]
+Delay = Annotated[
+    float | None, typer.Option(min=0, help="Seconds from now; past 900 it waits in a one-time schedule.")
+]
+Eta = Annotated[
+    str | None, typer.Option(help="When it is due, ISO 8601 with a time zone, e.g. 2026-01-01T02:00:00Z.")
+]
 #: what a line of an --from file may carry besides its job and args (the enqueue options)
 LINE_OPTIONS = ("delay", "group", "trace_id", "tenant")
 
@@ -139,8 +161,6 @@ def messages_from_file(app: JobApp, path: Path, job: str | None, *, tenant: str 
         ...
         sqsjobs.ConfigurationError: greet.jsonl:1: job 'greet': argument 'user_id' must be int, got str 'one'
     """
-    from sqsjobs._errors import ConfigurationError, SqsJobsError
-
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as error:
@@ -156,17 +176,7 @@ def messages_from_file(app: JobApp, path: Path, job: str | None, *, tenant: str 
             raise ConfigurationError(f"{where}: not JSON: {error}") from None
         if not isinstance(entry, dict):
             raise ConfigurationError(f"{where}: each line must be a JSON object, got {type(entry).__name__}")
-        name: Any
-        if job is not None:
-            name, arguments, options = job, entry, {}
-        else:
-            name, arguments = entry.get("job"), entry.get("args", {})
-            options = {k: entry[k] for k in LINE_OPTIONS if k in entry}
-            unknown = sorted(set(entry) - {"job", "args", *LINE_OPTIONS})
-            if not isinstance(name, str) or not isinstance(arguments, dict) or unknown:
-                raise ConfigurationError(
-                    f"{where}: expected {{\"job\": NAME, \"args\": {{...}}}} (and optionally delay, group, "
-                    f"trace_id, tenant){'; unknown: ' + ', '.join(unknown) if unknown else ''}")
+        name, arguments, options = _line_call(entry, job, where)
         if tenant is not None:
             options.setdefault("tenant", tenant)
         if not {"delay", "eta"} & set(options):
@@ -178,127 +188,120 @@ def messages_from_file(app: JobApp, path: Path, job: str | None, *, tenant: str 
     return messages
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``sqsjobs enqueue`` to ``app``.
+def _line_call(entry: dict[str, Any], job: str | None, where: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """A line's job, arguments and enqueue options: the line is JOB's arguments, or names its job."""
+    if job is not None:
+        return job, entry, {}
+    name, arguments = entry.get("job"), entry.get("args", {})
+    unknown = sorted(set(entry) - {"job", "args", *LINE_OPTIONS})
+    if not isinstance(name, str) or not isinstance(arguments, dict) or unknown:
+        raise ConfigurationError(
+            f"{where}: expected {{\"job\": NAME, \"args\": {{...}}}} (and optionally delay, group, "
+            f"trace_id, tenant){'; unknown: ' + ', '.join(unknown) if unknown else ''}")
+    return name, arguments, {k: entry[k] for k in LINE_OPTIONS if k in entry}
 
-    Example:
-        >>> app = typer.Typer()
-        >>> register(app)
-        >>> [c.name for c in app.registered_commands]
-        ['enqueue']
+
+@commands.command("enqueue")
+def enqueue_command(
+    job: JobName = None, args: Arguments = None, from_file: FromFile = None, app_spec: AppSpec = DEFAULT_APP,
+    queue_url: QueueUrl = None, aws: OnAws = False, endpoint_url: EndpointUrl = None, region: Region = None,
+    profile: Profile = None, tenant: Tenant = None, delay: Delay = None, eta: Eta = None,
+    template: ProjectTemplate = DEFAULT_TEMPLATE,
+) -> None:
+    """Enqueue JOB with ARGS through the app's producer (print the message id), or a whole file with --from.
+
+    With --delay or --eta past 900 s the job waits in a one-time schedule, whose ARN is printed
+    instead (and when it is due, on stderr). A deduplicated job whose key is already queued or
+    running is not sent: nothing is printed, and stderr says which request holds the key. Without
+    --aws, --endpoint-url, --queue-url or SQSJOBS_QUEUE_URL it goes to this project's local cloud
+    (the template here, or --template).
     """
+    from sqsjobs._clients import sqs_client
 
-    @app.command("enqueue")
-    def enqueue_command(
-        job: Annotated[str | None, typer.Argument(help="The job's registered name, e.g. invoice-email.")] = None,
-        args: Annotated[list[str] | None, typer.Argument(help="Arguments as key=value (JSON values allowed).")] = None,
-        from_file: Annotated[
-            Path | None,
-            typer.Option("--from", help="Enqueue every line of this JSON Lines file: {\"job\": ..., \"args\": {...}} "
-                                        "per line, or JOB's arguments per line when JOB is given."),
-        ] = None,
-        app_spec: Annotated[
-            str, typer.Option("--app", envvar=ENV_APP, help="The JobApp as module:attribute.")
-        ] = DEFAULT_APP,
-        queue_url: Annotated[str | None, typer.Option(help="The jobs queue (default: the app's).")] = None,
-        aws: Annotated[bool, typer.Option("--aws", help="Use AWS (profile, region and env as usual).")] = False,
-        endpoint_url: Annotated[str | None, typer.Option(help="AWS endpoint to send to.")] = None,
-        region: Region = None,
-        profile: Annotated[str | None, typer.Option(envvar=ENV_AWS_PROFILE, help="AWS profile.")] = None,
-        tenant: Annotated[
-            str | None, typer.Option(help="The tenant the job is for (a standard queue's MessageGroupId).")
-        ] = None,
-        delay: Annotated[
-            float | None, typer.Option(min=0, help="Seconds from now; past 900 it waits in a one-time schedule.")
-        ] = None,
-        eta: Annotated[
-            str | None, typer.Option(help="When it is due, ISO 8601 with a time zone, e.g. 2026-01-01T02:00:00Z.")
-        ] = None,
-        template: ProjectTemplate = DEFAULT_TEMPLATE,
-    ) -> None:
-        """Enqueue JOB with ARGS through the app's producer (print the message id), or a whole file with --from.
+    if from_file is None and job is None:
+        raise typer.BadParameter("name the job (sqsjobs enqueue JOB key=value ...) or pass --from FILE.jsonl",
+                                 param_hint="JOB")
+    if from_file is not None and args:
+        raise typer.BadParameter("with --from the arguments come from the file, not key=value", param_hint="ARGS")
+    arguments = parse_arguments(args or [])
+    timing = when_options(delay, parse_eta(eta))
+    # The app reads its settings and builds clients from the environment: the flags', else the shell's when
+    # it names a queue (SQSJOBS_QUEUE_URL, as `sqsjobs status` reads it), else the running local cloud's.
+    if aws or endpoint_url or queue_url or os.environ.get(ENV_QUEUE_URL):
+        for name, value in ((ENV_AWS_ENDPOINT_URL, endpoint_url), (ENV_AWS_REGION, region),
+                            (ENV_AWS_PROFILE, profile), (ENV_QUEUE_URL, queue_url)):
+            if value:
+                os.environ[name] = value
+    else:
+        _aim_at_the_local_cloud(template)
+    with exit_with(EXIT_USAGE, ConfigurationError):  # no such app, or its file does not import: one line
+        job_app = load_app(app_spec)
+    with exit_with(EXIT_FAILED, SqsJobsError):
+        messages = (messages_from_file(job_app, from_file, job, tenant=tenant, defaults=timing)
+                    if from_file is not None else None)
+        settings = _send_settings(job_app)
+        # The producer's metrics are EMF lines, which only mean something in a function's log: not here.
+        with job_app.use(sqs_client=sqs_client(), settings=settings, emit_metrics=discard):
+            if messages is None:
+                _enqueue_one(job_app, str(job), arguments, {**timing, **({"tenant": tenant} if tenant else {})})
+                return
+            report = job_app.enqueue_many(messages)
+    _print_report(report)
 
-        With --delay or --eta past 900 s the job waits in a one-time schedule, whose ARN is printed
-        instead (and when it is due, on stderr). A deduplicated job whose key is already queued or
-        running is not sent: nothing is printed, and stderr says which request holds the key. Without
-        --aws, --endpoint-url, --queue-url or SQSJOBS_QUEUE_URL it goes to this project's local cloud
-        (the template here, or --template).
-        """
-        from sqsjobs._clients import sqs_client
-        from sqsjobs._errors import ConfigurationError, SqsJobsError
-        from sqsjobs.local.errors import LocalCloudError
-        from sqsjobs.schedules._receipt import ScheduledJob
 
-        if from_file is None and job is None:
-            raise typer.BadParameter("name the job (sqsjobs enqueue JOB key=value ...) or pass --from FILE.jsonl",
-                                     param_hint="JOB")
-        if from_file is not None and args:
-            raise typer.BadParameter("with --from the arguments come from the file, not key=value", param_hint="ARGS")
-        arguments = parse_arguments(args or [])
-        timing = when_options(delay, parse_eta(eta))
-        # The app reads its settings and builds clients from the environment: the flags', else the shell's when
-        # it names a queue (SQSJOBS_QUEUE_URL, as `sqsjobs status` reads it), else the running local cloud's.
-        if aws or endpoint_url or queue_url or os.environ.get(ENV_QUEUE_URL):
-            for name, value in ((ENV_AWS_ENDPOINT_URL, endpoint_url), (ENV_AWS_REGION, region),
-                                (ENV_AWS_PROFILE, profile), (ENV_QUEUE_URL, queue_url)):
-                if value:
-                    os.environ[name] = value
-        else:
-            try:
-                os.environ.update(local_target(template))
-            except LocalCloudError as exc:
-                from sqsjobs._env_names import did_you_mean
+def _aim_at_the_local_cloud(template: Path) -> None:
+    """Point this process's clients and the app at the running local cloud of ``template``'s project."""
+    from sqsjobs.local.errors import LocalCloudError
 
-                typer.echo(f"error: {exc} (or pass --aws / --queue-url, or set {ENV_QUEUE_URL})"
-                           f"{did_you_mean(ENV_QUEUE_URL)}", err=True)
-                raise typer.Exit(EXIT_FAILED) from None
-        try:
-            job_app = load_app(app_spec)
-        except ConfigurationError as exc:  # no such app, or its file does not import: one line, usage error
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_USAGE) from None
-        try:
-            messages = (messages_from_file(job_app, from_file, job, tenant=tenant, defaults=timing)
-                        if from_file is not None else None)
-            # The queues and a client as this command was told (flags, environment, the local cloud), even
-            # when the app module was imported before they were set.
-            target = os.environ.get(ENV_QUEUE_URL) or job_app.settings.queue_url
-            if not target:
-                from sqsjobs._env_names import did_you_mean
+    try:
+        os.environ.update(local_target(template))
+    except LocalCloudError as exc:
+        from sqsjobs._env_names import did_you_mean
 
-                raise ConfigurationError(f"no jobs queue: pass --queue-url or set {ENV_QUEUE_URL} (with --aws), "
-                                         f"or start `sqsjobs local up`{did_you_mean(ENV_QUEUE_URL)}")
-            named = {**job_app.settings.queues, **{name: url for name, url in Settings.from_env().queues.items()
-                                                   if url}}
-            settings: dict[str, Any] = {"queue_url": target, "queues": named}
-            if os.environ.get(ENV_SCHEDULE_GROUP):
-                settings["schedule_group"] = os.environ[ENV_SCHEDULE_GROUP]
-            if os.environ.get(ENV_TABLE):  # a deduplicated or debounced job's enqueue writes its key's record
-                settings["table_name"] = os.environ[ENV_TABLE]
-            # The producer's metrics are EMF lines, which only mean something in a function's log: not here.
-            with job_app.use(sqs_client=sqs_client(), settings=settings, emit_metrics=discard):
-                if messages is None:
-                    message_id = job_app.enqueue(str(job), **arguments, **timing,
-                                                 **({"tenant": tenant} if tenant else {}))
-                    if getattr(message_id, "duplicate", False):  # a deduplicated job's Receipt: nothing was sent
-                        key = job_app.message(str(job), **arguments).key
-                        typer.echo(f"duplicate: key {key!r} is held by request {message_id}, queued or running "
-                                   "(the job's dedupe): nothing sent", err=True)
-                        return
-                    typer.echo(message_id)
-                    if isinstance(message_id, ScheduledJob):  # delay=SECONDS beyond 900: it waits in a schedule
-                        typer.echo(message_id.describe(), err=True)
-                    return
-                report = job_app.enqueue_many(messages)
-        except SqsJobsError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_FAILED) from None
-        scheduled = f", {len(report.scheduled)} scheduled" if report.scheduled else ""
-        duplicates = (f", {len(report.duplicates)} duplicate(s) not sent (their key is queued or running)"
-                      if report.duplicates else "")
-        typer.echo(f"sent {report.sent} message(s) in {report.calls} SendMessageBatch call(s){scheduled}{duplicates}",
-                   err=True)
-        for failure in report.failed:
-            typer.echo(f"not sent: line of key {failure.key!r}: {failure.code}: {failure.message}", err=True)
-        if not report.ok:
-            raise typer.Exit(EXIT_FAILED)
+        fail(f"{exc} (or pass --aws / --queue-url, or set {ENV_QUEUE_URL}){did_you_mean(ENV_QUEUE_URL)}")
+
+
+def _send_settings(job_app: JobApp) -> dict[str, Any]:
+    """The queues and tables as this command was told (flags, environment, the local cloud), even when the app
+    module was imported before they were set."""
+    target = os.environ.get(ENV_QUEUE_URL) or job_app.settings.queue_url
+    if not target:
+        from sqsjobs._env_names import did_you_mean
+
+        raise ConfigurationError(f"no jobs queue: pass --queue-url or set {ENV_QUEUE_URL} (with --aws), "
+                                 f"or start `sqsjobs local up`{did_you_mean(ENV_QUEUE_URL)}")
+    named = {**job_app.settings.queues, **{name: url for name, url in Settings.from_env().queues.items() if url}}
+    settings: dict[str, Any] = {"queue_url": target, "queues": named}
+    if os.environ.get(ENV_SCHEDULE_GROUP):
+        settings["schedule_group"] = os.environ[ENV_SCHEDULE_GROUP]
+    if os.environ.get(ENV_TABLE):  # a deduplicated or debounced job's enqueue writes its key's record
+        settings["table_name"] = os.environ[ENV_TABLE]
+    return settings
+
+
+def _enqueue_one(job_app: JobApp, job: str, arguments: dict[str, Any], options: dict[str, Any]) -> None:
+    """Send one job; print its message id (or its schedule), or on stderr the request that holds its key."""
+    from sqsjobs.schedules._receipt import ScheduledJob
+
+    message_id = job_app.enqueue(job, **arguments, **options)
+    if getattr(message_id, "duplicate", False):  # a deduplicated job's Receipt: nothing was sent
+        key = job_app.message(job, **arguments).key
+        typer.echo(f"duplicate: key {key!r} is held by request {message_id}, queued or running "
+                   "(the job's dedupe): nothing sent", err=True)
+        return
+    typer.echo(message_id)
+    if isinstance(message_id, ScheduledJob):  # delay=SECONDS beyond 900: it waits in a schedule
+        typer.echo(message_id.describe(), err=True)
+
+
+def _print_report(report: EnqueueReport) -> None:
+    """What ``--from`` sent, on stderr; exit 1 when a message was not sent."""
+    scheduled = f", {len(report.scheduled)} scheduled" if report.scheduled else ""
+    duplicates = (f", {len(report.duplicates)} duplicate(s) not sent (their key is queued or running)"
+                  if report.duplicates else "")
+    typer.echo(f"sent {report.sent} message(s) in {report.calls} SendMessageBatch call(s){scheduled}{duplicates}",
+               err=True)
+    for failure in report.failed:
+        typer.echo(f"not sent: line of key {failure.key!r}: {failure.code}: {failure.message}", err=True)
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILED)

@@ -2,6 +2,10 @@
 
 The app is loaded as ``sqsjobs enqueue`` loads it (``--app``, default
 ``handlers.app:app``); nothing is sent and no AWS client is made.
+
+Example:
+    >>> [c.name for c in commands.registered_commands]
+    ['jobs']
 """
 
 from __future__ import annotations
@@ -11,13 +15,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from sqsjobs._errors import SqsJobsError
 from sqsjobs._loading import DEFAULT_APP, load_app
-from sqsjobs._settings import ENV_APP
-from sqsjobs.cli.exits import EXIT_USAGE
-from sqsjobs.cli.render import command_console
+from sqsjobs.cli.exits import EXIT_USAGE, exit_with
+from sqsjobs.cli.options import AppSpec
+from sqsjobs.cli.render import command_console, titled_table
 
 if TYPE_CHECKING:
     from sqsjobs._app import JobApp
+
+commands = typer.Typer()
 
 
 def describe_jobs(app: JobApp) -> list[dict[str, Any]]:
@@ -65,44 +72,24 @@ def describe_jobs(app: JobApp) -> list[dict[str, Any]]:
     return rows
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``sqsjobs jobs`` to ``app``.
-
-    Example:
-        >>> app = typer.Typer()
-        >>> register(app)
-        >>> [c.name for c in app.registered_commands]
-        ['jobs']
-    """
-
-    @app.command("jobs")
-    def jobs_command(
-        app_spec: Annotated[
-            str, typer.Option("--app", envvar=ENV_APP, help="The JobApp as module:attribute.")
-        ] = DEFAULT_APP,
-        json_output: Annotated[bool, typer.Option("--json", help="Print the jobs as JSON.")] = False,
-    ) -> None:
-        """List the app's registered jobs with their options (key, attempts, backoff, schedule, queue, limits...)."""
-        from sqsjobs._errors import SqsJobsError
-
-        try:
-            rows = describe_jobs(load_app(app_spec))
-        except SqsJobsError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_USAGE) from None
-        if json_output:
-            typer.echo(json.dumps(rows, indent=2))
-            return
-        _print_table(rows, app_spec)
+@commands.command("jobs")
+def jobs_command(
+    app_spec: AppSpec = DEFAULT_APP,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the jobs as JSON.")] = False,
+) -> None:
+    """List the app's registered jobs with their options (key, attempts, backoff, schedule, queue, limits...)."""
+    with exit_with(EXIT_USAGE, SqsJobsError):
+        rows = describe_jobs(load_app(app_spec))
+    if json_output:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    _print_table(rows, app_spec)
 
 
 def _print_table(rows: list[dict[str, Any]], app_spec: str) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"jobs of {app_spec} ({len(rows)})")
-    for column in ("job", "key", "attempts", "backoff", "retry on", "permanent on", "time limit", "version",
-                   "kind", "queue", "limits"):
-        table.add_column(column, overflow="fold")
+    table = titled_table(f"jobs of {app_spec} ({len(rows)})", (
+        "job", "key", "attempts", "backoff", "retry on", "permanent on", "time limit", "version", "kind", "queue",
+        "limits"), fold=True)
     for row in rows:
         kind = "chunked" if row["chunked"] else (f"scheduled {row['schedule']}" if row["schedule"] else "job")
         if row["batch"]:

@@ -7,6 +7,10 @@ there as a delayed job: ``scheduled``, with its due time) and 3 when it has neit
 ``unschedule`` deletes the pending schedule of a delayed job (``--schedule-group``
 or ``SQSJOBS_SCHEDULE_GROUP``) and exits 3 when none was pending; ``cancel``
 given the group deletes it too.
+
+Example:
+    >>> [c.name for c in commands.registered_commands]
+    ['job', 'cancel', 'unschedule']
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import asdict
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -22,8 +25,8 @@ import typer
 from sqsjobs._env_names import did_you_mean
 from sqsjobs._settings import ENV_SCHEDULE_GROUP, ENV_TABLE
 from sqsjobs.cli.exits import exit_on_errors
-from sqsjobs.cli.options import EndpointUrl, Region
-from sqsjobs.cli.render import command_console
+from sqsjobs.cli.options import EndpointUrl, JsonStatus, RecordTable, Region, ScheduleGroup
+from sqsjobs.cli.render import command_console, iso_time, print_fields
 
 if TYPE_CHECKING:
     from sqsjobs._app import JobApp
@@ -33,111 +36,93 @@ if TYPE_CHECKING:
 #: ``sqsjobs job KEY``: no delivery ever claimed the key
 EXIT_NOT_FOUND = 3
 
-Table = Annotated[str | None, typer.Option(envvar=ENV_TABLE, help="The idempotency table.")]
-ScheduleGroup = Annotated[
-    str | None, typer.Option(envvar=ENV_SCHEDULE_GROUP, help="The schedule group delayed jobs wait in.")
-]
+commands = typer.Typer()
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``sqsjobs job``, ``sqsjobs cancel`` and ``sqsjobs unschedule`` to ``app``.
+@commands.command("job")
+def job_command(
+    key: Annotated[str, typer.Argument(help="The job's idempotency key, e.g. invoice-email:42.")],
+    json_output: JsonStatus = False, table: RecordTable = None, schedule_group: ScheduleGroup = None,
+    endpoint_url: EndpointUrl = None, region: Region = None,
+) -> None:
+    """Show what happened to the job of KEY: state, attempts, last error, result and times.
 
-    Example:
-        >>> app = typer.Typer()
-        >>> register(app)
-        >>> [c.name for c in app.registered_commands]
-        ['job', 'cancel', 'unschedule']
+    A delayed job with no record yet that waits in the schedule group shows as scheduled, with its due time.
+    """
+    from sqsjobs.console.job_record import scheduled_job
+
+    console = command_console(stderr=json_output)
+    with exit_on_errors(console):
+        app = table_app(table, endpoint_url, region)
+        status = app.status(key)
+        if status is not None and (view := waiting_view(app, key)) is not None:
+            show(console, view, json_output=json_output, render=render_waiting, missing="",
+                 as_json=lambda view: view.to_dict())
+            return
+        if status is None and schedule_group:
+            from sqsjobs._clients import operator_client
+
+            waiting = scheduled_job(operator_client("scheduler", endpoint_url=endpoint_url, region=region),
+                                    schedule_group, key)
+            if waiting is not None:
+                show(console, waiting, json_output=json_output, render=render_scheduled,
+                     missing="", as_json=lambda view: view.to_dict())
+                return
+    waits = "" if schedule_group else f" (a delayed job is found with --schedule-group or {ENV_SCHEDULE_GROUP})"
+    show(console, status, json_output=json_output, render=render,
+         missing=f"no record for {key!r}: no delivery of it has been claimed (or its record expired){waits}")
+
+
+@commands.command("cancel")
+def cancel_command(
+    key: Annotated[str, typer.Argument(help="The job's idempotency key.")],
+    reason: Annotated[str | None, typer.Option(help="Why (kept in the record).")] = None,
+    table: RecordTable = None, schedule_group: ScheduleGroup = None, endpoint_url: EndpointUrl = None,
+    region: Region = None,
+) -> None:
+    """Cancel the job of KEY: no later delivery of it runs (a running job is only flagged).
+
+    With a schedule group, its pending delayed enqueue is deleted too.
     """
 
-    @app.command("job")
-    def job_command(
-        key: Annotated[str, typer.Argument(help="The job's idempotency key, e.g. invoice-email:42.")],
-        json_output: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
-        table: Table = None,
-        schedule_group: ScheduleGroup = None,
-        endpoint_url: EndpointUrl = None,
-        region: Region = None,
-    ) -> None:
-        """Show what happened to the job of KEY: state, attempts, last error, result and times.
+    console = command_console()
+    with exit_on_errors(console):
+        app = table_app(table, endpoint_url, region)
+        if schedule_group:
+            from sqsjobs._clients import operator_client
 
-        A delayed job with no record yet that waits in the schedule group shows as scheduled, with its due time.
-        """
-        from sqsjobs.console.job_record import scheduled_job
-
-        console = command_console(stderr=json_output)
-        with exit_on_errors(console):
-            app = table_app(table, endpoint_url, region)
-            status = app.status(key)
-            if status is not None and (view := waiting_view(app, key)) is not None:
-                show(console, view, json_output=json_output, render=render_waiting, missing="",
-                     as_json=lambda view: view.to_dict())
-                return
-            if status is None and schedule_group:
-                from sqsjobs._clients import operator_client
-
-                waiting = scheduled_job(operator_client("scheduler", endpoint_url=endpoint_url, region=region),
-                                        schedule_group, key)
-                if waiting is not None:
-                    show(console, waiting, json_output=json_output, render=render_scheduled,
-                         missing="", as_json=lambda view: view.to_dict())
-                    return
-        waits = "" if schedule_group else f" (a delayed job is found with --schedule-group or {ENV_SCHEDULE_GROUP})"
-        show(console, status, json_output=json_output, render=render,
-             missing=f"no record for {key!r}: no delivery of it has been claimed (or its record expired){waits}")
-
-    @app.command("cancel")
-    def cancel_command(
-        key: Annotated[str, typer.Argument(help="The job's idempotency key.")],
-        reason: Annotated[str | None, typer.Option(help="Why (kept in the record).")] = None,
-        table: Table = None,
-        schedule_group: ScheduleGroup = None,
-        endpoint_url: EndpointUrl = None,
-        region: Region = None,
-    ) -> None:
-        """Cancel the job of KEY: no later delivery of it runs (a running job is only flagged).
-
-        With a schedule group, its pending delayed enqueue is deleted too.
-        """
-
-        console = command_console()
-        with exit_on_errors(console):
-            app = table_app(table, endpoint_url, region)
-            if schedule_group:
-                from sqsjobs._clients import operator_client
-
-                with app.use(settings={"schedule_group": schedule_group},
-                             scheduler_client=operator_client("scheduler", endpoint_url=endpoint_url, region=region)):
-                    outcome = app.cancel(key, reason)
-            else:
+            with app.use(settings={"schedule_group": schedule_group},
+                         scheduler_client=operator_client("scheduler", endpoint_url=endpoint_url, region=region)):
                 outcome = app.cancel(key, reason)
-        console.print(f"{key}: {outcome}" + (f" ({EXPLAIN[outcome]})" if outcome in EXPLAIN else ""))
+        else:
+            outcome = app.cancel(key, reason)
+    console.print(f"{key}: {outcome}" + (f" ({EXPLAIN[outcome]})" if outcome in EXPLAIN else ""))
 
-    @app.command("unschedule")
-    def unschedule_command(
-        key: Annotated[str, typer.Argument(help="The delayed job's idempotency key.")],
-        schedule_group: ScheduleGroup = None,
-        endpoint_url: EndpointUrl = None,
-        region: Region = None,
-    ) -> None:
-        """Delete the pending schedule of the delayed job KEY (exit 3 when none was pending)."""
 
-        from sqsjobs._app import JobApp
-        from sqsjobs._clients import operator_client
-        from sqsjobs._errors import ConfigurationError
+@commands.command("unschedule")
+def unschedule_command(
+    key: Annotated[str, typer.Argument(help="The delayed job's idempotency key.")],
+    schedule_group: ScheduleGroup = None, endpoint_url: EndpointUrl = None, region: Region = None,
+) -> None:
+    """Delete the pending schedule of the delayed job KEY (exit 3 when none was pending)."""
 
-        console = command_console()
-        with exit_on_errors(console):
-            if not schedule_group:
-                raise ConfigurationError(f"which schedule group? pass --schedule-group or set {ENV_SCHEDULE_GROUP}"
-                                         f"{did_you_mean(ENV_SCHEDULE_GROUP)}")
-            app = JobApp(schedule_group=schedule_group,
-                         scheduler_client=operator_client("scheduler", endpoint_url=endpoint_url, region=region))
-            deleted = app.runtime.unschedule(key)
-        if not deleted:
-            console.print(f"{key}: no delayed job pending in {schedule_group} (it ran, was never delayed, "
-                          "or was unscheduled)")
-            raise typer.Exit(EXIT_NOT_FOUND)
-        console.print(f"{key}: unscheduled (its delayed delivery will not happen)")
+    from sqsjobs._app import JobApp
+    from sqsjobs._clients import operator_client
+    from sqsjobs._errors import ConfigurationError
+
+    console = command_console()
+    with exit_on_errors(console):
+        if not schedule_group:
+            raise ConfigurationError(f"which schedule group? pass --schedule-group or set {ENV_SCHEDULE_GROUP}"
+                                     f"{did_you_mean(ENV_SCHEDULE_GROUP)}")
+        app = JobApp(schedule_group=schedule_group,
+                     scheduler_client=operator_client("scheduler", endpoint_url=endpoint_url, region=region))
+        deleted = app.runtime.unschedule(key)
+    if not deleted:
+        console.print(f"{key}: no delayed job pending in {schedule_group} (it ran, was never delayed, "
+                      "or was unscheduled)")
+        raise typer.Exit(EXIT_NOT_FOUND)
+    console.print(f"{key}: unscheduled (its delayed delivery will not happen)")
 
 
 #: what each answer of ``app.cancel`` means, for people
@@ -151,20 +136,13 @@ EXPLAIN = {
 
 def render(console: Any, status: JobStatus) -> None:
     """The status as a two-column table."""
-    from rich.table import Table as RichTable
-
-    table = RichTable(title=f"job {status.key}", show_header=False)
-    table.add_column("field", style="bold")
-    table.add_column("value", overflow="fold")
     rows: list[tuple[str, Any]] = [("job", status.job), ("state", status.state), ("attempts", status.attempts),
                                    ("last error", status.last_error)]
     if status.result is not None:
         rows.append(("result", json.dumps(status.result)))
-    rows += [(name.replace("_", " "), when(getattr(status, name)))
+    rows += [(name.replace("_", " "), iso_time(getattr(status, name)))
              for name in ("enqueued_at", "started_at", "finished_at", "updated_at")]
-    for name, value in rows:
-        table.add_row(name, "-" if value is None else str(value))
-    console.print(table)
+    print_fields(console, f"job {status.key}", rows)
 
 
 def waiting_view(app: JobApp, key: str) -> Any:
@@ -177,32 +155,19 @@ def waiting_view(app: JobApp, key: str) -> Any:
 
 def render_waiting(console: Any, view: Any) -> None:
     """A debounced burst waiting (due time, requests coalesced) or a deduplicated request holding its key."""
-    from rich.table import Table as RichTable
-
-    table = RichTable(title=f"job {view.key}", show_header=False)
-    table.add_column("field", style="bold")
-    table.add_column("value", overflow="fold")
     rows = [("job", view.job or "-"), ("state", view.state)]
     if view.state == "waiting":
-        rows += [("due at", when(view.due_at) or "-"), ("coalesced", f"{view.coalesced} request(s) (debounce)")]
+        rows += [("due at", iso_time(view.due_at)), ("coalesced", f"{view.coalesced} request(s) (debounce)")]
     else:
-        rows += [("held by", f"request {view.request} ({view.dedupe})"), ("held until", when(view.held_until) or "-")]
-    for name, value in rows:
-        table.add_row(name, value)
-    console.print(table)
+        rows += [("held by", f"request {view.request} ({view.dedupe})"), ("held until", iso_time(view.held_until))]
+    print_fields(console, f"job {view.key}", rows)
 
 
 def render_scheduled(console: Any, view: ScheduledJobView) -> None:
     """A delayed job waiting in its one-time schedule, as a two-column table."""
-    from rich.table import Table as RichTable
-
-    table = RichTable(title=f"job {view.key}", show_header=False)
-    table.add_column("field", style="bold")
-    table.add_column("value", overflow="fold")
-    for name, value in (("job", view.job or "-"), ("state", view.state), ("due at", view.due_text),
-                        ("waits in", f"schedule {view.schedule} of group {view.group} (no record until it runs)")):
-        table.add_row(name, value)
-    console.print(table)
+    print_fields(console, f"job {view.key}", [
+        ("job", view.job or "-"), ("state", view.state), ("due at", view.due_text),
+        ("waits in", f"schedule {view.schedule} of group {view.group} (no record until it runs)")])
 
 
 def show(console: Any, found: Any, *, json_output: bool, render: Callable[[Any, Any], None], missing: str,
@@ -215,10 +180,6 @@ def show(console: Any, found: Any, *, json_output: bool, render: Callable[[Any, 
         typer.echo(json.dumps(as_json(found), sort_keys=True))
         return
     render(console, found)
-
-
-def when(epoch: float | None) -> str | None:
-    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
 
 def table_app(table: str | None, endpoint_url: str | None, region: str | None) -> JobApp:

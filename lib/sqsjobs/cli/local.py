@@ -2,6 +2,12 @@
 
 Thin over :mod:`sqsjobs.local`; moto and samtranslator are imported only
 when a command runs.
+
+Example:
+    >>> [g.name for g in commands.registered_groups]
+    ['local']
+    >>> sorted(c.name for c in local.registered_commands)
+    ['down', 'env', 'fire', 'reload', 'up']
 """
 
 from __future__ import annotations
@@ -9,6 +15,8 @@ from __future__ import annotations
 import json
 import signal
 import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -16,31 +24,63 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from sqsjobs._extras import Extra, install_hint, missing
-from sqsjobs.cli.exits import EXIT_FAILED, EXIT_USAGE
-from sqsjobs.cli.options import ProjectTemplate, parse_pairs
+from sqsjobs._extras import Extra
+from sqsjobs.cli.exits import EXIT_FAILED, exit_with, fail, require_extra
+from sqsjobs.cli.options import DEFAULT_TEMPLATE, ProjectTemplate, parse_parameters
 from sqsjobs.cli.render import command_console
+from sqsjobs.local.errors import LocalCloudError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from rich.console import Console
 
     from sqsjobs.local.cloud import LocalCloud
     from sqsjobs.local.control import ProjectFiles
 
+commands = typer.Typer()
+local = typer.Typer(no_args_is_help=True, help="Run the template on a local moto server with Lambda emulated.")
+commands.add_typer(local, name="local")
+
+# ``local up``'s options
+UpTemplate = Annotated[Path, typer.Option(help="The SAM template to deploy.")]
+Port = Annotated[
+    int | None, typer.Option(min=1, max=65535, help="moto server port on 127.0.0.1 (default: a free one).")
+]
+Parameters = Annotated[
+    list[str] | None,
+    typer.Option("--parameter", "-p", help="Template parameter NAME=VALUE (repeatable; wins over samconfig.toml's "
+                                           "overrides)."),
+]
+StackName = Annotated[str, typer.Option(help="Prefix of the local resource names.")]
+ShowMetrics = Annotated[bool, typer.Option(help="Also print the EMF metric lines.")]
+Reload = Annotated[bool, typer.Option("--reload", help="Restart the function workers when a file under a CodeUri "
+                                                       "changes (queues, tables and the DLQ keep their messages).")]
+Fresh = Annotated[bool, typer.Option("--fresh", help="Start empty: discard the state this project's cloud kept when "
+                                                     "it last stopped (queues, messages, tables, schedules).")]
+Verbose = Annotated[int, typer.Option("--verbose", "-v", count=True, help="Also the functions' DEBUG log lines.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No job outcomes or function logs, only errors and alarms.")]
+# ``local fire``'s options
+FireName = Annotated[str, typer.Argument(
+    help="Schedule: its Name, logical id or its function's; or the key of a delayed job (fired early).")]
+FireEndpoint = Annotated[str | None, typer.Option(help="Fire on this AWS endpoint instead of the running local cloud.")]
+FireOnAws = Annotated[bool, typer.Option("--aws", help="Fire on AWS (profile and region as usual).")]
+FireRegion = Annotated[str | None, typer.Option(help="AWS region (with --aws or --endpoint-url).")]
+FireProfile = Annotated[str | None, typer.Option(help="AWS profile (with --aws or --endpoint-url).")]
 
 
-#: what --template defaults to: the template in the current directory names the project
-DEFAULT_TEMPLATE = Path("template.yaml")
+@dataclass(frozen=True, kw_only=True)
+class UpOptions:
+    """What ``local up`` was asked, besides --fresh (which only decides what the lock's holder deletes first)."""
 
-
-def parse_parameters(pairs: list[str]) -> dict[str, str]:
-    """``["K=V", ...]`` → ``{"K": "V"}``, with a usage error for anything else (a K given twice too).
-
-    Example:
-        >>> parse_parameters(["SenderEmail=me@example.com", "MaxAttempts=3"])
-        {'SenderEmail': 'me@example.com', 'MaxAttempts': '3'}
-    """
-    return parse_pairs(pairs, hint="--parameter")
+    template: Path
+    port: int | None
+    parameter: list[str] | None
+    stack_name: str
+    show_metrics: bool
+    reload: bool
+    verbose: int
+    quiet: bool
 
 
 def summary(cloud: LocalCloud) -> list[str]:
@@ -68,7 +108,6 @@ def summary(cloud: LocalCloud) -> list[str]:
 
 def kept_line(cloud: LocalCloud, files: ProjectFiles) -> str:
     """What the stop kept for the next ``local up``, truthfully (``sqsjobs.local.snapshot``)."""
-    from sqsjobs.local.errors import LocalCloudError
     from sqsjobs.local.snapshot import read_header
 
     if cloud.failure is not None:
@@ -110,219 +149,169 @@ def _validated(console: Console, template: Path, parameters: dict[str, str]) -> 
     return True
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``sqsjobs local up|down|reload|fire|env`` to ``app``.
+@contextmanager
+def _refused(console: Console) -> Iterator[None]:
+    """A ``LocalCloudError`` while ``local up`` starts: one red line, exit 1."""
+    try:
+        yield
+    except LocalCloudError as exc:
+        console.print(f"[bold red]error[/] {exc}")
+        raise typer.Exit(EXIT_FAILED) from None
 
-    Example:
-        >>> app = typer.Typer()
-        >>> register(app)
-        >>> [g.name for g in app.registered_groups]
-        ['local']
-        >>> sorted(c.name for c in app.registered_groups[0].typer_instance.registered_commands)
-        ['down', 'env', 'fire', 'reload', 'up']
+
+@local.callback()
+def require_local_extra() -> None:
+    """Every ``local`` command needs the [local] extra: say how to install it, in one line."""
+    require_extra(Extra.LOCAL, "sqsjobs local")
+
+
+@local.command("up")
+def up_command(
+    template: UpTemplate = DEFAULT_TEMPLATE, port: Port = None, parameter: Parameters = None,
+    stack_name: StackName = "sqsjobs-local", show_metrics: ShowMetrics = False, reload: Reload = False,
+    fresh: Fresh = False, verbose: Verbose = 0, quiet: Quiet = False,
+) -> None:
+    """Start a moto server, deploy TEMPLATE on it and run its functions until Ctrl-C (or `sqsjobs local down`).
+
+    A stop keeps the state (queues with their messages, tables and items, schedules) and the next `local up`
+    of the project resumes it, unless --fresh. Each job's outcome is one line: done, duplicate, retry in Ns,
+    dead-lettered (reason), with the job, its key and its SQS message id (the id status and redrive show).
     """
-    local = typer.Typer(no_args_is_help=True, help="Run the template on a local moto server with Lambda emulated.")
-    app.add_typer(local, name="local")
+    from sqsjobs.local.control import ProjectLock, project_files
 
-    @local.callback()
-    def require_local_extra() -> None:
-        """Every ``local`` command needs the [local] extra: say how to install it, in one line."""
-        module = missing(Extra.LOCAL)
-        if module is not None:
-            typer.echo(f"sqsjobs local: {install_hint(Extra.LOCAL, module)}", err=True)
-            raise typer.Exit(EXIT_USAGE)
+    console = command_console(stderr=True, highlight=False, soft_wrap=True)
+    files = project_files(template)
+    lock = ProjectLock(files.lock, files.state)
+    with _refused(console):
+        lock.acquire()  # one cloud per project: a second `local up` here is refused, naming the first's pid
+    try:
+        if fresh:
+            for kept in (files.snapshot, files.streams):
+                kept.unlink(missing_ok=True)
+        _up(console, files, UpOptions(template=template, port=port, parameter=parameter, stack_name=stack_name,
+                                      show_metrics=show_metrics, reload=reload, verbose=verbose, quiet=quiet))
+    finally:
+        lock.release()
 
-    @local.command("up")
-    def up_command(
-        template: Annotated[Path, typer.Option(help="The SAM template to deploy.")] = Path("template.yaml"),
-        port: Annotated[
-            int | None, typer.Option(min=1, max=65535, help="moto server port on 127.0.0.1 (default: a free one).")
-        ] = None,
-        parameter: Annotated[
-            list[str] | None,
-            typer.Option("--parameter", "-p",
-                         help="Template parameter NAME=VALUE (repeatable; wins over samconfig.toml's overrides)."),
-        ] = None,
-        stack_name: Annotated[str, typer.Option(help="Prefix of the local resource names.")] = "sqsjobs-local",
-        show_metrics: Annotated[bool, typer.Option(help="Also print the EMF metric lines.")] = False,
-        reload: Annotated[
-            bool, typer.Option("--reload", help="Restart the function workers when a file under a CodeUri changes "
-                                                "(queues, tables and the DLQ keep their messages).")
-        ] = False,
-        fresh: Annotated[
-            bool, typer.Option("--fresh", help="Start empty: discard the state this project's cloud kept when it "
-                                               "last stopped (queues, messages, tables, schedules).")
-        ] = False,
-        verbose: Annotated[
-            int, typer.Option("--verbose", "-v", count=True, help="Also the functions' DEBUG log lines.")
-        ] = 0,
-        quiet: Annotated[
-            bool, typer.Option("--quiet", "-q", help="No job outcomes or function logs, only errors and alarms.")
-        ] = False,
-    ) -> None:
-        """Start a moto server, deploy TEMPLATE on it and run its functions until Ctrl-C (or `sqsjobs local down`).
 
-        A stop keeps the state (queues with their messages, tables and items, schedules) and the next `local up`
-        of the project resumes it, unless --fresh. Each job's outcome is one line: done, duplicate, retry in Ns,
-        dead-lettered (reason), with the job, its key and its SQS message id (the id status and redrive show).
-        """
-        from sqsjobs.local.control import ProjectLock, project_files
-        from sqsjobs.local.errors import LocalCloudError
+def _up(console: Console, files: ProjectFiles, options: UpOptions) -> None:
+    """Validate, start the cloud, print where everything is, and run until a stop; then say what was kept."""
+    from sqsjobs.local.samconfig import parameter_overrides
 
-        console = command_console(stderr=True, highlight=False, soft_wrap=True)
-        files = project_files(template)
-        lock = ProjectLock(files.lock, files.state)
-        try:
-            lock.acquire()  # one cloud per project: a second `local up` here is refused, naming the first's pid
-        except LocalCloudError as exc:
-            console.print(f"[bold red]error[/] {exc}")
-            raise typer.Exit(EXIT_FAILED) from None
-        try:
-            if fresh:
-                for kept in (files.snapshot, files.streams):
-                    kept.unlink(missing_ok=True)
-            _up(console, files, template=template, port=port, parameter=parameter, stack_name=stack_name,
-                show_metrics=show_metrics, reload=reload, verbose=verbose, quiet=quiet)
-        finally:
-            lock.release()
+    with _refused(console):
+        parameters = {**parameter_overrides(options.template), **parse_parameters(options.parameter or [])}
+    if not _validated(console, options.template, parameters):
+        raise typer.Exit(EXIT_FAILED)
+    stop = threading.Event()
+    # SIGTERM (e.g. from a supervisor) ends as cleanly as Ctrl-C.
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with _refused(console):
+        cloud = _start(files, options, parameters)
+    try:
+        _announce(console, cloud, reload=options.reload)
+        while not stop.wait(0.5):
+            if cloud.failure is not None or cloud.stop_requested.is_set():
+                break
+    except KeyboardInterrupt:
+        pass
+    finally:
+        console.print("stopping: workers, pollers, moto server ...")
+        cloud.stop()
+        console.print(f"stopped; port {cloud.server.port} is free")
+        console.print(kept_line(cloud, files), markup=False)
+    if cloud.failure is not None:
+        raise typer.Exit(EXIT_FAILED)
 
-    def _up(console: Console, files: ProjectFiles, *, template: Path, port: int | None, parameter: list[str] | None,
-            stack_name: str, show_metrics: bool, reload: bool, verbose: int, quiet: bool) -> None:
-        from sqsjobs.local.cloud import LocalCloud
-        from sqsjobs.local.errors import LocalCloudError
-        from sqsjobs.local.output import OUTCOMES, QUIET, Output, terminal_log
-        from sqsjobs.local.samconfig import parameter_overrides
 
-        try:
-            parameters = {**parameter_overrides(template), **parse_parameters(parameter or [])}
-        except LocalCloudError as exc:
-            console.print(f"[bold red]error[/] {exc}")
-            raise typer.Exit(EXIT_FAILED) from None
-        if not _validated(console, template, parameters):
-            raise typer.Exit(EXIT_FAILED)
-        verbosity = QUIET if quiet else OUTCOMES + verbose
-        stop = threading.Event()
-        # SIGTERM (e.g. from a supervisor) ends as cleanly as Ctrl-C.
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        try:
-            cloud = LocalCloud.start(
-                template, port=port, parameters=parameters, stack_name=stack_name,
-                output=Output(log=terminal_log(verbosity), show_emf=show_metrics), state_path=files.state,
-                log_level=None if quiet else "DEBUG", reload=reload, snapshot=files.snapshot,
-                streams_path=files.streams,
-            )
-        except LocalCloudError as exc:
-            console.print(f"[bold red]error[/] {exc}")
-            raise typer.Exit(EXIT_FAILED) from None
-        try:
-            for line in summary(cloud):
-                console.print(line, markup=False)
-            if cloud.resumed is not None:
-                saved = datetime.fromtimestamp(cloud.resumed.saved_at).isoformat(sep=" ", timespec="seconds")
-                console.print(f"resumed       the state kept at the last stop ({saved}); --fresh starts empty",
-                              markup=False)
-            if reload:
-                console.print(f"reload        watching {', '.join(str(d) for d in cloud.code_dirs())}", markup=False)
-            console.print("[green]ready[/]: enqueue with `sqsjobs enqueue JOB key=value`; Ctrl-C (or `sqsjobs local "
-                          "down`) stops everything")
-            while not stop.wait(0.5):
-                if cloud.failure is not None or cloud.stop_requested.is_set():
-                    break
-        except KeyboardInterrupt:
-            pass
-        finally:
-            console.print("stopping: workers, pollers, moto server ...")
-            cloud.stop()
-            console.print(f"stopped; port {cloud.server.port} is free")
-            console.print(kept_line(cloud, files), markup=False)
-        if cloud.failure is not None:
-            raise typer.Exit(EXIT_FAILED)
+def _start(files: ProjectFiles, options: UpOptions, parameters: dict[str, str]) -> LocalCloud:
+    from sqsjobs.local.cloud import LocalCloud
+    from sqsjobs.local.output import OUTCOMES, QUIET, Output, terminal_log
 
-    @local.command("down")
-    def down_command(
-        timeout: Annotated[float, typer.Option(min=1, help="Seconds to wait for it to stop.")] = 60.0,
-        template: ProjectTemplate = DEFAULT_TEMPLATE,
-    ) -> None:
-        """Stop this project's `sqsjobs local up` (its workers, pollers and moto server) and wait until it is gone."""
-        from sqsjobs.local.control import default_state_path, stop_running
-        from sqsjobs.local.errors import LocalCloudError
+    verbosity = QUIET if options.quiet else OUTCOMES + options.verbose
+    return LocalCloud.start(
+        options.template, port=options.port, parameters=parameters, stack_name=options.stack_name,
+        output=Output(log=terminal_log(verbosity), show_emf=options.show_metrics), state_path=files.state,
+        log_level=None if options.quiet else "DEBUG", reload=options.reload, snapshot=files.snapshot,
+        streams_path=files.streams,
+    )
 
-        try:
-            pid = stop_running(default_state_path(template), timeout=timeout)
-        except LocalCloudError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_FAILED) from None
-        typer.echo(f"stopped the local cloud (pid {pid})", err=True)
 
-    @local.command("reload")
-    def reload_command(template: ProjectTemplate = DEFAULT_TEMPLATE) -> None:
-        """Restart this project's cloud's function workers on the current code now, and wait until they are up.
+def _announce(console: Console, cloud: LocalCloud, *, reload: bool) -> None:
+    """What ``local up`` prints once the cloud runs: the summary, what it resumed, what it watches."""
+    for line in summary(cloud):
+        console.print(line, markup=False)
+    if cloud.resumed is not None:
+        saved = datetime.fromtimestamp(cloud.resumed.saved_at).isoformat(sep=" ", timespec="seconds")
+        console.print(f"resumed       the state kept at the last stop ({saved}); --fresh starts empty", markup=False)
+    if reload:
+        console.print(f"reload        watching {', '.join(str(d) for d in cloud.code_dirs())}", markup=False)
+    console.print("[green]ready[/]: enqueue with `sqsjobs enqueue JOB key=value`; Ctrl-C (or `sqsjobs local "
+                  "down`) stops everything")
 
-        What `local up --reload` does by itself a second after an edit, for a script that must not race it.
-        """
-        from sqsjobs.local.control import call, default_state_path, read_state
-        from sqsjobs.local.errors import LocalCloudError
 
-        try:
-            answer = call(read_state(default_state_path(template)), "reload", {})
-        except LocalCloudError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_FAILED) from None
-        if "error" in answer:
-            typer.echo(f"error: {answer['error']}", err=True)
-            raise typer.Exit(EXIT_FAILED)
-        broken = answer.get("broken") or []
-        typer.echo(f"reloaded {answer['functions'] - len(broken)} of {answer['functions']} function(s)", err=True)
-        if broken:
-            typer.echo(f"error: cannot import the handler of {', '.join(broken)} (see `local up`'s output)", err=True)
-            raise typer.Exit(EXIT_FAILED)
+@local.command("down")
+def down_command(
+    timeout: Annotated[float, typer.Option(min=1, help="Seconds to wait for it to stop.")] = 60.0,
+    template: ProjectTemplate = DEFAULT_TEMPLATE,
+) -> None:
+    """Stop this project's `sqsjobs local up` (its workers, pollers and moto server) and wait until it is gone."""
+    from sqsjobs.local.control import default_state_path, stop_running
 
-    @local.command("fire")
-    def fire_command(
-        name: Annotated[str, typer.Argument(
-            help="Schedule: its Name, logical id or its function's; or the key of a delayed job (fired early).")],
-        endpoint_url: Annotated[
-            str | None, typer.Option(help="Fire on this AWS endpoint instead of the running local cloud.")
-        ] = None,
-        aws: Annotated[bool, typer.Option("--aws", help="Fire on AWS (profile and region as usual).")] = False,
-        region: Annotated[str | None, typer.Option(help="AWS region (with --aws or --endpoint-url).")] = None,
-        profile: Annotated[str | None, typer.Option(help="AWS profile (with --aws or --endpoint-url).")] = None,
-        template: ProjectTemplate = DEFAULT_TEMPLATE,
-    ) -> None:
-        """Run schedule NAME's function now, or send the delayed job with key NAME now; print the result."""
-        from sqsjobs.local.errors import LocalCloudError
-        from sqsjobs.local.fire import fire_local, fire_remote
+    with exit_with(EXIT_FAILED, LocalCloudError):
+        pid = stop_running(default_state_path(template), timeout=timeout)
+    typer.echo(f"stopped the local cloud (pid {pid})", err=True)
 
-        try:
-            if aws or endpoint_url:
-                result: dict[str, Any] = fire_remote(name, endpoint_url=endpoint_url, region=region, profile=profile)
-            else:
-                result = fire_local(name, template)
-        except LocalCloudError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_FAILED) from None
-        typer.echo(json.dumps(result, indent=2, default=str))
-        if not result.get("ok"):
-            raise typer.Exit(EXIT_FAILED)
 
-    @local.command("env")
-    def env_command(template: ProjectTemplate = DEFAULT_TEMPLATE) -> None:
-        """Print `export` lines that point AWS clients (and the app) at the running local cloud.
+@local.command("reload")
+def reload_command(template: ProjectTemplate = DEFAULT_TEMPLATE) -> None:
+    """Restart this project's cloud's function workers on the current code now, and wait until they are up.
 
-        Every variable the template gives the worker is there (queue, DLQ, tables...), so the app's own
-        code, `sqsjobs status` and the AWS CLI work in a shell after `eval "$(sqsjobs local env)"`.
-        """
-        from sqsjobs.local.aws import local_environment
-        from sqsjobs.local.control import default_state_path, read_state
-        from sqsjobs.local.errors import LocalCloudError
+    What `local up --reload` does by itself a second after an edit, for a script that must not race it.
+    """
+    from sqsjobs.local.control import call, default_state_path, read_state
 
-        try:
-            state = read_state(default_state_path(template))
-        except LocalCloudError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_FAILED) from None
-        import shlex
+    with exit_with(EXIT_FAILED, LocalCloudError):
+        answer = call(read_state(default_state_path(template)), "reload", {})
+    if "error" in answer:
+        fail(answer["error"])
+    broken = answer.get("broken") or []
+    typer.echo(f"reloaded {answer['functions'] - len(broken)} of {answer['functions']} function(s)", err=True)
+    if broken:
+        fail(f"cannot import the handler of {', '.join(broken)} (see `local up`'s output)")
 
-        values = {**local_environment(state["endpoint"], state["region"]), **state.get("app_env", {})}
-        for key, value in values.items():
-            typer.echo(f"export {key}={shlex.quote(str(value))}")
+
+@local.command("fire")
+def fire_command(
+    name: FireName, endpoint_url: FireEndpoint = None, aws: FireOnAws = False, region: FireRegion = None,
+    profile: FireProfile = None, template: ProjectTemplate = DEFAULT_TEMPLATE,
+) -> None:
+    """Run schedule NAME's function now, or send the delayed job with key NAME now; print the result."""
+    from sqsjobs.local.fire import fire_local, fire_remote
+
+    with exit_with(EXIT_FAILED, LocalCloudError):
+        if aws or endpoint_url:
+            result: dict[str, Any] = fire_remote(name, endpoint_url=endpoint_url, region=region, profile=profile)
+        else:
+            result = fire_local(name, template)
+    typer.echo(json.dumps(result, indent=2, default=str))
+    if not result.get("ok"):
+        raise typer.Exit(EXIT_FAILED)
+
+
+@local.command("env")
+def env_command(template: ProjectTemplate = DEFAULT_TEMPLATE) -> None:
+    """Print `export` lines that point AWS clients (and the app) at the running local cloud.
+
+    Every variable the template gives the worker is there (queue, DLQ, tables...), so the app's own
+    code, `sqsjobs status` and the AWS CLI work in a shell after `eval "$(sqsjobs local env)"`.
+    """
+    import shlex
+
+    from sqsjobs.local.aws import local_environment
+    from sqsjobs.local.control import default_state_path, read_state
+
+    with exit_with(EXIT_FAILED, LocalCloudError):
+        state = read_state(default_state_path(template))
+    values = {**local_environment(state["endpoint"], state["region"]), **state.get("app_env", {})}
+    for key, value in values.items():
+        typer.echo(f"export {key}={shlex.quote(str(value))}")

@@ -1,4 +1,6 @@
-"""Options several ``sqsjobs`` commands share, declared once.
+"""Options several ``sqsjobs`` commands share, declared once, and the parsing of their values.
+
+An option only one command has is declared beside that command, in its module.
 
 Example:
     >>> def status(queue: Queue = None, endpoint_url: EndpointUrl = None, region: Region = None) -> None: ...
@@ -12,13 +14,18 @@ from typing import Annotated
 import typer
 
 from sqsjobs._settings import (
+    ENV_APP,
     ENV_AWS_DEFAULT_REGION,
     ENV_AWS_ENDPOINT_URL,
     ENV_AWS_REGION,
     ENV_DLQ_URL,
     ENV_QUEUE_URL,
+    ENV_SCHEDULE_GROUP,
     ENV_TABLE,
 )
+
+#: what --template defaults to: the template in the current directory names the project
+DEFAULT_TEMPLATE = Path("template.yaml")
 
 #: ``--endpoint-url`` (or ``AWS_ENDPOINT_URL``): AWS, or the local cloud's moto server
 EndpointUrl = Annotated[
@@ -39,6 +46,20 @@ ProjectTemplate = Annotated[
 #: ``--table`` (or ``SQSJOBS_TABLE``): the idempotency table
 Table = Annotated[str | None, typer.Option(
     envvar=ENV_TABLE, help="The idempotency table (job records, runs, the DLQ's evidence).")]
+#: ``--table`` of the commands that read one record (``job``, ``cancel``, ``group``, ``chain``)
+RecordTable = Annotated[str | None, typer.Option(envvar=ENV_TABLE, help="The idempotency table.")]
+#: ``--schedule-group`` (or ``SQSJOBS_SCHEDULE_GROUP``)
+ScheduleGroup = Annotated[
+    str | None, typer.Option(envvar=ENV_SCHEDULE_GROUP, help="The schedule group delayed jobs wait in.")
+]
+#: ``--alarm-prefix``
+AlarmPrefix = Annotated[
+    str | None, typer.Option(help="Alarms named with this prefix (default: alarms on these queues/metrics).")
+]
+#: ``--app`` (or ``SQSJOBS_APP``): the application's ``JobApp``
+AppSpec = Annotated[str, typer.Option("--app", envvar=ENV_APP, help="The JobApp as module:attribute.")]
+#: ``--json`` of the commands that show one record's status
+JsonStatus = Annotated[bool, typer.Option("--json", help="Print the status as JSON.")]
 
 
 def parse_pairs(pairs: list[str], *, hint: str) -> dict[str, str]:
@@ -63,3 +84,13 @@ def parse_pairs(pairs: list[str], *, hint: str) -> dict[str, str]:
                                      param_hint=hint)
         values[name] = value
     return values
+
+
+def parse_parameters(pairs: list[str]) -> dict[str, str]:
+    """``--parameter Name=Value`` (``check``, ``local up``) as a dict, rejecting malformed and repeated pairs.
+
+    Example:
+        >>> parse_parameters(["WorkerTimeoutSeconds=300", "ServiceName=billing"])
+        {'WorkerTimeoutSeconds': '300', 'ServiceName': 'billing'}
+    """
+    return parse_pairs(pairs, hint="--parameter")

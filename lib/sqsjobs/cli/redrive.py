@@ -4,6 +4,10 @@ Thin over :mod:`sqsjobs.ops._redrive`: parse flags, build the client, show a
 progress bar and a summary. Exit codes: 0 done, 1 something failed or an AWS
 error stopped the run, 2 bad options, 130 interrupted (nothing lost: run it
 again to continue).
+
+Example:
+    >>> [c.name for c in commands.registered_commands]
+    ['redrive']
 """
 
 from __future__ import annotations
@@ -14,12 +18,12 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from sqsjobs._clients import operator_client
-from sqsjobs._errors import RedriveError
 from sqsjobs._settings import DEFAULT_RECORD_TTL, ENV_DLQ_URL, ENV_QUEUE_URL, ENV_RECORD_TTL, ENV_TABLE
 from sqsjobs.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, Region
-from sqsjobs.cli.render import command_console, format_age, plain
+from sqsjobs.cli.render import command_console, format_age, plain, reason_text, titled_table
 from sqsjobs.enqueue._addresses import resolve_queue_url
+from sqsjobs.ops._errors import RedriveError
 from sqsjobs.ops._queues import dead_letter_queue_of, dead_letter_sources, queue_depth
 from sqsjobs.ops._redrive import Redrive
 from sqsjobs.ops._redrive_native import cancel_native_redrive, native_redrive_status, start_native_redrive
@@ -40,126 +44,87 @@ PLAN_ROWS = 50
 NOTE_ROWS = 20
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``sqsjobs redrive`` to ``app``.
+commands = typer.Typer()
 
-    Example:
-        >>> app = typer.Typer()
-        >>> register(app)
-        >>> [c.name for c in app.registered_commands]
-        ['redrive']
-    """
+RedriveDlq = Annotated[
+    str | None, typer.Option("--dlq", envvar=ENV_DLQ_URL, help="The DLQ: URL, ARN or name (default: --queue's DLQ).")
+]
+SourceQueue = Annotated[str | None, typer.Option(envvar=ENV_QUEUE_URL, help="Without --dlq: use this queue's "
+                                                                      "redrive-policy DLQ.")]
+To = Annotated[str | None, typer.Option(help="Send here (URL, ARN or name) instead of each message's source queue.")]
+JobFilter = Annotated[str | None, typer.Option(help="Only messages of this job.")]
+ErrorFilter = Annotated[
+    str | None, typer.Option(help="Only this error type (e.g. TimeoutError) or reason (permanent, exhausted).")
+]
+MaxMessages = Annotated[int | None, typer.Option("--max", min=1, help="Move at most this many messages.")]
+Rate = Annotated[float | None, typer.Option(min=0.001, help="At most this many messages per second.")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="List what would move (job, reason, age); change nothing.")]
+Force = Annotated[bool, typer.Option("--force", help="Also move messages past the redrive limit (poison guard).")]
+MaxRedrives = Annotated[int, typer.Option(min=0, help="Poison guard: skip messages already redriven this often.")]
+SkipMalformed = Annotated[
+    bool, typer.Option("--skip-malformed", help="Leave malformed bodies in the DLQ (default: move them).")
+]
+Native = Annotated[bool, typer.Option("--native", help="Use SQS's own message move task (no filters).")]
+NativeStatus = Annotated[bool, typer.Option("--status", help="With --native: show the DLQ's move tasks.")]
+NativeCancel = Annotated[bool, typer.Option("--cancel", help="With --native: cancel the running move task.")]
+JsonSummary = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
+RecordTtl = Annotated[
+    float | None,
+    typer.Option("--record-ttl", envvar=ENV_RECORD_TTL, metavar="SECONDS",
+                 help="How long the stack keeps idempotency records (its RecordTtlSeconds; default 21 days): "
+                      "older letters are counted and named, a replay may run a completed job again."),
+]
+WaitTime = Annotated[int, typer.Option(min=0, max=20, help="Receive long-poll seconds (0 = short polling).")]
+EvidenceTable = Annotated[
+    str | None,
+    typer.Option(envvar=ENV_TABLE,
+                 help="The idempotency table: it proves each letter's reason and keeps its redrive count (without "
+                      "it both are the letters' unverified claims); letters whose key was cancelled stay in the DLQ."),
+]
 
-    @app.command("redrive")
-    def redrive_command(
-        dlq: Annotated[
-            str | None,
-            typer.Option("--dlq", envvar=ENV_DLQ_URL, help="The DLQ: URL, ARN or name (default: --queue's DLQ)."),
-        ] = None,
-        queue: Annotated[
-            str | None,
-            typer.Option(envvar=ENV_QUEUE_URL, help="Without --dlq: use this queue's redrive-policy DLQ."),
-        ] = None,
-        to: Annotated[
-            str | None,
-            typer.Option(help="Send here (URL, ARN or name) instead of each message's source queue."),
-        ] = None,
-        job: Annotated[str | None, typer.Option(help="Only messages of this job.")] = None,
-        error: Annotated[
-            str | None,
-            typer.Option(help="Only this error type (e.g. TimeoutError) or reason (permanent, exhausted)."),
-        ] = None,
-        max_messages: Annotated[
-            int | None, typer.Option("--max", min=1, help="Move at most this many messages.")
-        ] = None,
-        rate: Annotated[
-            float | None, typer.Option(min=0.001, help="At most this many messages per second.")
-        ] = None,
-        dry_run: Annotated[
-            bool, typer.Option("--dry-run", help="List what would move (job, reason, age); change nothing.")
-        ] = False,
-        force: Annotated[
-            bool, typer.Option("--force", help="Also move messages past the redrive limit (poison guard).")
-        ] = False,
-        max_redrives: Annotated[
-            int, typer.Option(min=0, help="Poison guard: skip messages already redriven this often.")
-        ] = 3,
-        skip_malformed: Annotated[
-            bool,
-            typer.Option("--skip-malformed", help="Leave malformed bodies in the DLQ (default: move them)."),
-        ] = False,
-        native: Annotated[
-            bool, typer.Option("--native", help="Use SQS's own message move task (no filters).")
-        ] = False,
-        status: Annotated[
-            bool, typer.Option("--status", help="With --native: show the DLQ's move tasks.")
-        ] = False,
-        cancel: Annotated[
-            bool, typer.Option("--cancel", help="With --native: cancel the running move task.")
-        ] = False,
-        json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-        record_ttl: Annotated[
-            float | None,
-            typer.Option(
-                "--record-ttl", envvar=ENV_RECORD_TTL, metavar="SECONDS",
-                help="How long the stack keeps idempotency records (its RecordTtlSeconds; default 21 days): "
-                     "older letters are counted and named, a replay may run a completed job again.",
-            ),
-        ] = None,
-        wait_time: Annotated[
-            int, typer.Option(min=0, max=20, help="Receive long-poll seconds (0 = short polling).")
-        ] = 1,
-        table: Annotated[
-            str | None,
-            typer.Option(envvar=ENV_TABLE,
-                         help="The idempotency table: it proves each letter's reason and keeps its redrive "
-                              "count (without it both are the letters' unverified claims); letters whose key "
-                              "was cancelled stay in the DLQ."),
-        ] = None,
-        endpoint_url: EndpointUrl = None,
-        region: Region = None,
-    ) -> None:
-        """Move dead letters back to their source queue (through the idempotency guard)."""
 
-        console = command_console(stderr=json_output)
-        malformed: Literal["move", "skip"] = "skip" if skip_malformed else "move"
-        # Errors before the run started (no region, finding the DLQ, its depth) or in a native task call:
-        # nothing moved.
-        with exit_on_errors(console):
-            if (status or cancel) and not native:
-                raise RedriveError("--status and --cancel go with --native")
-            sqs = operator_client("sqs", endpoint_url=endpoint_url, region=region)
-            options = RedriveOptions(
-                dlq=_checked_dlq(sqs, dlq) if dlq else _dlq_of(sqs, queue),
-                to=to,
-                job=job,
-                error_type=error,
-                max_messages=max_messages,
-                rate=rate,
-                dry_run=dry_run,
-                force=force,
-                max_redrives=max_redrives,
-                malformed=malformed,
-                wait_time_seconds=wait_time,
-                record_ttl=DEFAULT_RECORD_TTL if record_ttl is None else record_ttl,
-            )
-            if native:
-                _native(console, options, sqs, status=status, cancel=cancel, json_output=json_output)
-                return
-            records = None
-            if table:
-                from sqsjobs.store._dynamodb import DynamoDBStore
+@commands.command("redrive")
+def redrive_command(
+    dlq: RedriveDlq = None, queue: SourceQueue = None, to: To = None, job: JobFilter = None,
+    error: ErrorFilter = None, max_messages: MaxMessages = None, rate: Rate = None, dry_run: DryRun = False,
+    force: Force = False, max_redrives: MaxRedrives = 3, skip_malformed: SkipMalformed = False,
+    native: Native = False, status: NativeStatus = False, cancel: NativeCancel = False,
+    json_output: JsonSummary = False, record_ttl: RecordTtl = None, wait_time: WaitTime = 1,
+    table: EvidenceTable = None, endpoint_url: EndpointUrl = None, region: Region = None,
+) -> None:
+    """Move dead letters back to their source queue (through the idempotency guard)."""
 
-                records = DynamoDBStore(operator_client("dynamodb", endpoint_url=endpoint_url, region=region), table)
-            summary = _run(console, options, sqs, json_output=json_output, records=records)
-        if json_output:
-            typer.echo(json.dumps(summary.to_dict(), indent=2))
-        else:
-            _print_summary(console, summary)
-        if summary.stopped == "interrupted":
-            raise typer.Exit(EXIT_INTERRUPTED)
-        if not summary.ok:
-            raise typer.Exit(EXIT_FAILED)
+    console = command_console(stderr=json_output)
+    malformed: Literal["move", "skip"] = "skip" if skip_malformed else "move"
+    # Errors before the run started (no region, finding the DLQ, its depth) or in a native task call:
+    # nothing moved.
+    with exit_on_errors(console):
+        if (status or cancel) and not native:
+            raise RedriveError("--status and --cancel go with --native")
+        sqs = operator_client("sqs", endpoint_url=endpoint_url, region=region)
+        options = RedriveOptions(
+            dlq=_checked_dlq(sqs, dlq) if dlq else _dlq_of(sqs, queue), to=to, job=job, error_type=error,
+            max_messages=max_messages, rate=rate, dry_run=dry_run, force=force, max_redrives=max_redrives,
+            malformed=malformed, wait_time_seconds=wait_time,
+            record_ttl=DEFAULT_RECORD_TTL if record_ttl is None else record_ttl,
+        )
+        if native:
+            _native(console, options, sqs, status=status, cancel=cancel, json_output=json_output)
+            return
+        records = None
+        if table:
+            from sqsjobs.store._dynamodb import DynamoDBStore
+
+            records = DynamoDBStore(operator_client("dynamodb", endpoint_url=endpoint_url, region=region), table)
+        summary = _run(console, options, sqs, json_output=json_output, records=records)
+    if json_output:
+        typer.echo(json.dumps(summary.to_dict(), indent=2))
+    else:
+        _print_summary(console, summary)
+    if summary.stopped == "interrupted":
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if not summary.ok:
+        raise typer.Exit(EXIT_FAILED)
 
 
 def _checked_dlq(sqs: SQSClient, dlq: str) -> str:
@@ -258,13 +223,10 @@ def _native(
 
 
 def _print_summary(console: Console, summary: RedriveSummary) -> None:
-    from rich.table import Table
-
     if summary.dry_run:
         _print_plan(console, summary)
-    table = Table(title="redrive summary" + (" (dry run: nothing changed)" if summary.dry_run else ""))
-    table.add_column("count")
-    table.add_column("value", justify="right")
+    table = titled_table("redrive summary" + (" (dry run: nothing changed)" if summary.dry_run else ""),
+                         ("count", "value"), right={"value"})
     table.add_row("would move" if summary.dry_run else "moved", str(summary.matched if summary.dry_run
                                                                      else summary.moved))
     for reason, count in sorted(summary.skipped.items()):
@@ -311,43 +273,31 @@ def _print_notes(console: Console, summary: RedriveSummary) -> None:
 def _print_plan(console: Console, summary: RedriveSummary) -> None:
     from collections import Counter
 
-    from rich.table import Table
-
     def action(p: PlannedMove) -> str:
         return p.action if p.action != "move" else f"move → {p.target}"
 
     if len(summary.planned) > PLAN_ROWS:
         # Thousands of rows help nobody at 3 a.m.: group them, and --json has every message.
-        groups = Counter((p.job, _reason(p), p.error_type, action(p)) for p in summary.planned)
-        table = Table(title=f"would redrive from {plain(summary.dlq_url)} (grouped; --json lists every message)")
-        for name in ("job", "reason", "error", "action", "count"):
-            table.add_column(name, justify="right" if name == "count" else "left")
+        groups = Counter((p.job, reason_text(p.reason, p.verified), p.error_type, action(p)) for p in summary.planned)
+        table = titled_table(f"would redrive from {plain(summary.dlq_url)} (grouped; --json lists every message)",
+                             ("job", "reason", "error", "action", "count"), right={"count"})
         for (job, reason, error_type, act), count in groups.most_common():
             table.add_row(plain(job), reason, plain(error_type), plain(act), str(count))
         console.print(table)
         return
-    table = Table(title=f"would redrive from {plain(summary.dlq_url)}")
-    for name in ("message id (as logged)", "job", "reason", "error", "age", "redrives", "action"):
-        table.add_column(name, overflow="fold")
+    table = titled_table(f"would redrive from {plain(summary.dlq_url)}",
+                         ("message id (as logged)", "job", "reason", "error", "age", "redrives", "action"), fold=True)
     for p in summary.planned:
         table.add_row(
-            plain(p.message_id), plain(p.job), _reason(p), plain(p.error_type), format_age(p.age_seconds),
-            "?" if p.redrive_count is None else str(p.redrive_count), plain(action(p)),
+            plain(p.message_id), plain(p.job), reason_text(p.reason, p.verified), plain(p.error_type),
+            format_age(p.age_seconds), "?" if p.redrive_count is None else str(p.redrive_count), plain(action(p)),
         )
     console.print(table)
 
 
-def _reason(p: PlannedMove) -> str:
-    """A dry-run line's reason, marked when it is the letter's own claim (no idempotency table)."""
-    return plain(p.reason) if p.verified else f"{plain(p.reason)} (unverified)"
-
-
 def _print_tasks(console: Console, tasks: tuple[MoveTask, ...]) -> None:
-    from rich.table import Table
-
-    table = Table(title="message move tasks (newest first)")
-    for name in ("status", "moved", "to move", "rate", "destination", "failure"):
-        table.add_column(name)
+    table = titled_table("message move tasks (newest first)",
+                         ("status", "moved", "to move", "rate", "destination", "failure"))
     for t in tasks:
         table.add_row(
             t.status, str(t.moved or 0), str(t.to_move or "?"), str(t.rate or "max"),

@@ -2,6 +2,10 @@
 
 The schema ships inside the package as ``sqsjobs/envelope.schema.json`` so a
 producer in any language can validate what it sends (docs/producers.md).
+
+Example:
+    >>> [c.name for c in commands.registered_commands]
+    ['schema']
 """
 
 from __future__ import annotations
@@ -37,26 +41,19 @@ def load_schema() -> dict[str, Any]:
     return schema
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``sqsjobs schema`` to ``app``.
+commands = typer.Typer()
 
-    Example:
-        >>> app = typer.Typer()
-        >>> register(app)
-        >>> [c.name for c in app.registered_commands]
-        ['schema']
-    """
 
-    @app.command("schema")
-    def schema_command(
-        output: Annotated[
-            Path | None,
-            typer.Option("--output", "-o", help="Write the schema to this file instead of standard output."),
-        ] = None,
-    ) -> None:
-        """Print the JSON Schema of a job message body, for producers in other languages."""
-        text = schema_text()
-        if output is None:
-            typer.echo(text, nl=not text.endswith("\n"))
-        else:
-            output.write_text(text, encoding="utf-8")
+@commands.command("schema")
+def schema_command(
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the schema to this file instead of standard output."),
+    ] = None,
+) -> None:
+    """Print the JSON Schema of a job message body, for producers in other languages."""
+    text = schema_text()
+    if output is None:
+        typer.echo(text, nl=not text.endswith("\n"))
+    else:
+        output.write_text(text, encoding="utf-8")

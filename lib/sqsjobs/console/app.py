@@ -232,7 +232,7 @@ async def jobs_page(console: Console, request: Request) -> Response:
 
     def read() -> list[job_metrics.JobFigures]:
         cloudwatch, config = console.sources.cloudwatch, console.config
-        service = job_metrics.pick_service(cloudwatch, config, notes)
+        service = job_metrics.pick_service(cloudwatch, config.namespace, config.service, notes)
         if service is None:
             return []
         window = job_metrics.Window.last(hours=hours, now=console.sources.clock())

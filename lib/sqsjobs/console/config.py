@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import quote
 
-from sqsjobs._errors import ConsoleError
 from sqsjobs._metrics import DEFAULT_NAMESPACE
 from sqsjobs._settings import (
     ENV_CONSOLE_TOKEN,
@@ -29,6 +28,7 @@ from sqsjobs._settings import (
     ENV_SERVICE,
     ENV_TABLE,
 )
+from sqsjobs.console.errors import ConsoleError
 from sqsjobs.ops._cost import CostOptions
 from sqsjobs.ops._status_report import DEFAULT_SAMPLE
 

@@ -110,7 +110,9 @@ def read_overview(sources: Sources, config: ConsoleConfig, *, hours: int, costs:
         rows.append(QueueRow(role="watched by an alarm", status=status,
                              limits=tuple(x for x in limits if x.queue == name)))
     window = Window.last(hours=hours, now=sources.clock())
-    service = _best_effort("the job metrics", lambda: pick_service(sources.cloudwatch, config, notes), None, notes)
+    service = _best_effort("the job metrics",
+                           lambda: pick_service(sources.cloudwatch, config.namespace, config.service, notes), None,
+                           notes)
     per_minute = rate = None
     series: Throughput | None = None
     if service is not None:

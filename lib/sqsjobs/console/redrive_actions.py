@@ -21,7 +21,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from sqsjobs._errors import RedriveError
+from sqsjobs.ops._errors import RedriveError
 from sqsjobs.ops._redrive import Redrive
 from sqsjobs.ops._redrive_options import RedriveOptions
 from sqsjobs.ops._redrive_report import RedriveSummary

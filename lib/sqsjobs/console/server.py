@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from sqsjobs._errors import ConsoleError
 from sqsjobs.console.config import ConsoleConfig
+from sqsjobs.console.errors import ConsoleError
 
 if TYPE_CHECKING:
     import uvicorn

@@ -1,6 +1,6 @@
 """Errors of the local cloud, each one telling the developer what to do.
 
-    LocalCloudError (sqsjobs._errors: part of the one tree, under SqsJobsError)
+    LocalCloudError (public as sqsjobs.LocalCloudError: the one tree, drawn in sqsjobs._errors)
     ├── PortInUseError        the requested port is taken
     ├── ServerDiedError       the moto server exited under us
     ├── TemplateError         the template cannot be read, translated or resolved
@@ -11,10 +11,15 @@
 
 from __future__ import annotations
 
-from sqsjobs._errors import LocalCloudError
+from sqsjobs._errors import SqsJobsError, public
 
 __all__ = ["AlreadyRunningError", "LocalCloudError", "NotRunningError", "PortInUseError", "ServerDiedError",
            "SnapshotError", "TemplateError"]
+
+
+@public
+class LocalCloudError(SqsJobsError):
+    """Raised when the local cloud cannot start, run or be reached."""
 
 
 class PortInUseError(LocalCloudError):

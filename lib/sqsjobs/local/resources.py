@@ -41,6 +41,7 @@ NO_LOCAL_EFFECT = {
     "AWS::Lambda::Version": "the local cloud always runs the source tree",
     "AWS::Lambda::Alias": "the local cloud always runs the source tree",
     "AWS::Lambda::EventInvokeConfig": "asynchronous invocation is not emulated",
+    "AWS::Lambda::LayerVersion": "the functions import this environment's packages",
 }
 
 #: of those, the ones that name a function: a Ref to them is a Ref to it (mappings may target an alias)
@@ -101,9 +102,13 @@ class ResourceCreator:
             'arn:aws:iam::123456789012:role/delivery'
             >>> creator.placeholder_arn("AWS::Logs::LogGroup", "/aws/lambda/worker")
             'arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/worker'
+            >>> creator.placeholder_arn("AWS::Lambda::LayerVersion", "jobs-SqsjobsLayer")
+            'arn:aws:lambda:eu-west-1:123456789012:layer:jobs-SqsjobsLayer:1'
         """
         if kind == "AWS::Logs::LogGroup":
             return self.arn("logs", f"log-group:{name}")
+        if kind == "AWS::Lambda::LayerVersion":
+            return self.arn("lambda", f"layer:{name}:1")
         resource = "policy" if kind in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy") else "role"
         return f"arn:aws:iam::{ACCOUNT_ID}:{resource}/{name}"
 
@@ -114,8 +119,10 @@ class ResourceCreator:
             if kind in NO_LOCAL_EFFECT:
                 self.d.without_local_effect[logical_id] = f"{kind}: {NO_LOCAL_EFFECT[kind]}"
                 # Others may still Ref them (a role ARN, say): give them a name.
-                self.r.refs[logical_id] = self.name(logical_id, None)
-                self.r.attributes[(logical_id, "Arn")] = self.placeholder_arn(kind, self.name(logical_id, None))
+                arn = self.placeholder_arn(kind, self.name(logical_id, None))
+                # A layer version's Ref is its ARN; the others' their name.
+                self.r.refs[logical_id] = arn if kind == "AWS::Lambda::LayerVersion" else self.name(logical_id, None)
+                self.r.attributes[(logical_id, "Arn")] = arn
                 if kind in FUNCTION_POINTERS:
                     self._points_at_function(logical_id, self.r.resolve(resource.get("Properties", {})))
             else:

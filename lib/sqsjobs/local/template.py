@@ -4,7 +4,8 @@ moto's CloudFormation skips the SAM transform, so the local cloud runs
 ``samtranslator`` itself, the way ``sam deploy`` has CloudFormation do it.
 Local ``CodeUri`` paths are swapped for placeholder S3 locations first (the
 translator insists on S3) and remembered, so functions run from the source
-tree, like ``sam local``.
+tree, like ``sam local``; a layer's local ``ContentUri`` too (locally the
+functions import this environment's packages, not the layer's).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from sqsjobs.local.errors import TemplateError
 
 SERVERLESS_FUNCTION = "AWS::Serverless::Function"
+SERVERLESS_LAYER = "AWS::Serverless::LayerVersion"
 _PLACEHOLDER_BUCKET = "sqsjobs-local-code"
 
 
@@ -82,6 +84,13 @@ def _swap_code_uris(document: dict[str, Any], base: Path) -> dict[str, Path]:
             raise TemplateError(f"{logical_id}: CodeUri {uri} is in S3; the local cloud runs code from local paths")
         code_dirs[logical_id] = (base / uri).resolve()
         properties["CodeUri"] = f"s3://{_PLACEHOLDER_BUCKET}/{logical_id}"
+    for logical_id, resource in document["Resources"].items():
+        # A layer's packages are this environment's locally (the functions run with it): only the translator
+        # needs its ContentUri, and in S3.
+        if isinstance(resource, dict) and resource.get("Type") == SERVERLESS_LAYER:
+            properties = resource.setdefault("Properties", {})
+            if isinstance(properties.get("ContentUri"), str):
+                properties["ContentUri"] = f"s3://{_PLACEHOLDER_BUCKET}/{logical_id}"
     return code_dirs
 
 

@@ -27,8 +27,6 @@ from sqsjobs import _metrics as m
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient
 
-    from sqsjobs.console.config import ConsoleConfig
-
 #: GetMetricData takes at most 500 queries per call
 _QUERIES_PER_CALL: Final = 500
 _PER_JOB: Final = (("succeeded", m.SUCCEEDED, "Sum"), ("failed", m.FAILED, "Sum"), ("retried", m.RETRIED, "Sum"),
@@ -101,13 +99,13 @@ def services(cloudwatch: CloudWatchClient, namespace: str) -> list[str]:
     return sorted(found)
 
 
-def pick_service(cloudwatch: CloudWatchClient, config: ConsoleConfig, notes: list[str]) -> str | None:
-    """``--service`` when given, else the only service with metrics (a note says what was chosen)."""
-    if config.service:
-        return config.service
-    found = services(cloudwatch, config.namespace)
+def pick_service(cloudwatch: CloudWatchClient, namespace: str, service: str | None, notes: list[str]) -> str | None:
+    """``service`` (``--service``) when given, else the only service with metrics (a note says what was chosen)."""
+    if service:
+        return service
+    found = services(cloudwatch, namespace)
     if not found:
-        notes.append(f"no job metrics in namespace {config.namespace!r} yet: they start with the first job")
+        notes.append(f"no job metrics in namespace {namespace!r} yet: they start with the first job")
         return None
     if len(found) > 1:
         notes.append(f"metrics of several services ({', '.join(found)}): showing {found[0]}; pass --service")

@@ -27,13 +27,8 @@ Its options are :mod:`sqsjobs.ops._redrive_options`, which letters move
 :mod:`sqsjobs.ops._redrive_held`, its counts :mod:`sqsjobs.ops._redrive_report`,
 and the Lambda's entry :mod:`sqsjobs.ops._redrive_event`.
 
-Error tree additions (all under :class:`sqsjobs.SqsJobsError`)::
-
-    SqsJobsError
-    ├── RedriveError                  bad redrive options (redrive_options)
-    ├── QueueNotFoundError (LookupError)  a URL, ARN or name leads to no queue (queues)
-    ├── MoveTaskError                 no running message move task to cancel (redrive_native)
-    └── StatusError                   status cannot tell which queues to read (status)
+Its errors (``RedriveError``, ``MoveTaskError``) are :mod:`sqsjobs.ops._errors`'s, in the one tree
+(:mod:`sqsjobs._errors`).
 """
 
 from __future__ import annotations

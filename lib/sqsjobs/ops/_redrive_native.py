@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs._errors import MoveTaskError, RedriveError
 from sqsjobs.enqueue._addresses import resolve_queue_url
+from sqsjobs.ops._errors import MoveTaskError, RedriveError
 from sqsjobs.ops._queues import queue_arn
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from sqsjobs._backoff import MAX_VISIBILITY_SECONDS
-from sqsjobs._errors import RedriveError
 from sqsjobs._settings import DEFAULT_RECORD_TTL, ENV_DLQ_URL, ENV_QUEUE_URL, ENV_RECORD_TTL
 from sqsjobs.enqueue._batching import SQS_MAX_ENTRIES
+from sqsjobs.ops._errors import RedriveError
 
 if TYPE_CHECKING:
     from sqsjobs.ops._dlq_letters import DlqMessage

@@ -27,7 +27,6 @@ import os
 import time
 from typing import TYPE_CHECKING, Final
 
-from sqsjobs._errors import StatusError
 from sqsjobs._settings import (
     ENV_DLQ_URL,
     ENV_NAMESPACE,
@@ -41,6 +40,7 @@ from sqsjobs.enqueue._addresses import queue_identity, queue_name, resolve_queue
 from sqsjobs.ops._cost import CostOptions
 from sqsjobs.ops._dlq_evidence import read_letters
 from sqsjobs.ops._dlq_letters import DlqMessage, ignored_line
+from sqsjobs.ops._errors import StatusError
 from sqsjobs.ops._peek import peek
 from sqsjobs.ops._queues import dead_letter_queue_of, dead_letter_sources
 from sqsjobs.ops._status_cloudwatch import Watch

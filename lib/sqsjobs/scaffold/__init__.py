@@ -6,14 +6,23 @@ The project's files are templates shipped in ``sqsjobs/scaffold/project``
 ``Extra``); ``{{name}}``, ``{{sqsjobs_requirement}}`` and friends are filled in.
 Each extra brings its template pieces (following this repository's own
 template.yaml), its code in ``handlers/app.py``, a unit test of its own
-(``tests/test_<extra>.py``) and its part of the end-to-end test. The project
-installs sqsjobs from where the running sqsjobs came from
-(:mod:`sqsjobs.scaffold.source`); the name rules are :mod:`sqsjobs.scaffold.names`.
+(``tests/test_<extra>.py``) and its part of the end-to-end test.
+
+Every function runs sqsjobs from one layer, ``SqsjobsLayer``, that ``sam build``
+builds with ``layer/Makefile`` and ``layer/bundle.py`` (a copy of
+:mod:`sqsjobs.scaffold.bundle`, the script that builds this repository's own
+bundle): the runtime only, botocore trimmed, bytecode compiled; the functions
+hold only ``handlers/``. The project installs sqsjobs from where the running
+sqsjobs came from, never by a path of this machine (:mod:`sqsjobs.scaffold.source`:
+a wheel is copied into ``layer/wheels``); the name rules are
+:mod:`sqsjobs.scaffold.names`.
 
 Example:
     >>> files = render(ProjectOptions(name="billing", extras=frozenset({Extra.SCHEDULED})))
     >>> sorted(files)[:4]
     ['.gitignore', 'README.md', 'handlers/app.py', 'handlers/requirements.txt']
+    >>> sorted(name for name in files if name.startswith("layer/"))
+    ['layer/Makefile', 'layer/botocore-services.txt', 'layer/bundle.py', 'layer/requirements.txt']
     >>> "handlers/scheduler.py" in files, "handlers/outbox_relay.py" in files
     (True, False)
     >>> "daily-summary" in files["template.yaml"], "FifoQueue" in files["template.yaml"]
@@ -23,14 +32,15 @@ Example:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+import shutil
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 
 from sqsjobs._errors import ConfigurationError
 from sqsjobs.scaffold.names import check_name, suggest_name
-from sqsjobs.scaffold.source import SqsjobsSource, running_source
+from sqsjobs.scaffold.source import VENDORED, SqsjobsSource, running_source
 
 _DIRECTIVE = re.compile(r"^\s*#@ (if|if not|end)\b\s*(\w*)\s*$")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -48,6 +58,8 @@ class Extra(StrEnum):
     CRITICAL = "critical"  #: a critical queue with its own event source mapping and alarm, and a job on it
 
 
+#: the script that builds the layer, copied as it is (its own tests run it here)
+BUNDLER = "layer/bundle.py"
 #: files only some options need: the extra's handler and its unit test
 OPTIONAL_FILES = {"handlers/outbox_relay.py": Extra.OUTBOX, "handlers/scheduler.py": Extra.SCHEDULED,
                   **{f"tests/test_{extra.value}.py": extra for extra in Extra}}
@@ -107,11 +119,18 @@ def default_name(directory: Path) -> str:
     return suggest_name(directory.resolve().name)
 
 
-def render(options: ProjectOptions) -> dict[str, str]:
-    """Every file of the project, by path relative to its directory."""
+def source_of(options: ProjectOptions) -> SqsjobsSource:
+    """Where the project installs sqsjobs from: the options' source, else where the running sqsjobs came from."""
     from sqsjobs import __version__
 
-    source = options.source or running_source(__version__)
+    return options.source or running_source(__version__)
+
+
+def render(options: ProjectOptions) -> dict[str, str]:
+    """Every text file of the project, by path relative to its directory (a vendored wheel is ``write``'s)."""
+    from sqsjobs import __version__
+
+    source = source_of(options)
     values = {
         "name": options.name,
         "version": __version__,
@@ -119,9 +138,11 @@ def render(options: ProjectOptions) -> dict[str, str]:
         "extras_summary": _extras_summary(options),
         "extra_tests": "".join(f", `tests/test_{extra.value}.py`" for extra in Extra if extra in options.extras),
         "sqsjobs_requirement": source.requirement(),
-        "sqsjobs_dev_requirement": source.requirement(("check", "local")),
+        "sqsjobs_dev_requirement": source.requirement(("check", "local", "console")),
         "sqsjobs_origin": source.what,
+        "find_links": f"--find-links {VENDORED} " if source.wheel is not None else "",
     }
+    flags = {**options.flags, "vendored": source.wheel is not None}
     files: dict[str, str] = {}
     root = resources.files("sqsjobs").joinpath("scaffold/project")
     for relative, text in _templates(root, ""):
@@ -130,7 +151,8 @@ def render(options: ProjectOptions) -> dict[str, str]:
         needed = OPTIONAL_FILES.get(target)
         if needed is not None and needed not in options.extras:
             continue
-        files[target] = fill(text, options.flags, values)
+        files[target] = fill(text, flags, values)
+    files[BUNDLER] = resources.files("sqsjobs").joinpath("scaffold/bundle.py").read_text(encoding="utf-8")
     return files
 
 
@@ -139,13 +161,19 @@ def write(directory: Path, options: ProjectOptions) -> list[Path]:
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise ConfigurationError(f"{directory} exists and is not an empty directory; pick a new one "
                                  "(nothing was written)")
-    files = render(options)
+    source = source_of(options)
+    files = render(replace(options, source=source))  # the same source for the files and the wheel
     written = []
     for relative, text in sorted(files.items()):
         path = directory / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         written.append(path)
+    if source.wheel is not None and source.vendored_path is not None:
+        vendored = directory / source.vendored_path
+        vendored.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source.wheel, vendored)
+        written.append(vendored)
     return written
 
 

@@ -1,5 +1,8 @@
 """What the template points at on disk: each function's ``CodeUri``, its handler module and its build Makefile.
 
+A layer's ``ContentUri`` and build Makefile are checked the same way (``sqsjobs init`` projects build
+``SqsjobsLayer`` with ``layer/Makefile``).
+
 ``sam build`` fails late (or, for a ``ContextPath`` that exists only in
 another checkout, far from here) when these are wrong; the local cloud runs
 from ``CodeUri`` directly. Checked before either.
@@ -21,6 +24,7 @@ from typing import Any
 from sqsjobs.validation.problems import Problem
 
 SERVERLESS_FUNCTION = "AWS::Serverless::Function"
+SERVERLESS_LAYER = "AWS::Serverless::LayerVersion"
 
 
 def serverless_functions(document: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
@@ -53,7 +57,7 @@ def handler_module(properties: Mapping[str, Any]) -> str | None:
 
 
 def check_layout(document: Mapping[str, Any], base: Path) -> list[Problem]:
-    """Missing ``CodeUri`` directories, handler modules and ``ContextPath`` Makefiles."""
+    """Missing ``CodeUri`` and ``ContentUri`` directories, handler modules and ``ContextPath`` Makefiles."""
     problems: list[Problem] = []
     for logical_id, properties, metadata in serverless_functions(document):
         code_dir = code_location(properties, base)
@@ -71,6 +75,19 @@ def check_layout(document: Mapping[str, Any], base: Path) -> list[Problem]:
                 fix=f"add {module.replace('.', '/')}.py to {uri}, or correct Handler"))
         if metadata.get("BuildMethod") == "makefile":
             problems += _check_makefile(logical_id, metadata.get("ContextPath", uri), base)
+    for logical_id, resource in _mapping(document.get("Resources")).items():
+        if not isinstance(resource, Mapping) or resource.get("Type") != SERVERLESS_LAYER:
+            continue
+        uri = _mapping(resource.get("Properties")).get("ContentUri")
+        metadata = _mapping(resource.get("Metadata"))
+        if not isinstance(uri, str) or uri.startswith("s3://"):
+            continue
+        content = (base / uri).resolve()
+        if not content.is_dir():
+            problems.append(Problem(where=logical_id, message=f"ContentUri {uri} does not exist ({content})",
+                                    fix="point ContentUri at the layer's directory, relative to the template"))
+        elif metadata.get("BuildMethod") == "makefile":
+            problems += _check_makefile(logical_id, metadata.get("ContextPath", uri), base)
     return problems
 
 
@@ -80,7 +97,7 @@ def _check_makefile(logical_id: str, context: Any, base: Path) -> list[Problem]:
     makefile = (base / context / "Makefile").resolve()
     where = f"{logical_id} Metadata.ContextPath"
     fix = (f"point ContextPath at the directory of the Makefile that has a build-{logical_id} target, or remove "
-           "BuildMethod: makefile so sam build installs CodeUri's requirements.txt")
+           "BuildMethod: makefile so sam build installs the code directory's requirements.txt")
     if not makefile.is_file():
         return [Problem(where=where, message=f"{context} holds no Makefile ({makefile}), so sam build cannot build "
                                              "this function", fix=fix)]

@@ -9,7 +9,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 from unit.console.conftest import Stack, csrf_of
 
-from sqsjobs._errors import ConsoleError
+from sqsjobs import ConsoleError
 from sqsjobs.console.app import create_app
 from sqsjobs.console.config import ConsoleConfig
 from sqsjobs.console.security import COOKIE

@@ -6,7 +6,7 @@ import pytest
 import typer
 
 from sqsjobs.cli.enqueue import parse_arguments
-from sqsjobs.cli.local import parse_parameters
+from sqsjobs.cli.options import parse_parameters
 
 
 def test_enqueue_arguments_read_json_values_and_keep_other_text() -> None:
