@@ -12,7 +12,9 @@ kinds of call:
 - ``GetMetricData`` sample counts by the hour, one query per series: the hours in which each received data,
   which is how CloudWatch prorates a custom metric's monthly price.
 
-The window ends with the current hour, so its hours are CloudWatch's. Only series that exist are asked for.
+The window ends with the current hour, so its hours are CloudWatch's. Only series that exist are asked for:
+CloudWatch lists a series that received data in the last two weeks (:data:`LISTED_DAYS`), so a longer window
+misses what stopped before that, and the report says so in a note (the local cloud lists every series it holds).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
 
 #: GetMetricData takes at most 500 queries per call
 QUERIES_PER_CALL: Final = 500
+#: ListMetrics leaves out a series that received no data in the last two weeks (CloudWatch's API reference)
+LISTED_DAYS: Final = 14
 #: a series' identity: its metric name and its dimensions, sorted
 Series = tuple[str, tuple[tuple[str, str], ...]]
 
@@ -123,12 +127,16 @@ def read_costs(cloudwatch: CloudWatchClient, namespace: str, service: str, *, no
         jobs=tuple(sorted(rows, key=lambda r: (-r.cost.total_usd, r.job))),
         tenants=tuple(sorted(tenants, key=lambda r: (-r.cost.total_usd, r.job, r.tenant or ""))),
         service_metrics_usd=price(Usage(metric_hours=hours[None]), prices).metrics_usd,
-        notes=tuple(_notes(rows, usage, sends_per_request)),
+        notes=tuple(_notes(rows, usage, sends_per_request, days)),
     )
 
 
-def _notes(rows: Sequence[JobCost], usage: dict[str, dict[str, float]], sends_per_request: float) -> list[str]:
+def _notes(rows: Sequence[JobCost], usage: dict[str, dict[str, float]], sends_per_request: float,
+           days: int) -> list[str]:
     notes = []
+    if days > LISTED_DAYS:
+        notes.append(f"CloudWatch lists only the series that received data in the last {LISTED_DAYS} days: a job "
+                     f"(or tenant) that stopped before that is missing from these {days} days")
     unmetered = [row.job for row in rows if row.jobs and not usage[row.job].get(m.LAMBDA_GB_SECONDS)]
     if unmetered:
         notes.append(f"no Lambda time for {', '.join(unmetered)}: its workers did not write {m.LAMBDA_GB_SECONDS} "

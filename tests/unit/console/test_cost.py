@@ -261,6 +261,18 @@ def test_outside_the_window_nothing_is_priced(fixed: Aws) -> None:
     assert report.costs.total_usd == 0
 
 
+@pytest.mark.parametrize(("days", "warned"), [(14, False), (15, True)])
+def test_a_window_longer_than_what_cloudwatch_lists_says_what_it_may_miss(fixed: Aws, days: int,
+                                                                           warned: bool) -> None:
+    report = collect_status(sqs_client=fixed.sqs, cloudwatch_client=fixed.cloudwatch, queue=fixed.queue_url,
+                            clock=lambda: T0 + 5 * 3600, costs=CostOptions(days=days), service=SERVICE)
+
+    assert report.costs is not None
+    missing = [note for note in report.costs.notes if "last 14 days" in note]
+    assert bool(missing) is warned, report.costs.notes
+    assert report.costs.jobs[0].jobs == 1_200_000  # moto lists every series: the figures are whole here
+
+
 # ---------------------------------------------------------------- the overview
 def test_the_overview_shows_a_line_and_the_dollars_of_each_job(fixed: Aws) -> None:
     html = console(fixed, lambda: T0 + 5 * 3600, costs=CostOptions(sends_per_request=10)).get("/").text
