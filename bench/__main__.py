@@ -15,7 +15,19 @@ import sys
 import time
 from pathlib import Path
 
-from bench import batch_handlers, bundle, capacity, coalescing, cold_start, figures, flow, groups, metering, pinned
+from bench import (
+    batch_handlers,
+    bundle,
+    capacity,
+    claims,
+    coalescing,
+    cold_start,
+    figures,
+    flow,
+    groups,
+    metering,
+    pinned,
+)
 from bench.report import Results, render
 from bench.support import machine, moto_server
 
@@ -50,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         results.flow = flow.FlowFigures(cost=flow.batch_costs(endpoint, reps=3 if q else 15))
         step("debounce and dedupe: calls and write units per request (moto server)")
         results.coalescing = coalescing.coalescing_figures(endpoint)
+        step("a delivery's write units by the path it came by (moto server)")
+        results.claims = claims.claim_figures(endpoint)
     step("first invocation: fresh process, import, first batch (pinned; moto server process on the other core)")
     results.first = cold_start.first_invocation(reps=3 if q else 15)
     step("client CPU per message over real HTTP (pinned; moto server process on the other core)")

@@ -21,7 +21,6 @@ from bench.support import CallLog, client, create_queues, create_table
 
 BURST = 20
 DEDUPED = 10
-WRITES = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems")
 
 
 @dataclass
@@ -30,6 +29,9 @@ class CoalescingFigures:
 
     producer: dict[str, Counter[str]] = field(default_factory=dict)
     worker: dict[str, Counter[str]] = field(default_factory=dict)
+    #: the writes at the producer and the worker: a write request, or a statement of a BatchExecuteStatement
+    producer_writes: dict[str, int] = field(default_factory=dict)
+    worker_writes: dict[str, int] = field(default_factory=dict)
     requests: dict[str, int] = field(default_factory=dict)
     runs: dict[str, int] = field(default_factory=dict)
 
@@ -53,10 +55,12 @@ def _drain(app: Any, sqs: Any, queue: str) -> None:
         app.process_batch(event, FakeContext())
 
 
-def _counted(log: CallLog) -> Counter[str]:
-    counts = Counter(c.operation for c in log.calls if c.operation not in ("GetQueueAttributes", "ReceiveMessage"))
+def _counted(log: CallLog) -> tuple[Counter[str], int]:
+    from bench.figures import writes
+
+    calls = [c for c in log.calls if c.operation not in ("GetQueueAttributes", "ReceiveMessage")]
     log.clear()
-    return counts
+    return Counter(c.operation for c in calls), writes([c for c in calls if c.service == "dynamodb"])
 
 
 def coalescing_figures(endpoint: str) -> CoalescingFigures:
@@ -73,9 +77,9 @@ def coalescing_figures(endpoint: str) -> CoalescingFigures:
     log.clear()
     for n in range(BURST):
         reindex.enqueue(product_id=7, title=f"edit {n}")
-    figures.producer["debounce"] = _counted(log)
+    figures.producer["debounce"], figures.producer_writes["debounce"] = _counted(log)
     _drain(app, sqs, queue)
-    figures.worker["debounce"] = _counted(log)
+    figures.worker["debounce"], figures.worker_writes["debounce"] = _counted(log)
     figures.requests["debounce"], figures.runs["debounce"] = BURST, len(ran)
 
     ran.clear()
@@ -88,9 +92,9 @@ def coalescing_figures(endpoint: str) -> CoalescingFigures:
     log.clear()
     for _ in range(DEDUPED):
         export.enqueue(account_id=1)
-    figures.producer["dedupe"] = _counted(log)
+    figures.producer["dedupe"], figures.producer_writes["dedupe"] = _counted(log)
     _drain(app, sqs, queue)
-    figures.worker["dedupe"] = _counted(log)
+    figures.worker["dedupe"], figures.worker_writes["dedupe"] = _counted(log)
     figures.requests["dedupe"], figures.runs["dedupe"] = DEDUPED, len(ran)
     return figures
 
@@ -99,8 +103,6 @@ def _per(counts: Counter[str], n: int) -> str:
     return ", ".join(f"{v / n:.3g} {op}" for op, v in sorted(counts.items())) or "none"
 
 
-def _wcu(counts: Counter[str], n: int) -> float:
-    return sum(v for op, v in counts.items() if op in WRITES) / n
 
 
 def render(f: CoalescingFigures) -> list[str]:
@@ -109,15 +111,16 @@ def render(f: CoalescingFigures) -> list[str]:
              f"Counted on a moto server (`bench/coalescing.py`): {BURST} enqueues of one debounced key (window "
              f"0.4 s, so SQS delays nothing and the burst is delivered at once), and {DEDUPED} enqueues of one "
              "`dedupe=\"until_done\"` key, each followed by the worker over what was sent. Every item is under "
-             "1 KB: a write (a refused conditional write too) is 1 WCU.", "",
+             "1 KB: a write (a refused conditional write too, and each statement of a `BatchExecuteStatement`) "
+             "is 1 WCU.", "",
              "| scenario | requests | runs | calls per request at the producer | WCU per request (producer) | "
              "calls per request at the worker | WCU per request (worker) |",
              "|---|---|---|---|---|---|---|"]
     for name in ("debounce", "dedupe"):
         n = f.requests[name]
         lines.append(f"| {name} | {n} | {f.runs[name]} | {_per(f.producer[name], n)} | "
-                     f"{_wcu(f.producer[name], n):.2f} | {_per(f.worker[name], n)} | "
-                     f"{_wcu(f.worker[name], n):.2f} |")
+                     f"{f.producer_writes[name] / n:.2f} | {_per(f.worker[name], n)} | "
+                     f"{f.worker_writes[name] / n:.2f} |")
     lines += ["", "A debounced request costs its token write and its message; its delivery, when superseded, costs "
               "a share of one `BatchGetItem` and no write. Only the burst's last delivery claims and completes. A "
               "refused deduplicated request costs its refused write and no SQS call.", ""]

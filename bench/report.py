@@ -6,7 +6,7 @@ import datetime
 import statistics
 from dataclasses import dataclass, field
 
-from bench import batch_handlers, coalescing, groups, metering
+from bench import batch_handlers, claims, coalescing, groups, metering
 from bench.bundle import BundleSize
 from bench.cold_start import FirstInvocation
 from bench.figures import BATCH, LATENCY, SCENARIOS, ScenarioFigures, StubbedBatches
@@ -51,6 +51,8 @@ class Results:
     groups: groups.GroupFigures | None = None
     #: debounce and dedupe, counted per request (bench/coalescing.py)
     coalescing: coalescing.CoalescingFigures | None = None
+    #: a delivery's write units by the path it came by (bench/claims.py)
+    claims: claims.ClaimFigures | None = None
     batch_handlers: batch_handlers.BatchFigures | None = None
     http: HttpCpu | None = None
     #: BENCHMARKS.md's capacity section (bench/capacity.py)
@@ -273,6 +275,8 @@ def render(r: Results) -> str:
         lines.extend(groups.render(r.groups))
     if r.coalescing is not None:
         lines.extend(coalescing.render(r.coalescing))
+    if r.claims is not None:
+        lines.extend(claims.render(r.claims))
     if r.batch_handlers is not None:
         lines.extend(batch_handlers.render(r.batch_handlers, ms["load"]))
     add(METHOD.replace("{lat}", lat))

@@ -37,6 +37,15 @@ def create_table(dynamodb: Any, name: str) -> None:
     )
 
 
+def trust_statements(dynamodb: Any, table: str) -> None:
+    """Send the store's probe now (store/_statement_trust.py), so a test counting a batch's calls on this
+    client counts the batch's own; what the probe costs is tested in tests/integration/test_statement_trust.py.
+    It leaves its witness item (``sqsjobs#partiql``) in ``table``: only idempotency tables get one."""
+    from sqsjobs.store._statement_trust import StatementTrust
+
+    assert StatementTrust.of(dynamodb, table).allows(), "the statement emulation did not pass the store's probe"
+
+
 def create_queues(sqs: Any, name: str, *, fifo: bool = False, max_attempts: int = MAX_ATTEMPTS) -> tuple[str, str]:
     suffix = ".fifo" if fifo else ""
     extra = {"FifoQueue": "true"} if fifo else {}

@@ -43,6 +43,7 @@ PATH_COSTS: dict[str, tuple[Cost, ...]] = {
     "integration/local": (Cost.MOTO, Cost.LOCAL_CLOUD),
     "integration/test_redrive_local_cloud.py": (Cost.MOTO, Cost.LOCAL_CLOUD),
     "scaffold": (Cost.SAM, Cost.SLOW),
+    "stock_moto": (Cost.MOTO, Cost.SLOW),  # a user's suite in a pytest of its own, a moto server among its backends
     "scaffold/test_init_projects.py": (Cost.SAM, Cost.SLOW, Cost.MOTO, Cost.LOCAL_CLOUD),  # `sqsjobs local up`
     "unit/test_extras.py": (Cost.SLOW,),  # a child interpreter per extra
     "unit/test_limiter_contention.py": (Cost.SLOW,),  # hypothesis over crowds of invocations

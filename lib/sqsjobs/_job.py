@@ -186,7 +186,8 @@ class Job(Generic[P, R]):
         its key's burst, which runs once, that long after its last enqueue,
         with the last arguments. A job declared with ``dedupe`` returns a
         ``Receipt`` (``duplicate=True`` when its key was already queued or
-        running, and nothing was sent). docs/jobs.md has both.
+        running, ``cancelled=True`` when its key was cancelled; either way
+        nothing was sent). docs/jobs.md has both.
 
         Example:
             >>> from sqsjobs import JobApp, Outcome

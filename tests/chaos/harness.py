@@ -816,12 +816,15 @@ class ChaosRun:
             messages.extend(batch)
 
     def _scan_table(self) -> dict[str, dict[str, Any]]:
+        from sqsjobs.store._statement_trust import WITNESS
+
         items: dict[str, dict[str, Any]] = {}
         kwargs: dict[str, Any] = {"TableName": self.table, "ConsistentRead": True}
         while True:
             page = self.dynamodb.scan(**kwargs)
             for item in page.get("Items", []):
-                items[item["pk"]["S"]] = item
+                if item["pk"]["S"] != WITNESS:  # the store's probe's item (store/_statement_trust.py), no job's
+                    items[item["pk"]["S"]] = item
             if "LastEvaluatedKey" not in page:
                 return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

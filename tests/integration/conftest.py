@@ -8,7 +8,7 @@ from typing import Any
 
 import boto3
 import pytest
-from aws_support import MAX_ATTEMPTS, Aws, create_queues, create_table
+from aws_support import MAX_ATTEMPTS, Aws, create_queues, create_table, trust_statements
 from moto import mock_aws
 
 from sqsjobs import JobApp
@@ -21,6 +21,7 @@ def aws() -> Iterator[Aws]:
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         queue_url, dlq_url = create_queues(sqs, "jobs")
         create_table(dynamodb, "idempotency")
+        trust_statements(dynamodb, "idempotency")
         yield Aws(sqs=sqs, dynamodb=dynamodb, queue_url=queue_url, dlq_url=dlq_url, table="idempotency")
 
 

@@ -84,6 +84,20 @@ def test_a_deduplicated_job_enqueued_twice_is_sent_once_and_the_second_says_dupl
     assert len(messages_in(shell["sqs"], shell["queue_url"])) == 1
 
 
+def test_a_deduplicated_job_of_a_cancelled_key_says_cancelled_and_sends_nothing(
+        shell: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SQSJOBS_QUEUE_URL", shell["queue_url"])
+    monkeypatch.setenv("SQSJOBS_TABLE", "shell-records")
+
+    cancelled = invoke("cancel", "account-export:8")
+    result = invoke("enqueue", "account-export", "account_id=8")
+
+    assert (cancelled.exit_code, result.exit_code) == (0, 0), cancelled.output + result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("cancelled: key 'account-export:8' was cancelled")
+    assert messages_in(shell["sqs"], shell["queue_url"]) == []
+
+
 def test_a_file_with_a_duplicate_counts_it_as_not_sent(shell: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
                                                        tmp_path: Path) -> None:
     monkeypatch.setenv("SQSJOBS_QUEUE_URL", shell["queue_url"])

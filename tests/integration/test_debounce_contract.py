@@ -74,13 +74,34 @@ def test_rearm_frees_a_completed_key_only_for_a_later_burst(store: LeaseStore) -
     arm(store, "t1")
     store.write(Acquire(key="reindex:7", owner="run", now=NOW, lease_until=NOW + 60, expires_at=NOW + TTL,
                         data={"ran_token": "t1", "outcome": "running"}))
-    store.write(Complete(key="reindex:7", owner="run", expires_at=NOW + TTL, data={"outcome": "succeeded"}))
+    store.write(Complete(key="reindex:7", owner="run", expires_at=NOW + TTL,
+                         data={"outcome": "succeeded", "completed_token": "t1"}))
     assert not store.write(Rearm(key="reindex:7", token="t1", now=NOW)).ok  # the burst that completed
     arm(store, "t2")
     assert not store.write(Rearm(key="reindex:7", token="t1", now=NOW)).ok  # not the latest
     assert store.write(Rearm(key="reindex:7", token="t2", now=NOW)).ok
     item = store.get("reindex:7")
     assert item is not None and item.state is LeaseState.RELEASED and item.get("outcome") == "waiting"
+
+
+def test_a_completion_remembers_a_request_without_a_token_and_rearm_frees_the_key_only_for_another(
+        store: LeaseStore) -> None:
+    """worker/_request.py: a member's completion adds its number to ``ran_requests`` (in the completions' batch)."""
+    for owner, number in (("run-1", 11), ("run-2", 22)):
+        assert store.write(Acquire(key="reindex:7", owner=owner, now=NOW, lease_until=NOW + 60, expires_at=NOW + TTL,
+                                   job="reindex", data={"job": "reindex", "outcome": "running"})).ok
+        done = Complete(key="reindex:7", owner=owner, expires_at=NOW + TTL, data={"outcome": "succeeded"},
+                        add={"ran_requests": number})
+        assert store.write_batch([done])[0].ok
+        if number == 11:
+            assert store.write(Rearm(key="reindex:7", now=NOW, request=22, job="reindex")).ok
+    item = store.get("reindex:7")
+    assert item is not None and item.state is LeaseState.DONE
+    assert set(item.get("ran_requests")) == {11, 22}
+    for refused in (Rearm(key="reindex:7", now=NOW, request=11, job="reindex"),  # completed: its copies are duplicates
+                    Rearm(key="reindex:7", now=NOW, request=33, job="other-job")):  # a key names one operation
+        assert not store.write(refused).ok
+    assert store.write(Rearm(key="reindex:7", now=NOW, request=33, job="reindex")).ok
 
 
 def reserve(store: LeaseStore, request: str, now: float, until_done: bool = False) -> bool:
@@ -106,3 +127,16 @@ def test_until_done_refuses_a_running_key_and_a_finished_run_frees_it(store: Lea
     assert reserve(store, "r2", NOW + 1, until_done=True)
     item = store.get("export:1")
     assert item is not None and item.state is LeaseState.DONE
+
+
+def test_a_cancelled_key_refuses_a_reservation_until_its_ttl(store: LeaseStore) -> None:
+    """docs/jobs.md: a cancelled deduplicated key stays cancelled; past its TTL the record is replaced whole."""
+    from sqsjobs.worker._job_records import cancel_marker
+
+    assert store.write(cancel_marker("export:1", now=NOW, expires_at=NOW + 1000, reason=None)).ok
+    refused = store.write(Reserve(key="export:1", job="export", request="r1", now=NOW + 10, until=NOW + 110,
+                                  expires_at=NOW + TTL))
+    assert not refused.ok and refused.item is not None and refused.item.get("outcome") == "cancelled"
+    assert reserve(store, "r2", NOW + 1001)
+    item = store.get("export:1")
+    assert item is not None and item.state is LeaseState.RELEASED and item.get("outcome") == "queued"

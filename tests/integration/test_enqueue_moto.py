@@ -143,8 +143,9 @@ def test_an_oversized_message_is_refused_the_same_way_by_every_path(make_app: An
             attempt()
         refusals.append(str(refused.value))
     assert len(set(refusals)) == 1  # one message, wherever it came from
-    assert "over its queue's 262,144-byte limit (max_message_bytes, SQSJOBS_MAX_MESSAGE_BYTES); its largest " \
-           "arguments: blob (262,147 bytes), n (1 byte)" in refusals[0]
+    assert "over its queue's 262,144-byte limit (max_message_bytes, SQSJOBS_MAX_MESSAGE_BYTES) less 1,024 bytes " \
+           "the worker keeps for its own attributes; its largest arguments: blob (262,147 bytes), n (1 byte)" \
+           in refusals[0]
     assert keys_in(aws.sqs, aws.queue_url) == []  # nothing was sent, not even the small one
 
 

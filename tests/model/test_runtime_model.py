@@ -2,10 +2,11 @@
 
 Hypothesis draws a story (enqueues and duplicate sends, groups whose members
 are also sent alone or were done before, chains, cancels, two deploys of a
-job, two jobs on one key template, batch handlers (one call for up to 3 items, each item with its own
-plan; one of them rate-limited), limiter deferrals, kills before and after a
-side effect, a second invocation running inside a job, debounced bursts and
-deduplicated enqueues, store errors on any write, SQS errors on the DLQ send and on visibility changes, SQS
+job whose clocks differ by up to the lease margin, two jobs on one key template, batch handlers (one call for up
+to 3 items, each item with its own plan; one rate-limited, one under a concurrency limit and a time limit, one under
+a time limit), limiter deferrals, kills before and after a side effect, runs that take long, a second invocation
+running inside a job, debounced bursts and deduplicated enqueues, messages at the queue's size limit, store errors
+on any write, SQS errors on the DLQ send and on visibility changes, SQS
 delivering a deleted message again, redrives of the
 DLQ, schedule fires and the same periods sent from a queue, time passing), runs it against the real worker
 (``tests/model/world.py``), checks the invariants after every step and, once
@@ -25,12 +26,15 @@ import os
 import random
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from model.world import (
     BATCH_JOBS,
+    CALLBACK_JOBS,
+    DEBOUNCE,
     FAULTS,
     MAX_ATTEMPTS,
     MEMBER_JOBS,
@@ -39,34 +43,38 @@ from model.world import (
     GroupBook,
     World,
     fault_matcher,
+    note,
 )
 
-from sqsjobs import EnqueueError, StoreError
+from sqsjobs import ChainError, EnqueueError, GroupError, InvalidArgumentsError, StoreError
 from sqsjobs.ops._redrive import redrive
 from sqsjobs.ops._redrive_options import RedriveOptions
+from sqsjobs.store._lease import LeaseState
 
 SCALE = int(os.environ.get("SQSJOBS_MODEL_SCALE", "1"))
 
 keys = st.integers(min_value=0, max_value=3)
 apps = st.integers(min_value=0, max_value=1)
+#: the second deploy's clock against the first's: within the lease margin (5 s), either way
+skews = st.sampled_from([0.0, 4.0, -4.0])
 plans = st.lists(st.sampled_from(PLANS), max_size=6)
 
 
 class RuntimeModel(RuleBasedStateMachine):
     """One world per story; rules are what users, producers, operators and AWS do to it."""
 
-    @initialize(seed=st.integers(min_value=0, max_value=2**16))
-    def start(self, seed: int) -> None:
+    @initialize(seed=st.integers(min_value=0, max_value=2**16), skew=skews)
+    def start(self, seed: int, skew: float) -> None:
         # Owners, group and chain ids come from uuid4: seeded here, so a story replays exactly when shrunk.
         ids = random.Random(seed)
         self._uuid4 = uuid.uuid4
         uuid.uuid4 = lambda: uuid.UUID(int=ids.getrandbits(128), version=4)  # type: ignore[assignment]
-        self.world = World(seed)
+        self.world = World(seed, skew)
 
     # ------------------------------------------------------------ producers
     @rule(job=st.sampled_from(PLAIN_JOBS), n=keys, twice=st.booleans(), app=apps)
     def enqueue(self, job: str, n: int, twice: bool, app: int) -> None:
-        message = self.world.apps[app].jobs[job].message(n=n)
+        message = self.world.message(app, job, n)
         for _ in range(2 if twice else 1):
             self.world.apps[app].enqueue(message)
 
@@ -76,42 +84,63 @@ class RuntimeModel(RuleBasedStateMachine):
         self.world.apps[app].enqueue_many(self.world.apps[app].jobs[job].message(n=n) for n in range(4))
 
     @rule(members=st.lists(st.tuples(st.sampled_from(MEMBER_JOBS), keys), min_size=1, max_size=4),
-          alone=st.lists(st.booleans(), min_size=4, max_size=4), on_success=st.booleans(), app=apps)
-    def enqueue_group(self, members: list[tuple[str, int]], alone: list[bool], on_success: bool, app: int) -> None:
+          alone=st.lists(st.booleans(), min_size=4, max_size=4), on_success=st.booleans(), app=apps,
+          callback=st.tuples(st.sampled_from(CALLBACK_JOBS), keys))
+    def enqueue_group(self, members: list[tuple[str, int]], alone: list[bool], on_success: bool, app: int,
+                      callback: tuple[str, int]) -> None:
         w = self.world
         jobs = w.apps[app].jobs
         messages, seen = [], set()
         for job, n in members:
-            message = jobs[job].message(n=n)
+            message = w.message(app, job, n)
             if message.key not in seen:  # a group holds each key once
                 seen.add(message.key)
                 messages.append(message)
         label = f"g{len(w.groups)}"
-        callbacks = {"complete": f"{label}-complete", **({"success": f"{label}-success"} if on_success else {})}
+        callbacks = {**({"complete": f"{label}-complete"} if callback[0] == "report" else {}),
+                     **({"success": f"{label}-success"} if on_success else {})}
+        # on_complete: the model's own callback (its runs counted), or a job whose key other paths share
+        on_complete = (jobs["report"].message(g=callbacks["complete"]) if callback[0] == "report"
+                       else w.message(app, *callback))
+        w.callback_bodies.add(on_complete.body)
         group = w.apps[app].group(
-            on_complete=jobs["report"].message(g=callbacks["complete"]),
+            on_complete=on_complete,
             on_success=jobs["report"].message(g=callbacks["success"]) if on_success else None)
-        group.add_many(messages)
         try:
+            group.add_many(messages)
             group_id = group.enqueue()
-        except StoreError:
-            return  # its records could not be written: nothing was sent
+        except (StoreError, GroupError, InvalidArgumentsError):
+            return  # its records could not be written, or a member or callback is too large: nothing was sent
         w.groups.append(GroupBook(id=group_id, label=label, members=[m.key for m in messages],
                                   callbacks=callbacks))
         for message, also in zip(messages, alone, strict=False):
             if also:
-                w.apps[app].enqueue(message)
+                self._send_alone(app, message)
+
+    def _send_alone(self, app: int, message: Any) -> None:
+        """A member's message sent on its own too (a deduplicated job's is reserved; a debounced job's refused)."""
+        w = self.world
+        sent = len(w.sqs.sent_to(w.queue))
+        try:
+            receipt = w.apps[app].enqueue(message)
+        except InvalidArgumentsError:
+            return  # a prepared message of a debounced job: only job.enqueue writes a burst token
+        if getattr(receipt, "duplicate", False):
+            assert len(w.sqs.sent_to(w.queue)) == sent, "a refused enqueue sent a message"
+            w.refused(message.job, message.key)
 
     @rule(steps=st.lists(st.tuples(st.sampled_from(MEMBER_JOBS), keys), min_size=2, max_size=3), app=apps)
     def enqueue_chain(self, steps: list[tuple[str, int]], app: int) -> None:
-        jobs = self.world.apps[app].jobs
-        messages = {jobs[job].message(n=n).key: jobs[job].message(n=n) for job, n in steps}
+        messages: dict[str, Any] = {}
+        for job, n in steps:
+            message = self.world.message(app, job, n)
+            messages.setdefault(message.key, message)
         if len(messages) < 2:
             return
         try:
             self.world.apps[app].chain(*messages.values()).enqueue()
-        except StoreError:
-            return
+        except (StoreError, ChainError, InvalidArgumentsError):
+            return  # its records could not be written, or its steps are too large: nothing was sent
         self.world.chains.append(list(messages))
 
     @rule(n=st.integers(min_value=0, max_value=1), app=apps)
@@ -132,17 +161,24 @@ class RuntimeModel(RuleBasedStateMachine):
     def enqueue_deduplicated(self, job: str, n: int, app: int) -> None:
         w = self.world
         sent = len(w.sqs.sent_to(w.queue))
+        record = w.store.get(f"{job}:{n}")
+        now = w.apps[app].runtime.clock()
+        cancelled = (record is not None and record.state is LeaseState.DONE and record.get("outcome") == "cancelled"
+                     and not record.past_ttl(now))
         try:
             receipt = w.apps[app].jobs[job].enqueue(n=n)
         except EnqueueError:
             return
-        if receipt.duplicate:
+        # A cancelled key stays cancelled: its request is refused, and the receipt says so (issue 31 item 4).
+        assert receipt.cancelled == cancelled, f"{job}:{n}: cancelled={cancelled}, the receipt says {receipt.cancelled}"
+        if receipt.refused:
             assert len(w.sqs.sent_to(w.queue)) == sent, "a refused enqueue sent a message"
+        if receipt.duplicate:
             w.refused(job, f"{job}:{n}")
 
-    @rule(job=st.sampled_from(PLAIN_JOBS), n=keys)
+    @rule(job=st.sampled_from((*PLAIN_JOBS, "dd", "ds")), n=keys)
     def cancel(self, job: str, n: int) -> None:
-        key = self.world.apps[0].jobs[job].message(n=n).key
+        key = self.world.message(0, job, n).key
         with contextlib.suppress(StoreError):
             self.world.apps[0].cancel(key)
 
@@ -189,6 +225,7 @@ class RuntimeModel(RuleBasedStateMachine):
 
     @rule(kind=st.sampled_from(FAULTS), times=st.sampled_from([1, 2, 50]))
     def store_fault(self, kind: str, times: int) -> None:
+        self.world.store_faults = True
         self.world.store.fail(fault_matcher(kind), times=times)
 
     @precondition(lambda self: bool(self.world.deleted))
@@ -214,10 +251,44 @@ class RuntimeModel(RuleBasedStateMachine):
     @rule()
     def redrive_dlq(self) -> None:
         w = self.world
-        before = {m.message_id for m in w.sqs.messages(w.dlq)}
+        letters = {m.message_id: m for m in w.sqs.messages(w.dlq)}
+        before = set(letters)
         redrive(RedriveOptions(dlq=w.dlq, to=w.queue, wait_time_seconds=0, max_redrives=50),
                 sqs_client=w.sqs, clock=w.clock, sleep=w.clock.advance, records=w.store)  # type: ignore[arg-type]
-        w.redriven |= before - {m.message_id for m in w.sqs.messages(w.dlq)}
+        moved = before - {m.message_id for m in w.sqs.messages(w.dlq)}
+        w.redriven |= moved
+        for letter in moved:
+            kinds = w.kinds_of(letters[letter])
+            note(f"redriven: {' + '.join(sorted(kinds - {'redriven'})) or 'a letter redriven before'}")
+
+    @rule(kind=st.sampled_from(["deb", "bat", "battime"]), n=st.integers(min_value=0, max_value=1), app=apps)
+    def dead_letter_then_redrive(self, kind: str, n: int, app: int) -> None:
+        """A debounced burst, or a batch handler's items, fail for good; an operator then redrives the DLQ (the
+        redriven letters meet whatever else of their keys is queued by then)."""
+        w = self.world
+        if kind == "deb":
+            self.enqueue_debounced(n, app)
+            w.clock.advance(DEBOUNCE)
+        else:
+            self.enqueue_items(kind, app)
+        with w.plans(["permanent"] * 10):
+            w.deliver(app=app, size=10, remaining_ms=60_000)
+        w.check()
+        if w.sqs.messages(w.dlq):
+            self.redrive_dlq()
+
+    @rule(job=st.sampled_from(PLAIN_JOBS), n=keys, app=apps)
+    def back_to_its_backstop(self, job: str, n: int, app: int) -> None:
+        """A message (one at the queue's size limit among them) that keeps coming back unstarted (no time left in
+        its invocations) until its backstop receive, where the worker re-sends it rather than let SQS move it."""
+        w = self.world
+        try:
+            w.apps[app].enqueue(w.message(app, job, n))
+        except (EnqueueError, StoreError):
+            return
+        for _ in range(MAX_ATTEMPTS + 1):
+            w.deliver(app=app, size=10, remaining_ms=3_000)
+            w.check()
 
     # ------------------------------------------------------------ checks
     @invariant()

@@ -1,13 +1,20 @@
 """The world the runtime model drives: the real worker over an in-memory store and a fake SQS, and a ledger.
 
 Two deploys of one app (``version`` 1 and 2 of job ``c``) share one fake SQS
-(whose jobs queue has SQS's redrive policy: the backstop), one in-memory store
-that fails the writes a rule arms (``FlakyStore``), one manual clock and one
-seeded random. The batch handlers ``bat``, ``batlim`` and ``batconc`` run each item of a call as a job of its own
-(``execute_items``), so every invariant counts items. Every job function reports to the ledger: when it started,
+(whose jobs queue has SQS's redrive policy: the backstop, and SQS's largest
+``MaximumMessageSize``, 1 MiB, as the apps' ``max_message_bytes``), one
+in-memory store that fails the writes a rule arms (``FlakyStore``), one manual
+clock (the second deploy's runs ``skew`` seconds ahead of it, or behind: its
+leases, windows and records are written and judged on its own time) and one
+seeded random. The batch handlers ``bat``, ``batlim``, ``batconc`` and ``battime`` run each item of a call as a job
+of its own (``execute_items``), so every invariant counts items; ``batconc`` and ``battime`` have a time limit, a
+call that runs past it ends every item of the call. Job ``big``'s messages are at the queue's size limit or just
+under it. Every job function reports to the ledger: when it started,
 whether the invocation is killed before or after its side effect, and which
 runs of its key are active, so the invariants below can be checked after every
-step (``check``) and once the world has settled (``settle``).
+step (``check``) and once the world has settled (``settle``). A job may also
+run long (plan ``slow``): time passes while it runs, up to its time limit or
+the invocation's deadline (Lambda kills it there).
 
 The invariants (docs/reliability.md states them for users):
 
@@ -16,7 +23,8 @@ The invariants (docs/reliability.md states them for users):
    was re-sent (the copy is tracked in turn), or is in the DLQ with a reason
    the worker wrote;
 2. side effects per key <= 1 + kills after a side effect + completion writes
-   that failed after their retries (both counted per key);
+   that failed after their retries + runs of a batch handler's item whose call
+   then ran past its time limit (each counted per key);
 3. a group's callback runs once (a callback is a job like any other: only a
    kill after its side effect or its unrecorded completion may repeat it, as
    invariant 2 bounds), only after every member is terminal, and a finished
@@ -25,18 +33,29 @@ The invariants (docs/reliability.md states them for users):
 5. nothing but an invocation's own death escapes ``handle_batch``;
 6. a key never runs twice at once, and a delivery of another job's key is
    never taken for its duplicate;
-7. debounce (job ``deb``, each enqueue's ``v`` unique): side effects per burst
-   (its ``v``) obey invariant 2, runs of one key never overlap, a delivery
+7. debounce (job ``deb``, each request's ``v`` unique: an enqueue's burst, or
+   a member, a step or a callback, which carry no token): side effects per
+   request (its ``v``) obey invariant 2, runs of one key never overlap, a
+   delivery is acknowledged as a duplicate only if its own request ran (a
+   duplicate only of the same request, worker/_request.py), a delivery
    acknowledged as superseded carries a token that is not its key's latest
    (``JobSuperseded`` counts each), and once settled the last burst of every
-   key ran with its arguments, unless its message is in the DLQ;
+   key ran with its arguments, and so did every request without a token that
+   was sent, unless its message is in the DLQ;
 8. dedupe (``dd`` until_done, ``ds`` until_started): a refused enqueue sent
    nothing (``JobDeduplicated`` counts each) and its key had a message in the
-   jobs queue or the DLQ, or (``dd``) a run holding it.
+   jobs queue or the DLQ, or (``dd``) a run holding it; an enqueue of a
+   cancelled key sends nothing and its receipt says ``cancelled``.
+
+Clock skew between the deploys is bounded by the lease margin (5 s,
+``Settings.lease_margin``): a rate limit then holds over any window of
+``PER - |skew|`` seconds of the true clock.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import random
 from collections import Counter, defaultdict
@@ -45,7 +64,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from sqsjobs import JobApp, Outcome, PermanentError
+from sqsjobs import JobApp, Outcome, PermanentError, TimeLimitExceeded
+from sqsjobs.enqueue._sizes import WORKER_ATTRIBUTE_BYTES
 from sqsjobs.store._lease import LeaseState, Operation
 from sqsjobs.store._lease_ops import Acquire, Amend, Close, Complete, Release, Renew, Transact
 from sqsjobs.testing.events import FakeContext, record_from_message
@@ -58,24 +78,38 @@ MAX_ATTEMPTS = 3
 MAX_RECEIVE_COUNT = MAX_ATTEMPTS + 1
 BACKSTOP_SLACK = MAX_RECEIVE_COUNT - (MAX_ATTEMPTS + 1)
 FUNCTION_TIMEOUT = 60.0
+#: the jobs queue's visibility timeout: at least the function's timeout + the lease margin (``sqsjobs check`` E9101)
+VISIBILITY_TIMEOUT = 70
+#: SQS's largest MaximumMessageSize: the queues' and the apps' ``max_message_bytes``
+MAX_MESSAGE_BYTES = 1024 * 1024
+#: job ``big``'s message ``n`` is this many bytes under the largest a producer may send (the limit less what the
+#: worker keeps for its own attributes, enqueue/_sizes.py), body and attributes as SQS counts them
+BIG_SLACK = (0, 40, 400, 4000)
+#: the batch handlers ``batconc`` and ``battime`` stop a call that runs longer (``TimeLimitExceeded``)
+TIME_LIMIT = 5.0
+#: how long a ``slow`` run takes (up to its time limit, or the invocation's deadline)
+SLOW_SECONDS = 58.0
 RATE, PER = 1, 10.0
 SLOTS = 1
 EXPIRES_IN = 40.0
 DEBOUNCE = 4.0
 #: the jobs a rule may enqueue alone or as members and steps
-PLAIN_JOBS = ("a", "b", "c", "lim", "conc", "exp", "bat", "batlim", "batconc")
-MEMBER_JOBS = ("a", "b", "c", "exp", "bat")
-#: items per call of the batch handlers ``bat``, ``batlim`` and ``batconc`` (``batlim`` shares ``lim``'s rate limit,
-#: ``batconc`` ``conc``'s slots)
+PLAIN_JOBS = ("a", "b", "c", "lim", "conc", "exp", "bat", "batlim", "batconc", "battime", "big")
+#: the jobs a group's member or a chain's step may be (the debounced and deduplicated ones too: a key is shared by
+#: every kind of delivery)
+MEMBER_JOBS = ("a", "b", "c", "exp", "bat", "deb", "dd", "ds", "big")
+#: what a group's ``on_complete`` may be: ``report`` (the model counts its runs) or a job another path runs too
+CALLBACK_JOBS = ("report", "a", "bat", "deb", "dd")
+#: items per call of the batch handlers (``batlim`` shares ``lim``'s rate limit, ``batconc`` ``conc``'s slots)
 BATCH = 3
 #: the batch handlers (a rule enqueues all of one's keys at once)
-BATCH_JOBS = ("bat", "batlim", "batconc")
+BATCH_JOBS = ("bat", "batlim", "batconc", "battime")
 #: the jobs whose starts the rate limit counts
 RATE_JOBS = ("lim", "batlim")
 #: the jobs whose runs at once the concurrency limit counts
 SLOT_JOBS = ("conc", "batconc")
-#: what one execution of a job does
-PLANS = ("ok", "transient", "permanent", "kill_before", "kill_after", "nest")
+#: what one execution of a job does (``overrun``: its time limit's alarm lands in it; ``slow``: time passes)
+PLANS = ("ok", "transient", "permanent", "kill_before", "kill_after", "nest", "overrun", "slow")
 #: the writes a store fault may hit
 FAULTS = ("claim", "completion", "retry_record", "dead_letter_record", "count", "limiter", "any")
 
@@ -86,8 +120,30 @@ class BatItem(TypedDict):
     n: int
 
 
+def note(text: str) -> None:
+    """A hypothesis event (``--hypothesis-show-statistics`` counts them), or nothing when replaying a story by hand."""
+    from hypothesis import event
+    from hypothesis.errors import InvalidArgument
+
+    with contextlib.suppress(InvalidArgument):
+        event(text)
+
+
 class Killed(BaseException):
     """The invocation dies here (a timeout, out of memory): nothing after it runs, nothing is acknowledged."""
+
+
+class SkewedClock:
+    """A deploy's own clock: the world's, ``skew`` seconds ahead (or behind); sleeping moves the world's."""
+
+    def __init__(self, base: ManualClock, skew: float) -> None:
+        self.base, self.skew = base, skew
+
+    def __call__(self) -> float:
+        return self.base() + self.skew
+
+    def advance(self, seconds: float) -> None:
+        self.base.advance(seconds)
 
 
 def _ops(op: Operation) -> tuple[Operation, ...]:
@@ -134,6 +190,8 @@ class Ledger:
 
     effects: Counter[str] = field(default_factory=Counter)
     kills_after: Counter[str] = field(default_factory=Counter)
+    #: a batch handler's items that ran before their call ran past its time limit (the call ends them all)
+    overrun_after: Counter[str] = field(default_factory=Counter)
     #: completion writes that failed after the worker's retries, per key (BatchResult.unrecorded)
     unrecorded: Counter[str] = field(default_factory=Counter)
     #: message id -> the outcome of the delivery that acknowledged it
@@ -142,6 +200,8 @@ class Ledger:
     #: it again after its delete at or past that receive (SQS's redrive then moves it: no worker sees it)
     killed_late: Counter[str] = field(default_factory=Counter)
     starts: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    #: runs that started, per key (job ``deb``: per request, ``deb:<n>@<v>``)
+    started: Counter[str] = field(default_factory=Counter)
     active: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
     cancelled_or_expired: Counter[Outcome] = field(default_factory=Counter)
@@ -152,19 +212,24 @@ class Ledger:
     superseded: int = 0
     #: a burst token -> the ``v`` of the enqueue that wrote it
     tokens: dict[str, int] = field(default_factory=dict)
+    #: the ``v`` of debounced requests without a token (a member, a step, a callback)
+    untokened: set[int] = field(default_factory=set)
     deduplicated: int = 0
 
 
 class World:
     """Two deploys of one app over one fake SQS, one flaky store, one clock (see the module docstring)."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, skew: float = 0.0) -> None:
         self.clock = ManualClock()
+        #: the second deploy's clock is this many seconds ahead of the world's (behind when negative)
+        self.skew = skew
         self.random = random.Random(seed)
         self.sqs = FakeSQS(clock=self.clock)
         self.queue = self.sqs.queue_url("jobs")
         self.dlq = self.sqs.queue_url("jobs-dlq")
         self.sqs.set_redrive_policy(self.queue, self.dlq, MAX_RECEIVE_COUNT)
+        self.sqs.set_visibility_timeout(self.queue, VISIBILITY_TIMEOUT)
         self.store = FlakyStore()
         self.metrics: list[str] = []
         self.ledger = Ledger()
@@ -180,17 +245,24 @@ class World:
         self.deleted: list[QueuedMessage] = []
         self._emitted: Counter[str] = Counter()
         self._metrics_read = 0
-        #: the ``v`` of the last debounced enqueue (each one's is unique)
+        #: the ``v`` of the last debounced request (each one's is unique)
         self.edits = 0
+        #: per running invocation (a stack), when Lambda kills it
+        self._deadlines: list[float] = []
+        #: a store fault was armed in this story (an unstarted claim may then keep its attempt)
+        self.store_faults = False
+        #: the bodies of groups' callbacks (``kinds_of``)
+        self.callback_bodies: set[str] = set()
         self.apps = [self._app(version) for version in (1, 2)]
 
     # ------------------------------------------------------------ the apps
     def _app(self, version: int) -> JobApp:
+        clock = self.clock if version == 1 else SkewedClock(self.clock, self.skew)
         app = JobApp(queue_url=self.queue, dlq_url=self.dlq, max_attempts=MAX_ATTEMPTS,
                      function_timeout=FUNCTION_TIMEOUT, backoff_base=2.0, backoff_cap=30.0,
-                     store=self.store, sqs_client=self.sqs, clock=self.clock,  # type: ignore[arg-type]
+                     store=self.store, sqs_client=self.sqs, clock=clock,  # type: ignore[arg-type]
                      random=random.Random(self.random.random()), sleep=self.clock.advance,
-                     emit_metrics=self.metrics.append, environ={})
+                     emit_metrics=self.metrics.append, environ={}, max_message_bytes=MAX_MESSAGE_BYTES)
         app.rate_limit("rate", rate=RATE, per=PER)
         app.concurrency_limit("slots", SLOTS)
 
@@ -246,9 +318,17 @@ class World:
         def batlim(items: list[BatItem]) -> dict[int, BaseException]:
             return self.execute_items("batlim", items)
 
-        @app.job("batconc", key="batconc:{n}", batch=BATCH, limits=["slots"])
+        @app.job("batconc", key="batconc:{n}", batch=BATCH, limits=["slots"], time_limit=TIME_LIMIT)
         def batconc(items: list[BatItem]) -> dict[int, BaseException]:
             return self.execute_items("batconc", items)
+
+        @app.job("battime", key="battime:{n}", batch=BATCH, time_limit=TIME_LIMIT)
+        def battime(items: list[BatItem]) -> dict[int, BaseException]:
+            return self.execute_items("battime", items)
+
+        @app.job("big", key="big:{n}")
+        def big(n: int, pad: str) -> None:
+            self.execute("big", f"big:{n}")
 
         @app.job("report", key="report:{g}")
         def report(g: str) -> None:
@@ -260,30 +340,55 @@ class World:
 
         return app
 
+    # ------------------------------------------------------------ what producers send
+    def big(self, app: int, n: int) -> Any:
+        """Job ``big``'s message ``n``: ``BIG_SLACK[n]`` bytes under the limit, as SQS counts them (its enqueue time
+        is in its body: measured now)."""
+        big = self.apps[app].jobs["big"]
+        room = MAX_MESSAGE_BYTES - WORKER_ATTRIBUTE_BYTES - BIG_SLACK[n]
+        return big.message(n=n, pad="x" * (room - big.message(n=n, pad="").size()))
+
+    def message(self, app: int, job: str, n: int) -> Any:
+        """A message of ``job`` for a group, a chain or a callback (a debounced job's: a request without a token)."""
+        jobs = self.apps[app].jobs
+        if job == "deb":
+            self.edits += 1
+            self.ledger.untokened.add(self.edits)
+            return jobs["deb"].message(n=n % 2, v=self.edits)
+        if job == "big":
+            return self.big(app, n)
+        return jobs[job].message(n=n)
+
     # ------------------------------------------------------------ what the jobs do
-    def execute(self, job: str, key: str) -> None:
-        """One run of a job: checks, then the plan the running rule drew for it."""
+    def execute(self, job: str, key: str, *, limit: float | None = None) -> None:
+        """One run of a job: checks, then the plan the running rule drew for it (``limit``: its time limit)."""
         led = self.ledger
         now = self.clock()
         plan = self._plans.pop(0) if self._plans else "ok"
         if led.active[key]:
             led.violations.append(f"{key} started while another run of it was still going")
         if job in RATE_JOBS:
-            recent = [t for name in RATE_JOBS for t in led.starts[name] if t > now - PER]
+            window = PER - abs(self.skew)  # the deploys judge windows on clocks up to ``skew`` apart
+            recent = [t for name in RATE_JOBS for t in led.starts[name] if t > now - window]
             if len(recent) >= RATE:
-                led.violations.append(f"rate limit exceeded: {len(recent) + 1} starts within {PER} s at {now}")
+                led.violations.append(f"rate limit exceeded: {len(recent) + 1} starts within {window} s at {now}")
         if job in SLOT_JOBS and sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS) >= SLOTS:
             led.violations.append(f"concurrency limit exceeded at {now}")
         led.starts[job].append(now)
+        led.started[key] += 1
         led.active[key] += 1
         try:
             if plan == "kill_before":
                 raise Killed(key)
+            if plan == "overrun" and limit is not None:  # the time limit's alarm lands in the job's own code
+                raise TimeLimitExceeded(f"{key} ran past its time_limit")
+            if plan == "slow":
+                self._run_long(limit)
             if plan == "transient":
                 raise ConnectionError(f"{key}: transient")
             if plan == "permanent":
                 raise PermanentError(f"{key}: permanent")
-            if plan == "nest" and self._nest is not None:
+            if plan in ("nest", "slow") and self._nest is not None:
                 nest, self._nest = self._nest, None
                 nest()  # a second invocation runs while this one is inside its job
             led.effects[key] += 1
@@ -294,14 +399,29 @@ class World:
         finally:
             led.active[key] -= 1
 
+    def _run_long(self, limit: float | None) -> None:
+        """Time passes while the job runs: up to its time limit (its alarm stops it), or the invocation's deadline
+        (Lambda kills the invocation there)."""
+        deadline = self._deadlines[-1] if self._deadlines else float("inf")
+        left = SLOW_SECONDS if limit is None else max(0.0, limit)
+        took = min(SLOW_SECONDS, left, max(0.0, deadline - self.clock()))
+        self.clock.advance(took)
+        if limit is not None and took >= limit:
+            raise TimeLimitExceeded(f"ran past its time_limit of {limit} s")
+        if self.clock() >= deadline:
+            raise Killed("the invocation's deadline")
+
     def execute_debounced(self, n: int, v: int) -> None:
-        """One run of a debounced burst: the burst (``v``) is the unit of side effects, the key that of overlap."""
+        """One run of a debounced request: the request (``v``) is the unit of side effects, the key that of overlap.
+
+        A burst runs only while its token is its key's latest; a request without a token (a member, a step, a
+        callback) runs undebounced."""
         key = f"deb:{n}"
         if self.ledger.active[key]:
             self.ledger.violations.append(f"{key} started while another run of it was still going")
         item = self.store.get(key)
         latest = item.get("debounce_token") if item is not None else None
-        if latest is None or self.ledger.tokens.get(latest) != v:
+        if v not in self.ledger.untokened and (latest is None or self.ledger.tokens.get(latest) != v):
             self.ledger.violations.append(f"{key} ran burst v={v}, but its latest burst is "
                                           f"v={self.ledger.tokens.get(latest or '')}")
         self.ledger.active[key] += 1
@@ -312,17 +432,29 @@ class World:
 
     def execute_items(self, job: str, items: list[BatItem]) -> dict[int, BaseException]:
         """One call of a batch handler: each item runs as ``execute`` runs a job, with a plan of its own; the
-        items whose plan failed are named (a kill ends the whole call, and the invocation)."""
+        items whose plan failed are named (a kill ends the whole call, and the invocation; a call that runs past
+        its time limit ends every item of the call, those that ran before included)."""
         led = self.ledger
         running = sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS)
         if job in SLOT_JOBS and running + len(items) > SLOTS:  # a call's items run at once
             led.violations.append(f"concurrency limit exceeded by a call of {len(items)} at {self.clock()}")
+        limit = TIME_LIMIT if job in ("batconc", "battime") else None
         failed: dict[int, BaseException] = {}
+        done: list[str] = []
+        started = self.clock()
         for index, item in enumerate(items):
+            key = f"{job}:{item['n']}"
             try:
-                self.execute(job, f"{job}:{item['n']}")
+                self.execute(job, key, limit=None if limit is None else limit - (self.clock() - started))
             except (ConnectionError, PermanentError) as error:
                 failed[index] = error
+            except TimeLimitExceeded:
+                note(f"a batch call ran past its time limit after {len(done)} item(s)")
+                for ran in done:  # their side effects happened; the call ends them as failed
+                    led.overrun_after[ran] += 1
+                raise
+            else:
+                done.append(key)
         return failed
 
     def callback(self, g: str) -> None:
@@ -367,6 +499,7 @@ class World:
         event = {"Records": [record_from_message(m.to_wire(), arn) for m in taken]}
         context = FakeContext(remaining_ms=remaining_ms, clock=self.clock)
         self._invocations.append([])
+        self._deadlines.append(self.clock() + remaining_ms / 1000)
         try:
             result = self.apps[app].process_batch(event, context)
         except Killed:
@@ -383,10 +516,13 @@ class World:
         finally:
             self._nest = None
             self._invocations.pop()
+            self._deadlines.pop()
         failed = set(result.failures)
         bodies = {m.message_id: m.body for m in taken}
+        self._note_kinds(taken)
         for key in getattr(result, "unrecorded", ()):
             self.ledger.unrecorded[key] += 1
+        self._note_outcomes(app, result)
         for d in result.deliveries:
             if d.message_id in failed:
                 continue
@@ -399,14 +535,66 @@ class World:
             if d.outcome is Outcome.SUPERSEDED:
                 self.ledger.superseded += 1
                 self._check_superseded(d, bodies[d.message_id])
-            self._check_ack(d)
+            self._check_ack(d, bodies[d.message_id])
         for message in taken:
             if message.message_id not in failed:
                 self.sqs.remove(message)
                 self.deleted.append(message)
 
+    def kinds_of(self, message: QueuedMessage) -> set[str]:
+        """Which paths a delivered message came by (a re-sent member is both)."""
+        body = parsed(message.body)
+        kinds = set()
+        if body.get("debounce") is not None:
+            kinds.add("debounced")
+        if body.get("member_of") is not None:
+            kinds.add("member")
+        if body.get("step_of") is not None:
+            kinds.add("chain step")
+        if message.body in self.callback_bodies:
+            kinds.add("callback")
+        if body.get("job") in ("dd", "ds") and not kinds:
+            kinds.add("deduplicated")
+        if body.get("job") in BATCH_JOBS:
+            kinds.add("batch item")
+        if message.attribute("sqsjobs.redrive_count") is not None:
+            kinds.add("redriven")
+        if message.attribute("sqsjobs.resends") is not None:
+            kinds.add("re-sent")
+        if body.get("job") == "big":
+            kinds.add("at the size limit")
+        return kinds or {"standalone"}
+
+    def _note_kinds(self, taken: list[QueuedMessage]) -> None:
+        """Hypothesis's statistics (``--hypothesis-show-statistics``): which kinds of deliveries of one key shared a
+        batch (tests/model/README: every kind with every other)."""
+        by_key: dict[str, list[set[str]]] = defaultdict(list)
+        for message in taken:
+            with contextlib.suppress(ValueError, AttributeError):
+                kinds = self.kinds_of(message)
+                by_key[str(parsed(message.body).get("key"))].append(kinds)
+                for kind in kinds:
+                    note(f"delivered: {kind}")
+                if len(kinds) > 1:
+                    note(f"delivered: {' + '.join(sorted(kinds))}")
+        for shared in by_key.values():
+            for i, first in enumerate(shared):
+                for other in shared[i + 1:]:
+                    for a in first:
+                        for b in other:
+                            note(f"one key, one batch: {' + '.join(sorted((a, b)))}")
+
+    def _note_outcomes(self, app: int, result: Any) -> None:
+        for d in result.deliveries:
+            if d.took_over:
+                note(f"a lease taken over (skew {self.skew:+.0f} s, by deploy {app + 1})")
+            if d.job_name == "big" and d.outcome is not None:
+                note(f"at the size limit: {d.outcome.value} ({d.state.value})")
+            if d.outcome is Outcome.DEAD_LETTERED and d.job_name in ("deb", *BATCH_JOBS):
+                note(f"dead-lettered: {'debounced' if d.job_name == 'deb' else 'batch item'}")
+
     def _check_superseded(self, d: Any, body: str) -> None:
-        token = json.loads(body).get("debounce")
+        token = parsed(body).get("debounce")
         item = self.store.get(d.key)
         if token is None or item is None or item.get("debounce_token") == token:
             self.ledger.violations.append(f"{d.message_id} acknowledged as superseded, but its token {token} is "
@@ -415,33 +603,55 @@ class World:
     def refused(self, job: str, key: str) -> None:
         """A deduplicated enqueue was refused: a request of its key must be queued (or, for dd, running)."""
         self.ledger.deduplicated += 1
-        in_queue = any(json.loads(m.body).get("key") == key for m in self.sqs.messages(self.queue))
-        in_dlq = any(json.loads(m.body).get("key") == key for m in self.sqs.messages(self.dlq))
+        in_queue = any(parsed(m.body).get("key") == key for m in self.sqs.messages(self.queue))
+        in_dlq = any(parsed(m.body).get("key") == key for m in self.sqs.messages(self.dlq))
         item = self.store.get(key)
         running = job == "dd" and item is not None and item.held_live(self.clock())
         if not (in_queue or in_dlq or running):
             self.ledger.violations.append(f"an enqueue of {key} was refused, but no request of it is queued")
 
-    def _check_ack(self, d: Any) -> None:
-        """An acknowledged delivery ran, or its key was completed, cancelled, or it expired, or is dead-lettered."""
+    def _check_ack(self, d: Any, body: str) -> None:
+        """An acknowledged delivery ran, or its key was completed, cancelled, or it expired, or is dead-lettered.
+
+        Side effects count per request for job ``deb`` (its ``v``): a duplicate only of the same request."""
         led = self.ledger
+        v = parsed(body).get("args", {}).get("v")
+        ran = f"{d.key}@{v}" if d.job_name == "deb" else d.key
+        if d.outcome is Outcome.SUCCEEDED and not led.effects[ran]:  # it ran in this invocation
+            led.violations.append(f"{d.message_id} ({ran}) acknowledged as succeeded, but it never ran")
         if d.outcome is Outcome.DUPLICATE:
             item = self.store.get(d.key)
             owner = item.get("job") if item is not None else None
             if item is not None and owner not in (None, d.job_name):
                 led.violations.append(f"{d.message_id} ({d.job_name}) acknowledged as a duplicate of {owner}'s "
                                       f"record of {d.key}")
-            done = item is not None and item.state is LeaseState.DONE
-            if not done and not item_dead_lettered(item, d.message_id) and not led.effects[d.key]:
-                led.violations.append(f"{d.message_id} acknowledged as a duplicate of {d.key}, which never ran")
+            done = item is not None and item.state is LeaseState.DONE and d.job_name != "deb"
+            if not done and not item_dead_lettered(item, d.message_id) and not led.effects[ran]:
+                led.violations.append(f"{d.message_id} ({ran}) acknowledged as a duplicate, but its request never "
+                                      "ran")
         elif d.outcome is Outcome.CANCELLED:
             item = self.store.get(d.key)
             if item is None or item.get("outcome") != "cancelled":
                 led.violations.append(f"{d.message_id} acknowledged as cancelled, but {d.key} is not")
-        elif d.outcome is Outcome.DEAD_LETTERED and not any(
-                m.attribute("sqsjobs.original_message_id") == d.message_id and m.attribute("sqsjobs.reason")
-                for m in self.sqs.sent_to(self.dlq)):
+        elif d.outcome is Outcome.DEAD_LETTERED and not self._lettered(d.message_id):
             led.violations.append(f"{d.message_id} acknowledged as dead-lettered with no letter in the DLQ")
+        if (d.job_name == "deb" and v not in led.untokened and d.reason is not None
+                and d.reason.value in ("exhausted", "lost")
+                and not led.started[ran] and not self.store_faults and "re-sends" not in str(d.error)):
+            # A debounced key's bursts count their own attempts: one never run cannot have used them up (unless a
+            # store fault kept an unstarted claim's attempt; or it was never started, re-sent). A member or a
+            # step shares its key's attempts with a request of the key still retrying.
+            led.violations.append(f"{d.message_id} ({ran}) dead-lettered {d.reason.value}, but it never started")
+
+    def _lettered(self, message_id: str) -> bool:
+        """The DLQ took a letter of ``message_id`` with the worker's reason (its attributes, or its evidence)."""
+        for letter in self.sqs.sent_to(self.dlq):
+            if letter.attribute("sqsjobs.original_message_id") == message_id and letter.attribute("sqsjobs.reason"):
+                return True
+            evidence = self.store.get(f"dlq#{letter.message_id}")
+            if evidence is not None and evidence.get("original_message_id") == message_id:
+                return True
+        return False
 
     # ------------------------------------------------------------ the checks
     def check(self) -> None:
@@ -449,9 +659,10 @@ class World:
         led = self.ledger
         assert not led.violations, led.violations
         for key, runs in led.effects.items():
-            allowed = 1 + led.kills_after[key] + led.unrecorded[key]
+            allowed = 1 + led.kills_after[key] + led.unrecorded[key] + led.overrun_after[key]
             assert runs <= allowed, (f"{key} had {runs} side effects; allowed {allowed} (kills after the side "
-                                     f"effect {led.kills_after[key]}, completions unrecorded {led.unrecorded[key]})")
+                                     f"effect {led.kills_after[key]}, completions unrecorded {led.unrecorded[key]}, "
+                                     f"calls past their time limit after it {led.overrun_after[key]})")
         jobs_queue = {m.message_id for m in self.sqs.messages(self.queue)}
         dlq = {m.message_id for m in self.sqs.messages(self.dlq)}
         for message in self.sqs.sent_to(self.queue):
@@ -485,19 +696,29 @@ class World:
             self.check()
         assert not self.sqs.messages(self.queue), f"{len(self.sqs.messages(self.queue))} messages never settled"
         for letter in self.sqs.messages(self.dlq):
-            if letter.attribute("sqsjobs.reason") is None:
+            # The worker's letters carry their reason, and its evidence says it too (dlq#<the letter's id>): what
+            # every reader goes by (ops/_dlq_evidence.py); a letter too large for attributes has only the evidence.
+            if letter.attribute("sqsjobs.reason") is None and self.store.get(f"dlq#{letter.message_id}") is None:
                 kills = self.ledger.killed_late[letter.message_id]
                 assert kills > BACKSTOP_SLACK, (
                     f"letter {letter.message_id} has no reason the worker wrote ({kills} killed or repeated late "
                     "receives)")
+        letters = [parsed(m.body) for m in self.sqs.messages(self.dlq)]
         for key, v in self.ledger.last_burst.items():
-            lettered = any(json.loads(m.body).get("args", {}).get("v") == v and json.loads(m.body).get("key") == key
-                           for m in self.sqs.messages(self.dlq))
+            lettered = any(b.get("args", {}).get("v") == v and b.get("key") == key for b in letters)
             assert self.ledger.effects[f"{key}@{v}"] >= 1 or lettered, (
                 f"{key}'s last burst (v={v}) never ran and is not in the DLQ")
+        for sent in self.sqs.sent_to(self.queue):  # a request without a token (a member, a step) runs undebounced
+            body = parsed(sent.body)
+            if body.get("job") != "deb" or body.get("debounce") is not None:
+                continue
+            v, key = body["args"]["v"], body["key"]
+            lettered = any(b.get("args", {}).get("v") == v and b.get("key") == key for b in letters)
+            assert self.ledger.effects[f"{key}@{v}"] >= 1 or lettered, (
+                f"{key}'s request v={v} (no token: a member, a step or a callback) never ran and is not in the DLQ")
         # A letter SQS's redrive moved after a kill at its backstop receive was never seen by a worker: its group
         # waits, running, until an operator redrives it (docs/runbook.md); such a group is checked only for that.
-        moved_by_sqs = {(json.loads(m.body).get("member_of") or {}).get("group") for m in self.sqs.messages(self.dlq)
+        moved_by_sqs = {(parsed(m.body).get("member_of") or {}).get("group") for m in self.sqs.messages(self.dlq)
                         if m.attribute("sqsjobs.reason") is None and self.ledger.killed_late[m.message_id]}
         for book in self.groups:
             status = self.apps[1].group_status(book.id)
@@ -507,9 +728,20 @@ class World:
                 continue
             assert status.pending == 0, (book.id, status)
             assert status.succeeded + status.failed == status.total, status
+            if "complete" not in book.callbacks:  # another job's key: sent once, run unless its key was done before
+                head = self.store.get(f"group#{book.id}")
+                assert head is not None and head.get("on_complete_sent") is not None, (book.id, status)
+                continue
             assert book.runs["complete"] >= 1, (book.id, dict(book.runs), status)
             wanted = "success" in book.callbacks and status.state == "succeeded"
             assert bool(book.runs["success"]) == wanted, (book.id, dict(book.runs), status)
+
+
+@functools.lru_cache(maxsize=4096)
+def parsed(body: str) -> dict[str, Any]:
+    """A message's body as JSON, parsed once (job ``big``'s are a mebibyte; the model reads each many times)."""
+    value = json.loads(body)
+    return value if isinstance(value, dict) else {}
 
 
 def item_dead_lettered(item: Any, message_id: str) -> bool:
@@ -533,6 +765,6 @@ def emitted_counts(lines: list[str]) -> Counter[str]:
 
 def message_key(message: QueuedMessage) -> str | None:
     try:
-        return str(json.loads(message.body).get("key"))
+        return str(parsed(message.body).get("key"))
     except ValueError:
         return None

@@ -46,7 +46,7 @@ def test_duplicates_cost_the_statements_and_one_read_and_a_free_key_one_update_m
 
 def test_a_throttled_statement_is_retried_and_only_it() -> None:
     client = dynamodb_client(region_name="us-east-1")
-    store = DynamoDBStore(client, "jobs")
+    store = DynamoDBStore(client, "jobs", statements=True)  # the stub plays DynamoDB: no probe
     ops = [Complete(key=k, owner="a", expires_at=NOW + TTL) for k in ("a", "b")]
     pauses: list[float] = []
     with Stubber(client) as stub:
@@ -59,11 +59,32 @@ def test_a_throttled_statement_is_retried_and_only_it() -> None:
     store.close()
 
 
-def test_a_failed_call_is_every_statement_s_error() -> None:
+def test_a_throttled_call_is_every_statement_s_error_and_the_statements_stay_trusted() -> None:
     client = dynamodb_client(region_name="us-east-1")
-    store = DynamoDBStore(client, "jobs")
+    store = DynamoDBStore(client, "jobs", statements=True)
     with Stubber(client) as stub:
-        stub.add_client_error("batch_execute_statement", "InternalServerError", "down")
+        stub.add_client_error("batch_execute_statement", "ProvisionedThroughputExceededException", "slow down")
         answers = store.write_batch([fresh("a"), fresh("b")])
     assert all(w.error is not None and "BatchExecuteStatement" in w.error for w in answers)
+    assert store.statements.state.value == "trusted"
+    store.close()
+
+
+def test_a_call_failed_by_the_server_is_sent_as_single_requests_from_then_on() -> None:
+    # store/_statement_trust.py: a whole call refused for a reason that is not throttling (a server error,
+    # a validation error, a denied PartiQL action) is no answer; the single requests are, now and after.
+    client = dynamodb_client(region_name="us-east-1")
+    store = DynamoDBStore(client, "jobs", statements=True)
+    done = [Complete(key=k, owner="a", expires_at=NOW + TTL) for k in ("a", "b")]
+    with Stubber(client) as stub:
+        stub.add_client_error("batch_execute_statement", "InternalServerError", "down")
+        stub.add_response("update_item", {})
+        stub.add_response("update_item", {})
+        answers = store.write_batch(done)
+        stub.add_response("update_item", {})
+        stub.add_response("update_item", {})
+        again = store.write_batch(done)
+        stub.assert_no_pending_responses()
+    assert [w.ok for w in answers + again] == [True] * 4
+    assert store.statements.state.value == "untrusted" and "InternalServerError" in str(store.statements.reason)
     store.close()

@@ -292,3 +292,73 @@ def test_a_failed_re_arm_sends_the_burst_back_instead_of_taking_it_for_a_duplica
         assert ran == [(7, "first")]
         t.drain()
         assert ran == [(7, "first"), (7, "second")]
+
+
+@pytest.mark.parametrize("mode", ["until_started", "until_done"])
+def test_an_enqueue_of_a_cancelled_key_sends_nothing_and_its_receipt_says_so(mode: str) -> None:
+    """Issue 31 item 4: the request was sent (duplicate=False) and acknowledged `cancelled`, unrun, until the TTL."""
+    app, ran = dedupe_app(mode)
+    export = app.runtime.job("export")
+    with app.testing() as t:
+        export.enqueue(account_id=1)
+        assert app.cancel("export:1") == "cancelled"
+        t.drain()
+        sends = len(t.enqueued())
+        receipt = export.enqueue(account_id=1)
+        assert receipt.cancelled and not receipt.duplicate and receipt.refused and receipt.message_id is None
+        assert receipt == "export:1" and len(t.enqueued()) == sends
+        assert app.cancel("export:2") == "not_found_but_cancelled"  # a cancel before any request
+        report = app.enqueue_many([export.message(account_id=2), export.message(account_id=2),
+                                   export.message(account_id=3)])
+        assert report.sent == 1 and report.cancelled == {0: "export:2", 1: "export:2"} and not report.duplicates
+        assert "JobDeduplicated" not in json.dumps(t.metrics)
+        t.drain()
+        assert ran == [3]
+        t.clock.advance(app.settings.record_ttl + 1)  # the record's TTL ends the cancel
+        fresh = export.enqueue(account_id=1)
+        assert not fresh.refused and fresh.message_id
+        t.drain()
+        assert ran == [3, 1]
+
+
+def test_a_key_runs_more_bursts_than_max_attempts_each_with_fresh_attempts() -> None:
+    """Found while tracing a story of tests/model: the key's attempt counter ran on across bursts, so with
+    max_attempts=3 its 4th burst was dead-lettered "exhausted" without running."""
+    app = JobApp(max_attempts=3)
+    ran: list[int] = []
+
+    @app.job("reindex", key="reindex:{product_id}", debounce=30)
+    def reindex(product_id: int, v: int) -> None:
+        ran.append(v)
+
+    with app.testing() as t:
+        for v in range(7):
+            reindex.enqueue(product_id=1, v=v)
+            t.clock.advance(31)
+            t.drain()
+        assert ran == list(range(7)) and t.count(Outcome.SUCCEEDED) == 7
+        status = app.status("reindex:1")
+        assert status is not None and status.attempts == 7  # every run is still counted
+
+
+def test_a_burst_enqueued_while_an_earlier_one_keeps_failing_gets_its_own_attempts() -> None:
+    """Found by tests/model: the new burst inherited the superseded burst's attempts (2 of 3 here), so its first
+    failure was its last."""
+    app = JobApp(max_attempts=3)
+    tries: list[int] = []
+
+    @app.job("reindex", key="reindex:{product_id}", debounce=30)
+    def reindex(product_id: int, v: int) -> None:
+        tries.append(v)
+        if v == 1 or tries.count(2) < 3:
+            raise ConnectionError("index busy")
+
+    with app.testing() as t:
+        reindex.enqueue(product_id=1, v=1)
+        t.clock.advance(31)
+        for _ in range(2):  # two failed attempts of burst 1
+            t.run(t.sqs.messages(t.queue_url)[0].body)
+        reindex.enqueue(product_id=1, v=2)
+        t.drain()
+        assert tries == [1, 1, 2, 2, 2]  # burst 2 ran 3 times: its own attempts
+        assert t.outcomes[-1].outcome is Outcome.SUCCEEDED and not t.dead_letters()

@@ -17,6 +17,7 @@ from sqsjobs._errors import PermanentError, RetryableError
 from sqsjobs.enqueue._message import MAX_DELAY_SECONDS
 from sqsjobs.worker._dead_letters import Reason
 from sqsjobs.worker._decision import (
+    ANOTHER_REQUEST_DELAY,
     MAX_RESENDS,
     WITHHELD_DELAY,
     Action,
@@ -115,6 +116,14 @@ DECIDE_ROWS: list[tuple[str, Facts, Want]] = [
      Want(Action.RETURN, Outcome.RETRY, delay=60.0)),
     ("store error on claim", facts(Ending.STORE_FAILED, receive_count=1),
      Want(Action.RETURN, Outcome.RETRY, delay=30.0)),
+    # A stage's hook raised (worker/_stages.py): what it concerns goes back unclaimed or unstarted.
+    ("a stage raised", facts(Ending.STAGE_FAILED, receive_count=2, error=RetryableError("stage X failed")),
+     Want(Action.RETURN, Outcome.RETRY, delay=60.0)),
+    ("a stage raised, at the backstop", facts(Ending.STAGE_FAILED, receive_count=BACKSTOP),
+     Want(Action.RESEND, Outcome.RETRY, delay=240.0)),
+    ("a stage raised at the backstop, re-sent MAX_RESENDS times",
+     facts(Ending.STAGE_FAILED, receive_count=BACKSTOP, resends=MAX_RESENDS),
+     Want(Action.DEAD_LETTER, Outcome.DEAD_LETTERED, reason=Reason.EXHAUSTED)),
     ("held by another delivery", facts(Ending.BUSY, wait=20.0),
      Want(Action.RETURN, Outcome.UNSTARTED, delay=21.0, note="lease held elsewhere")),
     ("held, the lease just ended", facts(Ending.BUSY, wait=-3.0),
@@ -124,6 +133,11 @@ DECIDE_ROWS: list[tuple[str, Facts, Want]] = [
     ("limiter deferral", facts(Ending.DEFERRED, wait=12.0, limiter="mail-api"),
      Want(Action.RETURN, Outcome.DEFERRED, delay=12.0, limiter="mail-api")),
     ("FIFO blocked", facts(Ending.ORDER_BLOCKED), Want(Action.RETURN, Outcome.GROUP_BLOCKED)),
+    # Another request of a debounced key (worker/_request.py): back, to be claimed on its own after the first.
+    ("another request of its key first", facts(Ending.ANOTHER_REQUEST),
+     Want(Action.RETURN, Outcome.UNSTARTED, delay=ANOTHER_REQUEST_DELAY, note="another request of its key")),
+    ("another request, at the backstop", facts(Ending.ANOTHER_REQUEST, receive_count=BACKSTOP),
+     Want(Action.RESEND, Outcome.UNSTARTED, delay=ANOTHER_REQUEST_DELAY, note="another request of its key")),
     ("time left too short", facts(Ending.NO_TIME), Want(Action.RETURN, Outcome.UNSTARTED)),
     # A later copy of a key in the batch shares its first copy's fate.
     ("copy, the first was not decided", facts(Ending.FOLLOWS), Want(Action.RETURN, Outcome.UNSTARTED)),
@@ -272,6 +286,9 @@ SETTLE_ROWS: list[tuple[str, Decision, Aftermath, Facts, Want]] = [
     ("follow-up failed at the backstop: re-sent", SUCCESS, Aftermath(followup_failed="count"),
      facts(Ending.SUCCEEDED, receive_count=BACKSTOP),
      Want(Action.RESEND, Outcome.SUCCEEDED, delay=WITHHELD_DELAY, ran=True, note="acknowledgement withheld")),
+    ("a stage's after-hook failed after a success: acknowledgement withheld", SUCCESS,
+     Aftermath(followup_failed="stage Broken failed in after_run: KeyError"), facts(Ending.SUCCEEDED),
+     Want(Action.RETURN, Outcome.SUCCEEDED, delay=WITHHELD_DELAY, ran=True, note="stage Broken failed")),
     ("follow-up failed on a retry: it goes back anyway", RETRY, Aftermath(followup_failed="count"),
      facts(Ending.FAILED, attempt=1), Want(Action.RETURN, Outcome.RETRY, delay=30.0, ran=True)),
 ]

@@ -24,9 +24,9 @@ def test_an_oversize_message_names_its_largest_arguments_largest_first() -> None
         report.message(day=7, csv="x" * 270_000, notes="y" * 1_000, tags=["a"])
     text = str(refused.value)
     assert text.startswith("job 'report': the message is ")
-    assert "over its queue's 262,144-byte limit (max_message_bytes, SQSJOBS_MAX_MESSAGE_BYTES); its largest " \
-           "arguments: csv (270,002 bytes), notes (1,002 bytes), tags (5 bytes). Send IDs and re-fetch the data " \
-           "in the job" in text
+    assert "over its queue's 262,144-byte limit (max_message_bytes, SQSJOBS_MAX_MESSAGE_BYTES) less 1,024 bytes " \
+           "the worker keeps for its own attributes; its largest arguments: csv (270,002 bytes), notes (1,002 " \
+           "bytes), tags (5 bytes). Send IDs and re-fetch the data in the job" in text
     assert isinstance(refused.value, InvalidArgumentsError)  # a caller catching bad arguments catches it too
 
 

@@ -289,6 +289,10 @@ def _enqueue_one(job_app: JobApp, job: str, arguments: dict[str, Any], options: 
         typer.echo(f"duplicate: key {key!r} is held by request {message_id}, queued or running "
                    "(the job's dedupe): nothing sent", err=True)
         return
+    if getattr(message_id, "cancelled", False):  # its key was cancelled: nothing was sent
+        typer.echo(f"cancelled: key {str(message_id)!r} was cancelled, and stays so until its record's TTL: "
+                   "nothing sent", err=True)
+        return
     typer.echo(message_id)
     if isinstance(message_id, ScheduledJob):  # delay=SECONDS beyond 900: it waits in a schedule
         typer.echo(message_id.describe(), err=True)
@@ -299,6 +303,7 @@ def _print_report(report: EnqueueReport) -> None:
     scheduled = f", {len(report.scheduled)} scheduled" if report.scheduled else ""
     duplicates = (f", {len(report.duplicates)} duplicate(s) not sent (their key is queued or running)"
                   if report.duplicates else "")
+    duplicates += f", {len(report.cancelled)} not sent (their key was cancelled)" if report.cancelled else ""
     typer.echo(f"sent {report.sent} message(s) in {report.calls} SendMessageBatch call(s){scheduled}{duplicates}",
                err=True)
     for failure in report.failed:

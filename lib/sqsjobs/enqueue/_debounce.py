@@ -14,15 +14,20 @@ no other delivery holds the key, and no run completed that burst. The
 worker's stage (``enqueue/_debounce_stage.py``) reads the records of a
 batch's debounced deliveries (one ``BatchGetItem``) and acknowledges a
 superseded one (``JobSuperseded``, outcome ``superseded``) with no write; the
-claim itself writes the token it ran for (``ran_token``) and returns the
+claim itself writes the token it runs for (``ran_token``) and returns the
 record as it was, so a token replaced between the read and the claim is
 still caught (``before_run``), atomically. A completed burst leaves the record
-DONE with ``ran_token`` = its token: a copy of it is a duplicate. An enqueue
+DONE with ``completed_token`` = its token (written by its completion, never
+by a claim: worker/_request.py): a copy of it is a duplicate. An enqueue
 after that starts a new burst (a new token); its delivery finds the record
-DONE with ``ran_token`` not its own and re-arms it (``Rearm``: DONE →
+DONE with ``completed_token`` not its own and re-arms it (``Rearm``: DONE →
 RELEASED, only for the latest token, never for a cancelled key), then claims
 it like any delivery. So at most one run per token, runs of one key never
-overlap, and a burst enqueued while a run goes on runs after it.
+overlap, and a burst enqueued while a run goes on runs after it. A group's
+member or a chain's step of the job carries no token: it is a request of its
+own, run undebounced, and the record remembers it once completed
+(``ran_requests``, worker/_request.py: a delivery is a duplicate only of the
+same request).
 
 The trade: the arguments are the last enqueue's, so a key must name
 everything that must not be dropped (``key="reindex:{product_id}"``).
@@ -31,7 +36,11 @@ everything that must not be dropped (``key="reindex:{product_id}"``).
 key's record (``Reserve``: one ``UpdateItem``, 1 WCU) before sending; a key
 already queued (or, for ``until_done``, running or retrying) refuses it, and
 nothing is sent: ``enqueue`` returns the existing request's receipt with
-``duplicate=True`` and ``JobDeduplicated`` counts it. The claim frees an
+``duplicate=True`` and ``JobDeduplicated`` counts it. A cancelled key refuses
+it too, until its record's TTL, and the receipt says ``cancelled=True``: a
+request sent there would only be acknowledged ``cancelled``, unrun, and the
+same write already tells, at no cost (refusing beats raising: a cancel is a
+state an operator chose, not an error every producer must catch). The claim frees an
 ``until_started`` key; a finished run frees an ``until_done`` one. A record
 whose message was lost blocks the key only until its ``queued_until``:
 :func:`dedupe_hold` says how long (the delay, plus every attempt's visibility
@@ -75,22 +84,32 @@ class Receipt(str):
     """What ``enqueue`` of a deduplicated job returns: the request's id, and whether it was refused.
 
     The text is the request's id (the one that holds the key, for a
-    duplicate); ``message_id`` is SQS's id when this call sent it.
+    duplicate; the key itself, for a cancelled key); ``message_id`` is SQS's
+    id when this call sent it. ``cancelled``: the key was cancelled
+    (``app.cancel``) and stays so until its record's TTL, so nothing was sent.
 
     Example:
         >>> r = Receipt("req-1", duplicate=True)
-        >>> r, r.duplicate, r.message_id
-        ('req-1', True, None)
+        >>> r, r.duplicate, r.cancelled, r.message_id
+        ('req-1', True, False, None)
     """
 
     duplicate: bool
+    cancelled: bool
     message_id: str | None
 
-    def __new__(cls, request: str, *, duplicate: bool = False, message_id: str | None = None) -> Receipt:
+    def __new__(cls, request: str, *, duplicate: bool = False, cancelled: bool = False,
+                message_id: str | None = None) -> Receipt:
         receipt = super().__new__(cls, request)
         receipt.duplicate = duplicate
+        receipt.cancelled = cancelled
         receipt.message_id = message_id
         return receipt
+
+    @property
+    def refused(self) -> bool:
+        """Nothing was sent: a request of the key is queued (``duplicate``), or the key is ``cancelled``."""
+        return self.duplicate or self.cancelled
 
 
 def debounce_seconds(job: str, value: Any, *, error: type[Exception] = ConfigurationError) -> float | None:
@@ -197,7 +216,7 @@ def reserve(runtime: Runtime, messages: Sequence[JobMessage], modes: Sequence[De
     """
     from sqsjobs import _metrics as m
     from sqsjobs.store._enqueue_ops import Reserve
-    from sqsjobs.store._lease import expiry
+    from sqsjobs.store._lease import LeaseState, expiry
 
     now = runtime.clock()
     first: dict[str, int] = {}
@@ -222,12 +241,15 @@ def reserve(runtime: Runtime, messages: Sequence[JobMessage], modes: Sequence[De
         if item is not None and item.get("job") not in (None, message.job):
             raise InvalidArgumentsError(f"job {message.job!r}: the key {message.key!r} belongs to job "
                                         f"{item.get('job')!r}: a key names one operation")
+        if item is not None and item.state is LeaseState.DONE and item.get("outcome") == "cancelled":
+            receipts[i] = Receipt(message.key, cancelled=True)
+            continue
         holder = item.get("queued_id") if item is not None else None
         receipts[i] = Receipt(str(holder or message.key), duplicate=True)
     for i, message in enumerate(messages):  # a repeat follows its first copy's answer
         j = first[message.key]
         if j != i:
-            receipts[i] = Receipt(receipts[j], duplicate=True)
+            receipts[i] = receipts[j] if receipts[j].cancelled else Receipt(receipts[j], duplicate=True)
     refused = [messages[i].job for i, r in enumerate(receipts) if r.duplicate]
     if refused:
         batch = m.BatchMetrics(namespace=runtime.settings.namespace, service=runtime.settings.service,
@@ -247,9 +269,9 @@ def unreserve(runtime: Runtime, message: JobMessage, receipt: Receipt) -> None:
 
 
 def send_deduplicated(runtime: Runtime, message: JobMessage, mode: Dedupe, hold: float) -> Receipt:
-    """Reserve the key (1 WCU), then send; a refused request sends nothing and returns the holder's receipt."""
+    """Reserve the key (1 WCU), then send; a refused request sends nothing (a holder's receipt, a cancelled key)."""
     receipt = reserve(runtime, [message], [mode], [hold])[0]
-    if receipt.duplicate:
+    if receipt.refused:
         return receipt
     try:
         sent = runtime.send(message)
@@ -282,8 +304,8 @@ def dedupe_many(runtime: Runtime, messages: Sequence[JobMessage],
                 send: Callable[[list[JobMessage]], EnqueueReport]) -> EnqueueReport:
     """``enqueue_many``: deduplicated jobs' keys reserved first (repeats in the list refused too), the rest sent.
 
-    The report's positions are the input's; refused ones are in ``duplicates``. A debounced job's
-    message is refused (``refuse_debounced``).
+    The report's positions are the input's; refused ones are in ``duplicates`` (a request of the key is queued)
+    or ``cancelled`` (the key was cancelled). A debounced job's message is refused (``refuse_debounced``).
     """
     from sqsjobs.enqueue._producer import EnqueueReport
 
@@ -299,7 +321,7 @@ def dedupe_many(runtime: Runtime, messages: Sequence[JobMessage],
     holds = [dedupe_hold(m.source.options, runtime.settings, _due(m, now) - now) for m in chosen
              if m.source is not None]
     receipts = dict(zip(dedup, reserve(runtime, chosen, modes, holds), strict=True))
-    kept = [i for i in range(len(messages)) if i not in receipts or not receipts[i].duplicate]
+    kept = [i for i in range(len(messages)) if i not in receipts or not receipts[i].refused]
     report = send([messages[i] for i in kept])
     for failed in report.failed:  # not sent: the key is given back
         if kept[failed.index] in receipts:
@@ -308,7 +330,8 @@ def dedupe_many(runtime: Runtime, messages: Sequence[JobMessage],
         message_ids={kept[i]: mid for i, mid in report.message_ids.items()},
         failed=tuple(replace(f, index=kept[f.index]) for f in report.failed), calls=report.calls,
         scheduled={kept[i]: s for i, s in report.scheduled.items()},
-        duplicates={i: str(r) for i, r in receipts.items() if r.duplicate})
+        duplicates={i: str(r) for i, r in receipts.items() if r.duplicate},
+        cancelled={i: str(r) for i, r in receipts.items() if r.cancelled})
 
 
 @dataclass(frozen=True, kw_only=True)

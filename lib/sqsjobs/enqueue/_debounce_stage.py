@@ -3,7 +3,10 @@
 - ``before_claim``: the records of the batch's debounced deliveries are read
   in one round trip; a delivery whose token is not its key's latest is
   acknowledged as ``superseded`` (``JobSuperseded``) without a write; the
-  latest token of a key whose previous burst completed re-arms it (``Rearm``).
+  latest token of a key whose previous burst completed re-arms it (``Rearm``),
+  and so does a request without a token (a group's member, a chain's step)
+  that its completed key did not complete (worker/_request.py: a delivery is
+  a duplicate only of the same request).
 - ``claim_data``: the claim writes the token it claims for (``ran_token``),
   and frees an ``until_started`` key's reservation, in its own write.
 - ``before_run``: the record as the claim found it says whether the token was
@@ -22,10 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import RetryableError, StoreError
 from sqsjobs.enqueue._debounce import Dedupe
-from sqsjobs.store._enqueue_ops import Rearm
+from sqsjobs.store._enqueue_ops import FreshAttempts, Rearm
 from sqsjobs.store._lease import LeaseState
 from sqsjobs.worker._decision import Ending, Facts
 from sqsjobs.worker._delivery import State
+from sqsjobs.worker._request import Request
 from sqsjobs.worker._stages import Stage
 
 if TYPE_CHECKING:
@@ -39,8 +43,13 @@ UNRESERVED = {"queued_until": None, "queued_id": None, "queued_mode": None}
 
 
 def token_of(d: Delivery) -> str | None:
-    """The burst token a delivery carries (None: not debounced)."""
-    return d.envelope.debounce if d.envelope is not None else None
+    """The burst token a delivery carries (None: not a debounced enqueue)."""
+    return d.envelope.debounce if d.envelope is not None and coalesces(d) else None
+
+
+def coalesces(d: Delivery) -> bool:
+    """``d`` is of a debounced job: a burst, or a request without a token (a member, a step, a callback)."""
+    return d.job is not None and d.job.options.debounce is not None
 
 
 class DebounceStage(Stage):
@@ -52,12 +61,15 @@ class DebounceStage(Stage):
         #: the coalesced count each debounced delivery's read saw: the claim starts the next burst's count there
         self._counts: dict[str, int] = {}
 
+    def concerns(self, d: Delivery) -> bool:
+        return coalesces(d) or (d.job is not None and d.job.options.dedupe is not None)
+
     def before_claim(self, batch: Batch) -> None:
-        waiting = [d for d in batch.deliveries if d.state is State.DECODED and token_of(d) is not None]
+        waiting = [d for d in batch.deliveries if d.state is State.DECODED and coalesces(d)]
         if not waiting:
             return
         try:
-            records = self.store.get_many([d.key for d in waiting])
+            records = self.store.get_many(list(dict.fromkeys(d.key for d in waiting)))
         except StoreError as error:
             for d in waiting:
                 batch.conclude(d, Ending.STORE_FAILED,
@@ -68,26 +80,43 @@ class DebounceStage(Stage):
         self._counts = {}
         for d in waiting:
             item, token = records.get(d.key), token_of(d)
-            latest = item.get("debounce_token") if item is not None else None
-            if item is None or latest is None:
+            if item is None:
                 continue
-            self._counts[d.message_id] = int(item.get("debounce_count") or 0)
-            if latest != token:
-                d.notes.append(SUPERSEDED_NOTE)
-                batch.conclude(d, Ending.SUPERSEDED)
-                continue
+            latest = item.get("debounce_token")
+            if token is not None:
+                if latest is None:
+                    continue
+                self._counts[d.message_id] = int(item.get("debounce_count") or 0)
+                if latest != token:
+                    d.notes.append(SUPERSEDED_NOTE)
+                    batch.conclude(d, Ending.SUPERSEDED)
+                    continue
             if d.key in unarmed:
                 batch.conclude(d, Ending.STORE_FAILED, error=RetryableError("its key's re-arm failed"))
                 continue
+            request = Request.of(d)
+            assert request is not None
             if (item.state is LeaseState.DONE and item.get("outcome") == "succeeded"
-                    and item.get("ran_token") != token and d.key not in rearmed):
+                    and not request.completed_in(item) and d.key not in rearmed):
+                # The key completed another request: this one may run (a member, a later burst), once re-armed.
                 rearmed.add(d.key)
-                assert token is not None
-                written = self.store.write(Rearm(key=d.key, token=token, now=self.clock()))
+                written = self.store.write(Rearm(key=d.key, now=self.clock(), token=token,
+                                                 request=None if token is not None else request.number,
+                                                 job=None if token is not None else request.job,
+                                                 spent=item.attempts))
                 if written.error is not None:  # refused is fine: another copy re-armed it, or it ran
                     unarmed.add(d.key)
                     batch.conclude(d, Ending.STORE_FAILED,
                                    error=RetryableError(f"idempotency store unavailable: {written.error}"))
+                continue
+            superseded = item.get("ran_token")
+            if (token is not None and item.state is LeaseState.RELEASED and superseded not in (None, token)
+                    and item.attempts > int(item.get("spent_attempts") or 0) and d.key not in rearmed):
+                # The latest burst takes over from a superseded one: that one's attempts are spent, not this one's
+                # (refused is fine: the record moved on since the read, and the claim reads it again).
+                rearmed.add(d.key)
+                self.store.write(FreshAttempts(key=d.key, token=token, superseded=str(superseded),
+                                               attempts=item.attempts, now=self.clock()))
 
     def claim_data(self, d: Delivery) -> Mapping[str, Any]:
         token = token_of(d)

@@ -86,6 +86,8 @@ class EnqueueReport:
     scheduled: dict[int, ScheduledJob] = field(default_factory=dict)
     #: deduplicated jobs refused at the producer (their key was queued, or repeated in the list): the holder's receipt
     duplicates: dict[int, str] = field(default_factory=dict)
+    #: deduplicated jobs refused at the producer because their key was cancelled (``app.cancel``): the key
+    cancelled: dict[int, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

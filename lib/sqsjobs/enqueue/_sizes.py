@@ -29,6 +29,14 @@ if TYPE_CHECKING:
 
 #: how many arguments an error names, largest first
 NAMED_ARGUMENTS = 3
+#: what a message leaves of its queue's limit for the worker's own attributes on a copy of it: a dead letter's
+#: reason, error (shortened) and origin (worker/_dead_letters.py), a re-send's count and a finish copy's lease
+#: (worker/_send_back.py). Without it a message at the limit could be neither dead-lettered with its reason nor
+#: re-sent, and SQS's redrive would move it with none (found by tests/model).
+WORKER_ATTRIBUTE_BYTES = 1024
+#: and, for a job that stores its result, the result a finish copy carries (at most 4,096 bytes of JSON,
+#: worker/_job_records.py ``MAX_RESULT_BYTES``; tests/unit/test_message_size_limit.py ties them)
+RESULT_ATTRIBUTE_BYTES = 4096 + 64
 
 
 def largest_arguments(args: Mapping[str, Any], count: int = NAMED_ARGUMENTS) -> str:
@@ -45,7 +53,8 @@ def largest_arguments(args: Mapping[str, Any], count: int = NAMED_ARGUMENTS) -> 
 
 def check_message(message: JobMessage, args: Mapping[str, Any] | None = None, *,
                   limit: int = DEFAULT_MESSAGE_BYTES) -> None:
-    """Refuse a message over ``limit`` bytes (``Settings.max_message_bytes``), naming the largest arguments.
+    """Refuse a message over ``limit`` bytes (``Settings.max_message_bytes``) less ``reserved_bytes``, naming the
+    largest arguments.
 
     ``args`` default to those in the message's body (hand-built messages).
 
@@ -57,22 +66,38 @@ def check_message(message: JobMessage, args: Mapping[str, Any] | None = None, *,
         ... except MessageTooLargeError as error:
         ...     print(error)  # doctest: +NORMALIZE_WHITESPACE
         job 'report': the message is 300,079 bytes, over its queue's 262,144-byte limit (max_message_bytes,
-        SQSJOBS_MAX_MESSAGE_BYTES); its largest arguments: csv (300,002 bytes), day (1 byte). Send IDs and
-        re-fetch the data in the job: a queue takes up to 1,048,576 bytes (MaximumMessageSize), but SQS bills
-        each 64 KiB of a message as one request.
+        SQSJOBS_MAX_MESSAGE_BYTES) less 1,024 bytes the worker keeps for its own attributes; its largest
+        arguments: csv (300,002 bytes), day (1 byte). Send IDs and re-fetch the data in the job: a queue takes
+        up to 1,048,576 bytes (MaximumMessageSize), but SQS bills each 64 KiB of a message as one request.
         >>> check_message(JobMessage(job="report", key="report:7", body=body), limit=1_048_576)
     """
     size = message.size()
-    if size <= min(limit, MAX_BODY_BYTES):
+    reserved = reserved_bytes(message)
+    if size <= min(limit, MAX_BODY_BYTES) - reserved:
         return
     if args is None:
         args = _body_args(message.body)
     raise MessageTooLargeError(
         f"job {message.job!r}: the message is {size:,} bytes, over its queue's {min(limit, MAX_BODY_BYTES):,}-byte "
-        f"limit (max_message_bytes, SQSJOBS_MAX_MESSAGE_BYTES); its largest arguments: {largest_arguments(args)}. "
+        f"limit (max_message_bytes, SQSJOBS_MAX_MESSAGE_BYTES) less {reserved:,} bytes the worker keeps for its "
+        f"own attributes; its largest arguments: {largest_arguments(args)}. "
         f"Send IDs and re-fetch the data in the job: a queue takes up to {MAX_BODY_BYTES:,} bytes "
         f"(MaximumMessageSize), but SQS bills each {BILLED_CHUNK_BYTES // 1024} KiB of a message as one request."
     )
+
+
+def reserved_bytes(message: JobMessage) -> int:
+    """What ``message`` leaves of its queue's limit for the worker's attributes on a copy (``WORKER_ATTRIBUTE_BYTES``,
+    and ``RESULT_ATTRIBUTE_BYTES`` more for a job that stores its result).
+
+    Example:
+        >>> from sqsjobs.enqueue._message import JobMessage
+        >>> reserved_bytes(JobMessage(job="report", key="report:7", body="{}"))
+        1024
+    """
+    source = message.source
+    stores = source is not None and bool(source.options.store_result)
+    return WORKER_ATTRIBUTE_BYTES + (RESULT_ATTRIBUTE_BYTES if stores else 0)
 
 
 def check_key(job: str, key: str, *, template: str | None, args: Mapping[str, Any]) -> None:

@@ -45,6 +45,9 @@ class LimitsStage(Stage):
             random=batch.random or _random, clock=self.clock, sleep=self.sleep))
         return permits
 
+    def concerns(self, d: Delivery) -> bool:
+        return d.job is not None and bool(d.job.options.limits)
+
     def before_claim(self, batch: Batch) -> None:
         if not self.limiters:
             return

@@ -21,8 +21,11 @@ docstring lists as resting on DynamoDB's documentation:
   moto's own implementation, one at a time.
 
 It is installed in the local cloud's server process (``serial_moto.moto_app``)
-and by the tests' in-process moto (tests/aws_support.py). The runtime never
-imports it.
+and by the tests' in-process moto (tests/aws_support.py); users' tests get it
+only by asking, for a block (``sqsjobs.testing.moto_partiql``), never from the
+pytest plugins. The runtime never imports it, and does not need it: without
+it, the store's probe finds moto's PartiQL untrusted and writes each record
+with its own request (``sqsjobs.store._statement_trust``).
 """
 
 from __future__ import annotations
@@ -42,12 +45,30 @@ def install() -> None:
 
     current = DynamoDBBackend.batch_execute_statement
     original = getattr(current, "moto_original", current)
+    if current is not original:
+        return
 
     def batch_execute_statement(self: Any, statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [_one(self, statement) or original(self, [statement])[0] for statement in statements]
 
     batch_execute_statement.moto_original = original  # type: ignore[attr-defined]
     DynamoDBBackend.batch_execute_statement = batch_execute_statement  # type: ignore[method-assign]
+
+
+def uninstall() -> None:
+    """Give moto's DynamoDB backend its own ``BatchExecuteStatement`` back (nothing when not installed)."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    original = getattr(DynamoDBBackend.batch_execute_statement, "moto_original", None)
+    if original is not None:
+        DynamoDBBackend.batch_execute_statement = original  # type: ignore[method-assign]
+
+
+def installed() -> bool:
+    """Whether moto's DynamoDB backend answers ``BatchExecuteStatement`` through this emulation."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    return hasattr(DynamoDBBackend.batch_execute_statement, "moto_original")
 
 
 def _one(backend: Any, statement: dict[str, Any]) -> dict[str, Any] | None:

@@ -24,11 +24,17 @@ cancels because another one held an item at the same moment
 ``write_batch`` sends the operations a PartiQL statement can carry (a
 batch's fresh claims, its completions) in ``BatchExecuteStatement`` calls,
 rendered from the same rules by ``sqsjobs.store._statements`` (which says
-which operations keep single requests, and why).
+which operations keep single requests, and why), once the table's endpoint
+has shown that it answers statements as DynamoDB documents
+(``sqsjobs.store._statement_trust``: a probe before the first, a fallback for
+good after a call fails in a way that is not throttling). Where it has not
+(stock moto, a role without ``dynamodb:PartiQLInsert``) every operation is
+its single request: the reference semantics, never a weaker guarantee.
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import threading
 import time
@@ -58,6 +64,7 @@ from sqsjobs.store._lease import (
 )
 from sqsjobs.store._lease_ops import Acquire, Transact
 from sqsjobs.store._rules import LEASE_FIELDS, Rule
+from sqsjobs.store._statement_trust import StatementTrust, call_failure, statement_failure
 from sqsjobs.store._table import KEY_ATTRIBUTE, TableItem, table_item
 from sqsjobs.store._table import model_attribute as _attribute
 
@@ -133,13 +140,25 @@ class DynamoDBStore(ConcurrentStore):
     """
 
     def __init__(self, client: DynamoDBClient, table_name: str, *, random: RandomSource | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, statements: bool | None = None) -> None:
+        """``statements``: None probes the endpoint before the first batched write, True trusts it unprobed
+        (a test that stubs the calls), False never batches (``sqsjobs.store._statement_trust``)."""
         super().__init__()
         self.client = client
         self.table_name = table_name
         self.random = random
         self.sleep = sleep
+        self._trusted = statements
+        self._trust: StatementTrust | None = None
         self._prepared: dict[Rule, Prepared] = {}
+
+    @property
+    def statements(self) -> StatementTrust:
+        """Whether this table's ``BatchExecuteStatement`` may carry a batch's writes (shared per client)."""
+        trust = self._trust
+        if trust is None or not trust.serves(self.client):
+            trust = self._trust = StatementTrust.of(self.client, self.table_name, trusted=self._trusted)
+        return trust
 
     def get(self, key: str) -> LeaseItem | None:
         with dynamodb_errors("GetItem", self.table_name):
@@ -237,12 +256,17 @@ class DynamoDBStore(ConcurrentStore):
 
 
     def write_batch(self, ops: Sequence[Operation]) -> list[Written]:
-        """Statements in ``BatchExecuteStatement`` calls of <= 25, the rest single, all at once; then fallbacks."""
+        """Statements in ``BatchExecuteStatement`` calls of <= 25, the rest single, all at once; then fallbacks.
+
+        Only once the endpoint is trusted (``self.statements``); otherwise, and for what a call could not
+        carry (it failed whole, or a statement was refused for a reason that is not its condition's),
+        each operation is its own request.
+        """
         batched, single = s.plan(ops)
-        if len(batched) <= 1:
+        if len(batched) <= 1 or not self.statements.allows():
             return self.write_many(ops)
-        answers: list[Written | None] = [None] * len(ops)
-        calls: list[Callable[[], list[tuple[int, Written | None]]]] = [
+        answers: list[Written | _Unsent | None] = [None] * len(ops)
+        calls: list[Callable[[], list[tuple[int, Written | _Unsent | None]]]] = [
             functools.partial(self._statements, ops, chunk) for chunk in s.chunks(batched)]
         calls += [functools.partial(self._single, ops, i) for i in single]
         # One request (a batch of up to 25 statements, nothing else) has nothing to overlap: it is sent from
@@ -255,10 +279,10 @@ class DynamoDBStore(ConcurrentStore):
         if found:  # inserts that met an item: read them, answer the refusals, send only what may write
             for index, written in zip(found, self._after_insert([ops[i] for i in found]), strict=True):
                 answers[index] = written
-        fallback = [i for i, written in enumerate(answers) if written is None]
+        fallback = [i for i, written in enumerate(answers) if not isinstance(written, Written)]
         for index, written in zip(fallback, self.write_many([ops[i] for i in fallback]), strict=True):
             answers[index] = written
-        return [written for written in answers if written is not None]
+        return [written for written in answers if isinstance(written, Written)]
 
     def _after_insert(self, ops: Sequence[Operation]) -> list[Written | None]:
         """Refused fresh acquires: refused again where the item read refuses the rule (no second write), else None."""
@@ -268,19 +292,44 @@ class DynamoDBStore(ConcurrentStore):
             return [None] * len(ops)
         return [s.refusal(op, items.get(op.key)) for op in ops]
 
-    def _single(self, ops: Sequence[Operation], index: int) -> list[tuple[int, Written | None]]:
+    def _single(self, ops: Sequence[Operation], index: int) -> list[tuple[int, Written | _Unsent | None]]:
         return [(index, self.write(ops[index]))]
 
-    def _statements(self, ops: Sequence[Operation], chunk: Sequence[int]) -> list[tuple[int, Written | None]]:
-        """One ``BatchExecuteStatement`` of ``ops[chunk]``: each answer, or None where the single request decides."""
+    def _statements(self, ops: Sequence[Operation], chunk: Sequence[int]
+                    ) -> list[tuple[int, Written | _Unsent | None]]:
+        """One ``BatchExecuteStatement`` of ``ops[chunk]``: each answer; None where the single request decides,
+        ``UNSENT`` where the statement did not run for a reason that makes statements untrusted."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
         requests = [s.bind(ops[index], self.table_name) for index in chunk]
         try:
-            with dynamodb_errors("BatchExecuteStatement", self.table_name):
-                response = self.client.batch_execute_statement(Statements=requests)  # type: ignore[arg-type]
-        except StoreError as error:
-            return [(index, Written(key=ops[index].key, ok=False, error=str(error))) for index in chunk]
-        return [(index, s.read(ops[index], answer, lease_item((answer.get("Error") or {}).get("Item"))))
-                for index, answer in zip(chunk, response.get("Responses", []), strict=True)]
+            response = self.client.batch_execute_statement(Statements=requests)  # type: ignore[arg-type]
+        except Exception as error:  # in-process moto raises its own exceptions out of the call
+            why = call_failure(error)
+            if why is None and isinstance(error, ClientError | BotoCoreError):
+                failed = f"DynamoDB BatchExecuteStatement on table {self.table_name} failed: {error}"
+                return [(index, Written(key=ops[index].key, ok=False, error=failed)) for index in chunk]
+            self.statements.lose(why or f"{type(error).__name__}: {error}")
+            return [(index, UNSENT) for index in chunk]
+        results: list[tuple[int, Written | _Unsent | None]] = []
+        for index, answer in zip(chunk, response.get("Responses", []), strict=True):
+            refused: Mapping[str, Any] = answer.get("Error") or {}
+            why = statement_failure(refused) if refused else None
+            if why is not None:  # not run, and not for its condition: statements are not to be believed here
+                self.statements.lose(why)
+                results.append((index, UNSENT))
+            else:
+                results.append((index, s.read(ops[index], answer, lease_item(refused.get("Item")))))
+        return results
+
+
+class _Unsent(enum.Enum):
+    """A batched operation its statement did not carry: its single request answers."""
+
+    UNSENT = "unsent"
+
+
+UNSENT = _Unsent.UNSENT
 
 
 # ---------------------------------------------------------------- prepared requests

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from sqsjobs._errors import StoreError
-from sqsjobs.store._enqueue_ops import Debounce, Rearm, Reserve
+from sqsjobs.store._enqueue_ops import Debounce, FreshAttempts, Rearm, Reserve
 from sqsjobs.store._item import LeaseItem as LeaseItem  # re-exported: the stores and their users import it here
 from sqsjobs.store._item import LeaseState as LeaseState
 from sqsjobs.store._lease_ops import Acquire, Transact, TransactedOperation
@@ -79,7 +79,7 @@ def expiry(now: float, ttl: float, lease_until: float | None = None) -> float:
 
 
 #: an operation on one item
-SingleOperation = Acquire | Debounce | Rearm | Reserve | TransactedOperation
+SingleOperation = Acquire | Debounce | FreshAttempts | Rearm | Reserve | TransactedOperation
 Operation = SingleOperation | Transact
 
 
@@ -146,7 +146,9 @@ class LeaseStore(ABC):
         The DynamoDB store sends the operations a PartiQL statement can carry
         in ``BatchExecuteStatement`` calls of at most 25, the others as single
         requests, all at once (``sqsjobs.store._statements`` says which go
-        where); the default is ``write_many``.
+        where), once a probe has shown that the endpoint answers statements as
+        DynamoDB documents (``sqsjobs.store._statement_trust``; stock moto does
+        not, and gets single requests); the default is ``write_many``.
         """
         return self.write_many(ops)
 

@@ -118,7 +118,10 @@ class Acquire:
     stored fingerprint of the same version that differs refuses the acquire
     (the key belongs to other work). ``not_for_message`` refuses an item that
     was dead-lettered as that message (a redelivery after a lost acknowledgement).
-    ``count_attempt`` adds one to ``attempts``. The result's ``item`` is what
+    ``count_attempt`` adds one to ``attempts``. ``not_equal`` and
+    ``not_in_set`` refuse an item whose field has that value, or whose number
+    set holds that number (a debounced key that completed this very request:
+    worker/_request.py). The result's ``item`` is what
     was there before (absent or past its TTL: ``None``) or what refused it.
     ``fresh`` is a hint, not part of the rule: the caller expects no item (a
     first delivery), so ``write_batch`` may try an insert first
@@ -137,23 +140,28 @@ class Acquire:
     count_attempt: bool = False
     data: Mapping[str, FieldValue] = field(default_factory=dict)
     fresh: bool = False
+    not_equal: Mapping[str, str] = field(default_factory=dict)
+    not_in_set: Mapping[str, int] = field(default_factory=dict)
 
     def rule(self) -> Rule:
         """Absent, or free and for the same work; then HELD by ``owner``."""
         return _acquire_rule(data_shape(self.data), endless=self.lease_until is None,
                              fingerprinted=self.fingerprint is not None, for_job=self.job is not None,
-                             not_for_message=self.not_for_message is not None, count_attempt=bool(self.count_attempt))
+                             not_for_message=self.not_for_message is not None, count_attempt=bool(self.count_attempt),
+                             not_equal=tuple(sorted(self.not_equal)), not_in_set=tuple(sorted(self.not_in_set)))
 
     def values(self) -> dict[str, Any]:
         """The values the rule's parameters take."""
         return {**data_values(self.data), "owner": self.owner, "now": self.now, "lease_until": self.lease_until,
                 "expires_at": self.expires_at, "fingerprint": self.fingerprint, "fp_version": self.fp_version,
-                "not_for_message": self.not_for_message, "expect_job": self.job}
+                "not_for_message": self.not_for_message, "expect_job": self.job,
+                **{f"not_{name}": v for name, v in self.not_equal.items()},
+                **{f"not_in_{name}": v for name, v in self.not_in_set.items()}}
 
 
 @functools.lru_cache(maxsize=RULES_KEPT)
 def _acquire_rule(data: DataShape, *, endless: bool, fingerprinted: bool, for_job: bool, not_for_message: bool,
-                  count_attempt: bool) -> Rule:
+                  count_attempt: bool, not_equal: tuple[str, ...] = (), not_in_set: tuple[str, ...] = ()) -> Rule:
     """``Acquire.rule`` of every acquire of this shape."""
     fits = None
     if fingerprinted:
@@ -168,7 +176,9 @@ def _acquire_rule(data: DataShape, *, endless: bool, fingerprinted: bool, for_jo
         updates += [Set("fingerprint", Param("fingerprint")), Set("fp_version", Param("fp_version"))]
     if count_attempt:
         updates.append(Add("attempts", Const(1)))
-    return Rule(condition=Or(ItemMissing(), all_of(free(), same_job, fits, not_dead_lettered_as)),
+    not_done = (*(Not(Eq(name, Param(f"not_{name}"))) for name in not_equal),
+                *(Not(Contains(name, Param(f"not_in_{name}"))) for name in not_in_set))
+    return Rule(condition=Or(ItemMissing(), all_of(free(), same_job, fits, not_dead_lettered_as, *not_done)),
                 updates=tuple(updates), replaces_expired=True, returns="old")
 
 
@@ -188,18 +198,21 @@ _RENEWS = (Set("expires_at", Param("expires_at")), Set("lease_until", Param("lea
 
 @dataclass(frozen=True, kw_only=True)
 class Complete:
-    """HELD → DONE, fenced on ``owner``."""
+    """HELD → DONE, fenced on ``owner``; ``add`` puts one number in each named number set."""
 
     key: str
     owner: str
     expires_at: float
     data: Mapping[str, FieldValue] = field(default_factory=dict)
+    add: Mapping[str, int] = field(default_factory=dict)
 
     def rule(self) -> Rule:
-        return _fenced_rule(data_shape(self.data), _COMPLETES)
+        added = tuple(AddToSet(name, Param(f"add_{name}")) for name in sorted(self.add))
+        return _fenced_rule(data_shape(self.data), (*added, *_COMPLETES))
 
     def values(self) -> dict[str, Any]:
-        return {**data_values(self.data), "owner": self.owner, "expires_at": self.expires_at}
+        return {**data_values(self.data), **{f"add_{name}": n for name, n in self.add.items()},
+                "owner": self.owner, "expires_at": self.expires_at}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -139,12 +139,16 @@ class TableItem(Model):
     prev_cursor = UnicodeAttribute(null=True)
     pages_done = NumberAttribute(null=True)
     # -- a debounced key (sqsjobs.enqueue._debounce): the latest burst's token, when it is due, how many
-    # requests it coalesced (a running total), and the token the key's last claim was for
+    # requests it coalesced (a running total), the token the key's last claim was for, and what completed
     debounce_token = UnicodeAttribute(null=True)
     debounce_due = NumberAttribute(null=True)
     debounce_count = NumberAttribute(null=True)
     debounce_base = NumberAttribute(null=True)
     ran_token = UnicodeAttribute(null=True)
+    #: the burst whose run last completed (its copies are duplicates; worker/_request.py)
+    completed_token = UnicodeAttribute(null=True)
+    #: the key's requests without a burst token that completed (a member, a step: worker/_request.py)
+    ran_requests = NumberSetAttribute(null=True)
     # -- a deduplicated key (sqsjobs.enqueue._debounce): the request that holds it, and until when at most
     queued_id = UnicodeAttribute(null=True)
     queued_until = NumberAttribute(null=True)

@@ -6,7 +6,9 @@ and a manual clock, and restores the app afterwards (``tester``). The rest are
 building blocks: ``FakeSQS`` (``fake_sqs``), Lambda-shaped SQS events and a
 Lambda context, and reading a real (moto) queue as Lambda's poller would
 (``events``); ``given_attempts`` writes the record of a job that already
-failed (``records``).
+failed (``records``); ``moto_partiql()`` lets in-process moto carry the
+worker's batched writes, for a block (``moto``: the worker passes on stock
+moto without it).
 
     >>> from sqsjobs import JobApp, Outcome
     >>> app = JobApp()
@@ -36,6 +38,7 @@ from sqsjobs.testing.events import (
     sqs_record,
 )
 from sqsjobs.testing.fake_sqs import FakeSQS, QueuedMessage, SqsCall
+from sqsjobs.testing.moto import moto_partiql
 from sqsjobs.testing.records import given_attempts
 from sqsjobs.testing.tester import JobOutcome, JobTester, ManualClock, SentJob, use
 
@@ -53,6 +56,7 @@ __all__ = [
     "drain_queue",
     "given_attempts",
     "messages_in",
+    "moto_partiql",
     "queue_arn",
     "receive_event",
     "record_from_message",

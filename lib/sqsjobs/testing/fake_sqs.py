@@ -171,6 +171,20 @@ class FakeSQS:
             raise ValueError(f"MaximumMessageSize is 1024..1048576, got {size}")
         self._queue(queue_url).maximum_message_size = size
 
+    def set_visibility_timeout(self, queue_url: str, seconds: int) -> None:
+        """Give a queue a default ``VisibilityTimeout`` (a new one has SQS's default, 30 s).
+
+        Example:
+            >>> sqs = FakeSQS(clock=lambda: 0.0)
+            >>> url = sqs.queue_url("jobs")
+            >>> sqs.set_visibility_timeout(url, 360)
+            >>> sqs.get_queue_attributes(QueueUrl=url)["Attributes"]["VisibilityTimeout"]
+            '360'
+        """
+        if not 0 <= seconds <= MAX_VISIBILITY_SECONDS:
+            raise ValueError(f"VisibilityTimeout is 0..{MAX_VISIBILITY_SECONDS}, got {seconds}")
+        self._queue(queue_url).visibility_timeout = seconds
+
     def queue_url_of(self, arn: str) -> str:
         """The URL of the queue with ARN ``arn`` (a queue of this fake's account is created if new).
 

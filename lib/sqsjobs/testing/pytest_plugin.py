@@ -8,6 +8,8 @@ Fixtures:
                      (``module:attribute``, default ``handlers.app:app``) or ``--sqsjobs-app``
     ``jobs``         ``sqsjobs_app.testing()`` for one test: an in-memory store, a recording
                      fake SQS and a manual clock, all put back when the test ends
+    ``sqsjobs_moto_partiql``  ``sqsjobs.testing.moto_partiql()`` for one test (opt in: in-process moto
+                     carries the worker's batched writes; the worker needs nothing to pass on stock moto)
 
 Example (``tests/test_jobs.py``)::
 
@@ -77,3 +79,18 @@ def jobs(sqsjobs_app: JobApp) -> Iterator[JobTester]:
     """
     with sqsjobs_app.testing() as tester:
         yield tester
+
+
+@pytest.fixture
+def sqsjobs_moto_partiql() -> Iterator[None]:
+    """In-process moto answers the worker's batched writes as DynamoDB documents, for this test only.
+
+    Example::
+
+        @pytest.mark.usefixtures("sqsjobs_moto_partiql")
+        def test_a_batch_is_two_calls(...): ...
+    """
+    from sqsjobs.testing.moto import moto_partiql
+
+    with moto_partiql():
+        yield

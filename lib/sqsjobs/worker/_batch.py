@@ -44,6 +44,8 @@ class Batch:
     claim_wave: list[tuple[Delivery, Operation]] = field(default_factory=list)
     #: what each delivery's fate was decided from, by index
     facts: dict[int, Facts] = field(default_factory=dict)
+    #: deliveries whose acknowledgement a stage's failed hook withholds (by index: why), ``worker/_stages.py``
+    followups_failed: dict[int, str] = field(default_factory=dict)
     #: called once a delivery is decided (the stages' ``after_decision``)
     on_decided: Callable[[Delivery], None] | None = None
     #: what each stage keeps for this batch only (``scratch``)

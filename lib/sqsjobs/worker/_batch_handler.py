@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from sqsjobs._tracing import reset_trace_id, set_trace_id
 from sqsjobs.worker._delivery import State
+from sqsjobs.worker._stages import StageFailed
 
 if TYPE_CHECKING:
     from sqsjobs._batch_job import BatchJob
@@ -104,17 +105,19 @@ def _call(consumer: Consumer, job: BatchJob[..., object], chunk: list[Delivery])
     fields = {**consumer._fields(lead), "batch_items": len(chunk)}
     consumer.log.append_keys(**fields)
     started = time.perf_counter()
-    errors: list[BaseException | None]
+    errors: list[BaseException | None] = []
     try:
         returned = consumer.stages.wrap_run(lead, lambda: job.call([d.args or {} for d in chunk]))()
         errors = item_errors(len(chunk), returned=returned)
+    except StageFailed as stage_failed:  # the handler was never called: no item started
+        errors = [stage_failed] * len(chunk)
     except Exception as raised:
         errors = item_errors(len(chunk), raised=raised)
     finally:
         # Each item's share of the call: the Duration metric sums to the time the handler took.
         share = (time.perf_counter() - started) * 1000 / len(chunk)
         for d in chunk:
-            d.duration_ms = share
+            d.duration_ms = None if errors and isinstance(errors[0], StageFailed) else share
         consumer.log.remove_keys(list(fields))
         reset_trace_id(token)
     failed = sum(error is not None for error in errors)

@@ -61,8 +61,9 @@ from sqsjobs.worker._delivery import BatchResult, Delivery, Outcome, State
 from sqsjobs.worker._event import decode, parse_event, queue_url_from_arn
 from sqsjobs.worker._job_records import Claim, ClaimResult, Verdict
 from sqsjobs.worker._record_writes import RecordWrites
+from sqsjobs.worker._request import Request
 from sqsjobs.worker._send_back import SendBack, finish_result, finish_token
-from sqsjobs.worker._stages import Stage, Stages
+from sqsjobs.worker._stages import Stage, StageFailed, Stages
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -80,6 +81,7 @@ VERDICT_ENDINGS = {
     Verdict.CONFLICT: Ending.KEY_CONFLICT,
     Verdict.BUSY: Ending.BUSY,
     Verdict.ERROR: Ending.STORE_FAILED,
+    Verdict.ANOTHER_REQUEST: Ending.ANOTHER_REQUEST,
 }
 #: what a group counts a delivery that was not run as, by the outcome of the record it found
 RECORD_COUNTS = {"succeeded": "succeeded", "cancelled": "cancelled", "dead_lettered": "dead_lettered"}
@@ -117,7 +119,7 @@ class Consumer:
         self.random = random
         self.log = logger
         self.emit = emit
-        self.stages = Stages(stages)
+        self.stages = Stages(stages, log=logger)
         #: where retries too long for SQS wait (None: no schedule group; they wait 12 hours at most)
         self.schedules = schedules
         self.sleep = sleep
@@ -185,12 +187,13 @@ class Consumer:
                 firsts[d.key] = d
                 token = finish_token(d)
                 if token is None:
-                    asked = self._claim_of(batch, d)
-                    claims.append((d, asked, asked.operation()))
+                    asked = self._asked(batch, d)
+                    if asked is not None:
+                        claims.append((d, asked, asked.operation()))
                 else:
                     claims.append((d, None, records.succeeded(
                         d.key, token, now=batch.now, expires_at=expiry(batch.now, self.settings.record_ttl),
-                        result=finish_result(d))))
+                        result=finish_result(d), request=Request.of(d))))
         wave = [op for *_, op in claims] + [op for _, op in batch.claim_wave]
         written = self.store.write_batch(wave)
         late: list[tuple[Delivery, Claim]] = []
@@ -202,8 +205,8 @@ class Consumer:
                 elif answer.error is not None:  # still a finish copy: it comes back and tries again
                     batch.conclude(d, Ending.STORE_FAILED, error=RetryableError(
                         f"idempotency store unavailable: {answer.error}"))
-                else:
-                    late.append((d, self._claim_of(batch, d)))  # not that lease any more: an ordinary delivery
+                elif (asked := self._asked(batch, d)) is not None:
+                    late.append((d, asked))  # not that lease any more: an ordinary delivery
                 continue
             self._on_claim(batch, d, ClaimResult.of(claim, answer))
         if late:
@@ -212,6 +215,14 @@ class Consumer:
                 self._on_claim(batch, d, ClaimResult.of(claim, answer))
         return firsts
 
+    def _asked(self, batch: Batch, d: Delivery) -> Claim | None:
+        """``d``'s claim, or None when a stage failed to give its part (``d`` goes back unclaimed)."""
+        try:
+            return self._claim_of(batch, d)
+        except StageFailed as failed:
+            batch.conclude(d, Ending.STAGE_FAILED, error=failed.retryable())
+            return None
+
     def _claim_of(self, batch: Batch, d: Delivery) -> Claim:
         assert d.job is not None and d.envelope is not None and batch.lease_until is not None
         return Claim(
@@ -219,7 +230,7 @@ class Consumer:
             expires_at=expiry(batch.now, self.settings.record_ttl, batch.lease_until),
             fingerprint=d.job.fingerprint(d.args or {}), fp_version=d.job.options.version,
             message_id=d.message_id, enqueued_at=d.envelope.enqueued_at, extra=self.stages.claim_data(d),
-            fresh=d.receive_count == 1,
+            fresh=records.may_be_new(d), request=Request.of(d),
         )
 
     def _on_claim(self, batch: Batch, d: Delivery, claim: ClaimResult) -> None:
@@ -274,13 +285,17 @@ class Consumer:
             return False
         held_back = self.stages.before_run(batch, d)
         if held_back is not None:  # a stage keeps it from starting (FIFO order, a limiter at its start)
-            self._unstarted(batch, d, held_back.ending, wait=held_back.wait, limiter=held_back.limiter)
+            self._unstarted(batch, d, held_back.ending, wait=held_back.wait, limiter=held_back.limiter,
+                            error=held_back.error)
             return False
         return True
 
     def record_ending(self, batch: Batch, d: Delivery, error: BaseException | None) -> None:
         """``d``'s job returned (``error`` None) or raised: decide it and start writing its record."""
         assert d.job is not None
+        if isinstance(error, StageFailed):  # a stage failed before the job was called: it did not start
+            self._unstarted(batch, d, Ending.STAGE_FAILED, error=error.retryable())
+            return
         now = self.clock()
         expires_at = expiry(now, self.settings.record_ttl)
         if error is not None:
@@ -297,7 +312,8 @@ class Consumer:
             batch.conclude(d, unstorable[0], error=unstorable[1])
             return
         batch.conclude(d, Ending.SUCCEEDED)
-        batch.writes.submit(d, records.succeeded(d.key, batch.owner, now=now, expires_at=expires_at, result=stored))
+        batch.writes.submit(d, records.succeeded(d.key, batch.owner, now=now, expires_at=expires_at, result=stored,
+                                                 request=Request.of(d)))
 
     def _unstarted(self, batch: Batch, d: Delivery, ending: Ending, **known: Any) -> None:
         """A claimed delivery that does not start: its record gives the attempt back."""
@@ -318,11 +334,13 @@ class Consumer:
         error: BaseException | None = None
         try:
             d.result = self.stages.wrap_run(d, lambda: job.fn(**args))()
+        except StageFailed as failed:  # the job was never called
+            error = failed
         except Exception as raised:
             error = raised
             self.log.warning("job failed", extra={"error": f"{type(error).__name__}: {error}"})
         finally:
-            d.duration_ms = (time.perf_counter() - started) * 1000
+            d.duration_ms = None if isinstance(error, StageFailed) else (time.perf_counter() - started) * 1000
             self.log.remove_keys(list(fields))
             reset_trace_id(token)
         return error
@@ -341,20 +359,28 @@ class Consumer:
         return text, None
 
     def _follow(self, batch: Batch, d: Delivery, first: Delivery | None) -> None:
-        """A record that was not claimed: a later copy of a key follows the first, else it did not start."""
+        """A record that was not claimed: a copy of the first request of its key follows it, else it did not start.
+
+        Only the *same request* follows (``worker/_request.py``): another request of a debounced key (another
+        burst token, a member's own arguments) goes back unstarted and is claimed on its own, after the first.
+        """
         if first is None or first is d or first.decision is None:
             batch.conclude(d, Ending.NO_TIME)  # too close to the deadline to claim anything
             return
-        if d.job is not None and first.job is not None and (first.job is not d.job or d.job.fingerprint(
-                d.args or {}) != d.job.fingerprint(first.args or {})):
+        request, firsts = Request.of(d), Request.of(first)
+        if request != firsts and not (request is not None and firsts is not None and request.coalesces
+                                      and request.job == firsts.job):
             batch.conclude(d, Ending.KEY_CONFLICT, error=PermanentError(
                 f"key {d.key!r} came twice in one batch for different calls ({first.job_name}, {d.job_name}): "
                 "give each job call its own key"))
             return
+        if request != firsts:
+            batch.conclude(d, Ending.ANOTHER_REQUEST)
+            return
         if batch.facts[first.index].ending is Ending.ALREADY_DEAD_LETTERED and d.message_id != first.message_id:
             # The first was a dead letter delivered again: that verdict is of its message, not of this new
             # request, which goes back unstarted and is claimed on its own next time (found by tests/model).
-            batch.conclude(d, Ending.BUSY, wait=1.0)
+            batch.conclude(d, Ending.ANOTHER_REQUEST)
             return
         d.counts_as = first.counts_as
         batch.conclude(d, Ending.FOLLOWS, first=first.decision)
@@ -421,7 +447,7 @@ class Consumer:
                                                      State.TO_SCHEDULE):
                 continue
             after = Aftermath(record_failed=batch.writes.failure(d) if d.outcome is Outcome.SUCCEEDED else None,
-                              followup_failed=followups.get(d.index))
+                              followup_failed=followups.get(d.index) or batch.followups_failed.get(d.index))
             d.settled(settle(d.decision, after, batch.facts[d.index], self.random))
 
     # ------------------------------------------------------------------ 8. metrics, result

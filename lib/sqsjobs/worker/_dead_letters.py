@@ -155,10 +155,10 @@ class DeadLetter:
         return attrs
 
     def entry(self, entry_id: str, fifo: bool, *, max_bytes: int = MAX_MESSAGE_BYTES) -> dict[str, Any]:
-        """A ``SendMessageBatch`` entry for the DLQ, shrunk (error text, then carried attributes) to ``max_bytes``.
+        """A ``SendMessageBatch`` entry for the DLQ, shrunk (error text, carried attributes, then all) to ``max_bytes``.
 
         Example:
-            >>> d = DeadLetter(message_id="m-1", body="x" * 300_000, reason=Reason.EXHAUSTED, error_type="E",
+            >>> d = DeadLetter(message_id="m-1", body="x" * 261_500, reason=Reason.EXHAUSTED, error_type="E",
             ...                error_message="e" * 900, job="j", attempts=5, first_receive_time=0,
             ...                source_queue="https://sqs/q", source_attributes={})
             >>> len(d.entry("0", False)["MessageAttributes"][ATTR_ERROR_MESSAGE]["StringValue"])
@@ -172,6 +172,10 @@ class DeadLetter:
             if entry_size(entry) <= max_bytes:
                 break
             entry["MessageAttributes"] = self.attributes(**shrink)  # type: ignore[arg-type]
+        if entry_size(entry) > max_bytes:
+            # A body at its queue's limit (a producer that left no room, enqueue/_sizes.py): the letter goes
+            # without attributes; its evidence (dlq#<copy id>) still says the reason, as for every letter.
+            entry["MessageAttributes"] = {}
         if fifo:
             entry["MessageGroupId"] = self.group_id or self.message_id
             # Deterministic: dead-lettering the same delivery twice stores it once.

@@ -21,7 +21,9 @@ draws the jitter), and tests/unit/test_decision.py checks them as a table.
     unreadable body, unknown job          dead-letter: malformed
     another job's key, other arguments    dead-letter: key_conflict
     a newer job version, store failed     back after the backoff, no attempt used
+    a stage raised (a bug)                back after the backoff, no attempt used
     held elsewhere                        back when the holder's lease ends, no attempt used
+    another request of its key first      back in a second, no attempt used (then claimed on its own)
     no time left, FIFO order, a limiter   back (a limiter: at its next window), no attempt used
 
 Going back is itself decided by where the message is: at or past its
@@ -55,6 +57,8 @@ from sqsjobs.worker._delivery import Outcome
 MAX_RESENDS = 10
 #: a delivery whose follow-up could not be written comes back after this long (its redelivery writes it)
 WITHHELD_DELAY = 5.0
+#: a request that met another request of its key comes back after this long, to be claimed on its own
+ANOTHER_REQUEST_DELAY = 1.0
 
 
 class Ending(StrEnum):
@@ -74,6 +78,8 @@ class Ending(StrEnum):
     KEY_CONFLICT = "key_conflict"
     BUSY = "busy"
     STORE_FAILED = "store_failed"
+    #: a stage's hook raised (worker/_stages.py): what it concerns goes back, no attempt used
+    STAGE_FAILED = "stage_failed"
     NO_TIME = "no_time"
     ORDER_BLOCKED = "order_blocked"
     DEFERRED = "deferred"
@@ -81,6 +87,8 @@ class Ending(StrEnum):
     ATTEMPTS_USED = "attempts_used"
     #: a later copy of a key in the same batch: it shares the first copy's fate
     FOLLOWS = "follows"
+    #: another request of a debounced key runs first, or completed it (worker/_request.py): claimed on its own later
+    ANOTHER_REQUEST = "another_request"
 
 
 class Action(StrEnum):
@@ -202,7 +210,7 @@ def _first(f: Facts, random: RandomSource | None) -> Decision:
     if e is Ending.ATTEMPTS_USED:
         return dead_letter(Reason.LOST if f.took_over else Reason.EXHAUSTED,
                            f.error or RetryableError("attempts used up"))
-    if e in (Ending.TOO_NEW, Ending.STORE_FAILED):
+    if e in (Ending.TOO_NEW, Ending.STORE_FAILED, Ending.STAGE_FAILED):
         delay = f.backoff.next_delay(f.receive_count, random)
         return Decision(action=Action.RETURN, outcome=Outcome.RETRY, delay=delay, error=f.error)
     if e is Ending.BUSY:
@@ -212,6 +220,9 @@ def _first(f: Facts, random: RandomSource | None) -> Decision:
         return Decision(action=Action.RETURN, outcome=Outcome.DEFERRED, delay=f.wait, limiter=f.limiter)
     if e is Ending.FOLLOWS:
         return _follows(f.first)
+    if e is Ending.ANOTHER_REQUEST:
+        return Decision(action=Action.RETURN, outcome=Outcome.UNSTARTED, delay=max(f.wait, ANOTHER_REQUEST_DELAY),
+                        notes=("another request of its key runs first, or completed it: claimed on its own",))
     if e is Ending.ORDER_BLOCKED:
         return Decision(action=Action.RETURN, outcome=Outcome.GROUP_BLOCKED)
     return Decision(action=Action.RETURN, outcome=Outcome.UNSTARTED, delay=f.wait)  # NO_TIME

@@ -15,7 +15,7 @@ from sqsjobs.store._lease import expiry
 from sqsjobs.worker import _job_records as records
 from sqsjobs.worker._batch import Batch
 from sqsjobs.worker._decision import Ending
-from sqsjobs.worker._delivery import State
+from sqsjobs.worker._delivery import Delivery, State
 from sqsjobs.worker._stages import Stage
 
 
@@ -25,6 +25,10 @@ class ExpiryStage(Stage):
     def __init__(self, *, record_ttl: float, clock: Callable[[], float]) -> None:
         self.record_ttl = record_ttl
         self.clock = clock
+
+    def concerns(self, d: Delivery) -> bool:
+        return d.job is not None and bool((d.envelope is not None and d.envelope.expires_in)
+                                          or d.job.options.expires_in)
 
     def before_claim(self, batch: Batch) -> None:
         for d in batch.deliveries:

@@ -18,6 +18,9 @@ from sqsjobs.worker._stages import Stage
 class FifoOrderStage(Stage):
     """Blocks, in a batch, each FIFO group after the first of its messages that goes back."""
 
+    def concerns(self, d: Delivery) -> bool:
+        return d.group_id is not None
+
     def after_decision(self, batch: Batch, d: Delivery) -> None:
         if d.group_id is None or d.decision is None or d.decision.action in (Action.ACK, Action.DEAD_LETTER):
             return

@@ -11,9 +11,11 @@ means for the job::
 
 One claim is one conditional write that also returns what it found, so it
 tells in one round trip: claimed (and which attempt this is, and whether the
-previous run died), a duplicate of a success, a key held by a live run
-elsewhere, a cancelled key, a key that belongs to another job or to other
-arguments (``key_conflict``), or a redelivery of a message already
+previous run died), a duplicate of a success (of this very request:
+``worker/_request.py``; a debounced key that completed another request says
+so, and the delivery comes back to claim it once re-armed), a key held by a
+live run elsewhere, a cancelled key, a key that belongs to another job or to
+other arguments (``key_conflict``), or a redelivery of a message already
 dead-lettered.
 
 A key names one logical operation (docs/jobs.md "Keys"): the record of a key
@@ -38,15 +40,23 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sqsjobs.enqueue._message import ATTR_RESENDS
 from sqsjobs.store._lease import LeaseItem, LeaseState, LeaseStore, Written
 from sqsjobs.store._lease_ops import Acquire, Annotate, Close, Complete, Release
+from sqsjobs.worker._dead_letters import ATTR_REASON, ATTR_REDRIVE_COUNT
+from sqsjobs.worker._request import Request
+
+if TYPE_CHECKING:
+    from sqsjobs.worker._delivery import Delivery
 
 #: the longest last error a record keeps (it stays under 1 KB: 1 WCU a write)
 MAX_ERROR_TEXT = 256
 #: the largest result a record keeps, as JSON
 MAX_RESULT_BYTES = 4096
+#: attributes only the worker writes that say a message met its key before (a re-send, a redrive, a letter)
+BEEN_HERE = (ATTR_RESENDS, ATTR_REDRIVE_COUNT, ATTR_REASON)
 
 
 class JobState(StrEnum):
@@ -78,6 +88,8 @@ class Verdict(StrEnum):
     CANCELLED = "cancelled"  #: cancelled: acknowledge without running
     CONFLICT = "conflict"  #: the key belongs to another job or other arguments: dead-letter
     ALREADY_DEAD_LETTERED = "already_dead_lettered"  #: this very message is in the DLQ: acknowledge
+    #: the key completed another request of a debounced job (worker/_request.py): come back and claim it then
+    ANOTHER_REQUEST = "another_request"
     ERROR = "error"  #: the store failed: come back later
 
 
@@ -99,12 +111,15 @@ class Claim:
     period: str | None = None
     #: fields a stage writes with the claim (``Stage.claim_data``: a debounced burst's token)
     extra: Mapping[str, Any] = field(default_factory=dict)
-    #: a first delivery (receive count 1): the store may try an insert first (``store/_statements.py``)
+    #: the key may be new (``may_be_new``): the store may try an insert first (``store/_statements.py``)
     fresh: bool = False
+    #: the request the delivery carries: a completed key is its duplicate only if it completed this request
+    request: Request | None = None
 
     def operation(self) -> Acquire:
-        """The lease acquire that claims the key."""
-        return Acquire(
+        """The lease acquire that claims the key (refused if the record completed this very request)."""
+        completed, numbers = self.request.completion() if self.request is not None else ({}, {})
+        return Acquire(not_equal=completed, not_in_set=numbers,
             key=self.key, owner=self.owner, now=self.now, lease_until=self.lease_until, expires_at=self.expires_at,
             job=self.job, fingerprint=self.fingerprint, fp_version=self.fp_version, not_for_message=self.message_id,
             count_attempt=True, fresh=self.fresh,
@@ -150,18 +165,68 @@ class ClaimResult:
         if item.fingerprint is not None and item.fingerprint != claim.fingerprint \
                 and item.fp_version == claim.fp_version:
             return cls(key=claim.key, verdict=Verdict.CONFLICT, previous=item)
+        cancelled = item.state is LeaseState.DONE and item.get("outcome") == JobState.CANCELLED.value
+        if cancelled:
+            return cls(key=claim.key, verdict=Verdict.CANCELLED, previous=item)
+        request = claim.request
+        if request is not None and request.coalesces and request.completed_in(item):
+            # A debounced key remembers the requests it completed, whatever it holds now (another request of
+            # it may have failed since, or run): this one is their duplicate.
+            return cls(key=claim.key, verdict=Verdict.DUPLICATE, previous=item)
         if item.state is LeaseState.DONE:
-            cancelled = item.get("outcome") == JobState.CANCELLED.value
-            return cls(key=claim.key, verdict=Verdict.CANCELLED if cancelled else Verdict.DUPLICATE, previous=item)
+            if request is not None and request.coalesces:
+                return cls(key=claim.key, verdict=Verdict.ANOTHER_REQUEST, previous=item)
+            return cls(key=claim.key, verdict=Verdict.DUPLICATE, previous=item)
         return cls(key=claim.key, verdict=Verdict.BUSY, lease_until=item.lease_until, previous=item)
 
 
+def may_be_new(d: Delivery) -> bool:
+    """Whether ``d``'s key may have no record yet, so its claim is marked ``fresh`` (an ``INSERT`` first).
+
+    A fresh claim of a key that has a record costs a refused ``INSERT`` (1 WCU), a
+    read and the ``UpdateItem``; a claim not marked fresh is that one ``UpdateItem``,
+    which also creates a record that is not there after all (the same write unit,
+    in a call of its own: ``store/_statements.py``). So only a first receive is
+    fresh, and not when the record was certainly (or most likely) written before:
+
+    - a debounced enqueue's delivery (the enqueue wrote its burst token);
+    - a deduplicated enqueue's (the enqueue reserved the key; a group's member or
+      a chain's step of the job is not reserved);
+    - the worker's own re-send (``sqsjobs.resends``: the message met its key
+      before, most often claimed or held);
+    - a redriven letter (``sqsjobs.redrive_count``, or the worker's
+      ``sqsjobs.reason`` on a letter an SQS move task brought back: it was
+      dead-lettered, so its key has a record).
+
+    Example:
+        >>> from sqsjobs.worker._delivery import Delivery
+        >>> d = Delivery.parse({"messageId": "m", "receiptHandle": "r", "body": "{}", "messageAttributes": {
+        ...     "sqsjobs.redrive_count": {"stringValue": "1", "dataType": "Number"}}}, 0)
+        >>> may_be_new(d)
+        False
+    """
+    if d.receive_count != 1 or any(name in d.message_attributes for name in BEEN_HERE):
+        return False
+    envelope, job = d.envelope, d.job
+    if envelope is None or job is None:
+        return True
+    if envelope.debounce is not None and job.options.debounce is not None:
+        return False
+    reserved = job.options.dedupe is not None and envelope.member_of is None and envelope.step_of is None
+    return not reserved
+
+
 # ---------------------------------------------------------------- the record's writes after a run
-def succeeded(key: str, owner: str, *, now: float, expires_at: float, result: str | None = None) -> Complete:
-    """The job returned: DONE, with its result (JSON) when the job stores results."""
+def succeeded(key: str, owner: str, *, now: float, expires_at: float, result: str | None = None,
+              request: Request | None = None) -> Complete:
+    """The job returned: DONE, with its result (JSON) when the job stores results.
+
+    A debounced job's request is remembered as completed (``worker/_request.py``).
+    """
+    fields, numbers = request.completion() if request is not None else ({}, {})
     return Complete(key=key, owner=owner, expires_at=expires_at,
                     data={"outcome": JobState.SUCCEEDED.value, "finished_at": now, "updated_at": now,
-                          "result": result, "last_error": None})
+                          "result": result, "last_error": None, **fields}, add=numbers)
 
 
 def retrying(key: str, owner: str, *, now: float, expires_at: float, error: BaseException) -> Release:

@@ -21,20 +21,59 @@ The stages sqsjobs plugs in, each in the module of its feature:
 - ``worker/_time_limit.py`` and ``worker/_cancellation.py`` (around the job's call);
 - ``workflows/_stage.py`` (groups and chains: counts, callbacks and next steps once the records are written).
 
-A stage must never raise out of a batch: a store or SQS failure it meets is
-reported (a follow-up that failed holds its delivery back; a limiter write that
-failed is logged, its lease bounding the damage).
+A stage should never raise: a store or SQS failure it meets is reported (a
+follow-up that failed holds its delivery back; a limiter write that failed is
+logged, its lease bounding the damage). Should one raise anyway (a bug), the
+batch survives it, as dramatiq's broker survives a middleware's: ``Stages``
+calls each hook of each stage on its own, logs the failure at CRITICAL with
+the stage's name, and ends only the deliveries that stage concerns
+(``Stage.concerns``), through the one decision (``worker/_decision.py``):
+
+=================  ===========================================================
+the hook           what becomes of the deliveries it concerns
+=================  ===========================================================
+``before_claim``   those not decided yet go back unclaimed (``stage_failed``)
+``claim_data``     that delivery goes back unclaimed (``stage_failed``)
+``before_run``     that delivery goes back unstarted, its attempt given back
+``wrap_run``       before the job was called: as ``before_run``; once it was
+                   called, the job's own outcome stands (logged)
+``after_run``,     that delivery's acknowledgement is withheld
+``after_decision`` (``followup_failed``: it comes back, a duplicate)
+``after_runs``,    the acknowledgements of all it concerns are withheld
+``after_records``
+=================  ===========================================================
+
+and once a stage failed in a batch, no delivery it concerns starts in that
+batch (its ``before_run`` reads ``stage_failed``). After-hooks unwind in
+reverse: the last stage's ``after_*`` runs first, as ``wrap_run``'s first
+stage wraps outermost. The isolation is a plain ``try`` around each call,
+whatever thread or task makes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from sqsjobs._errors import JobError, RetryableError
+from sqsjobs.worker._decision import Ending, Facts
 
 if TYPE_CHECKING:
     from sqsjobs.worker._batch import Batch
-    from sqsjobs.worker._decision import Facts
     from sqsjobs.worker._delivery import Delivery
+
+
+class StageFailed(Exception):  # a signal inside the flow, never raised out of a batch
+    """A stage's hook raised: the delivery it was for does not go on (``Stages``)."""
+
+    def __init__(self, stage: str, hook: str, error: BaseException) -> None:
+        super().__init__(f"stage {stage} failed in {hook}: {type(error).__name__}: {error}")
+        self.stage, self.hook, self.cause = stage, hook, error
+
+    def retryable(self) -> RetryableError:
+        """The error its delivery goes back with."""
+        return RetryableError(str(self))
 
 
 class Stage:
@@ -48,6 +87,15 @@ class Stage:
         >>> Stages([Counting()]).after_run(None, None); Counting.ran
         1
     """
+
+    @property
+    def name(self) -> str:
+        """What logs call the stage."""
+        return type(self).__name__
+
+    def concerns(self, d: Delivery) -> bool:
+        """Whether the stage has business with ``d``: what its failure ends (every delivery, unless it says)."""
+        return True
 
     def before_claim(self, batch: Batch) -> None:
         """Every record is decoded: conclude those that must not be claimed (``batch.conclude``)."""
@@ -83,48 +131,162 @@ class Stage:
 
 
 class Stages(Stage):
-    """Several stages, called in order (``wrap_run``: the first wraps outermost)."""
+    """Several stages, each hook called in order, each call isolated (the module docstring says how).
 
-    def __init__(self, stages: Sequence[Stage]) -> None:
+    Before-hooks run in the stages' order, after-hooks in reverse, and ``wrap_run``'s first stage wraps outermost.
+
+    Example:
+        >>> class Broken(Stage):
+        ...     def after_run(self, batch, d):
+        ...         raise KeyError("a bug")
+        >>> class Counting(Stage):
+        ...     ran = 0
+        ...     def after_run(self, batch, d):
+        ...         Counting.ran += 1
+        >>> Stages([Counting(), Broken()], log=logging.getLogger("doctest")).after_run(None, None); Counting.ran
+        1
+    """
+
+    def __init__(self, stages: Sequence[Stage], *, log: Any = None) -> None:
         self.stages = tuple(stages)
+        self.log = log if log is not None else logging.getLogger("sqsjobs.stages")
 
+    # ------------------------------------------------------------ isolation
+    def _failed(self, batch: Batch | None, stage: Stage, hook: str, error: BaseException,
+                d: Delivery | None = None) -> StageFailed:
+        failed = StageFailed(stage.name, hook, error)
+        self.log.critical(f"stage {stage.name} raised in {hook}: the deliveries it concerns go back",
+                          extra={"stage": stage.name, "hook": hook, "error": f"{type(error).__name__}: {error}",
+                                 **({"message_id": d.message_id, "key": d.key} if d is not None else {})})
+        if batch is not None:
+            broken: dict[int, StageFailed] = batch.scratch(self, dict)
+            broken.setdefault(id(stage), failed)
+        return failed
+
+    def _broken(self, batch: Batch | None, stage: Stage) -> StageFailed | None:
+        """The failure that broke ``stage`` in this batch, if one did."""
+        return batch.scratch(self, dict).get(id(stage)) if batch is not None else None
+
+    def _concerned(self, stage: Stage, deliveries: Iterable[Delivery]) -> list[Delivery]:
+        chosen = []
+        for d in deliveries:
+            try:
+                if stage.concerns(d):
+                    chosen.append(d)
+            except Exception:  # a stage that cannot even say: everything is its business
+                chosen.append(d)
+        return chosen
+
+    def _withhold(self, batch: Batch, failed: StageFailed, deliveries: Iterable[Delivery]) -> None:
+        """Each delivery's acknowledgement is withheld (``followup_failed`` when it is settled)."""
+        for d in deliveries:
+            batch.followups_failed.setdefault(d.index, str(failed))
+
+    # ------------------------------------------------------------ the hooks
     def before_claim(self, batch: Batch) -> None:
+        from sqsjobs.worker._delivery import State
+
         for stage in self.stages:
-            stage.before_claim(batch)
+            try:
+                stage.before_claim(batch)
+            except Exception as error:
+                failed = self._failed(batch, stage, "before_claim", error)
+                undecided = [d for d in batch.deliveries if d.state is State.DECODED]
+                for d in self._concerned(stage, undecided):
+                    batch.conclude(d, Ending.STAGE_FAILED, error=failed.retryable())
 
     def claim_data(self, d: Delivery) -> Mapping[str, Any]:
+        """Every stage's fields for ``d``'s claim; raises ``StageFailed`` when one raised (``d`` is not claimed)."""
         data: dict[str, Any] = {}
         for stage in self.stages:
-            data.update(stage.claim_data(d))
+            try:
+                data.update(stage.claim_data(d))
+            except Exception as error:
+                raise self._failed(None, stage, "claim_data", error, d) from error
         return data
 
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         for stage in self.stages:
-            facts = stage.before_run(batch, d)
+            broken = self._broken(batch, stage)
+            if broken is not None and self._concerned(stage, [d]):
+                return Facts(ending=Ending.STAGE_FAILED, error=broken.retryable())
+            try:
+                facts = stage.before_run(batch, d)
+            except Exception as error:
+                return Facts(ending=Ending.STAGE_FAILED,
+                             error=self._failed(batch, stage, "before_run", error, d).retryable())
             if facts is not None:
                 return facts
         return None
 
     def wrap_run(self, d: Delivery, call: Callable[[], Any]) -> Callable[[], Any]:
+        """``call`` inside every stage's wrap; a stage that fails before the job is called raises ``StageFailed``."""
         for stage in reversed(self.stages):
-            call = stage.wrap_run(d, call)
+            call = self._guarded(stage, d, call)
         return call
 
+    def _guarded(self, stage: Stage, d: Delivery, inner: Callable[[], Any]) -> Callable[[], Any]:
+        """``stage``'s wrap of ``inner``: its failure before ``inner`` is called stops the job; after, the job's
+        outcome stands (a ``JobError`` the wrap raises is the job's: a time limit)."""
+        def guarded() -> Any:
+            returned: list[Any] = []
+            raised: list[BaseException] = []
+
+            def called() -> Any:
+                try:
+                    returned.append(inner())
+                except BaseException as error:
+                    raised.append(error)
+                    raise
+                return returned[-1]
+
+            try:
+                return stage.wrap_run(d, called)()
+            except Exception as error:
+                if not returned and not raised:
+                    raise self._failed(None, stage, "wrap_run", error, d) from error
+                if isinstance(error, JobError) or (raised and (error is raised[-1] or error.__cause__ is raised[-1])):
+                    raise  # the job's outcome, or what the wrap deliberately made of it (a time limit)
+                self._failed(None, stage, "wrap_run", error, d)
+                if raised:
+                    raise raised[-1] from None
+                return returned[-1]
+
+        return guarded
+
     def after_run(self, batch: Batch, d: Delivery) -> None:
-        for stage in self.stages:
-            stage.after_run(batch, d)
+        for stage in reversed(self.stages):
+            try:
+                stage.after_run(batch, d)
+            except Exception as error:
+                if batch is not None:
+                    self._withhold(batch, self._failed(batch, stage, "after_run", error, d), [d])
+                else:
+                    self._failed(None, stage, "after_run", error, d)
 
     def after_decision(self, batch: Batch, d: Delivery) -> None:
-        for stage in self.stages:
-            stage.after_decision(batch, d)
+        for stage in reversed(self.stages):
+            try:
+                stage.after_decision(batch, d)
+            except Exception as error:
+                self._withhold(batch, self._failed(batch, stage, "after_decision", error, d), [d])
 
     def after_runs(self, batch: Batch) -> None:
-        for stage in self.stages:
-            stage.after_runs(batch)
+        for stage in reversed(self.stages):
+            try:
+                stage.after_runs(batch)
+            except Exception as error:
+                failed = self._failed(batch, stage, "after_runs", error)
+                self._withhold(batch, failed, self._concerned(stage, batch.deliveries))
 
     def after_records(self, batch: Batch) -> Mapping[int, str]:
         failed: dict[int, str] = {}
-        for stage in self.stages:
-            for index, why in stage.after_records(batch).items():
+        for stage in reversed(self.stages):
+            try:
+                answered = stage.after_records(batch)
+            except Exception as error:
+                broke = self._failed(batch, stage, "after_records", error)
+                answered = {d.index: str(broke) for d in self._concerned(stage, batch.deliveries)}
+            for index, why in answered.items():
                 failed.setdefault(index, why)
         return failed

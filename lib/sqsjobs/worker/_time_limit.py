@@ -210,6 +210,9 @@ def _code_of(hook: object) -> CodeType | None:
 class TimeLimitStage(Stage):
     """A stage (``worker/_stages.py``): each job's call runs under its ``time_limit``, when it has one."""
 
+    def concerns(self, d: Delivery) -> bool:
+        return d.job is not None and bool(d.job.options.time_limit)
+
     def wrap_run(self, d: Delivery, call: Callable[[], Any]) -> Callable[[], Any]:
         seconds = d.job.options.time_limit if d.job is not None else None
         if not seconds:

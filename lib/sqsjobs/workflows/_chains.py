@@ -189,7 +189,8 @@ class Chain:
         built = []
         for i, message in enumerate(self.steps):
             job_of(self.runtime, message, f"step {i}", ChainError)
-            built.append(related(message, f"step {i}", ChainError, step_of=StepOf(self.id, i)))
+            built.append(related(message, f"step {i}", ChainError, step_of=StepOf(self.id, i),
+                                 limit=self.runtime.settings.max_message_bytes))
         self.messages = tuple(built)
 
     def enqueue(self) -> str:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sqsjobs._errors import EnqueueError, GroupError
-from sqsjobs.enqueue._envelope import MemberOf
-from sqsjobs.workflows._groups import MAX_CALLBACK_BYTES, MAX_NAME, Callback, GroupRecords, shard_count
+from sqsjobs.enqueue._envelope import MAX_MEMBER_INDEX, MemberOf
+from sqsjobs.workflows._groups import MAX_CALLBACK_BYTES, MAX_NAME, MAX_SHARDS, Callback, GroupRecords, shard_count
 from sqsjobs.workflows._members import job_of, new_id, related, stored
 
 if TYPE_CHECKING:
@@ -99,7 +99,9 @@ class Group:
             if key in self._keys or key in keys:
                 raise GroupError(f"group {self.label}: {message.key!r} is already a member; "
                                  "each member needs its own key")
-            related(message, what, GroupError, member_of=MemberOf(self.id, 0, 0))  # refuse what cannot be sent
+            # Refuse what cannot be sent, with the longest place it may take in the group.
+            related(message, what, GroupError, member_of=MemberOf(self.id, MAX_SHARDS - 1, MAX_MEMBER_INDEX),
+                    limit=self.runtime.settings.max_message_bytes)
             keys.append(key)
         self._members.extend(batch)
         self._keys.update(keys)

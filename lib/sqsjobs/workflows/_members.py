@@ -66,8 +66,12 @@ def job_of(runtime: Runtime, message: Any, what: str, error: type[Exception]) ->
 
 
 def related(message: JobMessage, what: str, error: type[Exception], *, member_of: MemberOf | None = None,
-            step_of: StepOf | None = None) -> JobMessage:
+            step_of: StepOf | None = None, limit: int | None = None) -> JobMessage:
     """``message``, its envelope naming its group or chain (its key unchanged).
+
+    ``limit`` (the app's ``max_message_bytes``): the message as sent is checked as any message is
+    (``enqueue/_sizes.py``: the room left for the worker's attributes included), so what cannot be sent is
+    refused when it is added, not when the group or chain is enqueued.
 
     Example:
         >>> from sqsjobs import GroupError
@@ -80,7 +84,12 @@ def related(message: JobMessage, what: str, error: type[Exception], *, member_of
     body = envelope.encode()
     if len(body.encode("utf-8")) > MAX_BODY_BYTES:
         raise error(f"{what}: its body would be over SQS's {MAX_BODY_BYTES} bytes")
-    return replace(message, body=body)
+    built = replace(message, body=body)
+    if limit is not None:
+        from sqsjobs.enqueue._sizes import check_message
+
+        check_message(built, limit=limit)
+    return built
 
 
 def stored(message: JobMessage) -> str:

@@ -82,6 +82,9 @@ class WorkflowStage(Stage):
         self.groups = GroupRecords(store, ttl=record_ttl)
         self.chains = ChainRecords(store, ttl=record_ttl)
 
+    def concerns(self, d: Delivery) -> bool:
+        return d.envelope is not None and (d.envelope.member_of is not None or d.envelope.step_of is not None)
+
     def after_records(self, batch: Batch) -> Mapping[int, str]:
         related = [d for d in batch.deliveries if d.envelope is not None
                    and (d.envelope.member_of is not None or d.envelope.step_of is not None)]

@@ -109,13 +109,21 @@ def run_the_benchmarks_workload(aws: Aws, memory_mb: int, batch_ms: float) -> tu
             super().__call__(invoice_id)
             now[0] += batch_ms / 10 / 1000
 
+    from sqsjobs.store._statement_trust import StatementTrust
+    from sqsjobs.testing import moto_partiql
+
     lines: list[str] = []
     handler, app = sqsjobs_handler(sqs=aws.sqs, dynamodb=aws.dynamodb, queue_url=aws.queue_url,
                                    dlq_url=aws.dlq_url, table="records", job=Timed(), emit=lines.append)
     log = CallLog()
     log.attach(aws.dynamodb)
     log.attach(aws.sqs)
-    with app.use(clock=lambda: now[0], settings={"service": SERVICE}):
+    with moto_partiql(), app.use(clock=lambda: now[0], settings={"service": SERVICE}):
+        # A warm container, as bench/figures.py measures: the store's probe is a cold start's, left out.
+        handler(event(bodies(10_000, 10)), FakeContext(memory_limit_in_mb=memory_mb))
+        assert StatementTrust.of(aws.dynamodb, "records").allows()  # bench's path: two calls a batch
+        lines.clear()
+        log.calls.clear()
         for b in range(BATCHES):
             result = handler(event(bodies(b * 10, 10)), FakeContext(memory_limit_in_mb=memory_mb))
             assert result == {"batchItemFailures": []}
