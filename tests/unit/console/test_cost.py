@@ -347,6 +347,35 @@ def test_status_prints_each_jobs_cost_and_its_json_carries_them(fixed: Aws, monk
     assert {row["tenant"] for row in costs["tenants"]} == {"acme", "globex"}
 
 
+def cost_view_of(output: str) -> str:
+    """The cost view of ``sqsjobs status``'s output: from its table's title to its last line a job."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if "what each job cost" in line)
+    end = max(i for i, line in enumerate(lines) if " per million" in line and ": " in line)
+    return "\n".join(line.rstrip() for line in lines[start:end + 1])
+
+
+def test_the_docs_show_what_status_prints_for_the_fixed_metrics(fixed: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/observability.md's sample is this test's output (regenerate it from here when the view changes)."""
+    from doc_snippets import ROOT
+    from typer.testing import CliRunner
+
+    from sqsjobs.cli import build_app
+    from sqsjobs.ops import _status
+
+    monkeypatch.setattr(_status.collect_status, "__kwdefaults__",
+                        {**(_status.collect_status.__kwdefaults__ or {}), "clock": lambda: T0 + 5 * 3600})
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", SERVICE)
+    done = CliRunner().invoke(build_app(), ["status", "--queue", fixed.queue_url, "--region", REGION,
+                                            "--sends-per-request", "10"], env={"COLUMNS": "120"})
+    page = (ROOT / "docs" / "observability.md").read_text(encoding="utf-8")
+    sample = re.search(r"<!-- the cost view's sample -->\n```text\n(.*?)\n```", page, re.S)
+
+    assert done.exit_code == 0, done.output
+    assert sample is not None, "docs/observability.md lost its sample of the cost view"
+    assert sample.group(1).rstrip() == cost_view_of(done.output), cost_view_of(done.output)
+
+
 def test_status_refuses_a_price_it_does_not_know(aws: Aws) -> None:
     from typer.testing import CliRunner
 
