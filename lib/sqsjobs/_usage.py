@@ -4,7 +4,8 @@ The worker turns these counts into EMF metrics per job (``worker/_batch_metrics.
 cost view prices them (``ops/_cost.py``). The rules are AWS's documented billing, stated once here:
 
 - **DynamoDB** (on-demand): a write of an item costs one write unit per started KB of the item (at least
-  one), whether its condition held or not (a refused conditional write is billed); each item of a
+  one), whether its condition held or not (a refused conditional write is billed, alone in its request
+  as an HTTP 400 ``ConditionalCheckFailedException`` or as one statement's error in a batch); each item of a
   transaction costs twice. A strongly consistent read costs one read unit per started 4 KB, an eventually
   consistent one half that. The item's size is not in the request: the size of the values sent (the key,
   a statement's parameters, an update's values; a string's characters) stands for it. That is exact for
@@ -257,7 +258,8 @@ class UsageMeter:
         """Listen to ``client``'s DynamoDB or SQS calls (other services, and clients without events, are left alone).
 
         A call is counted from its parameters once its answer came back: a call AWS refused whole (a
-        throttle that botocore gave up on, a request the service rejected) bills nothing.
+        throttle that botocore gave up on, a request the service rejected) bills nothing, except a
+        conditional write whose condition failed (:func:`billed_refusal`).
         """
         meta = getattr(client, "meta", None)
         events = getattr(meta, "events", None)
@@ -308,14 +310,30 @@ class UsageMeter:
             requests = sqs_requests(model.name, params, self._jobs)
             context[_PENDING] = _by_job(((only or job, 0.0, 0.0, billed) for job, billed in requests))
 
-    def _answered(self, http_response: Any, context: dict[str, Any], **_: Any) -> None:
+    def _answered(self, http_response: Any, parsed: Any, context: dict[str, Any], **_: Any) -> None:
         pending = context.pop(_PENDING, None)
-        if pending is None or getattr(http_response, "status_code", 200) >= 300:
+        if pending is None or (getattr(http_response, "status_code", 200) >= 300 and not billed_refusal(parsed)):
             return
         with self._lock:
             if self._metered is not None:
                 for job, (write, read, sqs) in pending.items():
                     self._metered.add(job, write=write, read=read, sqs=sqs)
+
+
+#: the error of a single-item write refused by its condition: DynamoDB bills it as the write (an HTTP 400)
+CONDITION_FAILED: Final = "ConditionalCheckFailedException"
+
+
+def billed_refusal(parsed: Any) -> bool:
+    """Whether a refused call's answer is one AWS bills all the same: a conditional ``PutItem``, ``UpdateItem``,
+    ``DeleteItem`` or ``ExecuteStatement`` whose condition failed costs the write units it would have.
+
+    Example:
+        >>> billed_refusal({"Error": {"Code": "ConditionalCheckFailedException"}}), billed_refusal({})
+        (True, False)
+    """
+    error = parsed.get("Error") if isinstance(parsed, Mapping) else None
+    return isinstance(error, Mapping) and error.get("Code") == CONDITION_FAILED
 
 
 def _by_job(counted: Iterable[tuple[str | None, float, float, float]]) -> dict[str | None, list[float]]:

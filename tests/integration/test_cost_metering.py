@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from sqsjobs import PermanentError
+from sqsjobs import Outcome, PermanentError
 from sqsjobs import _metrics as m
+from sqsjobs.store._dynamodb import DynamoDBStore
 from sqsjobs.testing import FakeContext, receive_event
 
 
@@ -55,6 +56,27 @@ def test_a_mixed_batchs_units_and_requests_go_to_the_job_that_made_them(make_app
     gb_s = {job: u[m.LAMBDA_GB_SECONDS] for job, u in usage.items()}
     assert sum(gb_s.values()) == pytest.approx(8 / 1000)
     assert gb_s["ok"] > gb_s["flaky"] > 0
+
+
+@pytest.mark.parametrize("statements", [True, False], ids=["batched", "single requests"])
+def test_a_duplicates_refused_claim_is_billed_whichever_way_the_store_writes(make_app: Any, aws: Any,
+                                                                              statements: bool) -> None:
+    lines: list[str] = []
+    store = DynamoDBStore(aws.dynamodb, aws.table, statements=statements)
+    app = make_app(emit_metrics=lines.append, store=store)
+
+    @app.job("ok", key="ok:{n}")
+    def ok(n: int) -> None: ...
+
+    app.enqueue_many([ok.message(n=1), ok.message(n=2)])
+    event = receive_event(aws.sqs, aws.queue_url)
+    app.process_batch(event, FakeContext(memory_limit_in_mb=1024))
+    lines.clear()
+    again = app.process_batch(event, FakeContext(memory_limit_in_mb=1024))  # the batch delivered again
+
+    assert [d.outcome for d in again.deliveries] == [Outcome.DUPLICATE] * 2
+    # Each claim was refused by its condition and wrote nothing: DynamoDB bills it all the same.
+    assert usage_by_job(lines)["ok"][m.WRITE_UNITS] == 2.0
 
 
 def test_without_cost_metrics_the_worker_writes_only_its_counters(make_app: Any, aws: Any) -> None:

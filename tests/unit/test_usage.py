@@ -115,6 +115,22 @@ def test_the_meter_counts_answered_calls_of_an_open_batch_by_the_job_they_name(m
     assert metered.shared == [2.0, 0.0, 0.0]  # the limiter's token named no delivery: the batch's
 
 
+def test_a_single_write_refused_by_its_condition_is_billed_and_other_refusals_are_not(meter_and_clients: Any) -> None:
+    meter, dynamodb, _, ddb_stub, _ = meter_and_clients
+    ddb_stub.add_client_error("put_item", "ConditionalCheckFailedException", http_status_code=400)
+    ddb_stub.add_client_error("put_item", "ProvisionedThroughputExceededException", http_status_code=400)
+    ddb_stub.add_client_error("update_item", "ValidationException", http_status_code=400)
+
+    meter.open({"a:1": "a", "b:1": "b"})
+    for call in (lambda: dynamodb.put_item(TableName="t", Item={"pk": {"S": "a:1"}}),  # a duplicate's claim
+                 lambda: dynamodb.put_item(TableName="t", Item={"pk": {"S": "b:1"}}),  # throttled: nothing done
+                 lambda: dynamodb.update_item(TableName="t", Key={"pk": {"S": "b:1"}})):
+        with pytest.raises(Exception, match="Exception"):
+            call()
+
+    assert meter.close().by_job == {"a": [1.0, 0.0, 0.0]}
+
+
 def test_a_batch_of_one_job_counts_everything_as_that_jobs(meter_and_clients: Any) -> None:
     meter, dynamodb, _, ddb_stub, _ = meter_and_clients
     ddb_stub.add_response("batch_execute_statement", {"Responses": [{}, {}]})
