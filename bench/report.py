@@ -324,6 +324,10 @@ METHOD = """## Method
 - **Cost**: see "Cost per million jobs" above for the model; its inputs are the client CPU over HTTP, the
   success scenario's sequential round trips, write units and SQS calls, the messages' size and the EMF
   bytes of the Stubber batches.
+- **Cost metrics**: `bench/metering.py` runs the same Stubber batches through two workers, one with the
+  cost metrics and one with `SQSJOBS_COST_METRICS=false`, alternating batch by batch (the order swapped
+  every batch) on the pinned core; the row is each one's CPU per message and the median of the pairs'
+  differences. `python -m bench.metering` measures it alone and rewrites that row.
 - **Capacity**: `bench/capacity.py` is arithmetic over stated assumptions, printed with its section.
 - **Local cloud**: `LocalCloud.start("template.yaml")` (the template deployed on a moto server child,
   the emulated SQS event source mapping invoking the real `handlers/worker.handler` in worker processes,
