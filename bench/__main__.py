@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from bench import (
+    async_jobs,
     batch_handlers,
     bundle,
     capacity,
@@ -101,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     flow.local_scenarios(results.flow)
     step("batch handlers on the local cloud: 1,000 items, per-item jobs against a batch handler")
     results.batch_handlers = batch_handlers.batch_figures()
+    step("I/O-bound jobs: async and threaded jobs against both Powertools processors (pinned)")
+    results.async_jobs, _ = async_jobs.figures(quick=q)
     results.seconds = time.perf_counter() - started
     Path(args.out).write_text(render(results))
     step(f"wrote {args.out}")

@@ -79,6 +79,43 @@ def test_a_duplicates_refused_claim_is_billed_whichever_way_the_store_writes(mak
     assert usage_by_job(lines)["ok"][m.WRITE_UNITS] == 2.0
 
 
+def test_jobs_in_flight_at_once_share_the_invocations_billed_time_and_keep_their_durations(make_app: Any, aws: Any,
+                                                                                         clock: Any) -> None:
+    import asyncio
+
+    lines: list[str] = []
+    app = make_app(emit_metrics=lines.append)
+    in_flight: list[int] = []
+    most = [0]
+
+    async def run(n: int) -> None:
+        in_flight.append(n)
+        most[0] = max(most[0], len(in_flight))
+        await asyncio.sleep(0)  # the others start meanwhile: every job of the batch is in flight
+        clock.advance(1 / 256)  # 3.90625 ms of the batch by the worker's clock (exact in binary)
+        in_flight.remove(n)
+
+    @app.job("a", key="a:{n}")
+    async def a(n: int) -> None:
+        await run(n)
+
+    @app.job("b", key="b:{n}")
+    async def b(n: int) -> None:
+        await run(n + 100)
+
+    app.enqueue_many([a.message(n=1), a.message(n=2), b.message(n=1), b.message(n=2)])
+    result = app.process_batch(receive_event(aws.sqs, aws.queue_url), FakeContext(memory_limit_in_mb=1024))
+
+    assert [d.outcome for d in result.deliveries] == [Outcome.SUCCEEDED] * 4
+    assert most[0] == 4
+    docs = [doc for doc in map(json.loads, lines) if m.DIMENSION_JOB in doc]
+    # Each job's two runs: two durations, two successes, whatever ran beside them.
+    assert {doc[m.DIMENSION_JOB]: (len(doc[m.DURATION]), doc[m.SUCCEEDED]) for doc in docs} == {
+        "a": (2, [2.0]), "b": (2, [2.0])}
+    # The runs overlapped: their shares still add up to the invocation's billed time (15.625 ms -> 16 ms, 1 GB).
+    assert sum(usage_by_job(lines)[job][m.LAMBDA_GB_SECONDS] for job in ("a", "b")) == pytest.approx(16 / 1000)
+
+
 def test_without_cost_metrics_the_worker_writes_only_its_counters(make_app: Any, aws: Any) -> None:
     lines: list[str] = []
     app = make_app(emit_metrics=lines.append, cost_metrics=False)
