@@ -336,10 +336,13 @@ def cost_section(inputs: dict[str, cost.Inputs], r: Results) -> list[str]:
         "  sends (sqsjobs' `enqueue_many`: 10 per `SendMessageBatch`; Powertools has no producer, so one",
         "  `send_message` per job), Lambda's poller (a receive and a delete per batch of 10, the same for",
         "  both) and each framework's own calls on success (none), each billed per 64 KiB chunk.",
-        "- **CloudWatch**: the EMF lines each framework writes (sqsjobs: one document per job name per batch;",
-        "  the Powertools contender, set up as documented for batch + idempotency, writes no metrics). A success",
-        "  logs nothing at the default level for either. The custom metrics themselves are a monthly charge per",
-        "  metric, not per job.",
+        "- **CloudWatch**: the EMF lines each framework writes (sqsjobs: one document per job name per batch,",
+        "  its cost metrics included; the Powertools contender, set up as documented for batch + idempotency,",
+        "  writes no metrics). A success logs nothing at the default level for either. The custom metrics",
+        "  themselves are a monthly charge per metric, not per job.",
+        "- **One model**: these rows are priced by `sqsjobs.ops._cost`, the model `sqsjobs status` and the",
+        "  console price the worker's metrics with (docs/observability.md); tests/unit/console/test_cost.py runs",
+        "  this workload through the worker and checks that the console prints what this table prints.",
         "",
     ]
     return lines
