@@ -201,6 +201,9 @@ STUB_RESPONSES: dict[str, dict[str, Any]] = {"batch_execute_statement": {"Respon
 PROBE_ANSWER: dict[str, Any] = {"Responses": [
     {"Error": {"Code": "DuplicateItem"}},
     {"Error": {"Code": "ConditionalCheckFailed", "Item": {"pk": {"S": "sqsjobs#partiql"}}}}]}
+#: DynamoDB's answer to the probe's first look, which goes first on an endpoint that is not AWS's (the Stubber's
+#: client is on 127.0.0.1: store/_statement_trust.py ``_first_look``)
+FIRST_LOOK_ANSWER: dict[str, Any] = {"Responses": [{"Error": {"Code": "ConditionalCheckFailed"}}]}
 
 
 def _stubbed(name: str, dynamodb: Any, job: Job, *, batches: int,
@@ -218,6 +221,10 @@ def _stubbed(name: str, dynamodb: Any, job: Job, *, batches: int,
     order = STUB_ORDER[name]
     stubber = Stubber(dynamodb)
     if name == "sqsjobs":  # DynamoDB's answer to the store's probe, before its first batch (a cold start's cost)
+        from sqsjobs.store._statement_trust import on_aws
+
+        if not on_aws(dynamodb.meta.endpoint_url):
+            stubber.add_response("batch_execute_statement", FIRST_LOOK_ANSWER)
         stubber.add_response("batch_execute_statement", PROBE_ANSWER)
     for _ in range(batches):
         for operation in order:
