@@ -54,8 +54,8 @@ def first_invocation_rows(first: FirstInvocation) -> list[str]:
         f"{ratio.render('{:.2f}', 'x')} | ≤ {FIRST_INVOCATION_GOAL}x | "
         f"{_verdict(ratio.median <= FIRST_INVOCATION_GOAL)}: {reason} |",
         f"| same, CPU time of the process, ms | {cpu['sqsjobs'].render('{:.0f}')} | "
-        f"{cpu['powertools'].render('{:.0f}')} | {cpu_ratio.render('{:.2f}', 'x')} | ≤ {FIRST_INVOCATION_GOAL}x | "
-        f"{_verdict(cpu_ratio.median <= FIRST_INVOCATION_GOAL)}: what a fraction of a vCPU stretches |",
+        f"{cpu['powertools'].render('{:.0f}')} | {cpu_ratio.render('{:.2f}', 'x')} | (report) | "
+        "what a fraction of a vCPU stretches |",
     ]
     reference = first.ratio(SQSJOBS_REFERENCE)
     rows.append(f"| first invocation of the reference worker (`handlers/worker.py`: every feature declared, the same "
