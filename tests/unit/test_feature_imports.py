@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,12 +80,14 @@ event = {"Records": [
     for i, message in enumerate(handler.FIRST)]}
 with handler.app.runtime.using(store=InMemoryStore()):
     response = handler.app.handle_batch(event, None)
+import threading
 print(json.dumps({"import": sorted(at_import), "batch": sorted(ours() - {"sqsjobs.store._memory"}),
-                  "response": response}))
+                  "response": response, "asyncio": "asyncio" in sys.modules,
+                  "threads": sorted(t.name for t in threading.enumerate() if t.name.startswith("sqsjobs"))}))
 """
 
 
-def loaded(tmp_path: Path, source: str) -> dict[str, list[str]]:
+def loaded(tmp_path: Path, source: str) -> dict[str, Any]:
     """The sqsjobs modules a fresh interpreter holds after importing ``source`` as a handler, then after its
     first batch."""
     (tmp_path / "handler.py").write_text(textwrap.dedent(source))
@@ -93,7 +96,7 @@ def loaded(tmp_path: Path, source: str) -> dict[str, list[str]]:
     done = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path)], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
-    report: dict[str, list[str]] = json.loads(done.stdout.strip().splitlines()[-1])
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["response"] == {"batchItemFailures": []}
     return report
 
@@ -105,20 +108,26 @@ def features_in(modules: list[str]) -> dict[str, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def plain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+def plain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return loaded(tmp_path_factory.mktemp("plain"), PLAIN)
 
 
-def test_an_app_without_features_loads_none_at_import_nor_in_its_first_batch(plain: dict[str, list[str]]) -> None:
+def test_an_app_without_features_loads_none_at_import_nor_in_its_first_batch(plain: dict[str, Any]) -> None:
     assert features_in(plain["import"]) == {}
     assert features_in(plain["batch"]) == {}
 
 
-def test_the_one_job_worker_loads_few_modules_of_sqsjobs(plain: dict[str, list[str]]) -> None:
-    # The count BENCHMARKS.md's first invocation reports ("modules the timed part imported"): about 50 with
-    # the DynamoDB store. Before the features were gated, the same worker held 70 after its first batch.
-    assert len(plain["import"]) <= 30, plain["import"]
-    assert len(plain["batch"]) <= 52, plain["batch"]
+def test_an_app_of_plain_jobs_makes_no_event_loop_and_no_job_thread(plain: dict[str, Any]) -> None:
+    # worker/_job_runners.py: the loop and the job threads are made for a batch with a job that needs them
+    assert plain["asyncio"] is False
+    assert [name for name in plain["threads"] if name.startswith("sqsjobs-job")] == []
+
+
+def test_the_one_job_worker_loads_few_modules_of_sqsjobs(plain: dict[str, Any]) -> None:
+    # What a worker holds after its first batch, here with the store in memory (BENCHMARKS.md's first invocation
+    # counts the DynamoDB store's too). Before the features were gated, the same worker held 18 more.
+    assert len(plain["import"]) <= 32, plain["import"]
+    assert len(plain["batch"]) <= 56, plain["batch"]
 
 
 def test_an_app_with_a_limiter_and_a_debounced_job_loads_those_features_only(tmp_path: Path) -> None:

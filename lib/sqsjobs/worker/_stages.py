@@ -213,6 +213,10 @@ class OnDemand(Stage):
         stage = self._for(d)
         return stage.claim_data(d) if stage is not None else {}
 
+    def must_wait(self, batch: Batch, d: Delivery) -> bool:
+        stage = self._for(d)
+        return stage.must_wait(batch, d) if stage is not None else False
+
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         stage = self._for(d)
         return stage.before_run(batch, d) if stage is not None else None
