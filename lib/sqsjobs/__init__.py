@@ -48,6 +48,7 @@ from sqsjobs.worker._cancellation import cancel_requested
 from sqsjobs.worker._delivery import BatchResult, Outcome
 from sqsjobs.worker._job_records import JobStatus
 from sqsjobs.worker._snapstart import prepare_snapstart
+from sqsjobs.workflows._callbacks import DurableCallback, TaskToken
 from sqsjobs.workflows._chains import Chain, ChainStatus, chain
 from sqsjobs.workflows._chunked import ChunkedJob, RunStatus
 from sqsjobs.workflows._group import Group
@@ -66,6 +67,7 @@ __all__ = [
     "ChunkedJob",
     "ConfigurationError",
     "ConsoleError",
+    "DurableCallback",
     "EnqueueError",
     "EnqueueReport",
     "Group",
@@ -100,6 +102,7 @@ __all__ = [
     "SqsJobsError",
     "StatusError",
     "StoreError",
+    "TaskToken",
     "TimeLimitExceeded",
     "Transaction",
     "TransactionError",

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from sqsjobs.schedules._periodic import Scheduler, ScheduleSpec
     from sqsjobs.store._lease import LeaseStore
     from sqsjobs.worker._consumer import Consumer
+    from sqsjobs.workflows._callback_sender import CallbackSender
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +86,8 @@ class Parts:
     scheduler_client: EventBridgeSchedulerClient | None = None
     store: LeaseStore | None = None
     logger: Any = None
+    #: answers the workflows that await jobs (``workflows/_callback_sender.py``; None: the AWS APIs)
+    callback_sender: CallbackSender | None = None
 
 
 @dataclass
@@ -276,6 +279,20 @@ class Runtime:
         return store
 
     @property
+    def callback_sender(self) -> CallbackSender:
+        """Answers durable callbacks and task tokens (injected, else the AWS APIs; clients made on first answer)."""
+        def build() -> CallbackSender:
+            if self._parts.callback_sender is not None:
+                return self._parts.callback_sender
+            from sqsjobs._clients import client
+            from sqsjobs.workflows._callback_sender import AwsCallbackSender
+
+            return AwsCallbackSender(client)
+
+        sender: CallbackSender = self._once("callback_sender", build)
+        return sender
+
+    @property
     def logger(self) -> Any:
         """A Powertools ``Logger`` (JSON lines); jobs may log through it to get the record's fields."""
         def build() -> Any:
@@ -354,7 +371,11 @@ class Runtime:
         from sqsjobs.worker._expiry import ExpiryStage
         from sqsjobs.worker._fifo import FifoOrderStage
         from sqsjobs.worker._time_limit import TimeLimitStage
+        from sqsjobs.workflows._callback_stage import CallbackStage, GroupCallbacks
         from sqsjobs.workflows._stage import WorkflowStage
+
+        def sender() -> CallbackSender:
+            return self.callback_sender
 
         return [
             ExpiryStage(record_ttl=self.settings.record_ttl, clock=self.clock),
@@ -365,7 +386,9 @@ class Runtime:
             CancellationStage(self.store),
             TimeLimitStage(),
             WorkflowStage(store=self.store, send=self.send_followups, record_ttl=self.settings.record_ttl,
-                          clock=self.clock, logger=self.logger),
+                          clock=self.clock, logger=self.logger,
+                          answer_group=GroupCallbacks(store=self.store, sender=sender, logger=self.logger).finished),
+            CallbackStage(store=self.store, sender=sender, clock=self.clock, logger=self.logger),
         ]
 
     @property
