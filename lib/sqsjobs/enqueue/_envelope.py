@@ -96,7 +96,7 @@ DURABLE_CALLBACK_ID = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 MAX_CALLBACK_ID = {"lambda": 1024, "states": 2048}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CallbackTo:
     """The workflow a message's request answers when its fate is final (``workflows/_callbacks.py``).
 
@@ -117,6 +117,13 @@ class CallbackTo:
         problem = callback_problem(self.service, self.id, self.heartbeat)
         if problem is not None:
             raise ValueError(problem)
+
+    def __eq__(self, other: object) -> bool:  # a DurableCallback equals the CallbackTo a body decodes to
+        return isinstance(other, CallbackTo) and (self.service, self.id, self.heartbeat) == (
+            other.service, other.id, other.heartbeat)
+
+    def __hash__(self) -> int:
+        return hash((self.service, self.id, self.heartbeat))
 
     def wire(self) -> dict[str, Any]:
         """The envelope's ``callback`` object."""
