@@ -29,7 +29,7 @@ a group, once no member is pending           success: the group's counts as JSON
 **Sizes.** A durable callback's result and a task's output are at most
 256 KiB (262,144 bytes: the Lambda API reference, botocore's models up to
 1.43.109, and ``SendTaskSuccess``'s ``output``). A job stores at most
-``MAX_RESULT_BYTES`` (4 KiB, ``worker/_job_records.py``) and a group's answer
+``MAX_RESULT_BYTES`` (4 KiB, ``worker/_job_records.py``; ``LARGEST_RESULT_BYTES`` bounds it) and a group's answer
 is its counts, so every success fits; ``check_callback`` proves it when the
 callback is enqueued, and a failure's texts are cut to the service's limits
 (``ErrorMessage`` 2 KiB here, a task's ``error`` 256 characters and ``cause``
@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs.enqueue._envelope import CallbackTo
-from sqsjobs.worker._job_records import MAX_RESULT_BYTES
+from sqsjobs.enqueue._sizes import RESULT_ATTRIBUTE_BYTES
 
 if TYPE_CHECKING:
     from sqsjobs.store._lease import LeaseItem
@@ -113,7 +113,12 @@ def as_callback(value: Any, what: str, error: type[Exception]) -> CallbackTo:
     return value
 
 
-def check_callback(what: str, error: type[Exception], result_bytes: int = MAX_RESULT_BYTES) -> None:
+#: the largest result a job's record keeps, bounded from above (``worker/_job_records.py`` ``MAX_RESULT_BYTES``,
+#: 4 KiB, plus the room ``enqueue/_sizes.py`` gives it; not imported from there: the worker imports the enqueue)
+LARGEST_RESULT_BYTES = RESULT_ATTRIBUTE_BYTES
+
+
+def check_callback(what: str, error: type[Exception], result_bytes: int = LARGEST_RESULT_BYTES) -> None:
     """Refuse a callback whose success could be larger than the services take (the enqueue's size check).
 
     Example:
