@@ -70,6 +70,10 @@ class FakeCallbacks:
         """The next ``times`` sends fail with a retryable error (as a throttled service's would)."""
         self._failures += times
 
+    def clear_faults(self) -> None:
+        """No more failing sends (``fail_next`` armed and not yet used)."""
+        self._failures = 0
+
     def close(self, callback: CallbackTo) -> None:
         """Close ``callback`` as a timeout would: answers to it are refused from now on."""
         self._closed.add((callback.service, callback.id))
