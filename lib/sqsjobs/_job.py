@@ -142,6 +142,10 @@ class Job(Generic[P, R]):
             from sqsjobs.workflows._callbacks import as_callback
 
             as_callback(callback, f"job {self.name!r}", InvalidArgumentsError)
+            if not self.options.callbacks:
+                raise InvalidArgumentsError(
+                    f"job {self.name!r}: declare it with callbacks=True to enqueue it with a callback (its "
+                    "function's role then needs the callback permissions, and `sqsjobs check` verifies it)")
             if plan.due_at is not None:
                 raise InvalidArgumentsError(
                     f"job {self.name!r}: a job a workflow awaits (callback=) is due within SQS's 900 s; "

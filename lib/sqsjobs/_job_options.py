@@ -76,6 +76,9 @@ class JobOptions:
     dedupe: Dedupe | None = None
     #: a batch handler's most items per call (worker/_batch_handler.py); None: one job per call
     batch: int | None = None
+    #: workflows await it (``enqueue(callback=...)``, docs/durable.md): its function's role must answer them,
+    #: and ``sqsjobs check`` says so when it cannot
+    callbacks: bool = False
 
     def classify(self, error: BaseException) -> Classification:
         """``'retry'`` or ``'permanent'`` for an exception the job raised.
@@ -133,7 +136,7 @@ MAX_JOB_NAME = 80
 #: the options ``JobApp.job`` takes, for error messages
 JOB_OPTIONS = ("key", "group", "max_attempts", "backoff_base", "backoff_cap", "jitter", "retry_on", "permanent_on",
                "time_limit", "version", "chunked", "store_result", "expires_in", "on_crash", "limits", "queue",
-               "tenant_metrics", "debounce", "dedupe", "batch")
+               "tenant_metrics", "debounce", "dedupe", "batch", "callbacks")
 
 
 def declare_options(
@@ -161,6 +164,7 @@ def declare_options(
     debounce: float | None = None,
     dedupe: Dedupe | str | None = None,
     batch: int | None = None,
+    callbacks: bool = False,
     final: Collection[str] = ("max_attempts", "function_timeout", "queues"),
     **unknown: Any,
 ) -> JobOptions:
@@ -179,7 +183,7 @@ def declare_options(
         sqsjobs.ConfigurationError: job 'sync-account': unknown option(s) 'max_retries' (Celery) → use \
 max_attempts (= max_retries + 1: sqsjobs counts the first run). Options: key, group, max_attempts, backoff_base, \
 backoff_cap, jitter, retry_on, permanent_on, time_limit, version, chunked, store_result, expires_in, on_crash, limits, \
-queue, tenant_metrics, debounce, dedupe, batch
+queue, tenant_metrics, debounce, dedupe, batch, callbacks
     """
     if "expires" in unknown and expires_in is None:
         expires_in = unknown.pop("expires")  # Celery's name for it
@@ -198,10 +202,17 @@ queue, tenant_metrics, debounce, dedupe, batch
     options = _flow_options(name, options, limiters, limits=limits, queue=queue, tenant_metrics=tenant_metrics)
     options = _coalescing(name, options, debounce=debounce, dedupe=dedupe, chunked=chunked)
     check_against_settings(name, options, settings, final)
-    if batch is None:
-        return options
     from dataclasses import replace
 
+    if type(callbacks) is not bool:
+        raise ConfigurationError(f"job {name!r}: callbacks must be True or False, got {callbacks!r}")
+    if callbacks and (debounce is not None or dedupe is not None):
+        raise ConfigurationError(f"job {name!r}: callbacks=True does not combine with debounce or dedupe (an "
+                                 "enqueue of those may send nothing, so no callback could travel with it)")
+    if callbacks:
+        options = replace(options, callbacks=True)
+    if batch is None:
+        return options
     return replace(options, batch=batch_size(name, batch, store_result=store_result, chunked=chunked))
 
 

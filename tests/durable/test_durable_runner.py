@@ -59,7 +59,7 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
 def app() -> JobApp:
     app = JobApp()
 
-    @app.job("resize", key="resize:{image_id}", store_result=True)
+    @app.job("resize", key="resize:{image_id}", store_result=True, callbacks=True)
     def resize(image_id: int) -> dict[str, Any]:
         if image_id < 0:
             raise PermanentError(f"image {image_id} does not exist")

@@ -59,7 +59,7 @@ def app(aws: tuple[Aws, Any], clock: Any, rng: Any) -> JobApp:
                  emit_metrics=lambda line: None, sleep=lambda seconds: None,
                  callback_sender=AwsCallbackSender(lambda service: {"stepfunctions": states}[service]))
 
-    @app.job("resize", key="resize:{image_id}", store_result=True)
+    @app.job("resize", key="resize:{image_id}", store_result=True, callbacks=True)
     def resize(image_id: int) -> dict[str, Any]:
         if image_id < 0:
             raise PermanentError(f"image {image_id} does not exist")

@@ -318,20 +318,20 @@ class World:
         app.rate_limit("rate", rate=RATE, per=PER)
         app.concurrency_limit("slots", SLOTS)
 
-        @app.job("a", key="k:{n}")
+        @app.job("a", key="k:{n}", callbacks=True)
         def a(n: int) -> None:
             self.execute("a", f"k:{n}")
 
-        @app.job("b", key="k:{n}")  # two jobs on one key template
+        @app.job("b", key="k:{n}", callbacks=True)  # two jobs on one key template
         def b(n: int) -> None:
             self.execute("b", f"k:{n}")
 
         if version == 1:
-            @app.job("c", key="c:{n}")
+            @app.job("c", key="c:{n}", callbacks=True)
             def c1(n: int) -> None:
                 self.execute("c", f"c:{n}")
         else:
-            @app.job("c", key="c:{n}", version=2)
+            @app.job("c", key="c:{n}", version=2, callbacks=True)
             def c2(n: int, loud: bool = False) -> None:
                 self.execute("c", f"c:{n}")
 
@@ -339,15 +339,15 @@ class World:
             def quiet(args: dict[str, Any]) -> dict[str, Any]:
                 return {**args, "loud": False}
 
-        @app.job("lim", key="lim:{n}", limits=["rate"])
+        @app.job("lim", key="lim:{n}", limits=["rate"], callbacks=True)
         def lim(n: int) -> None:
             self.execute("lim", f"lim:{n}")
 
-        @app.job("conc", key="conc:{n}", limits=["slots"])
+        @app.job("conc", key="conc:{n}", limits=["slots"], callbacks=True)
         def conc(n: int) -> None:
             self.execute("conc", f"conc:{n}")
 
-        @app.job("exp", key="exp:{n}", expires_in=EXPIRES_IN)
+        @app.job("exp", key="exp:{n}", expires_in=EXPIRES_IN, callbacks=True)
         def exp(n: int) -> None:
             self.execute("exp", f"exp:{n}")
 
@@ -362,7 +362,7 @@ class World:
         @app.job("ds", key="ds:{n}", dedupe="until_started")
         def ds(n: int) -> None:
             self.execute("ds", f"ds:{n}")
-        @app.job("bat", key="bat:{n}", batch=BATCH)
+        @app.job("bat", key="bat:{n}", batch=BATCH, callbacks=True)
         def bat(items: list[BatItem]) -> dict[int, BaseException]:
             return self.execute_items("bat", items)
 
@@ -374,7 +374,7 @@ class World:
         def batconc(items: list[BatItem]) -> dict[int, BaseException]:
             return self.execute_items("batconc", items)
 
-        @app.job("battime", key="battime:{n}", batch=BATCH, time_limit=TIME_LIMIT)
+        @app.job("battime", key="battime:{n}", batch=BATCH, time_limit=TIME_LIMIT, callbacks=True)
         def battime(items: list[BatItem]) -> dict[int, BaseException]:
             return self.execute_items("battime", items)
 

@@ -10,6 +10,7 @@ from typing import Any, TypedDict
 import pytest
 
 from sqsjobs import (
+    ConfigurationError,
     DurableCallback,
     GroupError,
     InvalidArgumentsError,
@@ -45,30 +46,33 @@ def app() -> JobApp:
     app = JobApp()
     calls: dict[str, int] = {}
 
-    @app.job("resize", key="resize:{image_id}", store_result=True)
+    @app.job("resize", key="resize:{image_id}", store_result=True, callbacks=True)
     def resize(image_id: int) -> dict[str, Any]:
         return {"thumb": f"s3://thumbs/{image_id}.png"}
 
-    @app.job("broken", key="broken:{n}")
+    @app.job("broken", key="broken:{n}", callbacks=True)
     def broken(n: int) -> None:
         raise PermanentError(f"image {n} is not an image")
 
-    @app.job("flaky", key="flaky:{n}", max_attempts=3)
+    @app.job("flaky", key="flaky:{n}", max_attempts=3, callbacks=True)
     def flaky(n: int) -> None:
         calls[f"flaky:{n}"] = calls.get(f"flaky:{n}", 0) + 1
         raise RetryableError("the printer is on fire")
 
-    @app.job("fixed", key="fixed:{n}", store_result=True)
+    @app.job("fixed", key="fixed:{n}", store_result=True, callbacks=True)
     def fixed(n: int) -> int:
         if calls.get("fixed-broken"):
             raise PermanentError("not yet")
         return n * 2
 
-    @app.job("index-docs", batch=10)
+    @app.job("index-docs", batch=10, callbacks=True)
     def index_docs(items: list[Doc]) -> None: ...
 
     @app.job("noisy", key="noisy:{n}", debounce=30)
     def noisy(n: int) -> None: ...
+
+    @app.job("plain", key="plain:{n}")
+    def plain(n: int) -> None: ...
 
     app.calls = calls  # type: ignore[attr-defined]
     return app
@@ -275,12 +279,16 @@ def test_a_callback_must_be_a_durable_callback_or_a_task_token(app: JobApp, bad:
         app.group(callback=bad)
 
 
+def test_only_a_job_declared_with_callbacks_takes_one(app: JobApp) -> None:
+    with pytest.raises(InvalidArgumentsError, match="callbacks=True"):
+        app.jobs["plain"].enqueue(n=1, callback=CB)
+    with pytest.raises(ConfigurationError, match="does not combine with debounce"):
+        app.job("bursty", key="bursty:{n}", debounce=5, callbacks=True)(lambda n: None)
+
+
 def test_enqueues_that_may_send_nothing_take_no_callback(app: JobApp) -> None:
-    with app.testing():
-        with pytest.raises(InvalidArgumentsError, match="debounced"):
-            app.jobs["noisy"].enqueue(n=1, callback=CB)
-        with pytest.raises(InvalidArgumentsError, match="900 s"):
-            app.jobs["resize"].enqueue(image_id=1, delay=3600, callback=CB)
+    with app.testing(), pytest.raises(InvalidArgumentsError, match="900 s"):
+        app.jobs["resize"].enqueue(image_id=1, delay=3600, callback=CB)
 
 
 def test_every_success_fits_the_services_answer_limit() -> None:

@@ -54,7 +54,8 @@ PYTHON_VERSION = "3.12"
 NOT_RUNTIME = ("sqsjobs/cli", "sqsjobs/local", "sqsjobs/console", "sqsjobs/scaffold", "sqsjobs/validation",
                "sqsjobs/testing", "sqsjobs_rules", "bin")
 #: the botocore services sqsjobs' runtime calls (sqsjobs/_clients.py): the table, the queues, delayed jobs
-RUNTIME_SERVICES = ("dynamodb", "scheduler", "sqs")
+#: lambda and stepfunctions: the worker answers the workflows awaiting jobs (workflows/_callback_sender.py)
+RUNTIME_SERVICES = ("dynamodb", "lambda", "scheduler", "sqs", "stepfunctions")
 #: the files at the top of botocore/data that botocore reads whatever the service
 SHARED_FILES = ("endpoints.json", "partitions.json", "sdk-default-configuration.json", "_retry.json")
 

@@ -12,7 +12,7 @@ under test receives what a deployed one would.
 Example:
     >>> from sqsjobs import DurableCallback, JobApp
     >>> app = JobApp()
-    >>> @app.job("resize", key="resize:{image_id}", store_result=True)
+    >>> @app.job("resize", key="resize:{image_id}", store_result=True, callbacks=True)
     ... def resize(image_id: int) -> dict:
     ...     return {"thumb": f"s3://thumbs/{image_id}.png"}
     >>> with app.testing() as t:
