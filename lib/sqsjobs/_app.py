@@ -91,11 +91,7 @@ class JobApp:
         callback_sender: CallbackSender | None = None,
         **overrides: Any,
     ) -> None:
-        """``overrides`` are ``Settings`` fields (``queue_url=``, ``table_name=``...: one clear error for any other).
-
-        ``callback_sender`` answers the workflows that await jobs (docs/durable.md; default: the Lambda and
-        Step Functions APIs, clients made on the first answer).
-        """
+        """``overrides`` are ``Settings`` fields (``queue_url=``, ``table_name=``...: one clear error for any other)."""
         named = dict(queues or {})
         default = named.pop(DEFAULT_QUEUE, None)
         queue_url = overrides.get("queue_url")
@@ -107,9 +103,8 @@ class JobApp:
         source = SettingsSource(fixed=settings, environ=environ, overrides={} if settings else overrides)
         self.runtime = Runtime(Parts(
             settings=source, clock=clock, random=random if random is not None else _random.Random(), sleep=sleep,
-            emit_metrics=emit_metrics, sqs_client=sqs_client, dynamodb_client=dynamodb_client,
-            scheduler_client=scheduler_client, store=store, logger=logger, callback_sender=callback_sender),
-            Registry())
+            emit_metrics=emit_metrics, sqs_client=sqs_client, dynamodb_client=dynamodb_client, logger=logger,
+            scheduler_client=scheduler_client, store=store, callback_sender=callback_sender), Registry())
 
     @property
     def settings(self) -> Settings:
@@ -334,10 +329,8 @@ class JobApp:
               name: str | None = None, callback: CallbackTo | None = None) -> Group:
         """A job group: add members, ``enqueue()``; ``on_success``/``on_complete`` run once when they are done.
 
-        ``on_success`` runs when every member succeeded, ``on_complete`` when
-        every member is terminal (succeeded, dead-lettered, cancelled or expired).
-        ``callback`` (a ``DurableCallback`` or ``TaskToken``) is answered once, with the
-        group's counts, when every member is terminal (docs/durable.md).
+        ``on_success`` runs when every member succeeded, ``on_complete`` (and ``callback``, a workflow's:
+        docs/durable.md) when every member is terminal (succeeded, dead-lettered, cancelled or expired).
 
         Example:
             >>> from sqsjobs import InMemoryStore
@@ -353,8 +346,7 @@ class JobApp:
         """
         from sqsjobs.workflows._group import Group
 
-        return Group(runtime=self.runtime, on_success=on_success, on_complete=on_complete, name=name,
-                     callback=callback)
+        return Group(runtime=self.runtime, on_success=on_success, on_complete=on_complete, name=name, callback=callback)
 
     def chain(self, *steps: JobMessage, name: str | None = None) -> Chain:
         """Jobs that run one after another, each once the previous one succeeded; ``enqueue()`` starts it.
