@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from sqsjobs.worker._cancellation import cancel_requested
     from sqsjobs.worker._delivery import BatchResult, Outcome
     from sqsjobs.worker._job_records import JobStatus
+    from sqsjobs.workflows._callbacks import DurableCallback, TaskToken
     from sqsjobs.workflows._chains import Chain, ChainStatus, chain
     from sqsjobs.workflows._chunked import ChunkedJob, RunStatus
     from sqsjobs.workflows._group import Group
@@ -73,6 +74,8 @@ LAZY: Final = {
     "BatchResult": "sqsjobs.worker._delivery",
     "Outcome": "sqsjobs.worker._delivery",
     "JobStatus": "sqsjobs.worker._job_records",
+    "DurableCallback": "sqsjobs.workflows._callbacks",
+    "TaskToken": "sqsjobs.workflows._callbacks",
     "Chain": "sqsjobs.workflows._chains",
     "ChainStatus": "sqsjobs.workflows._chains",
     "chain": "sqsjobs.workflows._chains",
@@ -95,6 +98,7 @@ __all__ = [
     "ChunkedJob",
     "ConfigurationError",
     "ConsoleError",
+    "DurableCallback",
     "EnqueueError",
     "EnqueueReport",
     "Group",
@@ -129,6 +133,7 @@ __all__ = [
     "SqsJobsError",
     "StatusError",
     "StoreError",
+    "TaskToken",
     "TimeLimitExceeded",
     "Transaction",
     "TransactionError",

@@ -31,12 +31,14 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
     from sqsjobs._backoff import RandomSource
+    from sqsjobs.enqueue._envelope import CallbackTo
     from sqsjobs.enqueue._message import JobMessage
     from sqsjobs.enqueue._producer import EnqueueReport
     from sqsjobs.flow._limits import ConcurrencyLimit, RateLimit
     from sqsjobs.store._lease import LeaseStore
     from sqsjobs.worker._delivery import BatchResult
     from sqsjobs.worker._job_records import JobStatus
+    from sqsjobs.workflows._callback_sender import CallbackSender
     from sqsjobs.workflows._chains import Chain, ChainStatus
     from sqsjobs.workflows._chunked import RunStatus
     from sqsjobs.workflows._group import Group
@@ -85,6 +87,7 @@ class JobApp:
         sleep: Callable[[float], None] = time.sleep,
         emit_metrics: Callable[[str], None] = print,
         logger: Any = None,
+        callback_sender: CallbackSender | None = None,
         **overrides: Any,
     ) -> None:
         """``overrides`` are ``Settings`` fields (``queue_url=``, ``table_name=``...: one clear error for any other)."""
@@ -99,8 +102,8 @@ class JobApp:
         source = SettingsSource(fixed=settings, environ=environ, overrides={} if settings else overrides)
         self.runtime = Runtime(Parts(
             settings=source, clock=clock, random=random if random is not None else _random.Random(), sleep=sleep,
-            emit_metrics=emit_metrics, sqs_client=sqs_client, dynamodb_client=dynamodb_client,
-            scheduler_client=scheduler_client, store=store, logger=logger), Registry())
+            emit_metrics=emit_metrics, sqs_client=sqs_client, dynamodb_client=dynamodb_client, logger=logger,
+            scheduler_client=scheduler_client, store=store, callback_sender=callback_sender), Registry())
 
     @property
     def settings(self) -> Settings:
@@ -322,11 +325,11 @@ class JobApp:
         return Transaction(self.runtime, client=client, outbox_table=outbox_table)
 
     def group(self, on_success: JobMessage | None = None, on_complete: JobMessage | None = None,
-              name: str | None = None) -> Group:
+              name: str | None = None, callback: CallbackTo | None = None) -> Group:
         """A job group: add members, ``enqueue()``; ``on_success``/``on_complete`` run once when they are done.
 
-        ``on_success`` runs when every member succeeded, ``on_complete`` when
-        every member is terminal (succeeded, dead-lettered, cancelled or expired).
+        ``on_success`` runs when every member succeeded, ``on_complete`` (and ``callback``, a workflow's:
+        docs/durable.md) when every member is terminal (succeeded, dead-lettered, cancelled or expired).
 
         Example:
             >>> from sqsjobs import InMemoryStore
@@ -342,7 +345,7 @@ class JobApp:
         """
         from sqsjobs.workflows._group import Group
 
-        return Group(runtime=self.runtime, on_success=on_success, on_complete=on_complete, name=name)
+        return Group(runtime=self.runtime, on_success=on_success, on_complete=on_complete, name=name, callback=callback)
 
     def chain(self, *steps: JobMessage, name: str | None = None) -> Chain:
         """Jobs that run one after another, each once the previous one succeeded; ``enqueue()`` starts it.

@@ -19,7 +19,7 @@ from sqsjobs._environment import pinned_runtime
 from sqsjobs._errors import ConfigurationError, InvalidArgumentsError, MalformedMessageError, RetryableError
 from sqsjobs._job_options import JobOptions
 from sqsjobs.enqueue._arguments import Signature
-from sqsjobs.enqueue._envelope import Envelope
+from sqsjobs.enqueue._envelope import CallbackTo, Envelope
 from sqsjobs.enqueue._message import JobMessage
 from sqsjobs.store._lease import RESERVED_PREFIXES, is_reserved
 
@@ -32,7 +32,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 #: keyword names ``enqueue``/``message`` keep for themselves
-ENQUEUE_OPTIONS = ("delay", "eta", "replace", "group", "trace_id", "expires_in", "tenant", "debounce")
+ENQUEUE_OPTIONS = ("delay", "eta", "replace", "group", "trace_id", "expires_in", "tenant", "debounce", "callback")
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -102,6 +102,7 @@ class Job(Generic[P, R]):
         trace_id: str | None = None,
         expires_in: float | None = None,
         tenant: str | None = None,
+        callback: CallbackTo | None = None,
         **args: Any,
     ) -> JobMessage:
         """Validate ``args`` and build the message, without sending it.
@@ -143,9 +144,21 @@ class Job(Generic[P, R]):
             expires_in = _positive_seconds(self.name, "expires_in", expires_in, InvalidArgumentsError)
         _check_due_before_expiry(self.name, plan.due_at - now if plan.due_at is not None else plan.delay_seconds,
                                  expires_in or self.options.expires_in)
+        if callback is not None:
+            from sqsjobs.workflows._callbacks import as_callback
+
+            as_callback(callback, f"job {self.name!r}", InvalidArgumentsError)
+            if not self.options.callbacks:
+                raise InvalidArgumentsError(
+                    f"job {self.name!r}: declare it with callbacks=True to enqueue it with a callback (its "
+                    "function's role then needs the callback permissions, and `sqsjobs check` verifies it)")
+            if plan.due_at is not None:
+                raise InvalidArgumentsError(
+                    f"job {self.name!r}: a job a workflow awaits (callback=) is due within SQS's 900 s; "
+                    "let the workflow wait (a durable context.wait, a Step Functions Wait state), then enqueue")
         envelope = Envelope(
             job=self.name, key=key, args=bound, job_version=self.options.version, enqueued_at=now,
-            expires_in=expires_in,
+            expires_in=expires_in, callback=callback,
         )
         group = group or (self._format(self.options.group, bound) if self.options.group else None)
         from sqsjobs._tracing import current_trace_id
@@ -171,7 +184,7 @@ class Job(Generic[P, R]):
     def enqueue(
         self, *, delay: float | timedelta = 0, eta: datetime | None = None, replace: bool = False,
         group: str | None = None, trace_id: str | None = None, expires_in: float | None = None,
-        tenant: str | None = None, debounce: float | None = None, **args: Any
+        tenant: str | None = None, debounce: float | None = None, callback: CallbackTo | None = None, **args: Any
     ) -> str:
         """Send one job message to the job's queue; returns the SQS message id, or for a long delay a ``ScheduledJob``.
 
@@ -195,6 +208,11 @@ class Job(Generic[P, R]):
         running, ``cancelled=True`` when its key was cancelled; either way
         nothing was sent). docs/jobs.md has both.
 
+        ``callback`` (a ``DurableCallback`` or ``TaskToken``) is the workflow
+        awaiting this request: the worker answers it once the job's fate is
+        final, with its stored result or its DLQ reason (docs/durable.md). A
+        debounced or deduplicated enqueue may send nothing, so it takes none.
+
         Example:
             >>> from sqsjobs import JobApp, Outcome
             >>> app = JobApp()
@@ -217,6 +235,10 @@ class Job(Generic[P, R]):
                 "declare this one with it (its bursts' arguments differ, so its key may not hash them)")
         window = debounce_seconds(self.name, debounce, error=InvalidArgumentsError) if debounce is not None \
             else self.options.debounce
+        if callback is not None and (window is not None or self.options.dedupe is not None):
+            raise InvalidArgumentsError(
+                f"job {self.name!r}: a {'debounced' if window is not None else 'deduplicated'} enqueue may send "
+                "nothing (a later one replaces it, or the key is queued already), so it takes no callback=")
         if window is not None:
             if self.options.dedupe is not None:
                 raise InvalidArgumentsError(f"job {self.name!r}: debounce does not combine with dedupe")
@@ -227,7 +249,7 @@ class Job(Generic[P, R]):
                 delay=window, replace=True, group=group, trace_id=trace_id, expires_in=expires_in, tenant=tenant,
                 **args))
         message = self.message(delay=delay, eta=eta, replace=replace, group=group, trace_id=trace_id,
-                               expires_in=expires_in, tenant=tenant, **args)
+                               expires_in=expires_in, tenant=tenant, callback=callback, **args)
         if self.options.dedupe is not None:
             now = self.runtime.clock()
             wait = message.due_at - now if message.due_at is not None else float(message.delay)

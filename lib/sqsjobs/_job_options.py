@@ -78,6 +78,9 @@ class JobOptions:
     batch: int | None = None
     #: a sync job that may run on a thread, beside the batch's other jobs (worker/_run_step.py); off: one at a time
     threads: bool = False
+    #: workflows await it (``enqueue(callback=...)``, docs/durable.md): its function's role must answer them,
+    #: and ``sqsjobs check`` says so when it cannot
+    callbacks: bool = False
 
     def classify(self, error: BaseException) -> Classification:
         """``'retry'`` or ``'permanent'`` for an exception the job raised.
@@ -135,7 +138,7 @@ MAX_JOB_NAME = 80
 #: the options ``JobApp.job`` takes, for error messages
 JOB_OPTIONS = ("key", "group", "max_attempts", "backoff_base", "backoff_cap", "jitter", "retry_on", "permanent_on",
                "time_limit", "version", "chunked", "store_result", "expires_in", "on_crash", "limits", "queue",
-               "tenant_metrics", "debounce", "dedupe", "batch", "threads")
+               "tenant_metrics", "debounce", "dedupe", "batch", "threads", "callbacks")
 
 
 def declare_options(
@@ -164,6 +167,7 @@ def declare_options(
     dedupe: Dedupe | str | None = None,
     batch: int | None = None,
     threads: bool = False,
+    callbacks: bool = False,
     final: Collection[str] = ("max_attempts", "function_timeout", "queues"),
     **unknown: Any,
 ) -> JobOptions:
@@ -182,7 +186,7 @@ def declare_options(
         sqsjobs.ConfigurationError: job 'sync-account': unknown option(s) 'max_retries' (Celery) → use \
 max_attempts (= max_retries + 1: sqsjobs counts the first run). Options: key, group, max_attempts, backoff_base, \
 backoff_cap, jitter, retry_on, permanent_on, time_limit, version, chunked, store_result, expires_in, on_crash, limits, \
-queue, tenant_metrics, debounce, dedupe, batch, threads
+queue, tenant_metrics, debounce, dedupe, batch, threads, callbacks
     """
     if "expires" in unknown and expires_in is None:
         expires_in = unknown.pop("expires")  # Celery's name for it
@@ -204,6 +208,13 @@ queue, tenant_metrics, debounce, dedupe, batch, threads
     from dataclasses import replace
 
     options = replace(options, threads=threads_option(name, threads, time_limit=time_limit))
+    if type(callbacks) is not bool:
+        raise ConfigurationError(f"job {name!r}: callbacks must be True or False, got {callbacks!r}")
+    if callbacks and (debounce is not None or dedupe is not None):
+        raise ConfigurationError(f"job {name!r}: callbacks=True does not combine with debounce or dedupe (an "
+                                 "enqueue of those may send nothing, so no callback could travel with it)")
+    if callbacks:
+        options = replace(options, callbacks=True)
     if batch is None:
         return options
     return replace(options, batch=batch_size(name, batch, store_result=store_result, chunked=chunked))

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from sqsjobs.schedules._periodic import Scheduler, ScheduleSpec
     from sqsjobs.store._lease import LeaseStore
     from sqsjobs.worker._consumer import Consumer
+    from sqsjobs.workflows._callback_sender import CallbackSender
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +86,8 @@ class Parts:
     scheduler_client: EventBridgeSchedulerClient | None = None
     store: LeaseStore | None = None
     logger: Any = None
+    #: answers the workflows that await jobs (``workflows/_callback_sender.py``; None: the AWS APIs)
+    callback_sender: CallbackSender | None = None
 
 
 @dataclass
@@ -276,6 +279,20 @@ class Runtime:
         return store
 
     @property
+    def callback_sender(self) -> CallbackSender:
+        """Answers durable callbacks and task tokens (injected, else the AWS APIs; clients made on first answer)."""
+        def build() -> CallbackSender:
+            if self._parts.callback_sender is not None:
+                return self._parts.callback_sender
+            from sqsjobs._clients import client
+            from sqsjobs.workflows._callback_sender import AwsCallbackSender
+
+            return AwsCallbackSender(client)
+
+        sender: CallbackSender = self._once("callback_sender", build)
+        return sender
+
+    @property
     def logger(self) -> Any:
         """A Powertools ``Logger`` (JSON lines); jobs may log through it to get the record's fields."""
         def build() -> Any:
@@ -372,10 +389,21 @@ class Runtime:
                                logger=self.logger)
 
         def workflows() -> Any:
+            from sqsjobs.workflows._callback_stage import GroupCallbacks
             from sqsjobs.workflows._stage import WorkflowStage
 
             return WorkflowStage(store=self.store, send=self.send_followups, record_ttl=self.settings.record_ttl,
-                                 clock=self.clock, logger=self.logger)
+                                 clock=self.clock, logger=self.logger,
+                                 answer_group=GroupCallbacks(store=self.store, sender=sender,
+                                                             logger=self.logger).finished)
+
+        def callbacks() -> Any:
+            from sqsjobs.workflows._callback_stage import CallbackStage
+
+            return CallbackStage(store=self.store, sender=sender, clock=self.clock, logger=self.logger)
+
+        def sender() -> CallbackSender:
+            return self.callback_sender
 
         return [
             ExpiryStage(record_ttl=self.settings.record_ttl, clock=self.clock),
@@ -385,6 +413,7 @@ class Runtime:
             CancellationStage(self.store),
             TimeLimitStage(),
             OnDemand("WorkflowStage", _in_a_workflow, workflows),
+            OnDemand("CallbackStage", _awaited, callbacks),
         ]
 
     @property
@@ -478,3 +507,7 @@ def _limited(d: Any) -> bool:
 
 def _in_a_workflow(d: Any) -> bool:
     return d.envelope is not None and (d.envelope.member_of is not None or d.envelope.step_of is not None)
+
+
+def _awaited(d: Any) -> bool:
+    return d.envelope is not None and d.envelope.callback is not None

@@ -28,7 +28,7 @@ from sqsjobs.enqueue._envelope import MemberOf
 from sqsjobs.worker._delivery import Delivery, Outcome, State
 from sqsjobs.worker._stages import Stage
 from sqsjobs.workflows._chains import ChainRecords
-from sqsjobs.workflows._groups import Count, Counted, GroupRecords, count
+from sqsjobs.workflows._groups import Count, Counted, GroupRecords, GroupState, count
 from sqsjobs.workflows._members import restored
 
 if TYPE_CHECKING:
@@ -74,8 +74,11 @@ class WorkflowStage(Stage):
     """Groups' counts and callbacks, chains' next steps (``send`` sends messages to the jobs queue)."""
 
     def __init__(self, *, store: LeaseStore, send: Callable[[Sequence[JobMessage]], list[bool]], record_ttl: float,
-                 clock: Callable[[], float], logger: Any) -> None:
+                 clock: Callable[[], float], logger: Any,
+                 answer_group: Callable[[str, GroupState, float], str | None] | None = None) -> None:
         self.store = store
+        #: answers a finished group's workflow callback (``workflows/_callback_stage.py``): None, or why not yet
+        self.answer_group = answer_group
         self.send = send
         self.clock = clock
         self.log = logger
@@ -138,6 +141,11 @@ class WorkflowStage(Stage):
             return
         if state is None:
             return
+        if self.answer_group is not None:
+            why = self.answer_group(group_id, state, now)
+            if why is not None:
+                for d in members:
+                    failed.setdefault(d.index, why)
         callbacks = [restored(text) for _, text in due]
         if batch.trace is not None:  # each callback's run links to the member runs that finished the group
             done = [d for d in members if d.outcome is not None]
