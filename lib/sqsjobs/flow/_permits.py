@@ -252,6 +252,8 @@ class Permits:
         step = schedule.interval(limiter)
         key = limiter.schedule_key()
         seen = self.memory.tat(limiter.name, now=now)
+        if seen > now + schedule.HORIZON_SECONDS - step:
+            return []  # this process saw the schedule full to its horizon: no write can take a slot now
         idle = seen < now
         expires_at = expiry(now, LIMIT_TTL_SECONDS, now + schedule.HORIZON_SECONDS)
         for _ in range(RESERVE_ATTEMPTS):
