@@ -9,6 +9,7 @@ slot, run its jobs one by one, end the batch, or die mid-batch (its slot stays h
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -268,7 +269,7 @@ def test_a_crowd_asking_for_two_starts_a_second_writes_the_schedule_once_a_batch
             permits.close()
         clock.now += 1.0
     reserved.sort()
-    gaps = [b - a for a, b in zip(reserved, reserved[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(reserved)]
     assert min(gaps) >= schedule.interval(sms) - 1e-6  # never a slot shared, never two starts too close
     # The schedule filled to its horizon (900 s at 2 a second) and then took 2 a second, as the slots free.
     assert len(reserved) >= (900 + 59) / schedule.interval(sms) - 2
