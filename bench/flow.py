@@ -186,9 +186,11 @@ class _cloud:
         from sqsjobs.local.pytest_plugin import LocalCloudSession
 
         logs: list[tuple[str, str]] = []
+        # DEBUG: the worker logs each job's outcome (a job's deferrals are counted from them).
         self.cloud = LocalCloud.start(ROOT / "template.yaml", parameters=self.parameters, stack_name="bench-flow",
                                       output=Output(event=lambda level, text: None,
-                                                    log=lambda function, line: logs.append((function, line))))
+                                                    log=lambda function, line: logs.append((function, line))),
+                                      log_level="DEBUG")
         session = LocalCloudSession(self.cloud)
         session.logs = logs
         return session, logs

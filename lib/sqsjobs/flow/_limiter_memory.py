@@ -8,6 +8,10 @@ DynamoDB what it already saw:
   conditional write (``sqsjobs.store._rate_ops``) is guessed from it, so the
   guess is right, and the batch writes once, whenever the schedule has not
   fallen behind the clock since;
+- **the lag**: how long after the reservation a batch's first limited job
+  is ready to start (the claims come between), smoothed with its mean
+  absolute deviation. A batch's slots begin that long after the write
+  (``lead``), so its first job is not late for its own slot;
 - **contended slots**: a concurrency limiter that refused this process a slot
   lately. Its slots are read before they are written (``sqsjobs.flow._permits``),
   so a crowd of invocations waiting for a few slots reads them instead of
@@ -20,6 +24,13 @@ What it remembers is only ever a hint: the conditional writes decide.
 from __future__ import annotations
 
 import threading
+
+#: the lag assumed before a process has seen one (a reservation and the claims: two round trips)
+INITIAL_LAG_SECONDS = 0.05
+#: how much a new observation moves the lag
+SMOOTHING = 0.3
+#: the longest lead a batch's slots get (a slower claim step is late for its first slot: it defers that job)
+MAX_LEAD_SECONDS = 1.0
 
 
 class LimiterMemory:
@@ -35,7 +46,26 @@ class LimiterMemory:
     def __init__(self) -> None:
         self._tat: dict[str, float] = {}
         self._contended: dict[str, float] = {}
+        self.lag, self.lag_deviation = INITIAL_LAG_SECONDS, INITIAL_LAG_SECONDS
         self._lock = threading.Lock()
+
+    def observe_lag(self, lag: float) -> None:
+        """A batch's first limited job was ready to start ``lag`` seconds after its reservation."""
+        with self._lock:
+            lag = max(lag, 0.0)
+            self.lag, self.lag_deviation = (self.lag + SMOOTHING * (lag - self.lag),
+                                            self.lag_deviation + SMOOTHING * (abs(lag - self.lag)
+                                                                              - self.lag_deviation))
+
+    def lead(self) -> float:
+        """How long after its reservation a batch's first slot should be: its lag and two deviations.
+
+        Example:
+            >>> round(LimiterMemory().lead(), 3)
+            0.15
+        """
+        with self._lock:
+            return min(MAX_LEAD_SECONDS, self.lag + 2 * self.lag_deviation)
 
     def saw_tat(self, limiter: str, tat: float) -> None:
         """Rate limiter ``limiter``'s schedule was at ``tat`` (it only moves forward)."""

@@ -147,6 +147,8 @@ class Permits:
         self._starts: dict[int, dict[str, float]] = {}
         self._slots: dict[str, _Slot] = {}
         self._pending: list[Future[Written]] = []
+        #: when the batch reserved its slots (None: it reserved none, so there is no lag to learn)
+        self._reserved_at: float | None = None
 
     # ------------------------------------------------------------------ take
     def take(self, deliveries: Sequence[Delivery], *, now: float, lease_until: float | None
@@ -177,10 +179,12 @@ class Permits:
             for name in d.job.options.limits:
                 if isinstance(self.limiters[name], ConcurrencyLimit):
                     needs[name] = needs.get(name, 0) + 1
+        lead = self.memory.lead()
         for name, wanting in fresh.items():
             limiter = self.limiters[name]
             assert isinstance(limiter, RateLimit)
-            for d, slot in zip(wanting, self._reserve(limiter, len(wanting), now), strict=False):
+            self._reserved_at = now
+            for d, slot in zip(wanting, self._reserve(limiter, len(wanting), now, lead), strict=False):
                 starts.setdefault(d.index, {})[name] = slot
         slots = self._take_slots(needs, now, lease_until)
         refusals: dict[int, Refusal] = {}
@@ -247,18 +251,20 @@ class Permits:
         """Whole seconds (SQS) for a job that holds no slot: ``wait`` plus a second of jitter."""
         return min(MAX_VISIBILITY_SECONDS, max(1, math.ceil(wait + self.random.uniform(0, 1.0))))
 
-    def _reserve(self, limiter: RateLimit, count: int, now: float) -> list[float]:
-        """Reserve up to ``count`` slots of ``limiter`` (one conditional write, ``sqsjobs.store._rate_ops``)."""
+    def _reserve(self, limiter: RateLimit, count: int, now: float, lead: float) -> list[float]:
+        """Reserve up to ``count`` slots of ``limiter`` (one conditional write, ``sqsjobs.store._rate_ops``), the
+        first ``lead`` seconds from now at the earliest (when the batch's first job will be ready for it)."""
         step = schedule.interval(limiter)
         key = limiter.schedule_key()
         seen = self.memory.tat(limiter.name, now=now)
         if seen > now + schedule.HORIZON_SECONDS - step:
             return []  # this process saw the schedule full to its horizon: no write can take a slot now
-        idle = seen < now
+        begin = now + lead
+        idle = seen < begin
         expires_at = expiry(now, LIMIT_TTL_SECONDS, now + schedule.HORIZON_SECONDS)
         for _ in range(RESERVE_ATTEMPTS):
             span = count * step
-            answer = self.store.write(TakeSlots(key=key, now=now, span=span, expires_at=expires_at, idle=idle,
+            answer = self.store.write(TakeSlots(key=key, now=begin, span=span, expires_at=expires_at, idle=idle,
                                                 latest=now + schedule.HORIZON_SECONDS - span))
             self.calls.reservations += 1
             if answer.error is not None:
@@ -268,7 +274,7 @@ class Permits:
             if answer.ok and tat is not None:
                 self.memory.saw_tat(limiter.name, tat)
                 return schedule.slots_before(tat, count, limiter)
-            if tat is None or tat < now:
+            if tat is None or tat < begin:
                 idle = True
                 continue
             self.memory.saw_tat(limiter.name, tat)
@@ -348,6 +354,9 @@ class Permits:
         starts = self._starts.pop(d.index, {})
         if not starts:
             return None
+        if self._reserved_at is not None:  # the batch's first limited job: how long its claims took
+            self.memory.observe_lag(now - self._reserved_at)
+            self._reserved_at = None
         wait = max(starts.values()) - now
         if 0 < wait <= schedule.MAX_SLOT_WAIT_SECONDS:
             self.sleep(wait)  # its slot comes in a moment
