@@ -186,11 +186,12 @@ class Permits:
             self._reserved_at = now
             for d, slot in zip(wanting, self._reserve(limiter, len(wanting), now, lead), strict=False):
                 starts.setdefault(d.index, {})[name] = slot
+        carrying = self._in_order(limited, starts)
         slots = self._take_slots(needs, now, lease_until)
         refusals: dict[int, Refusal] = {}
         for d in limited:
             assert d.job is not None
-            refusal = self._refusal(d, starts.get(d.index, {}), slots, now)
+            refusal = self._refusal(d, starts.get(d.index, {}), slots, now, carrying)
             if refusal is not None:
                 refusals[d.index] = refusal
                 continue
@@ -199,9 +200,9 @@ class Permits:
                 if name in slots:
                     self._slots.setdefault(name, _Slot(key=slots[name], last_user=d.index)).last_user = d.index
         outcome = [(d, refusals[d.index]) for d in limited if d.index in refusals]
-        # A later copy of a key waits as its first does, without its slots (only one copy may use them).
-        outcome += [(d, Refusal(limiter=refusals[first.index].limiter, delay=max(1, refusals[first.index].delay)))
-                    for d, first in followers if first.index in refusals]
+        # A later copy of a key waits as its first does, its slots with it: only one of them can hold the key, so
+        # the slots are never used twice, and neither copy is deferred again.
+        outcome += [(d, refusals[first.index]) for d, first in followers if first.index in refusals]
         outcome.sort(key=lambda pair: pair[0].index)
         return outcome
 
@@ -224,8 +225,24 @@ class Permits:
                     fresh.setdefault(name, []).append(d)
         return starts, fresh
 
-    def _refusal(self, d: Delivery, starts: dict[str, float], slots: Mapping[str, str], now: float
-                 ) -> Refusal | None:
+    def _in_order(self, limited: list[Delivery], starts: dict[int, dict[str, float]]) -> set[str]:
+        """Give the batch's slots of each rate limiter to its jobs in the order they run, earliest first.
+
+        The batch holds them all (reserved now, or carried by copies), and its jobs start one after another: a
+        job given a slot earlier than the one before it would start late for it. Returns the rate limiters
+        some of whose slots came with copies (their jobs wait longer in the batch: ``MAX_SLOT_WAIT_SECONDS``).
+        """
+        carrying: set[str] = set()
+        for d in limited:
+            carrying.update(schedule.carried(d.message_attributes))
+        for name in {name for held in starts.values() for name in held}:
+            holders = [d.index for d in limited if name in starts.get(d.index, {})]
+            for index, slot in zip(holders, sorted(starts[i][name] for i in holders), strict=True):
+                starts[index][name] = slot
+        return carrying
+
+    def _refusal(self, d: Delivery, starts: dict[str, float], slots: Mapping[str, str], now: float,
+                 carrying: set[str]) -> Refusal | None:
         """Why ``d`` may not start in this batch (None: it may, at its latest slot)."""
         assert d.job is not None
         for name in d.job.options.limits:
@@ -239,10 +256,9 @@ class Permits:
         if not starts:
             return None
         latest = max(starts.values())
-        carrying = bool(schedule.carried(d.message_attributes))
-        if latest - now <= (schedule.MAX_SLOT_WAIT_SECONDS if carrying else schedule.WAIT_AHEAD_SECONDS):
-            return None
         name = max(starts, key=lambda n: starts[n])
+        if latest - now <= (schedule.MAX_SLOT_WAIT_SECONDS if name in carrying else schedule.WAIT_AHEAD_SECONDS):
+            return None
         if self.fifo(d):  # a FIFO copy cannot carry its slot back: it comes back then, and takes a new one
             return Refusal(limiter=name, delay=max(1, math.ceil(latest - now)))
         return Refusal(limiter=name, delay=schedule.return_delay(latest, now), reservation=schedule.encode(starts))
