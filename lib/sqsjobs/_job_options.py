@@ -76,6 +76,8 @@ class JobOptions:
     dedupe: Dedupe | None = None
     #: a batch handler's most items per call (worker/_batch_handler.py); None: one job per call
     batch: int | None = None
+    #: a sync job that may run on a thread, beside the batch's other jobs (worker/_run_step.py); off: one at a time
+    threads: bool = False
 
     def classify(self, error: BaseException) -> Classification:
         """``'retry'`` or ``'permanent'`` for an exception the job raised.
@@ -133,7 +135,7 @@ MAX_JOB_NAME = 80
 #: the options ``JobApp.job`` takes, for error messages
 JOB_OPTIONS = ("key", "group", "max_attempts", "backoff_base", "backoff_cap", "jitter", "retry_on", "permanent_on",
                "time_limit", "version", "chunked", "store_result", "expires_in", "on_crash", "limits", "queue",
-               "tenant_metrics", "debounce", "dedupe", "batch")
+               "tenant_metrics", "debounce", "dedupe", "batch", "threads")
 
 
 def declare_options(
@@ -161,6 +163,7 @@ def declare_options(
     debounce: float | None = None,
     dedupe: Dedupe | str | None = None,
     batch: int | None = None,
+    threads: bool = False,
     final: Collection[str] = ("max_attempts", "function_timeout", "queues"),
     **unknown: Any,
 ) -> JobOptions:
@@ -179,7 +182,7 @@ def declare_options(
         sqsjobs.ConfigurationError: job 'sync-account': unknown option(s) 'max_retries' (Celery) → use \
 max_attempts (= max_retries + 1: sqsjobs counts the first run). Options: key, group, max_attempts, backoff_base, \
 backoff_cap, jitter, retry_on, permanent_on, time_limit, version, chunked, store_result, expires_in, on_crash, limits, \
-queue, tenant_metrics, debounce, dedupe, batch
+queue, tenant_metrics, debounce, dedupe, batch, threads
     """
     if "expires" in unknown and expires_in is None:
         expires_in = unknown.pop("expires")  # Celery's name for it
@@ -198,11 +201,35 @@ queue, tenant_metrics, debounce, dedupe, batch
     options = _flow_options(name, options, limiters, limits=limits, queue=queue, tenant_metrics=tenant_metrics)
     options = _coalescing(name, options, debounce=debounce, dedupe=dedupe, chunked=chunked)
     check_against_settings(name, options, settings, final)
-    if batch is None:
-        return options
     from dataclasses import replace
 
+    options = replace(options, threads=threads_option(name, threads, time_limit=time_limit))
+    if batch is None:
+        return options
     return replace(options, batch=batch_size(name, batch, store_result=store_result, chunked=chunked))
+
+
+def threads_option(name: str, threads: Any, *, time_limit: float | None) -> bool:
+    """``threads=`` checked for job ``name``: True or False, and never with a ``time_limit``.
+
+    A ``time_limit`` interrupts the job's own code with ``SIGALRM``, which Python delivers to the main thread
+    only: nothing can stop a job on another thread, so a limit there would be a promise not kept.
+
+    Example:
+        >>> threads_option("fetch-feed", True, time_limit=30)
+        Traceback (most recent call last):
+        ...
+        sqsjobs.ConfigurationError: job 'fetch-feed': threads=True does not combine with time_limit: Python cannot \
+stop a thread, so the limit could not be kept; make the job `async def` (its time_limit cancels it at an await) or \
+leave threads off
+    """
+    if type(threads) is not bool:
+        raise ConfigurationError(f"job {name!r}: threads must be True or False, got {threads!r}")
+    if threads and time_limit is not None:
+        raise ConfigurationError(
+            f"job {name!r}: threads=True does not combine with time_limit: Python cannot stop a thread, so the limit "
+            "could not be kept; make the job `async def` (its time_limit cancels it at an await) or leave threads off")
+    return threads
 
 
 def check_against_settings(name: str, options: JobOptions, settings: Settings,

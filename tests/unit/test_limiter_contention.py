@@ -79,7 +79,7 @@ class Clock:
 
 
 def limited_batch(size: int, first: int, limiter: str = "pdf") -> list[Delivery]:
-    job = SimpleNamespace(options=SimpleNamespace(limits=(limiter,)))
+    job = SimpleNamespace(is_async=False, options=SimpleNamespace(limits=(limiter,), threads=False))
     batch = []
     for i in range(size):
         d = Delivery.parse(sqs_record({"v": 1}, message_id=f"m-{first + i}"), i)

@@ -17,8 +17,12 @@ The consumer (``sqsjobs.worker._consumer``) uses one ``Permits`` per batch::
                 slot (it is close: ``WAIT_AHEAD_SECONDS``), and a start later
                 than its slot's grace is not made (the job is deferred and
                 takes a new slot when it comes back);
-    finished(d) after it ran: the invocation's concurrency slot is released
-                once the last job of the batch that needed it is done;
+    must_wait(d) before a limited job starts: True while every concurrency
+                slot the batch holds runs one of its jobs (it starts when one
+                ends);
+    finished(d) after it ran: its concurrency slot is free for the batch's
+                next job of the limiter; settled(d), once it is decided (run
+                or not), gives back the slots no remaining job can use;
     close()     at the end of the batch: the concurrency slots still held are
                 released (fenced on this invocation), and the writes waited for.
 
@@ -37,7 +41,8 @@ above any rate a dependency sets per key. Beyond it, declare N limiters of
 Why a crowd waiting for a few concurrency slots does not overrun their items:
 every probe is a conditional write, billed and counted against its item's
 partition (1,000 write units a second) even when refused. A batch probes up to
-``SLOT_PROBES`` slots; once a concurrency limiter has refused this process a
+``SLOT_PROBES`` slots more than the ``slots_wanted`` of it less one (one slot
+for plain jobs: three probes); once a concurrency limiter has refused this process a
 slot, for ``CONTENDED_SECONDS`` its batches first read the slots (one
 consistent ``BatchGetItem`` of at most ``CONTENDED_READS`` of them, in the
 round trip the probes would have taken) and write only to those that look
@@ -91,6 +96,19 @@ CONTENDED_READS = 25
 RESERVE_ATTEMPTS = 3
 
 
+def slots_wanted(jobs: int, together: int, concurrency: int) -> int:
+    """The slots of one concurrency limiter a batch takes: as many of its ``jobs`` as may run at once.
+
+    ``together`` of them may run beside other jobs (async, or ``threads=True``), the rest one at a time, and
+    the batch runs at most ``concurrency`` jobs at once.
+
+    Example:
+        >>> slots_wanted(10, 0, 10), slots_wanted(10, 10, 10), slots_wanted(4, 2, 10), slots_wanted(30, 30, 10)
+        (1, 10, 3, 10)
+    """
+    return max(1, min(concurrency, together + (1 if jobs > together else 0)))
+
+
 @dataclass(frozen=True, kw_only=True)
 class Refusal:
     """A limited job that may not start now: which limiter refused, how long it waits (whole seconds), and the
@@ -107,11 +125,14 @@ class Refusal:
 
 
 @dataclass(kw_only=True)
-class _Slot:
-    key: str
-    #: the index of the last delivery of the batch that relies on the slot
-    last_user: int
-    released: bool = False
+class _Slots:
+    """The slots one concurrency limiter granted the batch, and who uses them."""
+
+    keys: list[str]
+    #: the deliveries of the batch that rely on them and are not decided yet
+    users: set[int] = field(default_factory=set)
+    #: those running now: one slot each
+    running: set[int] = field(default_factory=set)
 
 
 @dataclass(kw_only=True)
@@ -145,19 +166,21 @@ class Permits:
         self.calls = PermitCalls()
         #: the start slot of each rate limiter each of the batch's jobs that runs here holds
         self._starts: dict[int, dict[str, float]] = {}
-        self._slots: dict[str, _Slot] = {}
+        self._slots: dict[str, _Slots] = {}
         self._pending: list[Future[Written]] = []
         #: when the batch reserved its slots (None: it reserved none, so there is no lag to learn)
         self._reserved_at: float | None = None
 
     # ------------------------------------------------------------------ take
-    def take(self, deliveries: Sequence[Delivery], *, now: float, lease_until: float | None
-             ) -> list[tuple[Delivery, Refusal]]:
+    def take(self, deliveries: Sequence[Delivery], *, now: float, lease_until: float | None,
+             concurrency: int = 1) -> list[tuple[Delivery, Refusal]]:
         """Take what the batch's limited jobs need; returns the deliveries that must wait, and why.
 
         ``lease_until`` is the invocation's lease (a slot's end if the
         invocation dies); ``None`` when the batch is too close to its deadline
-        to start anything (nothing is taken then).
+        to start anything (nothing is taken then). ``concurrency`` is how many
+        of the batch's jobs may run at once: a concurrency limiter's slots are
+        taken for as many of its jobs as may run together (``slots_wanted``).
         """
         firsts: dict[str, Delivery] = {}
         followers: list[tuple[Delivery, Delivery]] = []
@@ -174,11 +197,8 @@ class Permits:
             return []
         starts, fresh = self._carried_and_fresh(limited, now)
         needs: dict[str, int] = {}
-        for d in limited:
-            assert d.job is not None
-            for name in d.job.options.limits:
-                if isinstance(self.limiters[name], ConcurrencyLimit):
-                    needs[name] = needs.get(name, 0) + 1
+        for name, (count, together) in self._concurrency_needs(limited).items():
+            needs[name] = slots_wanted(count, together, concurrency)
         lead = self.memory.lead()
         for name, wanting in fresh.items():
             limiter = self.limiters[name]
@@ -198,13 +218,24 @@ class Permits:
             self._starts[d.index] = starts.get(d.index, {})
             for name in d.job.options.limits:
                 if name in slots:
-                    self._slots.setdefault(name, _Slot(key=slots[name], last_user=d.index)).last_user = d.index
+                    self._slots.setdefault(name, _Slots(keys=slots[name])).users.add(d.index)
         outcome = [(d, refusals[d.index]) for d in limited if d.index in refusals]
         # A later copy of a key waits as its first does, its slots with it: only one of them can hold the key, so
         # the slots are never used twice, and neither copy is deferred again.
         outcome += [(d, refusals[first.index]) for d, first in followers if first.index in refusals]
         outcome.sort(key=lambda pair: pair[0].index)
         return outcome
+
+    def _concurrency_needs(self, limited: list[Delivery]) -> dict[str, tuple[int, int]]:
+        """Per concurrency limiter: how many of the jobs name it, and how many of those may run beside others."""
+        needs: dict[str, tuple[int, int]] = {}
+        for d in limited:
+            assert d.job is not None
+            for name in d.job.options.limits:
+                if isinstance(self.limiters[name], ConcurrencyLimit):
+                    count, together = needs.get(name, (0, 0))
+                    needs[name] = (count + 1, together + (d.job.is_async or d.job.options.threads))
+        return needs
 
     def _carried_and_fresh(self, limited: list[Delivery], now: float
                            ) -> tuple[dict[int, dict[str, float]], dict[str, list[Delivery]]]:
@@ -241,7 +272,7 @@ class Permits:
                 starts[index][name] = slot
         return carrying
 
-    def _refusal(self, d: Delivery, starts: dict[str, float], slots: Mapping[str, str], now: float,
+    def _refusal(self, d: Delivery, starts: dict[str, float], slots: Mapping[str, list[str]], now: float,
                  carrying: set[str]) -> Refusal | None:
         """Why ``d`` may not start in this batch (None: it may, at its latest slot)."""
         assert d.job is not None
@@ -300,33 +331,35 @@ class Permits:
                 return []
         return []
 
-    def _take_slots(self, needs: Mapping[str, int], now: float, lease_until: float) -> dict[str, str]:
-        """One slot of each concurrency limiter the batch needs (probed concurrently): the keys won."""
+    def _take_slots(self, needs: Mapping[str, int], now: float, lease_until: float) -> dict[str, list[str]]:
+        """The slots of each concurrency limiter the batch wants (``needs``; probed concurrently): the keys won."""
         probes: list[tuple[Limiter, int, Acquire]] = []
         looks_free = self._read_contended([self.limiters[name] for name in needs], now)
         for name in needs:
             limiter = self.limiters[name]
             assert isinstance(limiter, ConcurrencyLimit)
-            indexes = looks_free.get(name, self._slot_order(limiter))[:SLOT_PROBES]
+            indexes = looks_free.get(name, self._slot_order(limiter))[:SLOT_PROBES - 1 + needs[name]]
             probes += [(limiter, i, Acquire(key=limiter.key(i), owner=self.owner, now=now, lease_until=lease_until,
                                             expires_at=expiry(now, LIMIT_TTL_SECONDS, lease_until)))
                        for i in indexes]
         answers = self.store.write_many([op for *_, op in probes]) if probes else []
         self.calls.probes += len(probes)
-        return self._granted(probes, answers)
+        return self._granted(probes, answers, needs)
 
-    def _granted(self, probes: list[tuple[Limiter, int, Acquire]], answers: list[Written]) -> dict[str, str]:
-        """What the probes won: a slot per concurrency limiter."""
-        slots: dict[str, str] = {}
+    def _granted(self, probes: list[tuple[Limiter, int, Acquire]], answers: list[Written],
+                 wanted: Mapping[str, int]) -> dict[str, list[str]]:
+        """What the probes won: slots per concurrency limiter, as many as ``wanted`` (the others are given back at
+        once)."""
+        slots: dict[str, list[str]] = {}
         for (limiter, _, op), answer in zip(probes, answers, strict=True):
             if answer.error is not None:
                 self.calls.errors.append(f"{op.key}: {answer.error}")
             elif not answer.ok:
                 self.memory.saw_contention(limiter.name, until=op.now + CONTENDED_SECONDS)
-            elif limiter.name in slots:
-                self._release(op.key)  # one slot is enough: the invocation runs one job at a time
+            elif len(slots.get(limiter.name, ())) >= wanted[limiter.name]:
+                self._release(op.key)  # enough: no more of the batch's jobs may run at once
             else:
-                slots[limiter.name] = op.key
+                slots.setdefault(limiter.name, []).append(op.key)
         return slots
 
     def _slot_order(self, limiter: ConcurrencyLimit) -> list[int]:
@@ -365,8 +398,16 @@ class Permits:
 
     # ------------------------------------------------------------------ run
     def start(self, d: Delivery, *, now: float) -> Refusal | None:
-        """``d`` is about to start at ``now``: None once its slots have come (it waits for them here), else why
-        it may not start (it came too late for a slot: it takes a new one when it comes back)."""
+        """``d`` is about to start at ``now``: None once its rate slots have come (it waits for them here; it then
+        holds one of the batch's slots of each concurrency limiter it names), else why it may not start (it came
+        too late for a rate slot: it takes a new one when it comes back)."""
+        refusal = self._wait_for_slots(d, now=now)
+        if refusal is None:
+            for slots in self._slots_of(d):
+                slots.running.add(d.index)
+        return refusal
+
+    def _wait_for_slots(self, d: Delivery, *, now: float) -> Refusal | None:
         starts = self._starts.pop(d.index, {})
         if not starts:
             return None
@@ -384,20 +425,34 @@ class Permits:
                 return Refusal(limiter=name, delay=self._retry_delay(max(slot - now, 0.0)))
         return None
 
+    def must_wait(self, d: Delivery) -> bool:
+        """True while every slot the batch holds for one of ``d``'s concurrency limiters runs another job."""
+        return any(d.index in slots.users and len(slots.running) >= len(slots.keys)
+                   for slots in self._slots_of(d))
+
     def finished(self, d: Delivery) -> None:
-        """``d`` ran: release the slots no later job of the batch needs."""
-        for slot in self._slots.values():
-            if slot.last_user == d.index and not slot.released:
-                slot.released = True
-                self._release(slot.key)
+        """``d`` ran: its concurrency slots are free for the batch's next job of their limiters."""
+        for slots in self._slots_of(d):
+            slots.running.discard(d.index)
+
+    def settled(self, d: Delivery) -> None:
+        """``d`` is decided (it ran or it did not start): give back the slots no remaining job can use."""
+        for slots in self._slots_of(d):
+            slots.users.discard(d.index)
+            slots.running.discard(d.index)
+            while len(slots.keys) > max(len(slots.users), len(slots.running)):
+                self._release(slots.keys.pop())
+
+    def _slots_of(self, d: Delivery) -> list[_Slots]:
+        limits = d.job.options.limits if d.job is not None else ()
+        return [self._slots[name] for name in limits if name in self._slots]
 
     def close(self) -> PermitCalls:
         """Give back the concurrency slots still held and wait for every limiter write of the batch."""
         self._starts.clear()
-        for slot in self._slots.values():
-            if not slot.released:
-                slot.released = True
-                self._release(slot.key)
+        for slots in self._slots.values():
+            while slots.keys:
+                self._release(slots.keys.pop())
         for future in self._pending:
             answer = future.result()
             if answer.error is not None:

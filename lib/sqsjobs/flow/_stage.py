@@ -4,10 +4,14 @@
 limited jobs reserve their rate slots and take their concurrency slots (none
 for a batch without limited jobs), and those that must wait are concluded
 ``deferred`` (a copy carrying its rate slots comes back just before them; no
-attempt used, their record untouched). Just before each limited job starts it
-waits for its rate slots (else it is deferred then, its claim given back); after it ran its slot is
-released once no later job of the batch needs it; at the end of the batch
-whatever is still held goes back.
+attempt used, their record untouched). A concurrency limiter's slots are
+taken for as many of the batch's jobs as may run at once (async and
+``threads=True`` ones, within ``concurrency``); a limited job waits in the
+batch while all of them run its other jobs (``must_wait``). Just before each
+limited job starts it waits for its rate slots (else it is deferred then, its
+claim given back); once it is decided the slots no remaining job of the batch
+can use are released; at the end of the batch whatever is still held goes
+back.
 """
 
 from __future__ import annotations
@@ -52,9 +56,13 @@ class LimitsStage(Stage):
     def before_claim(self, batch: Batch) -> None:
         if not self.limiters:
             return
-        for d, refusal in self._permits(batch).take(batch.deliveries, now=batch.now, lease_until=batch.lease_until):
+        for d, refusal in self._permits(batch).take(batch.deliveries, now=batch.now, lease_until=batch.lease_until,
+                                                    concurrency=batch.concurrency):
             batch.conclude(d, Ending.DEFERRED, wait=refusal.delay, limiter=refusal.limiter,
                            reservation=refusal.reservation)
+
+    def must_wait(self, batch: Batch, d: Delivery) -> bool:
+        return bool(self.limiters) and self._permits(batch).must_wait(d)
 
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         if not self.limiters or d.job is None or not d.job.options.limits:
@@ -68,6 +76,10 @@ class LimitsStage(Stage):
     def after_run(self, batch: Batch, d: Delivery) -> None:
         if self.limiters:
             self._permits(batch).finished(d)
+
+    def after_decision(self, batch: Batch, d: Delivery) -> None:
+        if self.limiters:
+            self._permits(batch).settled(d)
 
     def after_runs(self, batch: Batch) -> None:
         if not self.limiters:
