@@ -281,9 +281,11 @@ class Permits:
             if isinstance(limiter, ConcurrencyLimit) and name not in slots:
                 return Refusal(limiter=name, delay=self._retry_delay(SLOT_RETRY_SECONDS))
             if isinstance(limiter, RateLimit) and name not in starts:
-                # No slot within the horizon (or the write failed): back once the horizon has room.
-                ahead = self.memory.tat(name, now=now) - now - schedule.HORIZON_SECONDS
-                return Refusal(limiter=name, delay=self._retry_delay(max(ahead, 1.0)))
+                # No slot within the horizon (or the write failed): back once the horizon has room, spread.
+                room = schedule.HORIZON_SECONDS - schedule.FULL_RETRY_SECONDS
+                ahead = max(self.memory.tat(name, now=now) - now - room, 1.0)
+                spread = self.random.uniform(0, schedule.FULL_RETRY_SECONDS)
+                return Refusal(limiter=name, delay=self._retry_delay(ahead + spread))
         if not starts:
             return None
         latest = max(starts.values())
@@ -304,8 +306,8 @@ class Permits:
         step = schedule.interval(limiter)
         key = limiter.schedule_key()
         seen = self.memory.tat(limiter.name, now=now)
-        if seen > now + schedule.HORIZON_SECONDS - step:
-            return []  # this process saw the schedule full to its horizon: no write can take a slot now
+        if seen > now + schedule.HORIZON_SECONDS - max(step, schedule.FULL_RETRY_SECONDS):
+            return []  # this process saw the schedule full to its horizon: it waits for room before writing
         begin = now + lead
         idle = seen < begin
         expires_at = expiry(now, LIMIT_TTL_SECONDS, now + schedule.HORIZON_SECONDS)

@@ -48,6 +48,9 @@ RETURN_MARGIN_SECONDS = 0.5
 MAX_SLOT_WAIT_SECONDS = WAIT_AHEAD_SECONDS + RETURN_MARGIN_SECONDS + 1.0
 #: how far ahead a schedule may be reserved (SQS's longest ``DelaySeconds``: a copy can wait that long)
 HORIZON_SECONDS = 900.0
+#: a container that saw the schedule full writes again only once this much of the horizon is free (a crowd of
+#: invocations at a saturated limiter then refuses itself, instead of a refused write per batch on one item)
+FULL_RETRY_SECONDS = 10.0
 
 
 def grace(limit: RateLimit) -> float:
