@@ -427,6 +427,10 @@ class Permits:
                 return Refusal(limiter=name, delay=self._retry_delay(max(slot - now, 0.0)))
         return None
 
+    def has_slots(self, d: Delivery) -> bool:
+        """Whether ``d`` holds rate slots of this batch it has not started at yet."""
+        return d.index in self._starts
+
     def must_wait(self, d: Delivery) -> bool:
         """True while every slot the batch holds for one of ``d``'s concurrency limiters runs another job."""
         return any(d.index in slots.users and len(slots.running) >= len(slots.keys)

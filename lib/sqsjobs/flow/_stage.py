@@ -64,6 +64,11 @@ class LimitsStage(Stage):
     def must_wait(self, batch: Batch, d: Delivery) -> bool:
         return bool(self.limiters) and self._permits(batch).must_wait(d)
 
+    def waits_for_start(self, batch: Batch, d: Delivery) -> bool:
+        # A job readied for its rate slot must begin before the next one waits for its own: else jobs that run
+        # together (async, threads) would all begin at the last slot waited for.
+        return bool(self.limiters) and self._permits(batch).has_slots(d)
+
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         if not self.limiters or d.job is None or not d.job.options.limits:
             return None
