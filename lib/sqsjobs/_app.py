@@ -214,10 +214,10 @@ class JobApp:
     def rate_limit(self, name: str, rate: int, per: float = 1.0) -> RateLimit:
         """Declare a limiter: at most ``rate`` starts in any window of ``per`` seconds, across all invocations.
 
-        Jobs that name it (``limits=[name]``) take a token before they start;
-        one over the limit goes back to the queue until the next window
-        (never sleeping in Lambda, never using an attempt). Declare it before
-        the jobs that use it.
+        Jobs that name it (``limits=[name]``) reserve a start slot before they
+        start (slots ``(per + 50 ms) / rate`` apart, one write per batch); a
+        job whose slot is more than 2 s off is deferred once, to its slot,
+        never using an attempt. Declare it before the jobs that use it.
 
         Example:
             >>> app = JobApp(queue_url="https://sqs.example/q")

@@ -230,6 +230,8 @@ class RuntimeModel(RuleBasedStateMachine):
             with w.plans(nested):
                 w.deliver(app=1 - app, size=size, remaining_ms=60_000)
 
+        if remaining_ms < 60_000:
+            w.disturbed = True  # an invocation near its deadline sends back what it cannot start
         with w.plans(story):
             w.deliver(app=app, size=size, remaining_ms=remaining_ms, nest=second_invocation)
 
@@ -259,11 +261,12 @@ class RuntimeModel(RuleBasedStateMachine):
     # ------------------------------------------------------------ time and faults
     @rule(seconds=st.sampled_from([1, 5, 30, 61, 300]))
     def advance(self, seconds: int) -> None:
+        self.world.disturbed = True  # no poller polled meanwhile: a copy may come back after its slot
         self.world.clock.advance(seconds)
 
     @rule(kind=st.sampled_from(FAULTS), times=st.sampled_from([1, 2, 50]))
     def store_fault(self, kind: str, times: int) -> None:
-        self.world.store_faults = True
+        self.world.store_faults = self.world.disturbed = True
         self.world.store.fail(fault_matcher(kind), times=times)
 
     @precondition(lambda self: bool(self.world.deleted))
@@ -271,6 +274,7 @@ class RuntimeModel(RuleBasedStateMachine):
     def sqs_delivers_again(self, pick: int) -> None:
         """At-least-once: a message the poller deleted is received once more."""
         w = self.world
+        w.disturbed = True
         message = w.deleted.pop(pick % len(w.deleted))
         if message.receive_count >= MAX_ATTEMPTS + 1:  # past the worker's backstop: SQS's redrive moves it
             w.ledger.killed_late[message.message_id] += 1
@@ -279,6 +283,7 @@ class RuntimeModel(RuleBasedStateMachine):
     @rule(operation=st.sampled_from(["dlq_send", "visibility"]), times=st.sampled_from([1, 2, 50]))
     def sqs_fault(self, operation: str, times: int) -> None:
         w = self.world
+        w.disturbed = True
         if operation == "dlq_send":  # a batch refused as a whole is retried entry by entry: 1 may be absorbed
             w.sqs.refuse("SendMessageBatch", queue_url=w.dlq, times=times)
         else:
@@ -289,6 +294,7 @@ class RuntimeModel(RuleBasedStateMachine):
     @rule()
     def redrive_dlq(self) -> None:
         w = self.world
+        w.disturbed = True
         letters = {m.message_id: m for m in w.sqs.messages(w.dlq)}
         before = set(letters)
         redrive(RedriveOptions(dlq=w.dlq, to=w.queue, wait_time_seconds=0, max_redrives=50),
@@ -320,6 +326,7 @@ class RuntimeModel(RuleBasedStateMachine):
         """A message (one at the queue's size limit among them) that keeps coming back unstarted (no time left in
         its invocations) until its backstop receive, where the worker re-sends it rather than let SQS move it."""
         w = self.world
+        w.disturbed = True
         try:
             w.apps[app].enqueue(w.message(app, job, n))
         except (EnqueueError, StoreError):

@@ -43,6 +43,10 @@ The invariants (docs/reliability.md states them for users):
    invariant 2 bounds), only after every member is terminal, and a finished
    group's counts add up to its total;
 4. no limiter is exceeded (rate: starts in any window; concurrency: runs at once);
+   a rate-limited job (``lim``, ``batlim``: a reserved start slot each,
+   flow/_schedule.py) eventually runs, ends or reaches the DLQ, and in a
+   story where nothing is late or broken each of its messages is deferred at
+   most once (its copy carries its slot);
 5. nothing but an invocation's own death escapes ``handle_batch``;
 6. a key never runs twice at once, and a delivery of another job's key is
    never taken for its duplicate;
@@ -98,6 +102,7 @@ from sqsjobs.enqueue._sizes import WORKER_ATTRIBUTE_BYTES
 from sqsjobs.store._lease import LeaseState, Operation
 from sqsjobs.store._lease_ops import Acquire, Amend, Close, Complete, Release, Renew, Transact
 from sqsjobs.testing.callbacks import FakeCallbacks
+from sqsjobs.store._rate_ops import TakeSlots
 from sqsjobs.testing.events import FakeContext, record_from_message
 from sqsjobs.testing.fake_sqs import FakeSQS, QueuedMessage
 from sqsjobs.testing.flaky_store import FlakyStore
@@ -261,7 +266,7 @@ def fault_matcher(kind: str) -> Callable[[Operation], bool]:
         "dead_letter_record": lambda op: job_key_op(op, Release, "dead_lettered")
         or job_key_op(op, Close, "dead_lettered"),
         "count": lambda op: any(o.key.startswith("group#") and isinstance(o, Amend | Close) for o in _ops(op)),
-        "limiter": lambda op: any(o.key.startswith("limit#") and isinstance(o, Acquire | Renew | Release)
+        "limiter": lambda op: any(o.key.startswith("limit#") and isinstance(o, Acquire | Renew | Release | TakeSlots)
                                   for o in _ops(op)),
         "any": lambda op: True,
     }
@@ -310,6 +315,8 @@ class Ledger:
     #: the ``v`` of debounced requests without a token (a member, a step, a callback)
     untokened: set[int] = field(default_factory=set)
     deduplicated: int = 0
+    #: deferrals by the rate limit, per key of RATE_JOBS
+    rate_deferrals: Counter[str] = field(default_factory=Counter)
 
 
 class World:
@@ -344,6 +351,9 @@ class World:
         self.edits = 0
         #: a store fault was armed in this story (an unstarted claim may then keep its attempt)
         self.store_faults = False
+        #: something late or broken happened in this story (a fault, a kill, a slow or nested run, a poller
+        #: that did not poll for a while, skewed clocks): a rate-limited job may then be deferred more than once
+        self.disturbed = skew != 0.0
         #: the bodies of groups' callbacks (``kinds_of``)
         self.callback_bodies: set[str] = set()
         #: the workflows awaiting requests and groups: callback id -> ("job", key) or ("group", group id)
@@ -536,6 +546,8 @@ class World:
         with self._lock:
             now = self.clock()
             plan = self._plans.pop(0) if self._plans else "ok"
+            if plan not in ("ok", "transient", "permanent"):
+                self.disturbed = True
             if led.active[key]:
                 led.violations.append(f"{key} started while another run of it was still going")
             if job in RATE_JOBS:
@@ -740,6 +752,8 @@ class World:
             self.ledger.unrecorded[key] += 1
         self._note_outcomes(app, result)
         for d in result.deliveries:
+            if d.outcome is Outcome.DEFERRED and d.deferred_by == "rate":
+                self.ledger.rate_deferrals[d.key] += 1
             if d.message_id in failed:
                 continue
             self.ledger.acked[d.message_id] = d.outcome
@@ -908,6 +922,13 @@ class World:
             assert emitted[metric] == led.cancelled_or_expired[outcome], (
                 f"{metric}: {emitted[metric]} counted, {led.cancelled_or_expired[outcome]} deliveries")
         assert emitted["JobSuperseded"] == led.superseded, (emitted["JobSuperseded"], led.superseded)
+        if not self.disturbed and led.rate_deferrals:
+            # Each message of a rate-limited job is deferred at most once, to its slot (flow/_schedule.py): its
+            # copy carries the slot and starts at it. The copies the worker sent carry ``sqsjobs.slots``.
+            sends = Counter(message_key(m) for m in self.sqs.sent_to(self.queue)
+                            if m.attribute("sqsjobs.slots") is None)
+            for key, deferrals in led.rate_deferrals.items():
+                assert deferrals <= sends[key], f"{key} deferred {deferrals} times, sent {sends[key]} times"
         assert emitted["JobDeduplicated"] == led.deduplicated, (emitted["JobDeduplicated"], led.deduplicated)
         told = Counter(t.callback.id for t in self.callbacks.told)
         assert all(n == 1 for n in told.values()), told
@@ -940,6 +961,13 @@ class World:
                     f"letter {letter.message_id} has no reason the worker wrote ({kills} killed or repeated late "
                     "receives)")
         letters = [parsed(m.body) for m in self.sqs.messages(self.dlq)]
+        for sent in self.sqs.sent_to(self.queue):  # every rate-limited job eventually runs (or ends otherwise)
+            body = parsed(sent.body)
+            if body.get("job") in RATE_JOBS:
+                key = str(body.get("key"))
+                lettered = any(b.get("key") == key for b in letters)
+                assert self.ledger.started[key] >= 1 or key in self.ledger.ended or lettered, (
+                    f"rate-limited {key} never ran, ended or reached the DLQ")
         for key, v in self.ledger.last_burst.items():
             lettered = any(b.get("args", {}).get("v") == v and b.get("key") == key for b in letters)
             assert self.ledger.effects[f"{key}@{v}"] >= 1 or lettered, (

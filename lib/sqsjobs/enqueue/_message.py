@@ -28,6 +28,8 @@ ATTR_RESENDS = "sqsjobs.resends"
 #: on a finish copy (worker/_decision.py): the lease of the run that succeeded, and the result it stored
 ATTR_FINISH = "sqsjobs.finish"
 ATTR_RESULT = "sqsjobs.result"
+#: on a deferred job's copy: the start slot it reserved of each rate limiter (flow/_schedule.py)
+ATTR_SLOTS = "sqsjobs.slots"
 #: SQS's largest DelaySeconds; longer delays need a scheduler, not a queue.
 MAX_DELAY_SECONDS = 900
 #: the queue a job goes to unless it names another (``SQSJOBS_QUEUE_URL``; ``sqsjobs.enqueue._routing``)

@@ -162,6 +162,9 @@ class TableItem(Model):
     queued_id = UnicodeAttribute(null=True)
     queued_until = NumberAttribute(null=True)
     queued_mode = UnicodeAttribute(null=True)
+    # -- a rate limiter's schedule (sqsjobs.store._rate_ops): limit#<name>#gcra
+    #: its theoretical arrival time: the earliest start the next reserved slot may have (epoch seconds)
+    tat = NumberAttribute(null=True)
 
 
 #: attribute name in the table -> the model's attribute, for serializing values by name

@@ -10,8 +10,9 @@ once where the handler may:
 1. items are taken in the batch's order; each passes the same checks a lone
    job does before it starts (time left, attempts, ``on_crash``, and the
    stages' ``before_run``: a limiter's slot, FIFO order), so limiters count
-   items, not calls (a rate limit's token is an item's; under a concurrency
-   limit a call holds one item, a slot holding one job at once); one that
+   items, not calls (under a rate limit a call holds one item, started at its
+   own slot; under a concurrency limit a call holds one item, a slot holding
+   one job at once); one that
    does not start gives its attempt back;
 2. up to N ready items make one call, under the stages' ``wrap_run`` of the
    call's first item (its ``time_limit`` bounds the whole call); on a FIFO
@@ -104,15 +105,13 @@ def end_call(consumer: Consumer, batch: Batch, chunk: Sequence[Delivery], ran: R
 
 
 def _items_per_call(job: BatchJob[..., object]) -> int:
-    """The items one call may hold: ``batch=N``, or one under a concurrency limit.
+    """The items one call may hold: ``batch=N``, or one under a limiter.
 
     A concurrency limiter's slot (``flow/_permits.py``) holds one running job: a call of more items would run more at
-    once than the slots the batch holds allow.
+    once than the slots the batch holds allow. A rate limiter's start slots are apart (``flow/_schedule.py``): an
+    item starts at its own slot, so a call holds one.
     """
-    from sqsjobs.flow._limits import ConcurrencyLimit
-
-    limiters = job.runtime.registry.limiters
-    if any(isinstance(limiters.get(name), ConcurrencyLimit) for name in job.options.limits):
+    if job.options.limits:
         return 1
     assert job.options.batch is not None
     return job.options.batch

@@ -127,6 +127,8 @@ class Facts:
     can_schedule: bool = False
     #: the limiter that deferred it
     limiter: str | None = None
+    #: DEFERRED to a reserved slot: the slots its copy carries (flow/_schedule.py)
+    reservation: str | None = None
     #: FOLLOWS: the decision of the key's first copy in the batch
     first: Decision | None = None
 
@@ -144,6 +146,8 @@ class Decision:
     ran: bool = False
     #: the limiter that deferred it
     limiter: str | None = None
+    #: the slots a deferred job's copy carries back (flow/_schedule.py)
+    reservation: str | None = None
     notes: tuple[str, ...] = ()
 
     @property
@@ -216,6 +220,11 @@ def _first(f: Facts, random: RandomSource | None) -> Decision:
     if e is Ending.BUSY:
         delay = min(max(f.wait + 1.0, 1.0), float(MAX_VISIBILITY_SECONDS))
         return Decision(action=Action.RETURN, outcome=Outcome.UNSTARTED, delay=delay, notes=("lease held elsewhere",))
+    if e is Ending.DEFERRED and f.reservation is not None:
+        # Its slot is reserved: a copy carries it back, timed to come just before it (a returned message
+        # could not carry it). A deferral is not a re-send (worker/_send_back.py).
+        return Decision(action=Action.RESEND, outcome=Outcome.DEFERRED, delay=f.wait, limiter=f.limiter,
+                        reservation=f.reservation)
     if e is Ending.DEFERRED:
         return Decision(action=Action.RETURN, outcome=Outcome.DEFERRED, delay=f.wait, limiter=f.limiter)
     if e is Ending.FOLLOWS:

@@ -33,7 +33,15 @@ from sqsjobs import _otel
 from sqsjobs._backoff import visibility_seconds
 from sqsjobs._errors import ConfigurationError, ScheduleError
 from sqsjobs.enqueue._batching import batches, send_entries
-from sqsjobs.enqueue._message import ATTR_FINISH, ATTR_JOB, ATTR_RESENDS, ATTR_RESULT, ATTR_TRACE_ID, MAX_DELAY_SECONDS
+from sqsjobs.enqueue._message import (
+    ATTR_FINISH,
+    ATTR_JOB,
+    ATTR_RESENDS,
+    ATTR_RESULT,
+    ATTR_SLOTS,
+    ATTR_TRACE_ID,
+    MAX_DELAY_SECONDS,
+)
 from sqsjobs.store._lease import expiry
 from sqsjobs.worker import _job_records as records
 from sqsjobs.worker._batch import resends
@@ -233,6 +241,9 @@ def resend_entry(d: Delivery, entry_id: str, fifo: bool, *, finish: str | None =
         stored = json.dumps(d.result, separators=(",", ":")) if ran else finish_result(d)
         if stored is not None:
             attributes[ATTR_RESULT] = {"DataType": "String", "StringValue": stored}
+    reservation = d.decision.reservation if d.decision is not None else None
+    if reservation is not None:  # a deferred job's slots (flow/_schedule.py): its next delivery starts at them
+        attributes[ATTR_SLOTS] = {"DataType": "String", "StringValue": reservation}
     entry: dict[str, Any] = {"Id": entry_id, "MessageBody": d.body or "", "MessageAttributes": attributes}
     if fifo:
         entry["MessageGroupId"] = d.group_id or d.message_id

@@ -114,6 +114,12 @@ class Stage:
         limiter's slots the batch took): the run step (``worker/_run_step.py``) starts it once one ends."""
         return False
 
+    def waits_for_start(self, batch: Batch, d: Delivery) -> bool:
+        """True while ``d`` may not be readied because another job of the batch was readied and has not begun
+        yet (a rate limit's slots: a start must happen before the next one is waited for). The run step starts
+        what it readied and comes back at once, without waiting for a job to end."""
+        return False
+
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         """``d`` holds its key and is about to run: the facts that keep it from running, or None."""
         return None
@@ -331,6 +337,18 @@ class Stages(Stage):
                     return True
             except Exception as error:
                 self._failed(batch, stage, "must_wait", error, d)
+        return False
+
+    def waits_for_start(self, batch: Batch, d: Delivery) -> bool:
+        """Whether any stage holds ``d`` back until the jobs already readied have begun (one that raises: none)."""
+        for stage in self.stages:
+            if self._broken(batch, stage) is not None:
+                continue
+            try:
+                if stage.waits_for_start(batch, d):
+                    return True
+            except Exception as error:
+                self._failed(batch, stage, "waits_for_start", error, d)
         return False
 
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
