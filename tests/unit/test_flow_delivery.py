@@ -9,8 +9,8 @@ import pytest
 
 from sqsjobs.enqueue._message import ATTR_RESENDS
 from sqsjobs.testing import DEFAULT_ARN, DEFAULT_FIFO_ARN, sqs_record
-from sqsjobs.worker._decision import Decision, Ending, Facts, decide
-from sqsjobs.worker._delivery import Delivery, IllegalTransition, Outcome, State
+from sqsjobs.worker._decision import Action, Decision, Ending, Facts, decide
+from sqsjobs.worker._delivery import Delivery, IllegalTransition, Outcome
 from sqsjobs.worker._send_back import resend_entry
 
 
@@ -43,8 +43,8 @@ def deferral(limiter: str, delay: float) -> Decision:
 def test_a_deferral_goes_back_from_decoded_or_claimed_and_nowhere_else() -> None:
     before_claim = decoded()
     before_claim.decided(deferral("ses", 2))
-    assert (before_claim.state, before_claim.outcome, before_claim.deferred_by, before_claim.delay) == (
-        State.TO_RETURN, Outcome.DEFERRED, "ses", 2)
+    assert (before_claim.action, before_claim.outcome, before_claim.deferred_by, before_claim.delay) == (
+        Action.RETURN, Outcome.DEFERRED, "ses", 2)
     claimed = decoded()
     claimed.claimed(attempt=1, took_over=False, previous=None)
     claimed.decided(deferral("pdf", 1))
