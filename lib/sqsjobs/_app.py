@@ -24,7 +24,6 @@ from sqsjobs._job_options import declare_options
 from sqsjobs._runtime import Parts, Registry, Runtime
 from sqsjobs._settings import Settings, SettingsSource
 from sqsjobs.enqueue._message import DEFAULT_QUEUE
-from sqsjobs.flow._limits import ConcurrencyLimit, RateLimit
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from sqsjobs._backoff import RandomSource
     from sqsjobs.enqueue._message import JobMessage
     from sqsjobs.enqueue._producer import EnqueueReport
+    from sqsjobs.flow._limits import ConcurrencyLimit, RateLimit
     from sqsjobs.store._lease import LeaseStore
     from sqsjobs.worker._delivery import BatchResult
     from sqsjobs.worker._job_records import JobStatus
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 R = TypeVar("R")
-L = TypeVar("L", RateLimit, ConcurrencyLimit)
+L = TypeVar("L", "RateLimit", "ConcurrencyLimit")  # names: flow/ is imported when an app declares a limiter
 
 
 class JobApp:

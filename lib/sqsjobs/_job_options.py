@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 from sqsjobs._backoff import BackoffPolicy
 from sqsjobs._errors import ConfigurationError, PermanentError, RetryableError
 from sqsjobs._settings import QUEUE_NAME
-from sqsjobs.enqueue._debounce import Dedupe
-from sqsjobs.enqueue._routing import DEFAULT_QUEUE
+from sqsjobs.enqueue._message import DEFAULT_QUEUE
 
 if TYPE_CHECKING:
     from sqsjobs._settings import Settings
+    from sqsjobs.enqueue._debounce import Dedupe
     from sqsjobs.flow._limits import Limiter
 
 
@@ -272,8 +272,11 @@ def check_against_settings(name: str, options: JobOptions, settings: Settings,
 
 
 def _coalescing(name: str, options: JobOptions, *, debounce: Any, dedupe: Any, chunked: bool) -> JobOptions:
-    """``options`` with ``debounce``/``dedupe`` checked (enqueue/_debounce.py)."""
+    """``options`` with ``debounce``/``dedupe`` checked (enqueue/_debounce.py, imported only for a job with them)."""
     from dataclasses import replace
+
+    if debounce is None and dedupe is None:
+        return options
 
     from sqsjobs.enqueue._debounce import check_coalescing, debounce_seconds, dedupe_mode
 
@@ -342,16 +345,21 @@ def _options(name: str, settings: Settings, *, backoff_base: float | None, backo
 
 def _flow_options(name: str, options: JobOptions, limiters: Mapping[str, Limiter], *,
                   limits: Any, queue: Any, tenant_metrics: Any) -> JobOptions:
-    """``options`` with the job's limiters, queue and tenant metrics, each checked (the queue's URL: later)."""
-    from dataclasses import replace
+    """``options`` with the job's limiters, queue and tenant metrics, each checked (the queue's URL: later).
 
-    from sqsjobs.enqueue._routing import job_queue
-    from sqsjobs.flow._limits import job_limits
+    flow/ and the router are imported only for a job that names limiters or a queue that is not one."""
+    from dataclasses import replace
 
     if type(tenant_metrics) is not bool:
         raise ConfigurationError(f"job {name!r}: tenant_metrics must be True or False, got {tenant_metrics!r}")
     if not isinstance(queue, str) or (queue != DEFAULT_QUEUE and not QUEUE_NAME.fullmatch(queue)):
+        from sqsjobs.enqueue._routing import job_queue
+
         job_queue(name, queue, {DEFAULT_QUEUE: None})  # not a queue name at all: refused now, with its hint
+    if isinstance(limits, tuple) and not limits:
+        return replace(options, queue=queue, tenant_metrics=tenant_metrics)
+    from sqsjobs.flow._limits import job_limits
+
     return replace(options, limits=job_limits(name, limits, limiters), queue=queue, tenant_metrics=tenant_metrics)
 
 

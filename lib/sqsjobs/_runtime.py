@@ -348,25 +348,43 @@ class Runtime:
         return consumer
 
     def _stages(self) -> list[Any]:
-        """The features that plug into the batch flow, in the order their hooks run (worker/_stages.py)."""
-        from sqsjobs.enqueue._debounce_stage import DebounceStage
-        from sqsjobs.flow._stage import LimitsStage
+        """The features that plug into the batch flow, in the order their hooks run (worker/_stages.py).
+
+        Debounce and dedupe, limiters, groups and chains are ``OnDemand``: imported and built when the first
+        delivery of a job using them (or a group member, a chain step) arrives, so a worker whose app never
+        uses them loads none of their modules (tests/unit/test_feature_imports.py).
+        """
         from sqsjobs.worker._cancellation import CancellationStage
         from sqsjobs.worker._expiry import ExpiryStage
         from sqsjobs.worker._fifo import FifoOrderStage
+        from sqsjobs.worker._stages import OnDemand
         from sqsjobs.worker._time_limit import TimeLimitStage
-        from sqsjobs.workflows._stage import WorkflowStage
+
+        def debounce() -> Any:
+            from sqsjobs.enqueue._debounce_stage import DebounceStage
+
+            return DebounceStage(store=self.store, clock=self.clock)
+
+        def limits() -> Any:
+            from sqsjobs.flow._stage import LimitsStage
+
+            return LimitsStage(store=self.store, limiters=self.registry.limiters, clock=self.clock, sleep=self.sleep,
+                               logger=self.logger)
+
+        def workflows() -> Any:
+            from sqsjobs.workflows._stage import WorkflowStage
+
+            return WorkflowStage(store=self.store, send=self.send_followups, record_ttl=self.settings.record_ttl,
+                                 clock=self.clock, logger=self.logger)
 
         return [
             ExpiryStage(record_ttl=self.settings.record_ttl, clock=self.clock),
             FifoOrderStage(),
-            DebounceStage(store=self.store, clock=self.clock),
-            LimitsStage(store=self.store, limiters=self.registry.limiters, clock=self.clock, sleep=self.sleep,
-                        logger=self.logger),
+            OnDemand("DebounceStage", _coalesced, debounce),
+            OnDemand("LimitsStage", _limited, limits),
             CancellationStage(self.store),
             TimeLimitStage(),
-            WorkflowStage(store=self.store, send=self.send_followups, record_ttl=self.settings.record_ttl,
-                          clock=self.clock, logger=self.logger),
+            OnDemand("WorkflowStage", _in_a_workflow, workflows),
         ]
 
     @property
@@ -445,3 +463,18 @@ class Runtime:
             yield self
         finally:
             self._parts, self._configured = saved
+
+
+# ---------------------------------------------------------------- which deliveries a feature's stage concerns
+# Each answers as its stage's ``concerns`` does (enqueue/_debounce_stage.py, flow/_stage.py,
+# workflows/_stage.py) without importing the feature: the stage is built on the first that holds.
+def _coalesced(d: Any) -> bool:
+    return d.job is not None and (d.job.options.debounce is not None or d.job.options.dedupe is not None)
+
+
+def _limited(d: Any) -> bool:
+    return d.job is not None and bool(d.job.options.limits)
+
+
+def _in_a_workflow(d: Any) -> bool:
+    return d.envelope is not None and (d.envelope.member_of is not None or d.envelope.step_of is not None)

@@ -109,10 +109,12 @@ def test_a_token_admits_one_start_per_window_across_invocations(make_app: Any, c
 
 
 def limiter_memory(app: Any) -> Any:
-    """What the worker's limits stage learned of its limiters (flow/_stage.py)."""
+    """What the worker's limits stage learned of its limiters (flow/_stage.py; built on demand: worker/_stages.py)."""
     from sqsjobs.flow._stage import LimitsStage
 
-    return next(s for s in app.runtime.consumer.stages.stages if isinstance(s, LimitsStage)).memory
+    stage = next(s for s in app.runtime.consumer.stages.stages if s.name == "LimitsStage").stage
+    assert isinstance(stage, LimitsStage)
+    return stage.memory
 
 
 def test_ten_limited_jobs_cost_one_extra_round_trip_and_a_batch_without_any_costs_none(

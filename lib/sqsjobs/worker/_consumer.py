@@ -26,8 +26,9 @@ feature (features plug in as stages, ``worker/_stages.py``):
    next step), then each decision is *settled* against what its writes did;
 7. **send back** (``worker/_send_back.py``): re-send, schedule, or return
    each with its retry delay;
-8. write the batch's metrics (one EMF document a job,
-   ``worker/_batch_metrics.py``) and return ``batchItemFailures``.
+8. write the batch's metrics (one EMF document a job, with each job's share
+   of what the batch made AWS bill: ``worker/_batch_metrics.py``, counted by
+   ``_usage.UsageMeter``) and return ``batchItemFailures``.
 
 Attempts are the runs that *started* (the job's record counts them), not SQS
 receives: a record returned without running never burns one. This module must
@@ -49,11 +50,12 @@ from sqsjobs import _otel
 from sqsjobs._backoff import BackoffPolicy, RandomSource
 from sqsjobs._errors import PermanentError, RetryableError
 from sqsjobs._job_options import Classification, OnCrash
+from sqsjobs._usage import UsageMeter
 from sqsjobs.enqueue._batching import Sent, send_entries
 from sqsjobs.store._lease import Operation, Written, expiry
 from sqsjobs.worker import _job_records as records
 from sqsjobs.worker._batch import Batch
-from sqsjobs.worker._batch_metrics import write_metrics
+from sqsjobs.worker._batch_metrics import BatchUsage, job_name, write_metrics
 from sqsjobs.worker._budget import remaining_seconds
 from sqsjobs.worker._dead_letters import DeadLetter, evidence_of
 from sqsjobs.worker._decision import Action, Aftermath, Ending, settle
@@ -114,6 +116,11 @@ class Consumer:
         self.settings = settings
         self.jobs = jobs
         self.store = store
+        #: what the batch's DynamoDB and SQS requests bill (the store's client now, SQS's once built)
+        self.meter = UsageMeter()
+        if settings.cost_metrics:
+            self.meter.attach(getattr(store, "client", None))
+            sqs = self.meter.attaching(sqs)
         #: the SQS client, built on first use: a batch of successes never needs one
         self._sqs = sqs
         self.clock = clock
@@ -146,6 +153,8 @@ class Consumer:
         try:
             for d in batch.deliveries:
                 decode(batch, d, self.jobs)                              # 1. decode
+            if self.settings.cost_metrics:
+                self.meter.open(_named(batch.deliveries))
             if _otel.api() is None:
                 return self._process(batch)
             from sqsjobs.worker._spans import BatchTrace
@@ -448,8 +457,10 @@ class Consumer:
 
     # ------------------------------------------------------------------ 8. metrics, result
     def _finish(self, batch: Batch) -> BatchResult:
+        usage = BatchUsage(elapsed_ms=(self.clock() - batch.now) * 1000, memory_mb=memory_mb(batch.context),
+                           metered=self.meter.close()) if self.settings.cost_metrics else None
         write_metrics(batch.deliveries, namespace=self.settings.namespace, service=self.settings.service,
-                      emit=self.emit)
+                      emit=self.emit, usage=usage, clock=self.clock)
         writes = batch.writes
         for fence in writes.lost:
             self.log.warning("fence lost: the lease ran out and another invocation took the key over",
@@ -491,6 +502,38 @@ class Consumer:
             url = queue_url_from_arn(arn, self.settings.queue_url, self.sqs.meta.endpoint_url)
             self._queue_urls[arn] = url
         return url
+
+
+def memory_mb(context: Any) -> int | None:
+    """The function's memory: the Lambda context's, else the runtime's environment; None off Lambda.
+
+    Example:
+        >>> from sqsjobs.testing import FakeContext
+        >>> memory_mb(FakeContext(memory_limit_in_mb=128)), memory_mb(None) is None or memory_mb(None) > 0
+        (128, True)
+    """
+    import os
+
+    value = getattr(context, "memory_limit_in_mb", None) or os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")
+    try:
+        return int(value) if value else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _named(deliveries: Sequence[Delivery]) -> dict[str, str]:
+    """What a request may name of each delivery (its key, body, receipt handle, message id) → its job
+    (``_usage.UsageMeter``)."""
+    named: dict[str, str] = {}
+    for d in deliveries:
+        job = job_name(d)
+        named[d.receipt_handle] = job
+        named[d.message_id] = job
+        if d.body:
+            named[d.body] = job
+        if d.key:
+            named[d.key] = job
+    return named
 
 
 def _loggable(text: str) -> str:
