@@ -34,7 +34,7 @@ ending itself and must never raise out of a batch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqsjobs.worker._stages import StageFailed
 
@@ -42,12 +42,27 @@ if TYPE_CHECKING:
     from sqsjobs._batch_job import BatchJob
     from sqsjobs._job import Job
     from sqsjobs.worker._batch import Batch
-    from sqsjobs.worker._consumer import Consumer
     from sqsjobs.worker._delivery import Delivery
     from sqsjobs.worker._job_call import Ran
+    from sqsjobs.worker._stages import Stages
 
 
-def gather_call(consumer: Consumer, batch: Batch, candidates: Sequence[Delivery],
+class ItemRunner(Protocol):
+    """What running a batch handler's items needs of the consumer (``worker/_consumer.py`` is the one)."""
+
+    @property
+    def stages(self) -> Stages: ...
+
+    @property
+    def log(self) -> Any: ...
+
+    def ready(self, batch: Batch, d: Delivery) -> bool: ...
+
+    def record_ending(self, batch: Batch, d: Delivery, error: BaseException | None,
+                      ended_at: float | None = None) -> None: ...
+
+
+def gather_call(consumer: ItemRunner, batch: Batch, candidates: Sequence[Delivery],
                 may_join: Callable[[Delivery], bool]) -> list[Delivery]:
     """The items that start one call now: ``candidates`` (claimed items of one job, in order) that pass their
     checks, up to the job's ``batch=N``, one of each FIFO group; those that fail a check are concluded."""
@@ -81,7 +96,7 @@ def invoke_call(job: Job[Any, Any], chunk: Sequence[Delivery]) -> Callable[[], A
     return lambda: job.call(items)
 
 
-def end_call(consumer: Consumer, batch: Batch, chunk: Sequence[Delivery], ran: Ran) -> None:
+def end_call(consumer: ItemRunner, batch: Batch, chunk: Sequence[Delivery], ran: Ran) -> None:
     """The call for ``chunk`` returned or raised: each item ends as if it had run alone."""
     from sqsjobs._batch_job import item_errors
 

@@ -42,7 +42,7 @@ import json
 import random as _random
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -175,9 +175,8 @@ class Consumer:
         RunStep(self, batch, firsts, self.runners).run()                 # 4. run, several at once
         self.stages.after_runs(batch)
         batch.writes.wait()
-        self._dead_letter(batch)                                         # 5. the DLQ, then its records
-        followups = self.stages.after_records(batch)                     # 6. groups, chains
-        self._settle(batch, followups)
+        refused = self._dead_letter(batch)                               # 5. the DLQ, then its records
+        self._settle(batch, refused)                                     # 6. groups, chains; settle
         self.send_back.run(batch)                                        # 7. re-send, schedule, return
         return self._finish(batch)                                       # 8. metrics, result
 
@@ -379,10 +378,12 @@ class Consumer:
         batch.conclude(d, Ending.FOLLOWS, first=first.decision)
 
     # ------------------------------------------------------------------ 5. dead letters
-    def _dead_letter(self, batch: Batch) -> None:
-        pending = [d for d in batch.deliveries if d.state is State.TO_DEAD_LETTER]
+    def _dead_letter(self, batch: Batch) -> dict[int, str]:
+        """Send the batch's dead letters, then write their records; the letters the DLQ refused (by index: why)."""
+        pending = [d for d in batch.deliveries if d.action is Action.DEAD_LETTER]
+        refused: dict[int, str] = {}
         if not pending:
-            return
+            return refused
         dlq_url = self.settings.dlq_url
         letters = [self._dead_letter_of(d) for d in pending]
         if dlq_url:
@@ -402,7 +403,7 @@ class Consumer:
             if why is not None:
                 self.log.error("DLQ send failed; leaving the message on its queue", extra={**self._fields(d),
                                                                                            "error": why})
-                d.settled(settle(d.decision, Aftermath(dead_letter_refused=why), batch.facts[d.index], self.random))
+                refused[d.index] = why
                 if d.holds_lease:
                     batch.writes.submit(d, records.retrying(d.key, batch.owner, now=now, expires_at=expires_at,
                                                             error=d.error))
@@ -422,6 +423,7 @@ class Consumer:
             if not written.ok and not (written.item and written.item.get("original_message_id") == d.message_id):
                 self.log.error("could not write a dead letter's evidence: status and redrive will show its reason "
                                "as none", extra={**self._fields(d), "error": written.error or "refused"})
+        return refused
 
     def _dead_letter_of(self, d: Delivery) -> DeadLetter:
         assert d.reason is not None and d.error is not None
@@ -433,15 +435,25 @@ class Consumer:
         )
 
     # ------------------------------------------------------------------ 6. settle
-    def _settle(self, batch: Batch, followups: Mapping[int, str]) -> None:
-        """Each decision, against what its record write and its follow-ups did."""
-        for d in batch.deliveries:
-            if d.decision is None or d.state not in (State.TO_ACK, State.TO_DEAD_LETTER, State.TO_RESEND,
-                                                     State.TO_SCHEDULE):
-                continue
-            after = Aftermath(record_failed=batch.writes.failure(d) if d.outcome is Outcome.SUCCEEDED else None,
-                              followup_failed=followups.get(d.index) or batch.followups_failed.get(d.index))
+    def _settle(self, batch: Batch, refused: Mapping[int, str]) -> None:
+        """Each decision against what carrying it out did: the one place a decision is settled."""
+        for d, after in self._aftermaths(batch, refused):
+            assert d.decision is not None
             d.settled(settle(d.decision, after, batch.facts[d.index], self.random))
+
+    def _aftermaths(self, batch: Batch, refused: Mapping[int, str]) -> Iterator[tuple[Delivery, Aftermath]]:
+        """What carrying each decision out did, in the order it must be settled: the letters the DLQ refused
+        first (they go back: the stages' ``after_records`` must not count them dead-lettered), then, once the
+        stages wrote their follow-ups (a group's count, a chain's next step), every delivery that leaves."""
+        for d in batch.deliveries:
+            if d.index in refused:
+                yield d, Aftermath(dead_letter_refused=refused[d.index])
+        followups = self.stages.after_records(batch)
+        for d in batch.deliveries:
+            if d.action is None or d.action is Action.RETURN:
+                continue
+            yield d, Aftermath(record_failed=batch.writes.failure(d) if d.outcome is Outcome.SUCCEEDED else None,
+                               followup_failed=followups.get(d.index) or batch.followups_failed.get(d.index))
 
     # ------------------------------------------------------------------ 8. metrics, result
     def _finish(self, batch: Batch) -> BatchResult:

@@ -62,9 +62,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from sqsjobs.worker._batch_handler import end_call, gather_call, invoke_call
+from sqsjobs.worker._batch_handler import ItemRunner, end_call, gather_call, invoke_call
 from sqsjobs.worker._budget import remaining_seconds
 from sqsjobs.worker._decision import Ending
 from sqsjobs.worker._delivery import State
@@ -75,12 +75,35 @@ if TYPE_CHECKING:
     import contextvars
 
     from sqsjobs._job import Job
+    from sqsjobs._settings import Settings
     from sqsjobs.worker._batch import Batch
-    from sqsjobs.worker._consumer import Consumer
     from sqsjobs.worker._delivery import Delivery
-    from sqsjobs.worker._job_call import Ran
+    from sqsjobs.worker._job_call import JobCalls, Ran
     from sqsjobs.worker._job_runners import JobRunners
-    from sqsjobs.worker._timer import TimerHandle
+    from sqsjobs.worker._timer import Timer, TimerHandle
+
+
+class Runner(ItemRunner, Protocol):
+    """What the run step drives of the consumer (``worker/_consumer.py`` is the one): its settings, clock and
+    timer, how it calls a job, and how a claimed delivery that does not run ends."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def calls(self) -> JobCalls: ...
+
+    @property
+    def timer(self) -> Timer: ...
+
+    def clock(self) -> float: ...
+
+    def _follow(self, batch: Batch, d: Delivery, first: Delivery | None) -> None: ...
+
+    def _fields(self, d: Delivery) -> dict[str, Any]: ...
+
+    def _unstarted(self, batch: Batch, d: Delivery, ending: Ending, **known: Any) -> None: ...
+
 
 
 class Mode(StrEnum):
@@ -135,7 +158,7 @@ class Unit:
 class RunStep:
     """The run step of one batch (see the module docstring); ``run`` once."""
 
-    def __init__(self, consumer: Consumer, batch: Batch, firsts: dict[str, Delivery], runners: JobRunners) -> None:
+    def __init__(self, consumer: Runner, batch: Batch, firsts: dict[str, Delivery], runners: JobRunners) -> None:
         self.consumer = consumer
         self.batch = batch
         self.firsts = firsts

@@ -46,6 +46,7 @@ from sqsjobs.store._lease import expiry
 from sqsjobs.worker import _job_records as records
 from sqsjobs.worker._batch import resends
 from sqsjobs.worker._dead_letters import NAMESPACE, carry_redrive_counts, sqs_attribute
+from sqsjobs.worker._decision import Action
 from sqsjobs.worker._delivery import Delivery, Outcome, State
 
 if TYPE_CHECKING:
@@ -93,13 +94,13 @@ class SendBack:
     def run(self, batch: Batch) -> None:
         """Finish every delivery: acknowledge, schedule, re-send, or return it with its delay."""
         for d in batch.deliveries:
-            if d.state in (State.TO_ACK, State.TO_DEAD_LETTER):
+            if d.action in (Action.ACK, Action.DEAD_LETTER):
                 d.finished()
-        scheduling = [d for d in batch.deliveries if d.state is State.TO_SCHEDULE]
+        scheduling = [d for d in batch.deliveries if d.action is Action.SCHEDULE]
         self._schedule(batch, scheduling)
-        resending = [d for d in batch.deliveries if d.state is State.TO_RESEND]
+        resending = [d for d in batch.deliveries if d.action is Action.RESEND]
         self._resend(batch, resending)
-        returning = [d for d in batch.deliveries if d.state is State.TO_RETURN]
+        returning = [d for d in batch.deliveries if d.action is Action.RETURN]
         for d in returning:
             d.finished()
         # A message whose re-send or schedule failed goes back too, with its delay (12 hours at most).

@@ -25,7 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs.enqueue._envelope import MemberOf
-from sqsjobs.worker._delivery import Delivery, Outcome, State
+from sqsjobs.worker._decision import Action
+from sqsjobs.worker._delivery import Delivery, Outcome
 from sqsjobs.worker._stages import Stage
 from sqsjobs.workflows._chains import ChainRecords
 from sqsjobs.workflows._groups import Count, Counted, GroupRecords, GroupState, count
@@ -52,9 +53,9 @@ def counts_as(d: Delivery, *, recorded: bool = True) -> str | None:
         >>> counts_as(d) is None
         True
     """
-    if d.state is State.TO_DEAD_LETTER:
+    if d.action is Action.DEAD_LETTER:
         return "dead_lettered"  # the DLQ has it (a refused send went back before this stage)
-    if d.state is not State.TO_ACK or d.outcome is None:
+    if d.action is not Action.ACK or d.outcome is None:
         return None
     if d.outcome is Outcome.DUPLICATE:
         return d.counts_as or "succeeded"
@@ -168,7 +169,7 @@ class WorkflowStage(Stage):
         for d in related:
             step = d.envelope.step_of if d.envelope is not None else None
             recorded = batch.writes.failure(d) is None
-            if step is None or d.state is not State.TO_ACK or counts_as(d, recorded=recorded) != "succeeded":
+            if step is None or d.action is not Action.ACK or counts_as(d, recorded=recorded) != "succeeded":
                 continue
             try:
                 if step.chain not in steps:
