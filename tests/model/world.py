@@ -101,8 +101,8 @@ from sqsjobs.enqueue._envelope import CallbackTo
 from sqsjobs.enqueue._sizes import WORKER_ATTRIBUTE_BYTES
 from sqsjobs.store._lease import LeaseState, Operation
 from sqsjobs.store._lease_ops import Acquire, Amend, Close, Complete, Release, Renew, Transact
-from sqsjobs.testing.callbacks import FakeCallbacks
 from sqsjobs.store._rate_ops import TakeSlots
+from sqsjobs.testing.callbacks import FakeCallbacks
 from sqsjobs.testing.events import FakeContext, record_from_message
 from sqsjobs.testing.fake_sqs import FakeSQS, QueuedMessage
 from sqsjobs.testing.flaky_store import FlakyStore
