@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs.enqueue._envelope import CallbackTo
 from sqsjobs.store._lease_ops import Amend
-from sqsjobs.worker._delivery import Delivery, State
+from sqsjobs.worker._decision import Action
+from sqsjobs.worker._delivery import Delivery
 from sqsjobs.worker._job_records import error_text
 from sqsjobs.worker._stages import Stage
 from sqsjobs.workflows._callback_sender import CallbackClosed, CallbackSender
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from sqsjobs.workflows._groups import GroupState
 
 #: deliveries that go back to wait: a heartbeat, when asked
-WAITING = frozenset({State.TO_RETURN, State.TO_RESEND, State.TO_SCHEDULE})
+WAITING = frozenset({Action.RETURN, Action.RESEND, Action.SCHEDULE})
 #: the group head's fields: the callback (its envelope wire, as JSON) and when it was told
 GROUP_CALLBACK, GROUP_TOLD = "workflow_callback", "workflow_callback_told"
 
@@ -74,7 +75,7 @@ def final_answer(d: Delivery, record: LeaseItem | None, *, recorded: bool) -> An
         True
     """
     job = d.job_name if d.job_name != "?" else None
-    if d.state is State.TO_DEAD_LETTER:
+    if d.action is Action.DEAD_LETTER:
         reason = d.reason.value if d.reason is not None else None
         last = error_text(d.error) if d.error is not None else None
         return failed(DEAD_LETTERED, key=d.key, job=job, reason=reason, last_error=last)
@@ -104,9 +105,9 @@ class CallbackStage(Stage):
         failed_: dict[int, str] = {}
         final: list[Delivery] = []
         for d in carrying:
-            if d.state is State.TO_DEAD_LETTER or counts_as(d, recorded=batch.writes.failure(d) is None):
+            if d.action is Action.DEAD_LETTER or counts_as(d, recorded=batch.writes.failure(d) is None):
                 final.append(d)
-            elif d.state in WAITING and (cb := callback_of(d)) is not None and cb.heartbeat:
+            elif d.action in WAITING and (cb := callback_of(d)) is not None and cb.heartbeat:
                 self._heartbeat(d, cb)
         if not final:
             return failed_
