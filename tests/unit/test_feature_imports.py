@@ -135,3 +135,12 @@ def test_an_app_with_a_limiter_and_a_debounced_job_loads_those_features_only(tmp
     assert set(features_in(report["batch"])) == {"limiters", "debounce and dedupe"}
     assert "sqsjobs.flow._stage" in report["batch"] and "sqsjobs.enqueue._debounce_stage" in report["batch"]
     assert "sqsjobs.flow._stage" not in report["import"]  # the stages are built by the first batch that needs them
+
+
+def test_a_stage_built_on_demand_forwards_every_hook_a_stage_has() -> None:
+    # worker/_stages.py's OnDemand: a hook it does not forward is silently the base class's no-op for the feature
+    # (the limiter's waits_for_start once was: async jobs under a rate limit all began at the last slot).
+    from sqsjobs.worker._stages import OnDemand, Stage
+
+    hooks = {name for name, value in vars(Stage).items() if callable(value) and not name.startswith("_")}
+    assert hooks - set(vars(OnDemand)) == set()

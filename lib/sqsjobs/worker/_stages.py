@@ -223,6 +223,10 @@ class OnDemand(Stage):
         stage = self._for(d)
         return stage.must_wait(batch, d) if stage is not None else False
 
+    def waits_for_start(self, batch: Batch, d: Delivery) -> bool:
+        stage = self._for(d)
+        return stage.waits_for_start(batch, d) if stage is not None else False
+
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         stage = self._for(d)
         return stage.before_run(batch, d) if stage is not None else None
