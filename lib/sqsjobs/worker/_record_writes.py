@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
-from sqsjobs._backoff import BackoffPolicy, RandomSource
+from sqsjobs._backoff import BackoffPolicy, RandomSource, Retries
 from sqsjobs._settings import DEFAULT_FLUSH_AFTER
 
 if TYPE_CHECKING:
@@ -40,9 +40,8 @@ if TYPE_CHECKING:
     from sqsjobs.worker._delivery import Delivery
     from sqsjobs.worker._timer import Timer, TimerHandle
 
-#: tries of one record write in all (botocore's own retries are inside each)
-RECORD_WRITE_TRIES = 6
-RECORD_WRITE_BACKOFF = BackoffPolicy(base=0.05, cap=1.0)
+#: tries of one record write in all (botocore's own retries are inside each), full jitter between
+RECORD_WRITE_RETRIES = Retries(tries=6, backoff=BackoffPolicy(base=0.05, cap=1.0))
 #: seconds a finished job's record may wait to be written with others (the crash window, in time): the default
 #: of the ``flush_after`` setting
 FLUSH_AFTER = DEFAULT_FLUSH_AFTER
@@ -61,16 +60,10 @@ def write_with_retries(store: LeaseStore, op: Operation, *, sleep: Callable[[flo
         ...                    time_left=lambda: 60.0).error  # six tries in all, then the last answer
         'injected by FlakyStore.fail'
     """
-    answer = store.write(op)
-    for attempt in range(1, RECORD_WRITE_TRIES):
+    for _ in RECORD_WRITE_RETRIES.attempts(sleep=sleep, random=random, time_left=time_left):  # one try at least
+        answer = store.write(op)
         if answer.error is None:
             break
-        pause = RECORD_WRITE_BACKOFF.next_delay(attempt, random)
-        left = time_left()
-        if left is not None and pause >= left:
-            break
-        sleep(pause)
-        answer = store.write(op)
     return answer
 
 
@@ -88,19 +81,14 @@ def write_batch_with_retries(store: LeaseStore, ops: Sequence[Operation], *, sle
         >>> [w.ok for w in write_batch_with_retries(store, ops, sleep=lambda s: None, time_left=lambda: 60.0)]
         [True, True]
     """
-    answers = store.write_batch(ops)
-    for attempt in range(1, RECORD_WRITE_TRIES):
-        failed = [i for i, answer in enumerate(answers) if answer.error is not None]
+    answers: dict[int, Written] = {}
+    failed = list(range(len(ops)))
+    for _ in RECORD_WRITE_RETRIES.attempts(sleep=sleep, random=random, time_left=time_left):
+        answers.update(zip(failed, store.write_batch([ops[i] for i in failed]), strict=True))
+        failed = [i for i in failed if answers[i].error is not None]
         if not failed:
             break
-        pause = RECORD_WRITE_BACKOFF.next_delay(attempt, random)
-        left = time_left()
-        if left is not None and pause >= left:
-            break
-        sleep(pause)
-        for index, answer in zip(failed, store.write_batch([ops[i] for i in failed]), strict=True):
-            answers[index] = answer
-    return answers
+    return [answers[i] for i in range(len(ops))]
 
 
 class RecordWrites:
