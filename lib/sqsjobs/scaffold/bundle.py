@@ -35,7 +35,7 @@ Usage (python3.12)::
 
 Example:
     >>> kept_services(None)
-    ['dynamodb', 'scheduler', 'sqs']
+    ['dynamodb', 'lambda', 'scheduler', 'sqs', 'stepfunctions']
 """
 
 from __future__ import annotations
