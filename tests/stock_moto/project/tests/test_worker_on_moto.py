@@ -96,24 +96,6 @@ def test_a_stale_owner_s_completions_are_refused(cloud: Any) -> None:
         assert status is not None and status.state == "succeeded"
 
 
-@pytest.mark.parametrize("endpoint", ["mock_aws", "ThreadedMotoServer"], indirect=True)
-@pytest.mark.usefixtures("sqsjobs_moto_partiql")
-def test_moto_partiql_keeps_the_batched_path_where_moto_runs_in_this_process(cloud: Any, endpoint: str | None,
-                                                                              caplog: pytest.LogCaptureFixture) -> None:
-    # Opt in (the package's fixture): moto answers sqsjobs' statements as DynamoDB documents, for this test.
-    caplog.set_level(logging.WARNING)
-    calls: list[str] = []
-    cloud.dynamodb.meta.events.register("after-call.dynamodb.*", lambda model, **_: calls.append(model.name))
-    for order in (20, 21, 22):
-        shop.send_receipt.enqueue(order_id=order)
-    assert worker.handler(cloud.event(cloud.receive()), None) == {"batchItemFailures": []}
-    assert sorted(shop.sent) == [20, 21, 22]
-    # The probe (twice: the table's first; on a server's endpoint, one statement before it), then one call
-    # for the claims and one for the completions.
-    assert calls == ["BatchExecuteStatement"] * (4 if endpoint is None else 5)
-    assert not [r for r in caplog.records if "BatchExecuteStatement" in r.getMessage()]
-
-
 def test_a_rate_limit_reserves_one_slot_a_job_and_defers_the_rest_once_to_their_slots(cloud: Any) -> None:
     # One a minute: the first starts, the next two get slots a minute and two minutes on, carried by their copies.
     for user in (1, 2, 3):
@@ -144,3 +126,21 @@ def test_a_rate_limit_reserves_one_slot_a_job_and_defers_the_rest_once_to_their_
     after = cloud.dynamodb.get_item(TableName=cloud.table, Key={"pk": {"S": "limit#mail#gcra"}},
                                     ConsistentRead=True)["Item"]
     assert after["tat"] == schedule["tat"]
+
+
+@pytest.mark.parametrize("endpoint", ["mock_aws", "ThreadedMotoServer"], indirect=True)
+@pytest.mark.usefixtures("sqsjobs_moto_partiql")
+def test_moto_partiql_keeps_the_batched_path_where_moto_runs_in_this_process(cloud: Any, endpoint: str | None,
+                                                                              caplog: pytest.LogCaptureFixture) -> None:
+    # Opt in (the package's fixture): moto answers sqsjobs' statements as DynamoDB documents, for this test.
+    caplog.set_level(logging.WARNING)
+    calls: list[str] = []
+    cloud.dynamodb.meta.events.register("after-call.dynamodb.*", lambda model, **_: calls.append(model.name))
+    for order in (20, 21, 22):
+        shop.send_receipt.enqueue(order_id=order)
+    assert worker.handler(cloud.event(cloud.receive()), None) == {"batchItemFailures": []}
+    assert sorted(shop.sent) == [20, 21, 22]
+    # The probe (twice: the table's first; on a server's endpoint, one statement before it), then one call
+    # for the claims and one for the completions.
+    assert calls == ["BatchExecuteStatement"] * (4 if endpoint is None else 5)
+    assert not [r for r in caplog.records if "BatchExecuteStatement" in r.getMessage()]
