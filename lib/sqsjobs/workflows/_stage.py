@@ -144,9 +144,10 @@ class WorkflowStage(Stage):
             return
         if self.answer_group is not None:
             why = self.answer_group(group_id, state, now)
-            if why is not None:
+            if why is not None:  # the members come back and finish it: the workflow first, then the callbacks
                 for d in members:
                     failed.setdefault(d.index, why)
+                return
         callbacks = [restored(text) for _, text in due]
         if batch.trace is not None:  # each callback's run links to the member runs that finished the group
             done = [d for d in members if d.outcome is not None]
