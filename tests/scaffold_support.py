@@ -123,7 +123,7 @@ LAMBDA_PATHS = ("/var/task", "/opt")
 
 def machine_paths(text: str, roots: tuple[str, ...] = ()) -> list[str]:
     """The paths of this machine named in ``text``: ``file:`` URLs, drive paths, any of ``roots``, and absolute
-    paths whose first directory exists here (``/work/...``, ``/home/...``; not ``/aws/lambda/...``)."""
+    paths whose first directory exists here (a checkout's or a home directory's; not ``/aws/lambda/...``)."""
     found = _LOCAL_URL.findall(text)
     found += [root for root in roots if root and root in text]
     for match in _ABSOLUTE.finditer(text):
