@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs._frozen import per_message
 from sqsjobs.enqueue._message import ATTR_RESENDS
 from sqsjobs.store._lease import LeaseItem, LeaseState, LeaseStore, Written
 from sqsjobs.store._lease_ops import Acquire, Annotate, Close, Complete, Release
@@ -93,7 +94,7 @@ class Verdict(StrEnum):
     ERROR = "error"  #: the store failed: come back later
 
 
-@dataclass(frozen=True, kw_only=True)
+@per_message
 class Claim:
     """Ask for ``key`` for one delivery of ``job``."""
 
