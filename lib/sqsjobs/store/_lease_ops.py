@@ -1,7 +1,8 @@
 """The lease's own operations (``sqsjobs.store._lease`` draws their states): each a rule, stated once.
 
 ``Acquire``, ``Complete``, ``Release``, ``HandOver``, ``Renew``, ``Close``,
-``Annotate`` and ``Amend`` are frozen dataclasses; ``rule()`` says what must
+``Annotate`` and ``Amend`` are immutable values (``sqsjobs._frozen``: the three a batch makes per message
+are ``per_message`` dataclasses, the rest ``Value`` classes); ``rule()`` says what must
 hold and what changes (``sqsjobs.store._rules``), ``values()`` what its
 parameters take. A rule depends on an operation's *shape* only (which fields
 it writes or removes, which checks it makes), never on its values, so the
@@ -17,10 +18,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
-from sqsjobs._frozen import per_message
+from sqsjobs._frozen import Value, per_message
 from sqsjobs.store._item import LeaseState
 from sqsjobs.store._rules import (
     KEY,
@@ -257,8 +258,7 @@ class Release:
                 "attempts_delta": self.attempts_delta}
 
 
-@dataclass(frozen=True, kw_only=True)
-class HandOver:
+class HandOver(Value, kw_only=True):
     """The holder passes the lease to ``to_owner`` (stays HELD), fenced on ``owner``."""
 
     key: str
@@ -275,8 +275,7 @@ class HandOver:
                 "expires_at": self.expires_at}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Renew:
+class Renew(Value, kw_only=True):
     """The holder moves the end of its lease to ``lease_until`` (it stays HELD), fenced on ``owner``."""
 
     key: str
@@ -293,8 +292,7 @@ class Renew:
                 "expires_at": self.expires_at}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Close:
+class Close(Value, kw_only=True):
     """Settle an item nobody holds: when absent, RELEASED, HELD past its lease, or past its TTL.
 
     It becomes DONE (a cancel marker: nothing acquires it any more) or
@@ -322,8 +320,7 @@ class Close:
                 "expires_at": self.expires_at}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Annotate:
+class Annotate(Value, kw_only=True):
     """Set fields on a lease somebody holds under a live lease (a cancel request)."""
 
     key: str
@@ -338,8 +335,7 @@ class Annotate:
         return {**data_values(self.data), "now": self.now}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Amend:
+class Amend(Value, kw_only=True):
     """Change an item that exists, held or not, when ``expect`` holds; the answer carries the item as it became.
 
     ``expect`` maps a field to the value it must have (``None``: the field
@@ -392,8 +388,7 @@ TransactedOperation = Complete | Release | HandOver | Renew | Close | Annotate |
 MAX_TRANSACTION_OPS = 100
 
 
-@dataclass(frozen=True, kw_only=True)
-class Transact:
+class Transact(Value, kw_only=True):
     """Operations on distinct keys, written together or not at all (one ``TransactWriteItems``).
 
     Each keeps its own condition; when one does not hold nothing is written,
