@@ -71,10 +71,10 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, cast
 
+from sqsjobs._frozen import Value
 from sqsjobs.store import _rules as r
 from sqsjobs.store._item import LeaseState
 from sqsjobs.store._lease import Operation, Written
@@ -188,8 +188,7 @@ def bind(op: Operation, table: str) -> dict[str, Any]:
     return bind_update(update_shape(op.rule(), table), op.key, op.values())
 
 
-@dataclass(frozen=True)
-class UpdateShape:
+class UpdateShape(Value):
     """An ``UPDATE`` statement's text, and what fills its ``?`` in order (the key is the first ``WHERE`` one)."""
 
     text: str
@@ -295,8 +294,7 @@ def bind_update(shape: UpdateShape, key: str, values: Mapping[str, Any]) -> dict
     return {"Statement": shape.text, "Parameters": parameters, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
 
 
-@dataclass(frozen=True)
-class InsertShape:
+class InsertShape(Value):
     """An ``INSERT``: the item a rule makes from nothing, column by column (the key first, then the model's order).
 
     A column's value is worked out as ``Rule.apply`` works it out on no item
