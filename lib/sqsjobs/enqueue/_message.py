@@ -28,6 +28,9 @@ ATTR_RESENDS = "sqsjobs.resends"
 #: on a finish copy (worker/_decision.py): the lease of the run that succeeded, and the result it stored
 ATTR_FINISH = "sqsjobs.finish"
 ATTR_RESULT = "sqsjobs.result"
+#: on a dead letter's copy (re-sent at its backstop while a follow-up of it failed): the message its record
+#: dead-lettered; the copy's claim is refused as that message's would be (store/_lease_ops.py LETTERS)
+ATTR_LETTER = "sqsjobs.letter"
 #: on a deferred job's copy: the start slot it reserved of each rate limiter (flow/_schedule.py)
 ATTR_SLOTS = "sqsjobs.slots"
 #: SQS's largest DelaySeconds; longer delays need a scheduler, not a queue.

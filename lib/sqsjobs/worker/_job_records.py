@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs.enqueue._message import ATTR_RESENDS
 from sqsjobs.store._lease import LeaseItem, LeaseState, LeaseStore, Written
-from sqsjobs.store._lease_ops import Acquire, Annotate, Close, Complete, Release
+from sqsjobs.store._lease_ops import LETTERS, Acquire, Annotate, Close, Complete, Release, letter_number
 from sqsjobs.worker._dead_letters import ATTR_REASON, ATTR_REDRIVE_COUNT
 from sqsjobs.worker._request import Request
 
@@ -157,7 +157,7 @@ class ClaimResult:
             return cls(key=claim.key, verdict=Verdict.ERROR, error=written.error)
         if item is None:  # gone between the condition and the answer: another claim will tell
             return cls(key=claim.key, verdict=Verdict.BUSY, lease_until=claim.now)
-        if item.state is LeaseState.RELEASED and item.get("dead_letter_of") == claim.message_id:
+        if item.state is LeaseState.RELEASED and lettered(item, claim.message_id):
             return cls(key=claim.key, verdict=Verdict.ALREADY_DEAD_LETTERED, previous=item)
         owner = item.get("job")
         if owner is not None and owner != claim.job:
@@ -252,7 +252,15 @@ def dead_lettered(key: str, owner: str, *, now: float, expires_at: float, error:
     return Release(key=key, owner=owner, expires_at=expires_at, attempts_delta=0 if ran else -1,
                    data={"outcome": JobState.DEAD_LETTERED.value, "updated_at": now, "finished_at": now,
                          "last_error": error_text(error), "reason": reason, "dead_letter_of": message_id,
-                         "spent_attempts": spent})
+                         "spent_attempts": spent}, add={LETTERS: letter_number(message_id)})
+
+
+def lettered(item: LeaseItem, message_id: str) -> bool:
+    """Whether the record dead-lettered ``message_id``, last or ever (``LETTERS``)."""
+    if item.get("dead_letter_of") == message_id:
+        return True
+    letters = item.get(LETTERS)
+    return bool(letters) and letter_number(message_id) in {int(n) for n in letters}
 
 
 def conflict_text(key: str, job: str, stored: LeaseItem | None, fingerprint: str | None) -> str:
