@@ -1,4 +1,4 @@
-"""Backoff bounds, full jitter by default, and what turning jitter off does."""
+"""Backoff bounds, full jitter by default, what turning jitter off does, and the one retry loop (``Retries``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from sqsjobs._backoff import MAX_VISIBILITY_SECONDS, BackoffPolicy, visibility_seconds
+from sqsjobs._backoff import MAX_VISIBILITY_SECONDS, BackoffPolicy, Retries, visibility_seconds
 from sqsjobs._errors import ConfigurationError
 
 
@@ -89,3 +89,50 @@ def test_visibility_seconds_floors_and_clamps_to_what_sqs_takes() -> None:
     assert visibility_seconds(17.6) == 17
     assert visibility_seconds(-3) == 0
     assert visibility_seconds(10**9) == MAX_VISIBILITY_SECONDS
+
+
+class Clock:
+    """An injected clock that moves only when the code under test sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_retries_try_at_most_tries_times_with_a_full_jitter_pause_before_each_retry() -> None:
+    clock, asked = Clock(), RecordingRandom()
+    retries = Retries(tries=5, backoff=BackoffPolicy(base=0.1, cap=0.3))
+    assert list(retries.attempts(sleep=clock.sleep, random=asked)) == [1, 2, 3, 4, 5]
+    # RecordingRandom answers the top of each range: the pauses are the bounds, asked once a retry.
+    assert asked.calls == [(0, 0.1), (0, 0.2), (0, 0.3), (0, 0.3)]
+    assert clock.slept == [0.1, 0.2, 0.3, 0.3]
+
+
+def test_retries_stop_before_a_pause_that_would_outlast_the_time_left() -> None:
+    clock = Clock()
+    deadline = 0.65
+    retries = Retries(tries=10, backoff=BackoffPolicy(base=0.1, cap=10, jitter=False))
+    tried = list(retries.attempts(sleep=clock.sleep, time_left=lambda: deadline - clock.now))
+    # Pauses 0.1, 0.2 fit (0.3 s slept); the next, 0.4, would end at 0.7, after the deadline.
+    assert tried == [1, 2, 3]
+    assert clock.slept == [0.1, 0.2]
+    assert clock.now < deadline
+
+
+def test_retries_stop_when_the_caller_breaks_and_never_sleep_after_the_last_try() -> None:
+    clock = Clock()
+    retries = Retries(tries=3, backoff=BackoffPolicy(base=1, cap=1))
+    for attempt in retries.attempts(sleep=clock.sleep, random=random.Random(3)):
+        if attempt == 2:
+            break
+    assert len(clock.slept) == 1
+    clock = Clock()
+    assert list(Retries(tries=3, backoff=BackoffPolicy(base=1, cap=1)).attempts(
+        sleep=clock.sleep, random=random.Random(3), time_left=lambda: None)) == [1, 2, 3]
+    assert len(clock.slept) == 2  # none after the third and last try
+    with pytest.raises(ConfigurationError, match="tries"):
+        Retries(tries=0, backoff=BackoffPolicy())

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs._backoff import BackoffPolicy, RandomSource
+from sqsjobs._backoff import BackoffPolicy, RandomSource, Retries
 from sqsjobs._errors import ConfigurationError, EnqueueError, MessageTooLargeError
 from sqsjobs.enqueue._batching import SQS_MAX_BYTES, SQS_MAX_ENTRIES, batches
 from sqsjobs.enqueue._envelope import DEFAULT_MESSAGE_BYTES
@@ -204,9 +204,8 @@ class Producer:
                 )
                 continue
             pending.append(i)
-        attempt = 0
-        while pending:
-            attempt += 1
+        # Each round spends at least one request on every message it carries: max_calls rounds at most.
+        for _ in Retries(tries=self.max_calls, backoff=self.backoff).attempts(sleep=self.sleep, random=self.random):
             retry: list[int] = []
             for chunk in batches(pending, max_bytes=MAX_BATCH_BYTES, size_of=lambda i: messages[i].size()):
                 entries = [built[i] for i in chunk]
@@ -245,8 +244,8 @@ class Producer:
                         retry.append(index)
             # Another round only for messages whose budget still holds botocore's worst case for one call.
             pending = sorted(i for i in retry if spent[i] + self.attempts <= self.max_calls)
-            if pending:
-                self.sleep(self.backoff.next_delay(attempt, self.random))
+            if not pending:
+                break
         return EnqueueReport(message_ids=ids, failed=tuple(failed[i] for i in sorted(failed)), calls=calls)
 
     def _entry(self, message: JobMessage) -> dict[str, Any]:

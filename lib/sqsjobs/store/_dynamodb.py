@@ -49,7 +49,7 @@ from pynamodb.expressions.condition import Condition, Contains
 from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import Action, Update
 
-from sqsjobs._backoff import BackoffPolicy, RandomSource
+from sqsjobs._backoff import BackoffPolicy, RandomSource, Retries
 from sqsjobs._errors import StoreError
 from sqsjobs.store import _rules as r
 from sqsjobs.store import _statements as s
@@ -74,9 +74,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 #: BatchGetItem reads at most this many keys a call
 BATCH_GET_KEYS = 100
-#: a transaction cancelled by a conflict is sent this often in all, with full-jitter pauses between
-TRANSACTION_ATTEMPTS = 8
-TRANSACTION_BACKOFF = BackoffPolicy(base=0.02, cap=1.0)
+#: a transaction cancelled by a conflict (a batch read left keys unread) is sent this often in all,
+#: with full-jitter pauses between
+TRANSACTION_RETRIES = Retries(tries=8, backoff=BackoffPolicy(base=0.02, cap=1.0))
 #: cancellation reasons that mean "another request held an item at that moment", not "a condition failed"
 CONFLICTS = frozenset({"TransactionConflict"})
 #: serializes one element of a number set (a condition's ``contains`` operand)
@@ -173,7 +173,7 @@ class DynamoDBStore(ConcurrentStore):
             wanted: Any = {self.table_name: {"Keys": [{KEY_ATTRIBUTE: {"S": k}} for k in
                                                       unique[start:start + BATCH_GET_KEYS]],
                                              "ConsistentRead": True}}
-            for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+            for _ in TRANSACTION_RETRIES.attempts(sleep=self.sleep, random=self.random):
                 with dynamodb_errors("BatchGetItem", self.table_name):
                     response = self.client.batch_get_item(RequestItems=wanted)
                 for raw in response.get("Responses", {}).get(self.table_name, []):
@@ -183,7 +183,6 @@ class DynamoDBStore(ConcurrentStore):
                 wanted = response.get("UnprocessedKeys") or {}
                 if not wanted:
                     break
-                self.sleep(TRANSACTION_BACKOFF.next_delay(attempt, self.random))
             if wanted:
                 raise StoreError(f"DynamoDB BatchGetItem on table {self.table_name} left keys unread (throttled)")
         return found
@@ -209,7 +208,7 @@ class DynamoDBStore(ConcurrentStore):
 
         items = [{"Update": self._prepare(inner.rule()).transact_update(self.table_name, inner.key, inner.values())}
                  for inner in op.ops]
-        for attempt in range(1, TRANSACTION_ATTEMPTS + 1):
+        for attempt in TRANSACTION_RETRIES.attempts(sleep=self.sleep, random=self.random):
             try:
                 # A fresh token per attempt: a cancelled attempt wrote nothing, and botocore's own retries
                 # of one attempt reuse its token, so a commit whose answer was lost is not applied twice.
@@ -224,13 +223,12 @@ class DynamoDBStore(ConcurrentStore):
                     return Written(key=op.key, ok=False, item=lease_item(reasons[index].get("Item")),
                                    refused_at=index)
                 busy = code == "TransactionInProgressException" or any(c in CONFLICTS for c in codes)
-                if not busy or attempt == TRANSACTION_ATTEMPTS:
+                if not busy or attempt == TRANSACTION_RETRIES.tries:
                     raise StoreError(f"DynamoDB TransactWriteItems on table {self.table_name} failed: {error}") \
                         from error
             except BotoCoreError as error:
                 raise StoreError(f"DynamoDB TransactWriteItems on table {self.table_name} failed: {error}") \
                     from error
-            self.sleep(TRANSACTION_BACKOFF.next_delay(attempt, self.random))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _replace(self, op: SingleOperation, rule: Rule, values: Mapping[str, Any]) -> Written:
