@@ -145,7 +145,7 @@ class JobApp:
             3
         """
         source = self.runtime.parts.settings  # what the code says; the environment's part is checked on first use
-        declared = declare_options(name, source.declared, self.runtime.registry.limiters, chunked=chunked,
+        declared = declare_options(name, source.declared, {"limiters": self.runtime.registry.limiters}, chunked=chunked,
                                    final=source.final, **options)
 
         def register(fn: Callable[P, R]) -> Job[P, R]:
@@ -223,7 +223,7 @@ class JobApp:
             RateLimit(name='ses', rate=14, per=1.0)
             >>> @app.job("invoice-email", limits=["ses"])
             ... def send_invoice_email(invoice_id: int) -> None: ...
-            >>> send_invoice_email.options.limits
+            >>> send_invoice_email.options.features["limits"]
             ('ses',)
         """
         from sqsjobs.flow._limits import rate_limit

@@ -49,8 +49,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs._environment import environment_key
 from sqsjobs._errors import UnknownJobError
+from sqsjobs._job_options import check_against_settings
 from sqsjobs._with_block import check_entered
 from sqsjobs.enqueue._message import DEFAULT_QUEUE
+from sqsjobs.enqueue._request import enqueue as enqueue_request
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -61,7 +63,7 @@ if TYPE_CHECKING:
     from sqsjobs._job import Job
     from sqsjobs._settings import Settings, SettingsSource
     from sqsjobs.enqueue._dispatch import Dispatcher
-    from sqsjobs.enqueue._message import JobMessage
+    from sqsjobs.enqueue._message import EnqueueRequest, JobMessage
     from sqsjobs.enqueue._producer import EnqueueReport, Producer
     from sqsjobs.enqueue._routing import QueueRouter
     from sqsjobs.flow._limits import Limiter
@@ -163,8 +165,6 @@ class Runtime:
 
     def _check_jobs(self, configured: Configured) -> None:
         """Check the jobs not checked yet against the settings of the code and the environment (``app.use``'s aside)."""
-        from sqsjobs._job_options import check_against_settings
-
         source = self._parts.settings
         base = source.base() if source.patches else configured.settings
         jobs = list(self.registry.jobs.values())
@@ -379,7 +379,11 @@ class Runtime:
         scheduler: Scheduler = self._once("scheduler", build)
         return scheduler
 
-    # ------------------------------------------------------------ what features need
+    # ------------------------------------------------------------ what jobs and features need
+    def enqueue(self, job: Job[Any, Any], request: EnqueueRequest) -> str:
+        """Send one ``job.enqueue(...)`` the way the job's options say (``enqueue/_request.py``)."""
+        return enqueue_request(self, job, request)
+
     def send(self, message: JobMessage) -> str:
         """Send a prepared message to its job's queue, or into a schedule when it is due beyond 900 s."""
         return self.dispatcher.send(message)

@@ -85,7 +85,7 @@ from typing import TYPE_CHECKING
 from sqsjobs._backoff import MAX_VISIBILITY_SECONDS, RandomSource
 from sqsjobs._errors import StoreError
 from sqsjobs.flow._limiter_memory import LimiterMemory
-from sqsjobs.flow._limits import ConcurrencyLimit, Limiter, RateLimit
+from sqsjobs.flow._limits import LIMITS, ConcurrencyLimit, Limiter, RateLimit
 from sqsjobs.store import _lease as lease
 from sqsjobs.store._lease import LeaseState, Operation, Written, expiry
 from sqsjobs.store._lease_ops import Acquire, Release, Renew
@@ -187,7 +187,7 @@ class Permits:
         followers: list[tuple[Delivery, Delivery]] = []
         limited: list[Delivery] = []
         for d in deliveries:
-            if d.state is not State.DECODED or d.job is None or not d.job.options.limits:
+            if d.state is not State.DECODED or d.job is None or not LIMITS.of(d.job.options):
                 continue
             if d.key in firsts:
                 followers.append((d, firsts[d.key]))  # a second copy of a key in the batch never runs itself
@@ -200,7 +200,7 @@ class Permits:
         needs: dict[str, int] = {}
         for d in limited:
             assert d.job is not None
-            for name in d.job.options.limits:
+            for name in LIMITS.of(d.job.options):
                 needs[name] = needs.get(name, 0) + 1
         probes: list[tuple[Limiter, int, Acquire]] = []
         looks_free = self._read_contended([self.limiters[name] for name in needs], now)
@@ -227,12 +227,12 @@ class Permits:
         refused: dict[int, str] = {}
         for d in limited:
             assert d.job is not None
-            missing = next((name for name in d.job.options.limits if not tokens.get(name) and name not in slots),
+            missing = next((name for name in LIMITS.of(d.job.options) if not tokens.get(name) and name not in slots),
                            None)
             if missing is not None:
                 refused[d.index] = missing
                 continue
-            for name in d.job.options.limits:
+            for name in LIMITS.of(d.job.options):
                 if name in slots:
                     self._slots.setdefault(name, _Slot(key=slots[name], last_user=d.index)).last_user = d.index
                 else:

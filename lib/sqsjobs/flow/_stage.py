@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sqsjobs.flow._limiter_memory import LimiterMemory
-from sqsjobs.flow._limits import Limiter
+from sqsjobs.flow._limits import LIMITS, Limiter
 from sqsjobs.flow._permits import Permits
 from sqsjobs.store._lease import LeaseStore
 from sqsjobs.worker._batch import Batch
@@ -46,7 +46,7 @@ class LimitsStage(Stage):
         return permits
 
     def concerns(self, d: Delivery) -> bool:
-        return d.job is not None and bool(d.job.options.limits)
+        return d.job is not None and bool(LIMITS.of(d.job.options))
 
     def before_claim(self, batch: Batch) -> None:
         if not self.limiters:
@@ -55,7 +55,7 @@ class LimitsStage(Stage):
             batch.conclude(d, Ending.DEFERRED, wait=refusal.delay, limiter=refusal.limiter)
 
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
-        if not self.limiters or d.job is None or not d.job.options.limits:
+        if not self.limiters or d.job is None or not LIMITS.of(d.job.options):
             return None
         refusal = self._permits(batch).start(d, now=self.clock())
         if refusal is None:

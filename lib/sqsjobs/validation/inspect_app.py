@@ -21,6 +21,8 @@ import json
 import sys
 from typing import Any
 
+from sqsjobs.enqueue._routing import QUEUE
+
 
 def describe(module_name: str) -> dict[str, Any]:
     """The jobs and schedules of every ``JobApp`` the module holds at top level.
@@ -49,7 +51,7 @@ def _app(app: Any) -> dict[str, Any]:
         "settings": {name: bool(getattr(settings, name)) for name in SETTINGS},
         # every named queue a job declares, and whether the app has its URL
         "queues": {queue: bool(settings.queues.get(queue)) for queue in
-                   sorted({job.options.queue for job in app.jobs.values()} - {"default"})},
+                   sorted({QUEUE.of(job.options) for job in app.jobs.values()} - {"default"})},
         "enqueues_on_schedule": any(spec.enqueue for spec in schedules.values()),
     }
 

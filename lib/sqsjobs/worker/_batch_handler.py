@@ -31,6 +31,7 @@ import time
 from typing import TYPE_CHECKING
 
 from sqsjobs._tracing import reset_trace_id, set_trace_id
+from sqsjobs.flow._limits import LIMITS
 from sqsjobs.worker._delivery import State
 from sqsjobs.worker._stages import StageFailed
 
@@ -82,7 +83,7 @@ def _items_per_call(job: BatchJob[..., object]) -> int:
     from sqsjobs.flow._limits import ConcurrencyLimit
 
     limiters = job.runtime.registry.limiters
-    if any(isinstance(limiters.get(name), ConcurrencyLimit) for name in job.options.limits):
+    if any(isinstance(limiters.get(name), ConcurrencyLimit) for name in LIMITS.of(job.options)):
         return 1
     assert job.options.batch is not None
     return job.options.batch

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from sqsjobs import _metrics as m
+from sqsjobs.enqueue._routing import TENANT_METRICS
 from sqsjobs.worker._delivery import Delivery, Outcome, State
 
 #: the counter each final outcome adds one to (re-sent records count as what they were: a retry still comes back)
@@ -39,7 +40,7 @@ def write_metrics(deliveries: Sequence[Delivery], *, namespace: str, service: st
 def count(batch: m.BatchMetrics, d: Delivery) -> None:
     """Add ``d`` to the batch's metrics: its duration, its outcome's counter, a schedule, a failure."""
     job = d.job_name if d.job is not None else m.UNKNOWN_JOB
-    tenant = d.tenant if d.job is not None and d.job.options.tenant_metrics else None
+    tenant = d.tenant if d.job is not None and TENANT_METRICS.of(d.job.options) else None
     dims = {m.DIMENSION_TENANT: tenant} if tenant else {}
     if d.duration_ms is not None:
         batch.duration(job, d.duration_ms, dimensions=dims)

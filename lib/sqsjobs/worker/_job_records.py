@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs.enqueue._debounce import DEBOUNCE, DEDUPE
 from sqsjobs.enqueue._message import ATTR_RESENDS
 from sqsjobs.store._lease import LeaseItem, LeaseState, LeaseStore, Written
 from sqsjobs.store._lease_ops import Acquire, Annotate, Close, Complete, Release
@@ -210,9 +211,9 @@ def may_be_new(d: Delivery) -> bool:
     envelope, job = d.envelope, d.job
     if envelope is None or job is None:
         return True
-    if envelope.debounce is not None and job.options.debounce is not None:
+    if envelope.debounce is not None and DEBOUNCE.of(job.options) is not None:
         return False
-    reserved = job.options.dedupe is not None and envelope.member_of is None and envelope.step_of is None
+    reserved = DEDUPE.of(job.options) is not None and envelope.member_of is None and envelope.step_of is None
     return not reserved
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs.enqueue._debounce import DEBOUNCE
 from sqsjobs.store._item import LeaseState
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ class Request:
 
         if d.job is None or d.args is None:
             return None
-        coalesces = d.job.options.debounce is not None
+        coalesces = DEBOUNCE.of(d.job.options) is not None
         token = d.envelope.debounce if d.envelope is not None and coalesces else None
         return cls(job=d.job.name, args=args_digest(d.job.name, d.args), token=token, coalesces=coalesces)
 

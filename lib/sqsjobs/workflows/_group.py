@@ -17,7 +17,7 @@ from sqsjobs.workflows._groups import MAX_CALLBACK_BYTES, MAX_NAME, MAX_SHARDS, 
 from sqsjobs.workflows._members import job_of, new_id, related, stored
 
 if TYPE_CHECKING:
-    from sqsjobs._runtime import Runtime
+    from sqsjobs._job import JobRuntime
     from sqsjobs.enqueue._message import JobMessage
 
 __all__ = ["Group"]
@@ -47,7 +47,7 @@ class Group:
         sqsjobs.GroupError: group thumbnails: 'resize:1' is already a member; each member needs its own key
     """
 
-    runtime: Runtime = field(repr=False)
+    runtime: JobRuntime = field(repr=False)
     on_success: JobMessage | None = None
     on_complete: JobMessage | None = None
     name: str | None = None

@@ -24,8 +24,7 @@ from sqsjobs.enqueue._envelope import MAX_BODY_BYTES, Envelope, MemberOf, StepOf
 from sqsjobs.enqueue._message import JobMessage
 
 if TYPE_CHECKING:
-    from sqsjobs._job import Job
-    from sqsjobs._runtime import Runtime
+    from sqsjobs._job import Job, JobRuntime
 
 
 def new_id() -> str:
@@ -38,7 +37,7 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-def job_of(runtime: Runtime, message: Any, what: str, error: type[Exception]) -> Job[Any, Any]:
+def job_of(runtime: JobRuntime, message: Any, what: str, error: type[Exception]) -> Job[Any, Any]:
     """The registered job ``message`` was built by; ``error`` says why it is not one.
 
     Example:

@@ -33,7 +33,7 @@ from sqsjobs.enqueue._message import DEFAULT_QUEUE, JobMessage
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from sqsjobs._runtime import Runtime
+    from sqsjobs._job import JobRuntime
 
 #: DynamoDB's limit on the items of one TransactWriteItems call (writes + enqueues)
 MAX_TRANSACTION_ITEMS = 100
@@ -99,7 +99,7 @@ class Transaction:
         order 7 placed
     """
 
-    def __init__(self, runtime: Runtime, *, client: DynamoDBClient | None = None, outbox_table: str | None = None,
+    def __init__(self, runtime: JobRuntime, *, client: DynamoDBClient | None = None, outbox_table: str | None = None,
                  clock: Callable[[], float] | None = None, ttl: float = OUTBOX_TTL_SECONDS) -> None:
         self.runtime = runtime
         self._client = client
