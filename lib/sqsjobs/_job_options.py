@@ -214,8 +214,9 @@ def declare_options(
     """The options of job ``name``, checked against the app's settings (docs/jobs.md lists them).
 
     ``features`` are the features' options (``FEATURE_OPTIONS``), each checked by its own ``JobOption``;
-    ``named`` is what the app declared by name that they may refer to (its limiters). ``final`` names the settings that are already decided (``check_against_settings``); the app passes
-    those its code fixed, and checks the others once it reads the environment.
+    ``named`` is what the app declared by name that they may refer to (its limiters). ``final`` names
+    the settings that are already decided (``check_against_settings``); the app passes those its code
+    fixed, and checks the others once it reads the environment.
 
     Example:
         >>> from sqsjobs import Settings

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqsjobs._errors import ReservedAttributeError
+from sqsjobs._settings import DEFAULT_QUEUE
 
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
@@ -32,8 +33,6 @@ ATTR_FINISH = "sqsjobs.finish"
 ATTR_RESULT = "sqsjobs.result"
 #: SQS's largest DelaySeconds; longer delays need a scheduler, not a queue.
 MAX_DELAY_SECONDS = 900
-#: the queue a job goes to unless it names another (``SQSJOBS_QUEUE_URL``; ``sqsjobs.enqueue._routing``)
-DEFAULT_QUEUE = "default"
 
 
 class MessageSource(Protocol):
