@@ -7,6 +7,8 @@ Example:
     ... def send_invoice_email(invoice_id: int) -> None: ...
 """
 
+from importlib import import_module
+
 from sqsjobs._app import JobApp
 from sqsjobs._backoff import BackoffPolicy
 from sqsjobs._errors import HOMES as _HOMES
@@ -137,7 +139,6 @@ def __getattr__(name: str) -> type[SqsJobsError]:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'sqsjobs' has no attribute {name!r}")
-    from importlib import import_module
 
     try:
         module = import_module(home)

@@ -12,6 +12,7 @@ the environment changed (``_runtime.py``), unless they were given.
 
 from __future__ import annotations
 
+import inspect
 import random as _random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -22,9 +23,15 @@ from sqsjobs._errors import ConfigurationError
 from sqsjobs._job import Job
 from sqsjobs._job_options import declare_options
 from sqsjobs._runtime import Parts, Registry, Runtime
-from sqsjobs._settings import Settings, SettingsSource
-from sqsjobs.enqueue._message import DEFAULT_QUEUE
-from sqsjobs.flow._limits import ConcurrencyLimit, RateLimit
+from sqsjobs._settings import DEFAULT_QUEUE, Settings, SettingsSource
+from sqsjobs._with_block import Block
+from sqsjobs.enqueue._debounce import dedupe_many
+from sqsjobs.flow._limits import ConcurrencyLimit, RateLimit, concurrency_limit, rate_limit
+from sqsjobs.worker import _job_records as guard
+from sqsjobs.worker._budget import invocation
+from sqsjobs.workflows._chains import ChainRecords
+from sqsjobs.workflows._chunked import RunStore
+from sqsjobs.workflows._groups import MAX_NAME, GroupRecords
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -197,8 +204,6 @@ class JobApp:
         declare = self.job(name, key=job_options.pop("key", f"{name}:{{{PERIOD}}}"), **job_options)
 
         def register(fn: Callable[P, R]) -> Job[P, R]:
-            import inspect
-
             if PERIOD not in inspect.signature(fn).parameters:
                 raise ConfigurationError(f"scheduled job {name!r}: the function needs a 'period: str' parameter "
                                          "(the period the tick belongs to, e.g. '2026-08-05')")
@@ -226,8 +231,6 @@ class JobApp:
             >>> send_invoice_email.options.features["limits"]
             ('ses',)
         """
-        from sqsjobs.flow._limits import rate_limit
-
         return self._declare_limiter(rate_limit(name, rate, per))
 
     def concurrency_limit(self, name: str, limit: int) -> ConcurrencyLimit:
@@ -242,8 +245,6 @@ class JobApp:
             >>> app.concurrency_limit("partner-api", 3)
             ConcurrencyLimit(name='partner-api', limit=3)
         """
-        from sqsjobs.flow._limits import concurrency_limit
-
         return self._declare_limiter(concurrency_limit(name, limit))
 
     def _declare_limiter(self, limiter: L) -> L:
@@ -297,7 +298,6 @@ class JobApp:
             ...     report.sent, report.calls
             (25, 3)
         """
-        from sqsjobs.enqueue._debounce import dedupe_many
         from sqsjobs.enqueue._progress import progress_bar
 
         with self.runtime.pinned():  # one configuration (and one look at the environment) for all of them
@@ -372,7 +372,6 @@ class JobApp:
 
     def process_batch(self, event: Any, context: Any = None) -> BatchResult:
         """Like ``handle_batch`` but returns what happened to each record."""
-        from sqsjobs.worker._budget import invocation
         from sqsjobs.worker._outcome_log import log_outcomes
 
         # One configuration for the batch; jobs read their time budget (worker/_budget.time_left) from this context.
@@ -405,8 +404,6 @@ class JobApp:
             >>> app.status("invoice-email:42") is None
             True
         """
-        from sqsjobs.worker import _job_records as guard
-
         return guard.status(self.runtime.store, key)
 
     def cancel(self, key: str, reason: str | None = None) -> str:
@@ -442,8 +439,6 @@ class JobApp:
             >>> JobApp(queue_url="https://sqs.example/q", store=InMemoryStore()).group_status("no-such-group") is None
             True
         """
-        from sqsjobs.workflows._groups import GroupRecords
-
         return GroupRecords(self.runtime.store, ttl=self.settings.record_ttl).status(group_id)
 
     def cancel_group(self, group_id: str, reason: str | None = None) -> CancelledGroup:
@@ -454,8 +449,6 @@ class JobApp:
         that already finished is left as it is. ``GroupError`` when there is
         no such group.
         """
-        from sqsjobs.workflows._groups import MAX_NAME, GroupRecords
-
         if reason is not None and not isinstance(reason, str):
             raise ConfigurationError(f"cancel_group: reason must be text, got {reason!r}")
         if not isinstance(group_id, str):
@@ -467,8 +460,6 @@ class JobApp:
 
     def chain_status(self, chain_id: str) -> ChainStatus | None:
         """Where the chain is (its step, its state), or where it stopped and why; None when there is no such chain."""
-        from sqsjobs.workflows._chains import ChainRecords
-
         return ChainRecords(self.runtime.store, ttl=self.settings.record_ttl).status(chain_id)
 
     def run_status(self, job: str, run_id: str) -> RunStatus | None:
@@ -484,8 +475,6 @@ class JobApp:
             ...     app.run_status("reindex-products", "r1").pages_done
             3
         """
-        from sqsjobs.workflows._chunked import RunStore
-
         return RunStore(self.runtime.store, ttl=self.settings.record_ttl).status(job, run_id)
 
     # ------------------------------------------------------------ tests
@@ -506,8 +495,6 @@ class JobApp:
             >>> app.settings.max_attempts
             5
         """
-        from sqsjobs._with_block import Block
-
         @contextmanager
         def block() -> Iterator[JobApp]:
             with self.runtime.using(settings=settings, **parts):
@@ -532,6 +519,5 @@ class JobApp:
             (['succeeded'], 'greet:7')
         """
         from sqsjobs._harness import harness
-        from sqsjobs._with_block import Block
 
         return Block(self.runtime, harness("testing")(self, **options), "app.testing()")  # outside `with`: an error

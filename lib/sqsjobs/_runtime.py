@@ -50,9 +50,12 @@ from typing import TYPE_CHECKING, Any
 from sqsjobs._environment import environment_key
 from sqsjobs._errors import UnknownJobError
 from sqsjobs._job_options import check_against_settings
+from sqsjobs._settings import DEFAULT_QUEUE
 from sqsjobs._with_block import check_entered
-from sqsjobs.enqueue._message import DEFAULT_QUEUE
+from sqsjobs.enqueue._delays import schedule_name
 from sqsjobs.enqueue._request import enqueue as enqueue_request
+from sqsjobs.worker._cancellation import CancellationStage
+from sqsjobs.worker._job_records import checked_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -350,7 +353,6 @@ class Runtime:
         """The features that plug into the batch flow, in the order their hooks run (worker/_stages.py)."""
         from sqsjobs.enqueue._debounce_stage import DebounceStage
         from sqsjobs.flow._stage import LimitsStage
-        from sqsjobs.worker._cancellation import CancellationStage
         from sqsjobs.worker._expiry import ExpiryStage
         from sqsjobs.worker._fifo import FifoOrderStage
         from sqsjobs.worker._time_limit import TimeLimitStage
@@ -423,9 +425,6 @@ class Runtime:
             ...     app.runtime.unschedule("invoice-email:42"), app.runtime.unschedule("invoice-email:42")
             (True, False)
         """
-        from sqsjobs.enqueue._delays import schedule_name
-        from sqsjobs.worker._job_records import checked_key
-
         return self.one_time_schedules.delete(schedule_name(checked_key(key)))
 
     # ------------------------------------------------------------ swapping parts (tests)

@@ -57,8 +57,13 @@ from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs import _metrics as m
 from sqsjobs._errors import ConfigurationError, EnqueueError, InvalidArgumentsError
 from sqsjobs._job_options import Declaring, JobOption
+from sqsjobs.enqueue._envelope import Envelope
+from sqsjobs.store._enqueue_ops import Debounce, Reserve
+from sqsjobs.store._lease import LeaseState, expiry
+from sqsjobs.store._lease_ops import Amend
 
 if TYPE_CHECKING:
     from sqsjobs._job_options import JobOptions
@@ -197,8 +202,6 @@ def dedupe_hold(options: JobOptions, settings: Settings, delay: float) -> float:
 
 def with_token(message: JobMessage, token: str) -> JobMessage:
     """``message`` with its envelope carrying the burst token."""
-    from sqsjobs.enqueue._envelope import Envelope
-
     envelope = replace(Envelope.decode(message.body), debounce=token)
     return replace(message, body=envelope.encode())
 
@@ -209,9 +212,6 @@ def _due(message: JobMessage, now: float) -> float:
 
 def send_debounced(runtime: Services, message: JobMessage) -> str:
     """Write the burst's token (1 WCU), then send ``message`` carrying it (delayed by the window)."""
-    from sqsjobs.store._enqueue_ops import Debounce
-    from sqsjobs.store._lease import expiry
-
     now = runtime.clock()
     token = uuid.uuid4().hex
     written = runtime.store.write(Debounce(
@@ -234,10 +234,6 @@ def reserve(runtime: Services, messages: Sequence[JobMessage], modes: Sequence[D
     A repeated key within ``messages`` is refused without a write: the first
     one holds the key. A refusal counts in ``JobDeduplicated``.
     """
-    from sqsjobs import _metrics as m
-    from sqsjobs.store._enqueue_ops import Reserve
-    from sqsjobs.store._lease import LeaseState, expiry
-
     now = runtime.clock()
     first: dict[str, int] = {}
     ops: list[tuple[int, Reserve]] = []
@@ -282,8 +278,6 @@ def reserve(runtime: Services, messages: Sequence[JobMessage], modes: Sequence[D
 
 def unreserve(runtime: Services, message: JobMessage, receipt: Receipt) -> None:
     """The send failed: give the key back (only while this request still holds it)."""
-    from sqsjobs.store._lease_ops import Amend
-
     runtime.store.write(Amend(key=message.key, data={"queued_until": None, "queued_id": None, "queued_mode": None},
                               expect={"queued_id": str(receipt)}))
 

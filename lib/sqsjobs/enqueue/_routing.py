@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import ConfigurationError, InvalidArgumentsError
 from sqsjobs._job_options import Declaring, JobOption
-from sqsjobs._settings import ENV_QUEUE_URL, ENV_QUEUE_URL_PREFIX, QUEUE_NAME, check_queue_name
-from sqsjobs.enqueue._message import DEFAULT_QUEUE, JobMessage
+from sqsjobs._settings import DEFAULT_QUEUE, ENV_QUEUE_URL, ENV_QUEUE_URL_PREFIX, QUEUE_NAME, check_queue_name
+from sqsjobs.enqueue._message import JobMessage
 from sqsjobs.enqueue._producer import MESSAGE_GROUP_ID, EnqueueReport, FailedEntry
 
 if TYPE_CHECKING:

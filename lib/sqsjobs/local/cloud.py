@@ -8,6 +8,7 @@ every thread and child process and frees the ports.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import threading
 import time
@@ -463,8 +464,6 @@ def _check_parameters(template: Template, parameters: dict[str, str]) -> None:
 
 def _read_positions(path: Path | None) -> dict[str, dict[str, str]]:
     """The stream positions saved beside a snapshot (none when there is no such file)."""
-    import json
-
     if path is None:
         return {}
     try:

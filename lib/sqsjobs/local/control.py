@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -301,7 +302,6 @@ def stop_running(path: Path | None = None, *, timeout: float = 60.0) -> int:
         sqsjobs.local.errors.NotRunningError: no local cloud is running (no /nonexistent/state.json) for ...
     """
     import signal
-    import time
 
     state = read_state(path)
     pid = int(state["pid"])

@@ -27,6 +27,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Final
 
+from sqsjobs._errors import ScheduleError
 from sqsjobs._settings import ENV_DLQ_URL, ENV_NAMESPACE, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_TABLE, Settings
 from sqsjobs.enqueue._addresses import queue_identity, queue_name, resolve_queue_url
 from sqsjobs.ops._dlq_evidence import read_letters
@@ -45,7 +46,7 @@ from sqsjobs.ops._status_report import (
     group_dead_letters,
     recent_failures,
 )
-from sqsjobs.workflows._chunked import RunStatus
+from sqsjobs.workflows._chunked import RunStatus, RunStore
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -218,7 +219,6 @@ def _delayed(client: EventBridgeSchedulerClient | None, group: str | None, sampl
     """The schedule group's pending delayed jobs; a failure to read them is a note (the queues still show)."""
     if not group or client is None:
         return None
-    from sqsjobs._errors import ScheduleError
     from sqsjobs.schedules._one_time import OneTimeSchedules
 
     try:
@@ -280,7 +280,6 @@ def _runs(runs: Sequence[tuple[str, str]], client: DynamoDBClient | None, table:
         raise StatusError(f"--run needs the idempotency table: pass --table or set {ENV_TABLE}"
                           f"{did_you_mean(ENV_TABLE)}")
     from sqsjobs.store._dynamodb import DynamoDBStore
-    from sqsjobs.workflows._chunked import RunStore
 
     # The TTL only matters to writes, which status never makes.
     store = RunStore(DynamoDBStore(client, table), ttl=0.0)

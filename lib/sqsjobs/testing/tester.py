@@ -43,9 +43,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs.enqueue._message import ATTR_TRACE_ID
+from sqsjobs.store._memory import InMemoryStore
 from sqsjobs.testing.events import FakeContext, record_from_message
 from sqsjobs.testing.fake_scheduler import FakeSchedule, FakeScheduler
 from sqsjobs.testing.fake_sqs import FakeSQS, QueuedMessage, SqsCall
+from sqsjobs.testing.records import given_attempts
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -175,7 +177,6 @@ class JobTester:
         if attempt < 1:
             raise ValueError(f"attempt counts deliveries from 1, got {attempt}")
         from sqsjobs.enqueue._message import JobMessage
-        from sqsjobs.testing.records import given_attempts
 
         if attempt > 1:
             for sent in messages:
@@ -298,8 +299,6 @@ def use(
     DynamoDB themselves: chunked and scheduled jobs, transactions. Delayed jobs wait in a
     ``FakeScheduler`` (``scheduler``) on the same clock, in the app's schedule group or a made-up one.
     """
-    from sqsjobs.store._memory import InMemoryStore
-
     clock = clock or ManualClock()
     sqs = sqs or FakeSQS(clock=clock)
     scheduler = scheduler or FakeScheduler(sqs=sqs, clock=clock)

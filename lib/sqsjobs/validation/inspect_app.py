@@ -21,6 +21,7 @@ import json
 import sys
 from typing import Any
 
+from sqsjobs._app import JobApp
 from sqsjobs.enqueue._routing import QUEUE
 
 
@@ -31,8 +32,6 @@ def describe(module_name: str) -> dict[str, Any]:
         >>> describe("sqsjobs.validation.inspect_app")["apps"]
         []
     """
-    from sqsjobs._app import JobApp
-
     module = importlib.import_module(module_name)
     apps = {id(v): v for v in vars(module).values() if isinstance(v, JobApp)}
     return {"ok": True, "apps": [_app(app) for app in apps.values()]}

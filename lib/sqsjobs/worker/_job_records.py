@@ -42,9 +42,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs._errors import InvalidArgumentsError
 from sqsjobs.enqueue._debounce import DEBOUNCE, DEDUPE
+from sqsjobs.enqueue._envelope import MAX_KEY_BYTES
 from sqsjobs.enqueue._message import ATTR_RESENDS
-from sqsjobs.store._lease import LeaseItem, LeaseState, LeaseStore, Written
+from sqsjobs.store._lease import RESERVED_PREFIXES, LeaseItem, LeaseState, LeaseStore, Written, is_reserved
 from sqsjobs.store._lease_ops import Acquire, Annotate, Close, Complete, Release
 from sqsjobs.worker._dead_letters import ATTR_REASON, ATTR_REDRIVE_COUNT
 from sqsjobs.worker._request import Request
@@ -366,10 +368,6 @@ def checked_key(key: Any) -> str:
         ...     print(str(error)[:63])
         the key 'lock#nightly-report:2026-01-02' starts with a reserved
     """
-    from sqsjobs._errors import InvalidArgumentsError
-    from sqsjobs.enqueue._envelope import MAX_KEY_BYTES
-    from sqsjobs.store._lease import RESERVED_PREFIXES, is_reserved
-
     if not isinstance(key, str) or not key:
         raise InvalidArgumentsError(f"a job key must be non-empty text, got {key!r}")
     try:

@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs._job import args_digest
 from sqsjobs.enqueue._debounce import DEBOUNCE
 from sqsjobs.store._item import LeaseState
 
@@ -73,8 +74,6 @@ class Request:
     @classmethod
     def of(cls, d: Delivery) -> Request | None:
         """The request ``d`` carries (None until it is decoded)."""
-        from sqsjobs._job import args_digest
-
         if d.job is None or d.args is None:
             return None
         coalesces = DEBOUNCE.of(d.job.options) is not None

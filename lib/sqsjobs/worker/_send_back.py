@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from sqsjobs._backoff import visibility_seconds
 from sqsjobs._errors import ConfigurationError, ScheduleError
 from sqsjobs.enqueue._batching import batches, send_entries
+from sqsjobs.enqueue._delays import retry_schedule_name
 from sqsjobs.enqueue._message import ATTR_FINISH, ATTR_JOB, ATTR_RESENDS, ATTR_RESULT, ATTR_TRACE_ID, MAX_DELAY_SECONDS
 from sqsjobs.store._lease import expiry
 from sqsjobs.worker import _job_records as records
@@ -100,7 +101,6 @@ class SendBack:
         """Re-send each retry through a one-time schedule at its time; acknowledge it once the schedule exists."""
         if not deliveries:
             return
-        from sqsjobs.enqueue._delays import retry_schedule_name
         from sqsjobs.schedules._one_time import DelayedMessage
 
         assert self.schedules is not None

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import JobError, RetryableError
 from sqsjobs.worker._decision import Ending, Facts
+from sqsjobs.worker._delivery import State
 
 if TYPE_CHECKING:
     from sqsjobs.worker._batch import Batch
@@ -184,8 +185,6 @@ class Stages(Stage):
 
     # ------------------------------------------------------------ the hooks
     def before_claim(self, batch: Batch) -> None:
-        from sqsjobs.worker._delivery import State
-
         for stage in self.stages:
             try:
                 stage.before_claim(batch)

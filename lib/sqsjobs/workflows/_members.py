@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs.enqueue._envelope import MAX_BODY_BYTES, Envelope, MemberOf, StepOf
 from sqsjobs.enqueue._message import JobMessage
+from sqsjobs.workflows._chunked import ChunkedJob
 
 if TYPE_CHECKING:
     from sqsjobs._job import Job, JobRuntime
@@ -49,8 +50,6 @@ def job_of(runtime: JobRuntime, message: Any, what: str, error: type[Exception])
         ...
         sqsjobs.GroupError: member must be a job message (job.message(...)), got str
     """
-    from sqsjobs.workflows._chunked import ChunkedJob
-
     if not isinstance(message, JobMessage):
         raise error(f"{what} must be a job message (job.message(...)), got {type(message).__name__}")
     job = runtime.registry.jobs.get(message.job)

@@ -28,7 +28,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import ConfigurationError, TransactionError
-from sqsjobs.enqueue._message import DEFAULT_QUEUE, JobMessage
+from sqsjobs._settings import DEFAULT_QUEUE
+from sqsjobs.enqueue._message import JobMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
