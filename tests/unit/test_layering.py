@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from import_support import a_cycle, cycles, import_graph
+from import_support import a_cycle, cycles, import_graph, write_tree
 
 #: lowest first; each entry: (layer, the modules and packages in it, relative to ``sqsjobs``; "" is ``sqsjobs``)
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -69,14 +69,12 @@ def upward_edges(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_the_checker_counts_imports_in_functions_and_for_the_type_checker(tmp_path: Path) -> None:
-    package = tmp_path / "sqsjobs"
-    (package / "store").mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "store" / "__init__.py").write_text("")
-    (package / "store" / "_lease.py").write_text("def f():\n    from sqsjobs import _runtime\n")
-    (package / "_errors.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from sqsjobs.store import _lease\n")
-    (package / "_runtime.py").write_text("from sqsjobs.store._lease import f\n")
+    write_tree(tmp_path, {
+        "sqsjobs/store/_lease.py": "def f():\n    from sqsjobs import _runtime\n",
+        "sqsjobs/_errors.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                               "    from sqsjobs.store import _lease\n"),
+        "sqsjobs/_runtime.py": "from sqsjobs.store._lease import f\n",
+    })
     graph = import_graph(tmp_path, type_checking=True)
     assert upward_edges(graph) == ["sqsjobs._errors (errors) -> sqsjobs.store._lease (store)",
                                    "sqsjobs.store._lease (store) -> sqsjobs._runtime (runtime)"]
