@@ -51,7 +51,6 @@ from sqsjobs._backoff import MAX_VISIBILITY_SECONDS, BackoffPolicy, RandomSource
 from sqsjobs._errors import PermanentError, RetryableError
 from sqsjobs.enqueue._message import MAX_DELAY_SECONDS
 from sqsjobs.worker._dead_letters import Reason
-from sqsjobs.worker._delivery import Outcome
 
 #: a message the worker cannot start is re-sent at most this often before it is dead-lettered
 MAX_RESENDS = 10
@@ -59,6 +58,26 @@ MAX_RESENDS = 10
 WITHHELD_DELAY = 5.0
 #: a request that met another request of its key comes back after this long, to be claimed on its own
 ANOTHER_REQUEST_DELAY = 1.0
+
+
+class Outcome(StrEnum):
+    """What the worker did with a record.
+
+    Example:
+        >>> Outcome.RETRY.value
+        'retry'
+    """
+
+    SUCCEEDED = "succeeded"  #: ran and completed: acknowledged
+    DUPLICATE = "duplicate"  #: completed before (or earlier in this batch): acknowledged without running
+    CANCELLED = "cancelled"  #: its key was cancelled: acknowledged without running
+    EXPIRED = "expired"  #: older than its ``expires_in``: acknowledged without running
+    SUPERSEDED = "superseded"  #: a debounced burst a later enqueue replaced: acknowledged without running
+    RETRY = "retry"  #: reported failed, visible again after ``delay``
+    DEAD_LETTERED = "dead_lettered"  #: sent to the DLQ with its reason, then acknowledged
+    UNSTARTED = "unstarted"  #: not started (the deadline, a lease held elsewhere): back at once, no attempt used
+    GROUP_BLOCKED = "group_blocked"  #: FIFO: an earlier record of its group failed
+    DEFERRED = "deferred"  #: over a limiter (docs/flow-control.md): back at its next window, no attempt used
 
 
 class Ending(StrEnum):

@@ -34,13 +34,14 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import InvalidEventError
 from sqsjobs.enqueue._message import ATTR_TRACE_ID
+from sqsjobs.worker._decision import Decision
+from sqsjobs.worker._decision import Outcome as Outcome  # decided there; re-exported where the states are
 
 if TYPE_CHECKING:
     from sqsjobs._job import Job
     from sqsjobs.enqueue._envelope import Envelope
     from sqsjobs.store._lease import LeaseItem
     from sqsjobs.worker._dead_letters import Reason
-    from sqsjobs.worker._decision import Decision
 
 
 class State(StrEnum):
@@ -73,26 +74,6 @@ TRANSITIONS: dict[State, frozenset[State]] = {
     State.ACKED: frozenset(),
     State.RETURNED: frozenset(),
 }
-
-
-class Outcome(StrEnum):
-    """What the worker did with a record.
-
-    Example:
-        >>> Outcome.RETRY.value
-        'retry'
-    """
-
-    SUCCEEDED = "succeeded"  #: ran and completed: acknowledged
-    DUPLICATE = "duplicate"  #: completed before (or earlier in this batch): acknowledged without running
-    CANCELLED = "cancelled"  #: its key was cancelled: acknowledged without running
-    EXPIRED = "expired"  #: older than its ``expires_in``: acknowledged without running
-    SUPERSEDED = "superseded"  #: a debounced burst a later enqueue replaced: acknowledged without running
-    RETRY = "retry"  #: reported failed, visible again after ``delay``
-    DEAD_LETTERED = "dead_lettered"  #: sent to the DLQ with its reason, then acknowledged
-    UNSTARTED = "unstarted"  #: not started (the deadline, a lease held elsewhere): back at once, no attempt used
-    GROUP_BLOCKED = "group_blocked"  #: FIFO: an earlier record of its group failed
-    DEFERRED = "deferred"  #: over a limiter (docs/flow-control.md): back at its next window, no attempt used
 
 
 #: outcomes that leave the queue at once
