@@ -15,7 +15,19 @@ import sys
 import time
 from pathlib import Path
 
-from bench import batch_handlers, bundle, capacity, claims, coalescing, cold_start, figures, flow, groups, pinned
+from bench import (
+    async_jobs,
+    batch_handlers,
+    bundle,
+    capacity,
+    claims,
+    coalescing,
+    cold_start,
+    figures,
+    flow,
+    groups,
+    pinned,
+)
 from bench.report import Results, render
 from bench.support import machine, moto_server
 
@@ -87,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     flow.local_scenarios(results.flow)
     step("batch handlers on the local cloud: 1,000 items, per-item jobs against a batch handler")
     results.batch_handlers = batch_handlers.batch_figures()
+    step("I/O-bound jobs: async and threaded jobs against both Powertools processors (pinned)")
+    results.async_jobs, _ = async_jobs.figures(quick=q)
     results.seconds = time.perf_counter() - started
     Path(args.out).write_text(render(results))
     step(f"wrote {args.out}")

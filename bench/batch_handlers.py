@@ -248,21 +248,9 @@ def splice(report: str, section: list[str], row: str) -> str:
         m
         <BLANKLINE>
     """
-    lines = report.split("\n")
-    lines = [line for line in lines if not line.startswith(SUMMARY)]
-    if HEADING in lines:
-        start = lines.index(HEADING)
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        del lines[start:end]
-    at = lines.index("## Method") if "## Method" in lines else len(lines)
-    lines[at:at] = section
-    summary = lines.index("## Summary") if "## Summary" in lines else None
-    if summary is not None:
-        last = next(i for i in range(summary + 1, len(lines)) if lines[i].startswith("|"))
-        while last + 1 < len(lines) and lines[last + 1].startswith("|"):
-            last += 1
-        lines.insert(last + 1, row)
-    return "\n".join(lines)
+    from bench.support import splice_section
+
+    return splice_section(report, HEADING, section, SUMMARY, [row])
 
 
 def main() -> int:

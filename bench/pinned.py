@@ -123,6 +123,25 @@ class Paired:
         return Stat(tuple(a / b for a, b in zip(self.values["sqsjobs"], self.values["powertools"], strict=True)))
 
 
+def run_client(module: str, config: dict[str, Any], *, core: int, label: str, env: dict[str, str] | None = None,
+               timeout: float = 900) -> dict[str, Any]:
+    """Run ``python -m module`` pinned to ``core`` with ``config`` on its stdin; its last JSON line, checked.
+
+    The measured processes print one JSON line with ``jobs_run`` and ``expected``: a run whose jobs did not
+    all run raises instead of reporting a figure (a broken run cannot pass for a fast one).
+    """
+    done = subprocess.run([sys.executable, "-m", module], input=json.dumps(config), env=env or child_env(),
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout, preexec_fn=pin_to(core),
+                          check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode or not lines:
+        raise RuntimeError(f"{label} failed ({done.returncode}): {done.stderr[-2000:]}")
+    run: dict[str, Any] = json.loads(lines[-1])
+    if run["jobs_run"] != run["expected"]:
+        raise RuntimeError(f"{label}: {run['jobs_run']} jobs ran, expected {run['expected']}")
+    return run
+
+
 @dataclass
 class HttpCpu:
     """Client CPU per message over real HTTP (µs), the wall time per batch, and the cores used."""
@@ -152,15 +171,7 @@ def http_cpu(reps: int, batches: int, warm: int = 3) -> HttpCpu:
                 config = {"framework": name, "endpoint": endpoint, "queue": queue, "dlq": dlq, "table": tables[name],
                           "first": 1_000_000 * (rep + 1), "warm": warm, "batches": batches}
                 server_before = server.cpu_seconds()
-                done = subprocess.run([sys.executable, "-m", "bench.http_client"], input=json.dumps(config),
-                                      env=child_env(), cwd=ROOT, capture_output=True, text=True, timeout=600,
-                                      preexec_fn=pin_to(client_core), check=False)
-                lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-                if done.returncode or not lines:
-                    raise RuntimeError(f"{name} HTTP client failed ({done.returncode}): {done.stderr[-2000:]}")
-                run = json.loads(lines[-1])
-                if run["jobs_run"] != run["expected"]:
-                    raise RuntimeError(f"{name}: {run['jobs_run']} jobs ran, expected {run['expected']}")
+                run = run_client("bench.http_client", config, core=client_core, label=f"{name} HTTP client")
                 if rep:  # the first round warms the page cache and the .pyc files for both
                     cpu.values[name].append(run["cpu_us_per_message"])
                     wall.values[name].append(run["wall_ms_per_batch"])

@@ -6,7 +6,7 @@ import datetime
 import statistics
 from dataclasses import dataclass, field
 
-from bench import batch_handlers, claims, coalescing, groups
+from bench import async_jobs, batch_handlers, claims, coalescing, groups
 from bench.bundle import BundleSize
 from bench.cold_start import FirstInvocation
 from bench.figures import BATCH, LATENCY, SCENARIOS, ScenarioFigures, StubbedBatches
@@ -54,6 +54,8 @@ class Results:
     #: a delivery's write units by the path it came by (bench/claims.py)
     claims: claims.ClaimFigures | None = None
     batch_handlers: batch_handlers.BatchFigures | None = None
+    #: I/O-bound jobs run together (bench/async_jobs.py)
+    async_jobs: async_jobs.AsyncFigures | None = None
     http: HttpCpu | None = None
     #: BENCHMARKS.md's capacity section (bench/capacity.py)
     capacity: list[str] = field(default_factory=list)
@@ -152,6 +154,8 @@ def render(r: Results) -> str:
         add(groups.summary_row(r.groups))
     if r.batch_handlers is not None:
         add(batch_handlers.summary_row(r.batch_handlers))
+    if r.async_jobs is not None:
+        lines.extend(async_jobs.summary_rows(r.async_jobs))
     sqs_retry = statistics.median(s.sqs_calls[("sqsjobs", "retried")])
     add(f"| SQS calls per retried message | {sqs_retry:g} | "
         f"{statistics.median(s.sqs_calls[('powertools', 'retried')]):g} | | (report) | see note 1 |")
@@ -275,6 +279,8 @@ def render(r: Results) -> str:
         lines.extend(claims.render(r.claims))
     if r.batch_handlers is not None:
         lines.extend(batch_handlers.render(r.batch_handlers, ms["load"]))
+    if r.async_jobs is not None:
+        lines.extend(async_jobs.render(r.async_jobs, ms["load"], r.message_bytes))
     add(METHOD.replace("{lat}", lat))
     return "\n".join(lines) + "\n"
 

@@ -265,3 +265,43 @@ def sam(*args: str, cwd: Path, timeout: float = 900, **extra_env: str) -> subpro
     """Run ``sam ARGS`` in ``cwd``; the result (output captured)."""
     return subprocess.run([str(SAM), *args], cwd=cwd, env=sam_environment(**extra_env), capture_output=True,
                           text=True, timeout=timeout, check=False)
+
+
+def splice_section(report: str, heading: str, section: list[str], prefix: str, rows: list[str]) -> str:
+    """``report`` (BENCHMARKS.md) with the section under ``heading`` and the summary rows starting with ``prefix``
+    replaced by ``section`` and ``rows``: in place, or the section before ``## Method`` and the rows at the end of
+    the summary table. A section run alone (``python -m bench.<section>``) updates the report this way.
+
+    Example:
+        >>> text = "# B\\n\\n## Summary\\n\\n| a |\\n| x: old |\\n\\n## X\\n\\nold\\n\\n## Method\\n\\nm\\n"
+        >>> print(splice_section(text, "## X", ["## X", "", "new", ""], "| x:", ["| x: new |"]))
+        # B
+        <BLANKLINE>
+        ## Summary
+        <BLANKLINE>
+        | a |
+        | x: new |
+        <BLANKLINE>
+        ## X
+        <BLANKLINE>
+        new
+        <BLANKLINE>
+        ## Method
+        <BLANKLINE>
+        m
+        <BLANKLINE>
+    """
+    lines = [line for line in report.split("\n") if not line.startswith(prefix)]
+    if heading in lines:
+        start = lines.index(heading)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        del lines[start:end]
+    at = lines.index("## Method") if "## Method" in lines else len(lines)
+    lines[at:at] = section
+    summary = lines.index("## Summary") if "## Summary" in lines else None
+    if summary is not None:
+        last = next(i for i in range(summary + 1, len(lines)) if lines[i].startswith("|"))
+        while last + 1 < len(lines) and lines[last + 1].startswith("|"):
+            last += 1
+        lines[last + 1:last + 1] = rows
+    return "\n".join(lines)

@@ -4,8 +4,9 @@
 id inside the job (IDs-only payloads); here the "database" is a tiny
 deterministic function so the demo needs no other table.
 
-The patterns of docs/patterns.md follow it: ``place_order`` + ``process-order``
-(transactional enqueue through the outbox; orders live in
+``receipt-email`` is the same send as an ``async def`` job: a batch's receipts run at once
+(docs/jobs.md, "Async jobs and concurrency"). The patterns of docs/patterns.md follow it:
+``place_order`` + ``process-order`` (transactional enqueue through the outbox; orders live in
 ``SQSJOBS_ORDERS_TABLE``), ``reindex-products`` (a chunked job) and
 ``nightly-report`` (a scheduled job behind a lease), ``start_billing_run``
 + ``billing-run-report`` (a job group of invoice e-mails, and its callback). Flow control
@@ -55,6 +56,23 @@ def send_invoice_email(invoice_id: int) -> None:
             "Subject": {"Data": f"Invoice {invoice['id']}"},
             "Body": {"Text": {"Data": f"Total due: {invoice['total_cents'] / 100:.2f}"}},
         },
+    )
+
+
+@app.job("receipt-email", key="receipt-email:{order_id}")
+async def send_receipt_email(order_id: int) -> None:
+    """An async job (docs/jobs.md, "Async jobs and concurrency"): a batch's receipts go out at once.
+
+    boto3 has no async client, so the send runs on a thread (``asyncio.to_thread``) while the loop
+    serves the batch's other receipts; an async HTTP client would be awaited directly.
+    """
+    import asyncio  # loaded by the worker for a batch with async jobs, never at import
+
+    await asyncio.to_thread(
+        ses_client().send_email,
+        Source=os.environ.get("SQSJOBS_SENDER", "billing@example.com"),
+        Destination={"ToAddresses": [f"customer-{order_id}@example.com"]},
+        Message={"Subject": {"Data": f"Receipt {order_id}"}, "Body": {"Text": {"Data": "Thank you."}}},
     )
 
 

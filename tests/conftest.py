@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import tiers
 
+from sqsjobs.testing.tester import ManualClock
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # A shell's background job (`pytest &`) starts with SIGINT ignored, and its children inherit that: the tests
@@ -44,17 +46,9 @@ def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-class Clock:
-    """A clock tests move by hand (epoch seconds)."""
-
-    def __init__(self, now: float = 1_767_225_600.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+class Clock(ManualClock):
+    """A clock tests move by hand (epoch seconds); ``advance`` calls the worker's timers that fall due on the way
+    (``sqsjobs.testing.ManualClock``), while setting ``now`` moves it without them."""
 
 
 @pytest.fixture

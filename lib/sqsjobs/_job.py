@@ -17,6 +17,7 @@ import string
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
+from sqsjobs._calls import check_function, check_sync, is_async
 from sqsjobs._environment import pinned_runtime
 from sqsjobs._errors import (
     ConfigurationError,
@@ -99,6 +100,12 @@ class Job(Generic[P, R]):
         self.name = name
         self.fn = fn
         self.options = options
+        check_function(f"job {name!r}", fn)
+        #: ``async def``: the worker awaits it on the invocation's event loop, beside the batch's other jobs
+        self.is_async = is_async(fn)
+        if self.is_async and options.threads:
+            raise ConfigurationError(f"job {name!r}: threads=True is for plain functions; an async job already runs "
+                                     "beside the batch's other jobs, on its event loop")
         self.signature, self._defaults = self._arguments(fn, name)
         self._upcasters: dict[int, Upcaster] = {}
         clash = set(self.signature.names) & set(ENQUEUE_OPTIONS)
@@ -306,6 +313,8 @@ class Job(Generic[P, R]):
             )
 
         def register(fn: Upcaster) -> Upcaster:
+            check_sync(f"job {self.name!r}: the upcaster from version {from_version}", fn,
+                       "it runs while the worker decodes the message")
             self._upcasters[from_version] = fn
             return fn
 

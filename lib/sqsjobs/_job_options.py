@@ -124,6 +124,8 @@ class JobOptions:
     batch: int | None = None
     #: the features' options the job set (``JobOption.of`` reads them): name → checked value
     features: Mapping[str, Any] = field(default_factory=dict)
+    #: a sync job that may run on a thread, beside the batch's other jobs (worker/_run_step.py); off: one at a time
+    threads: bool = False
 
     def classify(self, error: BaseException) -> Classification:
         """``'retry'`` or ``'permanent'`` for an exception the job raised.
@@ -180,7 +182,8 @@ JOB_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 MAX_JOB_NAME = 80
 #: the options every job has (``JobApp.job`` takes these and the features' ``JobOption``s), for error messages
 JOB_OPTIONS = ("key", "group", "max_attempts", "backoff_base", "backoff_cap", "jitter", "retry_on", "permanent_on",
-               "time_limit", "version", "chunked", "store_result", "expires_in", "on_crash", "batch")
+               "time_limit", "version", "chunked", "store_result", "expires_in", "on_crash", "batch",
+               "threads")
 
 
 def option_names() -> tuple[str, ...]:
@@ -208,6 +211,7 @@ def declare_options(
     expires_in: float | None = None,
     on_crash: OnCrash | str = OnCrash.RETRY,
     batch: int | None = None,
+    threads: bool = False,
     final: Collection[str] = ("max_attempts", "function_timeout", "queues"),
     **features: Any,
 ) -> JobOptions:
@@ -228,7 +232,7 @@ def declare_options(
         sqsjobs.ConfigurationError: job 'sync-account': unknown option(s) 'max_retries' (Celery) → use \
 max_attempts (= max_retries + 1: sqsjobs counts the first run). Options: key, group, max_attempts, backoff_base, \
 backoff_cap, jitter, retry_on, permanent_on, time_limit, version, chunked, store_result, expires_in, on_crash, batch, \
-debounce, dedupe, limits, queue, tenant_metrics
+threads, debounce, dedupe, limits, queue, tenant_metrics
     """
     if "expires" in features and expires_in is None:
         expires_in = features.pop("expires")  # Celery's name for it
@@ -247,6 +251,7 @@ debounce, dedupe, limits, queue, tenant_metrics
     )
     if batch is not None:
         options = replace(options, batch=batch_size(name, batch, store_result=store_result, chunked=chunked))
+    options = replace(options, threads=threads_option(name, threads, time_limit=time_limit))
     declaring = Declaring(job=name, settings=settings, chunked=chunked, store_result=store_result,
                           batch=options.batch, named=named or {}, given=features)
     # Every feature's option is checked, set or not: a default may not fit the rest (the default queue...).
@@ -255,6 +260,29 @@ debounce, dedupe, limits, queue, tenant_metrics
                                          for option in FEATURE_OPTIONS.values()})
     check_against_settings(name, options, settings, final)
     return options
+
+
+def threads_option(name: str, threads: Any, *, time_limit: float | None) -> bool:
+    """``threads=`` checked for job ``name``: True or False, and never with a ``time_limit``.
+
+    A ``time_limit`` interrupts the job's own code with ``SIGALRM``, which Python delivers to the main thread
+    only: nothing can stop a job on another thread, so a limit there would be a promise not kept.
+
+    Example:
+        >>> threads_option("fetch-feed", True, time_limit=30)
+        Traceback (most recent call last):
+        ...
+        sqsjobs.ConfigurationError: job 'fetch-feed': threads=True does not combine with time_limit: Python cannot \
+stop a thread, so the limit could not be kept; make the job `async def` (its time_limit cancels it at an await) or \
+leave threads off
+    """
+    if type(threads) is not bool:
+        raise ConfigurationError(f"job {name!r}: threads must be True or False, got {threads!r}")
+    if threads and time_limit is not None:
+        raise ConfigurationError(
+            f"job {name!r}: threads=True does not combine with time_limit: Python cannot stop a thread, so the limit "
+            "could not be kept; make the job `async def` (its time_limit cancels it at an await) or leave threads off")
+    return threads
 
 
 def check_against_settings(name: str, options: JobOptions, settings: Settings,

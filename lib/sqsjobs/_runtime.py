@@ -338,11 +338,12 @@ class Runtime:
         """The batch consumer, with every feature's stage plugged in (built once per cold start)."""
         def build() -> Consumer:
             from sqsjobs.worker._consumer import Consumer
+            from sqsjobs.worker._timer import timer_for
 
             return Consumer(
                 settings=self.settings, jobs=self.registry.jobs, store=self.store, sqs=lambda: self.sqs,
                 clock=self.clock, random=self.random, logger=self.logger, emit=self.emit_metrics,
-                stages=self._stages(), sleep=self.sleep,
+                stages=self._stages(), sleep=self.sleep, timer=timer_for(self._parts.clock),
                 schedules=(lambda: self.one_time_schedules) if self.settings.schedule_group else None,
             )
 

@@ -32,6 +32,8 @@ ENV_RECORD_TTL = "SQSJOBS_RECORD_TTL_SECONDS"
 ENV_MAX_MESSAGE_BYTES = "SQSJOBS_MAX_MESSAGE_BYTES"
 ENV_SCHEDULE_GROUP = "SQSJOBS_SCHEDULE_GROUP"
 ENV_SCHEDULER_ROLE_ARN = "SQSJOBS_SCHEDULER_ROLE_ARN"
+ENV_CONCURRENCY = "SQSJOBS_CONCURRENCY"
+ENV_FLUSH_AFTER = "SQSJOBS_FLUSH_AFTER"
 ENV_SERVICE = "POWERTOOLS_SERVICE_NAME"
 ENV_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 #: the operator console's access token (``sqsjobs console --token``); never a default
@@ -59,6 +61,10 @@ DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024
 
 #: 21 days: the DLQ's longest retention (14 days) plus a week to redrive it
 DEFAULT_RECORD_TTL = 21 * 24 * 3600.0
+#: jobs of a batch running at once: a batch of 10 at once fits a 128 MB function (BENCHMARKS.md, "Async jobs")
+DEFAULT_CONCURRENCY = 10
+#: seconds a finished job's record may wait to be written with others (worker/_record_writes.py)
+DEFAULT_FLUSH_AFTER = 1.0
 
 
 #: a queue name: lower-case, so that ``SQSJOBS_QUEUE_URL_<NAME>`` maps back to exactly one name
@@ -126,6 +132,10 @@ class Settings:
     schedule_group: str | None = None
     #: the role EventBridge Scheduler assumes to send a delayed job to the jobs queue (and its DLQ)
     scheduler_role_arn: str | None = None
+    #: jobs of one batch that may run at once: async jobs, and sync jobs with ``threads=True`` (docs/jobs.md)
+    concurrency: int = DEFAULT_CONCURRENCY
+    #: seconds a finished job's record may wait to be written with others: the crash window (0: each at once)
+    flush_after: float = DEFAULT_FLUSH_AFTER
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_attempts <= 1000:
@@ -149,6 +159,11 @@ class Settings:
         for name in ("record_ttl", "deadline_margin", "lease_margin"):
             if getattr(self, name) < 0:
                 raise ConfigurationError(f"{name} must be >= 0")
+        if type(self.concurrency) is not int or not 1 <= self.concurrency <= 1000:
+            raise ConfigurationError(f"concurrency ({ENV_CONCURRENCY}) must be a whole number of jobs within "
+                                     f"1..1000, got {self.concurrency!r}")
+        if not 0 <= self.flush_after <= 60:
+            raise ConfigurationError(f"flush_after ({ENV_FLUSH_AFTER}) must be 0..60 seconds, got {self.flush_after!r}")
         if self.schedule_group is not None and not _SCHEDULE_GROUP.fullmatch(self.schedule_group):
             raise ConfigurationError(
                 f"schedule_group ({ENV_SCHEDULE_GROUP}) must be an EventBridge Scheduler group name: 1..64 letters, "
@@ -214,6 +229,10 @@ class Settings:
             values["schedule_group"] = env[ENV_SCHEDULE_GROUP]
         if env.get(ENV_SCHEDULER_ROLE_ARN):
             values["scheduler_role_arn"] = env[ENV_SCHEDULER_ROLE_ARN]
+        if env.get(ENV_CONCURRENCY):
+            values["concurrency"] = _number(env, ENV_CONCURRENCY, int)
+        if env.get(ENV_FLUSH_AFTER):
+            values["flush_after"] = _number(env, ENV_FLUSH_AFTER, float)
         if env.get(ENV_SERVICE):
             values["service"] = env[ENV_SERVICE]
         if env.get(ENV_NAMESPACE):

@@ -92,3 +92,16 @@ def test_a_killed_invocations_messages_come_back_and_are_processed_once(local_cl
     assert poller.stats.failed_batches == failed_before + 1
     assert subjects(local_cloud).count(f"Invoice {invoice}") == 1
     assert local_cloud.queue_depth("JobsQueue") == 0
+
+
+def test_async_jobs_run_in_the_deployed_worker_each_once(local_cloud: LocalCloudSession) -> None:
+    orders = [next(_ids) for _ in range(10)]
+
+    for order in orders:
+        local_cloud.enqueue("receipt-email", order_id=order)
+    local_cloud.enqueue("receipt-email", order_id=orders[0])  # a duplicate: sent once all the same
+    local_cloud.drain()
+
+    sent = subjects(local_cloud)
+    assert [sent.count(f"Receipt {order}") for order in orders] == [1] * 10
+    assert local_cloud.queue_depth("JobsQueue") == 0

@@ -184,7 +184,7 @@ def test_a_crash_mid_batch_leaves_the_jobs_before_it_completed(make_app: Any, aw
 
     @app.job("step", key="step:{n}")
     def step(n: int) -> None:
-        clock.now += FLUSH_AFTER  # a job that takes its time: its record is written as it returns
+        clock.advance(FLUSH_AFTER)  # a job that takes its time: the records before it are written meanwhile
         if n == 3:
             raise Killed()
 

@@ -1,5 +1,14 @@
 """The world the runtime model drives: the real worker over an in-memory store and a fake SQS, and a ledger.
 
+Jobs run as users write them: plain functions (one at a time), ``async def``
+jobs (``aa``, ``aconc`` under the concurrency limit, the batch handler ``abat``;
+each yields to the loop a random number of times before and after its side
+effect, so their completions come in random orders) and ``threads=True`` jobs
+(``th``, on threads of their own, one at a time: ``SerialThreads``), several in
+flight in one batch; the plans ``slow`` and ``timeout`` move the clock past
+the crash window's bound inside a job (``timeout`` then kills the
+invocation), and a kill may come with several jobs in flight.
+
 Two deploys of one app (``version`` 1 and 2 of job ``c``) share one fake SQS
 (whose jobs queue has SQS's redrive policy: the backstop, and SQS's largest
 ``MaximumMessageSize``, 1 MiB, as the apps' ``max_message_bytes``), one
@@ -22,9 +31,13 @@ The invariants (docs/reliability.md states them for users):
    duplicate of a completed key, was cancelled or expired (with its metric),
    was re-sent (the copy is tracked in turn), or is in the DLQ with a reason
    the worker wrote;
-2. side effects per key <= 1 + kills after a side effect + completion writes
-   that failed after their retries + runs of a batch handler's item whose call
-   then ran past its time limit (each counted per key);
+2. side effects per key <= 1 + kills that found it exposed + completion
+   writes that failed after their retries + runs of a batch handler's item
+   whose call then ran past its time limit (each counted per key). A kill
+   exposes, in time: the jobs running at the kill, and those that finished
+   less than ``flush_after`` (the worker's crash window) before it; a job
+   that finished earlier must have its record written by then, unless the
+   store failed a write of that invocation (the ledger says which);
 3. a group's callback runs once (a callback is a job like any other: only a
    kill after its side effect or its unrecorded completion may repeat it, as
    invariant 2 bounds), only after every member is terminal, and a finished
@@ -54,12 +67,16 @@ Clock skew between the deploys is bounded by the lease margin (5 s,
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import functools
 import json
 import random
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -72,6 +89,7 @@ from sqsjobs.testing.events import FakeContext, record_from_message
 from sqsjobs.testing.fake_sqs import FakeSQS, QueuedMessage
 from sqsjobs.testing.flaky_store import FlakyStore
 from sqsjobs.testing.tester import ManualClock
+from sqsjobs.worker._record_writes import FLUSH_AFTER
 
 MAX_ATTEMPTS = 3
 #: SQS's redrive moves a message received more often than this (template.yaml: MaxAttempts + 1)
@@ -94,22 +112,27 @@ SLOTS = 1
 EXPIRES_IN = 40.0
 DEBOUNCE = 4.0
 #: the jobs a rule may enqueue alone or as members and steps
-PLAIN_JOBS = ("a", "b", "c", "lim", "conc", "exp", "bat", "batlim", "batconc", "battime", "big")
+PLAIN_JOBS = ("a", "b", "c", "lim", "conc", "exp", "bat", "batlim", "batconc", "battime", "big", "aa", "th", "aconc",
+              "abat")
 #: the jobs a group's member or a chain's step may be (the debounced and deduplicated ones too: a key is shared by
-#: every kind of delivery)
-MEMBER_JOBS = ("a", "b", "c", "exp", "bat", "deb", "dd", "ds", "big")
+#: every kind of delivery; async and threaded ones too)
+MEMBER_JOBS = ("a", "b", "c", "exp", "bat", "deb", "dd", "ds", "big", "aa", "th")
 #: what a group's ``on_complete`` may be: ``report`` (the model counts its runs) or a job another path runs too
-CALLBACK_JOBS = ("report", "a", "bat", "deb", "dd")
+CALLBACK_JOBS = ("report", "a", "bat", "deb", "dd", "aa")
 #: items per call of the batch handlers (``batlim`` shares ``lim``'s rate limit, ``batconc`` ``conc``'s slots)
 BATCH = 3
 #: the batch handlers (a rule enqueues all of one's keys at once)
-BATCH_JOBS = ("bat", "batlim", "batconc", "battime")
+BATCH_JOBS = ("bat", "batlim", "batconc", "battime", "abat")
 #: the jobs whose starts the rate limit counts
 RATE_JOBS = ("lim", "batlim")
 #: the jobs whose runs at once the concurrency limit counts
-SLOT_JOBS = ("conc", "batconc")
-#: what one execution of a job does (``overrun``: its time limit's alarm lands in it; ``slow``: time passes)
-PLANS = ("ok", "transient", "permanent", "kill_before", "kill_after", "nest", "overrun", "slow")
+SLOT_JOBS = ("conc", "batconc", "aconc")
+#: what one execution of a job does (``overrun``: its time limit's alarm lands in it; ``slow``: time passes, up to
+#: its time limit or the invocation's deadline; ``timeout``: ``TIMEOUT_AFTER`` passes, past the crash window's
+#: bound, and the invocation dies then, as Lambda's timeout kills one: issue 32's story)
+PLANS = ("ok", "transient", "permanent", "kill_before", "kill_after", "nest", "overrun", "slow", "timeout")
+#: how long a ``timeout`` run takes before the invocation dies (the worker's flush timer fires meanwhile)
+TIMEOUT_AFTER = 2.0
 #: the writes a store fault may hit
 FAULTS = ("claim", "completion", "retry_record", "dead_letter_record", "count", "limiter", "any")
 
@@ -133,8 +156,59 @@ class Killed(BaseException):
     """The invocation dies here (a timeout, out of memory): nothing after it runs, nothing is acknowledged."""
 
 
+@dataclass
+class Invocation:
+    """What one invocation's jobs did (each job finds its own through a context variable, on any thread)."""
+
+    #: the side effects, in order (a side effect's key), and the record each belongs to
+    effects: list[str] = field(default_factory=list)
+    records: dict[str, str] = field(default_factory=dict)
+    #: when each job whose side effect happened returned (a batch handler's items: when the call returned)
+    finished: dict[str, float] = field(default_factory=dict)
+    #: when a job of it raised ``Killed``
+    killed_at: float | None = None
+    #: the store's injected failures when it started
+    failures_before: int = 0
+    #: when Lambda kills it (its deadline)
+    deadline: float = float("inf")
+
+
+_INVOCATION: contextvars.ContextVar[Invocation | None] = contextvars.ContextVar("model_invocation", default=None)
+
+
+class SerialThreads:
+    """The model's job threads: a ``threads=True`` job runs on a thread of its own, the next one only once it
+    ended, while the invocation's thread waits.
+
+    Hypothesis replays a story exactly, so the model may not let the OS choose how threads interleave: here a
+    threaded job runs off the invocation's thread (its context copied there, its bookkeeping done there under
+    the batch's lock), deterministically. Threaded jobs that truly overlap are tested in
+    tests/unit/test_batch_concurrency.py and tests/integration/test_async_moto.py.
+    """
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Any]:
+        done: Future[Any] = Future()
+
+        def run() -> None:
+            try:
+                done.set_result(fn(*args))
+            except BaseException as error:  # a kill too: the run step raises it from the future
+                done.set_exception(error)
+
+        thread = threading.Thread(target=run, name="model-job-thread")
+        thread.start()
+        thread.join()
+        return done
+
+
 class SkewedClock:
-    """A deploy's own clock: the world's, ``skew`` seconds ahead (or behind); sleeping moves the world's."""
+    """A deploy's own clock: the world's, ``skew`` seconds ahead (or behind); sleeping moves the world's.
+
+    It is a timer too (``worker/_timer.py``): the worker's timers on it (a record's ``flush_after``, the deadline
+    margin) fire as the world's clock reaches their moment, on its own time. Without ``call_at`` the worker would
+    take it for a clock that moves by itself and serve it from a thread on real time: the model would no longer
+    replay a story exactly.
+    """
 
     def __init__(self, base: ManualClock, skew: float) -> None:
         self.base, self.skew = base, skew
@@ -144,6 +218,9 @@ class SkewedClock:
 
     def advance(self, seconds: float) -> None:
         self.base.advance(seconds)
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Any:
+        return self.base.call_at(when - self.skew, callback)
 
 
 def _ops(op: Operation) -> tuple[Operation, ...]:
@@ -237,8 +314,8 @@ class World:
         self.chains: list[list[str]] = []
         self._plans: list[str] = []
         self._nest: Callable[[], None] | None = None
-        #: per running invocation (a stack: one may run inside another's job), the keys whose side effect it did
-        self._invocations: list[list[str]] = []
+        #: jobs of one batch run on several threads: the ledger and the plans are changed under this lock
+        self._lock = threading.RLock()
         #: DLQ letters a redrive moved back (the message they were is neither queued nor in the DLQ now)
         self.redriven: set[str] = set()
         #: messages the poller deleted: SQS's at-least-once delivery may bring one back (``FakeSQS.deliver_again``)
@@ -247,8 +324,6 @@ class World:
         self._metrics_read = 0
         #: the ``v`` of the last debounced request (each one's is unique)
         self.edits = 0
-        #: per running invocation (a stack), when Lambda kills it
-        self._deadlines: list[float] = []
         #: a store fault was armed in this story (an unstarted claim may then keep its attempt)
         self.store_faults = False
         #: the bodies of groups' callbacks (``kinds_of``)
@@ -330,6 +405,23 @@ class World:
         def big(n: int, pad: str) -> None:
             self.execute("big", f"big:{n}")
 
+        @app.job("aa", key="aa:{n}")
+        async def aa(n: int) -> None:
+            await self.execute_async("aa", f"aa:{n}")
+
+        @app.job("th", key="th:{n}", threads=True)
+        def th(n: int) -> None:
+            self.execute("th", f"th:{n}")
+
+        @app.job("aconc", key="aconc:{n}", limits=["slots"])
+        async def aconc(n: int) -> None:
+            await self.execute_async("aconc", f"aconc:{n}")
+
+        @app.job("abat", key="abat:{n}", batch=BATCH)
+        async def abat(items: list[BatItem]) -> dict[int, BaseException]:
+            await self.pause()
+            return self.execute_items("abat", items)
+
         @app.job("report", key="report:{g}")
         def report(g: str) -> None:
             self.callback(g)
@@ -338,6 +430,7 @@ class World:
         def tick(period: str) -> None:
             self.execute("tick", f"tick:{period}")
 
+        app.runtime.consumer.runners._pool = SerialThreads()  # type: ignore[assignment]
         return app
 
     # ------------------------------------------------------------ what producers send
@@ -362,54 +455,112 @@ class World:
     # ------------------------------------------------------------ what the jobs do
     def execute(self, job: str, key: str, *, limit: float | None = None) -> None:
         """One run of a job: checks, then the plan the running rule drew for it (``limit``: its time limit)."""
-        led = self.ledger
-        now = self.clock()
-        plan = self._plans.pop(0) if self._plans else "ok"
-        if led.active[key]:
-            led.violations.append(f"{key} started while another run of it was still going")
-        if job in RATE_JOBS:
-            window = PER - abs(self.skew)  # the deploys judge windows on clocks up to ``skew`` apart
-            recent = [t for name in RATE_JOBS for t in led.starts[name] if t > now - window]
-            if len(recent) >= RATE:
-                led.violations.append(f"rate limit exceeded: {len(recent) + 1} starts within {window} s at {now}")
-        if job in SLOT_JOBS and sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS) >= SLOTS:
-            led.violations.append(f"concurrency limit exceeded at {now}")
-        led.starts[job].append(now)
-        led.started[key] += 1
-        led.active[key] += 1
+        plan = self._start(job, key)
         try:
-            if plan == "kill_before":
-                raise Killed(key)
-            if plan == "overrun" and limit is not None:  # the time limit's alarm lands in the job's own code
-                raise TimeLimitExceeded(f"{key} ran past its time_limit")
-            if plan == "slow":
-                self._run_long(limit)
-            if plan == "transient":
-                raise ConnectionError(f"{key}: transient")
-            if plan == "permanent":
-                raise PermanentError(f"{key}: permanent")
+            self._body(plan, key, limit=limit)
+        finally:
+            self._stop(key)
+        self._finished(key)
+
+    async def execute_async(self, job: str, key: str) -> None:
+        """``execute`` for an async job: it yields to the loop before and after its body, a random number of times."""
+        plan = self._start(job, key)
+        try:
+            await self.pause()
+            self._body(plan, key)
+            await self.pause()
+        finally:
+            self._stop(key)
+        self._finished(key)
+
+    async def pause(self) -> None:
+        with self._lock:
+            turns = self.random.randint(0, 3)
+        for _ in range(turns):
+            await asyncio.sleep(0)
+
+    def _start(self, job: str, key: str) -> str:
+        led = self.ledger
+        with self._lock:
+            now = self.clock()
+            plan = self._plans.pop(0) if self._plans else "ok"
+            if led.active[key]:
+                led.violations.append(f"{key} started while another run of it was still going")
+            if job in RATE_JOBS:
+                window = PER - abs(self.skew)  # the deploys judge windows on clocks up to ``skew`` apart
+                recent = [t for name in RATE_JOBS for t in led.starts[name] if t > now - window]
+                if len(recent) >= RATE:
+                    led.violations.append(f"rate limit exceeded: {len(recent) + 1} starts within {window} s at {now}")
+            if job in SLOT_JOBS and sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS) >= SLOTS:
+                led.violations.append(f"concurrency limit exceeded at {now}")
+            led.starts[job].append(now)
+            led.started[key] += 1
+            led.active[key] += 1
+        return plan
+
+    def _stop(self, key: str) -> None:
+        with self._lock:
+            self.ledger.active[key] -= 1
+
+    def _body(self, plan: str, key: str, record: str | None = None, *, limit: float | None = None) -> None:
+        if plan == "kill_before":
+            self._kill(key)
+        if plan == "overrun" and limit is not None:  # the time limit's alarm lands in the job's own code
+            raise TimeLimitExceeded(f"{key} ran past its time_limit")
+        if plan == "slow":
+            self._run_long(key, limit)
+        if plan == "timeout":
+            self.clock.advance(TIMEOUT_AFTER)  # the worker's timers fire meanwhile
+            self._kill(key)
+        if plan == "transient":
+            raise ConnectionError(f"{key}: transient")
+        if plan == "permanent":
+            raise PermanentError(f"{key}: permanent")
+        with self._lock:
             if plan in ("nest", "slow") and self._nest is not None:
                 nest, self._nest = self._nest, None
-                nest()  # a second invocation runs while this one is inside its job
-            led.effects[key] += 1
-            if self._invocations:
-                self._invocations[-1].append(key)
-            if plan == "kill_after":
-                raise Killed(key)
-        finally:
-            led.active[key] -= 1
+            else:
+                nest = None
+        if nest is not None:
+            nest()  # a second invocation runs while this one is inside its job
+        with self._lock:
+            self.ledger.effects[key] += 1
+            invocation = _INVOCATION.get()
+            if invocation is not None:
+                invocation.effects.append(key)
+                invocation.records[key] = record or key
+        if plan == "kill_after":
+            self._kill(key)
 
-    def _run_long(self, limit: float | None) -> None:
-        """Time passes while the job runs: up to its time limit (its alarm stops it), or the invocation's deadline
-        (Lambda kills the invocation there)."""
-        deadline = self._deadlines[-1] if self._deadlines else float("inf")
+    def _kill(self, key: str) -> None:
+        invocation = _INVOCATION.get()
+        if invocation is not None and invocation.killed_at is None:
+            invocation.killed_at = self.clock()
+        raise Killed(key)
+
+    def _finished(self, *keys: str) -> None:
+        """Jobs returned (their side effects are done): the worker records them from now on."""
+        invocation = _INVOCATION.get()
+        if invocation is None:
+            return
+        with self._lock:
+            now = self.clock()
+            for key in keys:
+                if key in invocation.records:
+                    invocation.finished.setdefault(key, now)
+
+    def _run_long(self, key: str, limit: float | None) -> None:
+        """Time passes while the job runs (the worker's timers fire meanwhile): up to its time limit (its alarm
+        stops it), or the invocation's deadline (Lambda kills the invocation there)."""
+        invocation = _INVOCATION.get()
+        deadline = invocation.deadline if invocation is not None else float("inf")
         left = SLOW_SECONDS if limit is None else max(0.0, limit)
         took = min(SLOW_SECONDS, left, max(0.0, deadline - self.clock()))
         self.clock.advance(took)
         if limit is not None and took >= limit:
             raise TimeLimitExceeded(f"ran past its time_limit of {limit} s")
         if self.clock() >= deadline:
-            raise Killed("the invocation's deadline")
+            self._kill(f"{key}: the invocation's deadline")
 
     def execute_debounced(self, n: int, v: int) -> None:
         """One run of a debounced request: the request (``v``) is the unit of side effects, the key that of overlap.
@@ -424,46 +575,62 @@ class World:
         if v not in self.ledger.untokened and (latest is None or self.ledger.tokens.get(latest) != v):
             self.ledger.violations.append(f"{key} ran burst v={v}, but its latest burst is "
                                           f"v={self.ledger.tokens.get(latest or '')}")
-        self.ledger.active[key] += 1
+        with self._lock:
+            self.ledger.active[key] += 1
         try:
-            self.execute("deb", f"{key}@{v}")
+            plan = self._start("deb", f"{key}@{v}")
+            try:
+                self._body(plan, f"{key}@{v}", record=key)
+            finally:
+                self._stop(f"{key}@{v}")
+            self._finished(f"{key}@{v}")
         finally:
-            self.ledger.active[key] -= 1
+            self._stop(key)
 
     def execute_items(self, job: str, items: list[BatItem]) -> dict[int, BaseException]:
         """One call of a batch handler: each item runs as ``execute`` runs a job, with a plan of its own; the
         items whose plan failed are named (a kill ends the whole call, and the invocation; a call that runs past
         its time limit ends every item of the call, those that ran before included)."""
         led = self.ledger
-        running = sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS)
-        if job in SLOT_JOBS and running + len(items) > SLOTS:  # a call's items run at once
-            led.violations.append(f"concurrency limit exceeded by a call of {len(items)} at {self.clock()}")
+        with self._lock:
+            running = sum(n for k, n in led.active.items() if k.split(":")[0] in SLOT_JOBS)
+            if job in SLOT_JOBS and running + len(items) > SLOTS:  # a call's items run at once
+                led.violations.append(f"concurrency limit exceeded by a call of {len(items)} at {self.clock()}")
         limit = TIME_LIMIT if job in ("batconc", "battime") else None
         failed: dict[int, BaseException] = {}
         done: list[str] = []
         started = self.clock()
         for index, item in enumerate(items):
             key = f"{job}:{item['n']}"
+            plan = self._start(job, key)
             try:
-                self.execute(job, key, limit=None if limit is None else limit - (self.clock() - started))
+                self._body(plan, key, limit=None if limit is None else limit - (self.clock() - started))
             except (ConnectionError, PermanentError) as error:
                 failed[index] = error
             except TimeLimitExceeded:
                 note(f"a batch call ran past its time limit after {len(done)} item(s)")
-                for ran in done:  # their side effects happened; the call ends them as failed
-                    led.overrun_after[ran] += 1
+                with self._lock:
+                    for ran in done:  # their side effects happened; the call ends them as failed
+                        led.overrun_after[ran] += 1
                 raise
             else:
                 done.append(key)
+            finally:
+                self._stop(key)
+        self._finished(*done)  # the call returned: every item it did ends now
         return failed
 
     def callback(self, g: str) -> None:
         """A group's callback ran: once, and only after every member is terminal."""
         label, _, kind = g.rpartition("-")
         book = next((b for b in self.groups if b.label == label), None)
-        self.ledger.effects[f"report:{g}"] += 1
-        if self._invocations:  # a kill later in this invocation exposes it, as it does a job's (``execute``)
-            self._invocations[-1].append(f"report:{g}")
+        with self._lock:
+            self.ledger.effects[f"report:{g}"] += 1
+            invocation = _INVOCATION.get()
+            if invocation is not None:  # a kill soon after exposes it, as it does a job's (``execute``)
+                invocation.effects.append(f"report:{g}")
+                invocation.records[f"report:{g}"] = f"report:{g}"
+        self._finished(f"report:{g}")
         if book is None:
             return
         book.runs[kind] += 1  # at most once, like any key: the side-effect bound in ``check`` holds it
@@ -498,14 +665,12 @@ class World:
         arn = self.sqs.arn(self.queue)
         event = {"Records": [record_from_message(m.to_wire(), arn) for m in taken]}
         context = FakeContext(remaining_ms=remaining_ms, clock=self.clock)
-        self._invocations.append([])
-        self._deadlines.append(self.clock() + remaining_ms / 1000)
+        invocation = Invocation(failures_before=self.store.failures, deadline=self.clock() + remaining_ms / 1000)
+        token = _INVOCATION.set(invocation)
         try:
             result = self.apps[app].process_batch(event, context)
         except Killed:
-            # Every side effect this invocation did is exposed: its record may not be written yet.
-            for key in self._invocations[-1]:
-                self.ledger.kills_after[key] += 1
+            self._exposed_by_kill(invocation)
             for message in taken:
                 if message.receive_count >= MAX_ATTEMPTS + 1:
                     self.ledger.killed_late[message.message_id] += 1
@@ -515,8 +680,7 @@ class World:
             return
         finally:
             self._nest = None
-            self._invocations.pop()
-            self._deadlines.pop()
+            _INVOCATION.reset(token)
         failed = set(result.failures)
         bodies = {m.message_id: m.body for m in taken}
         self._note_kinds(taken)
@@ -540,6 +704,21 @@ class World:
             if message.message_id not in failed:
                 self.sqs.remove(message)
                 self.deleted.append(message)
+
+    def _exposed_by_kill(self, invocation: Invocation) -> None:
+        """A kill exposes, in time, the side effects whose record may not be written yet (invariant 2)."""
+        killed_at = invocation.killed_at if invocation.killed_at is not None else self.clock()
+        store_failed = self.store.failures > invocation.failures_before
+        for key in invocation.effects:
+            finished = invocation.finished.get(key)
+            if finished is None or killed_at < finished + FLUSH_AFTER or store_failed:
+                self.ledger.kills_after[key] += 1  # running at the kill, within the window, or a write failed
+                continue
+            item = self.store.get(invocation.records[key])
+            if item is None or item.state is not LeaseState.DONE:
+                self.ledger.violations.append(
+                    f"{key} returned {killed_at - finished:.1f} s before the kill (the window is {FLUSH_AFTER} s), "
+                    f"and its record is {item.state.value if item is not None else 'absent'}, not written")
 
     def kinds_of(self, message: QueuedMessage) -> set[str]:
         """Which paths a delivered message came by (a re-sent member is both)."""

@@ -47,7 +47,9 @@ def test_the_python_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
             exec(compile(block, str(PAGE), "exec"), namespace)  # the page's own examples
 
         app = namespace["app"]
-        assert set(app.jobs) == {"invoice-email", "greet", "sync-account", "index-products", "reindex", "export"}
+        assert set(app.jobs) == {"invoice-email", "greet", "sync-account", "index-products", "reindex", "export",
+                                 "convert-order", "render-thumbnail"}
+        assert app.jobs["convert-order"].is_async and app.jobs["render-thumbnail"].options.threads
         assert app.jobs["index-products"].options.batch == 25
         assert app.jobs["greet"].upcast(1, {"user_id": 7}) == {"user_id": 7, "loud": False}
         assert namespace["report"].ok and namespace["report"].sent == 3

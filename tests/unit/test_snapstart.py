@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from sqsjobs import JobApp, prepare_snapstart
+from sqsjobs import ConfigurationError, JobApp, prepare_snapstart
 from sqsjobs import _clients as clients_module
 from sqsjobs.worker._snapstart import reseed, warm
 
@@ -60,6 +60,14 @@ def made_clients(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_without_the_runtime_module_nothing_is_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "snapshot_restore_py", None)  # not importable, as outside Lambda
     assert prepare_snapstart(JobApp(queue_url=QUEUE)) is False
+
+
+def test_an_async_factory_is_refused_since_warm_would_only_make_its_coroutine(runtime: Runtime) -> None:
+    async def ses_client() -> None: ...
+
+    with pytest.raises(ConfigurationError, match="prepare_snapstart: ses_client is async"):
+        prepare_snapstart(JobApp(queue_url=QUEUE), ses_client)
+    assert runtime.before == []
 
 
 def test_prepare_registers_warm_before_the_snapshot_and_reseed_after_restore(runtime: Runtime) -> None:

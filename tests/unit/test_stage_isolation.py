@@ -274,3 +274,129 @@ def test_after_hooks_unwind_in_reverse(world: tuple[JobApp, Lines, list[str]]) -
     assert calls == ["A.before_claim", "B.before_claim", "A.before_run", "B.before_run", "A.enter", "B.enter",
                      "B.exit", "A.exit", "B.after_run", "A.after_run", "B.after_decision", "A.after_decision",
                      "B.after_runs", "A.after_runs", "B.after_records", "A.after_records"]
+
+
+# ---------------------------------------------------------------- several jobs in flight (worker/_run_step.py)
+class BrokenAround(Broken):
+    """``Broken``, whose wraps also work around an ``async def`` job, and which may raise in ``must_wait``."""
+
+    def must_wait(self, batch: Batch, d: Delivery) -> bool:
+        self._maybe("must_wait", d)
+        return False
+
+    def wrap_run(self, d: Delivery, call: Callable[[], Any]) -> Callable[[], Any]:
+        self._maybe("wrap_run", d)
+        if self.hook != "wrap_run_after" or not self.concerns(d):
+            return call
+        assert d.job is not None
+        if d.job.is_async:
+            async def run_async() -> Any:
+                await call()
+                raise KeyError("a bug in the wrap's teardown")
+
+            return run_async
+
+        def run() -> Any:
+            call()
+            raise KeyError("a bug in the wrap's teardown")
+
+        return run
+
+
+def concurrent_world(mode: str) -> tuple[JobApp, Lines, list[str], list[int]]:
+    """``steady`` and ``fragile`` as async jobs (``mode`` "async") or ``threads=True`` ones, several in flight."""
+    import asyncio
+    import threading
+
+    lines = Lines()
+    app = JobApp(logger=lines, concurrency=4)
+    ran: list[str] = []
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def enter() -> None:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+
+    def leave(key: str) -> None:
+        with lock:
+            running[0] -= 1
+            ran.append(key)
+
+    if mode == "async":
+        @app.job("steady", key="steady:{n}")
+        async def steady(n: int) -> None:
+            enter()
+            for _ in range(3):  # the others start meanwhile
+                await asyncio.sleep(0)
+            leave(f"steady:{n}")
+
+        @app.job("fragile", key="fragile:{n}")
+        async def fragile(n: int) -> None:
+            enter()
+            await asyncio.sleep(0)
+            leave(f"fragile:{n}")
+    else:
+        gate = threading.Barrier(2, timeout=30)  # two threaded jobs are in flight at once, or it breaks
+
+        @app.job("steady", key="steady:{n}", threads=True)
+        def steady(n: int) -> None:
+            enter()
+            if n == 1:
+                gate.wait()
+            leave(f"steady:{n}")
+
+        @app.job("fragile", key="fragile:{n}", threads=True)
+        def fragile(n: int) -> None:
+            enter()
+            leave(f"fragile:{n}")
+
+        @app.job("partner", key="partner:{n}", threads=True)
+        def partner(n: int) -> None:
+            enter()  # it and steady:1 are both in before either passes the gate: two at once, whatever the order
+            gate.wait()
+            leave(f"partner:{n}")
+
+    return app, lines, ran, most
+
+
+CONCURRENT_CASES = {
+    "must_wait": NOT_STARTED,
+    "before_run": NOT_STARTED,
+    "wrap_run": NOT_STARTED,
+    "wrap_run_after": (True, Outcome.SUCCEEDED, "succeeded"),
+    "after_run": RAN_WITHHELD,
+}
+
+
+@pytest.mark.parametrize("mode", ["async", "threads"])
+@pytest.mark.parametrize("hook", list(CONCURRENT_CASES))
+def test_with_several_jobs_in_flight_a_stage_that_raises_ends_only_what_it_concerns(hook: str, mode: str) -> None:
+    """The rule above holds when the batch's jobs run at once, on one event loop or on job threads: main's
+    ``_execute`` semantics carried into the run step (a stage failing before the job is called: it did not start,
+    no duration, no 'job failed' line)."""
+    app, lines, ran, most = concurrent_world(mode)
+    ran_fragile, outcome, record = CONCURRENT_CASES[hook]
+    with_stage(app, BrokenAround(hook))
+    steady, fragile = app.runtime.job("steady"), app.runtime.job("fragile")
+    messages = [steady.message(n=1), fragile.message(n=2), steady.message(n=3)]
+    if mode == "threads":
+        messages.append(app.runtime.job("partner").message(n=1))
+    with app.testing() as t:
+        result = t.run(*messages)  # never raises
+        got = outcomes(result)
+        assert got["steady:1"] == got["steady:3"] == (Outcome.SUCCEEDED, State.ACKED), got
+        assert ("fragile:2" in ran) is ran_fragile
+        want_state = State.ACKED if hook == "wrap_run_after" else State.RETURNED
+        assert got["fragile:2"] == (outcome, want_state), got
+        item = t.store.get("fragile:2")
+        assert (item.get("outcome") if item is not None else None) == record
+        assert item is not None and item.attempts == (1 if ran_fragile else 0)
+        [d] = [d for d in result.deliveries if d.key == "fragile:2"]
+        assert (d.duration_ms is not None) is ran_fragile  # JobDuration only for a job that started
+        failed_lines = [f for level, message, f in lines.lines if message == "job failed"]
+        assert not failed_lines, failed_lines  # a stage's failure is no job failure
+        critical = lines.critical_from("BrokenAround")
+        assert critical and critical[0]["hook"] == ("wrap_run" if hook == "wrap_run_after" else hook)
+        assert most[0] >= 2  # the jobs ran at once

@@ -17,9 +17,10 @@ idempotency table, under the reserved prefix ``limit#``:
   ``per`` seconds after the start (the lease runs out by itself), so no window
   of ``per`` seconds ever sees more than ``rate`` starts;
 - a concurrency limit of ``limit`` is ``limit`` *slots*
-  (``limit#<name>#slot#<i>``). An invocation takes one free slot for its
-  limited jobs (it runs one job at a time) and releases it, fenced on its
-  owner, when they are done. The slot's lease is the invocation's
+  (``limit#<name>#slot#<i>``), a slot holding one running job. An
+  invocation takes a free slot for each of its limited jobs that may run at
+  once (one for plain jobs, which run one at a time) and releases each,
+  fenced on its owner, when no remaining job needs it. The slot's lease is the invocation's
   (remaining time + ``lease_margin``), so a crashed invocation's slot is free
   again once that lease runs out: nothing leaks.
 

@@ -14,8 +14,11 @@ The consumer (``sqsjobs.worker._consumer``) uses one ``Permits`` per batch::
                 they are given back); a token that would outlast a window
                 after the start is shortened to exactly that (an
                 asynchronous ``Renew`` gives the rest back);
-    finished(d) after it ran: the invocation's slot is released once the last
-                job of the batch that needed it is done;
+    must_wait(d) before a limited job starts: True while every slot the batch
+                holds runs one of its jobs (it starts when one ends);
+    finished(d) after it ran: its slot is free for the batch's next job of
+                the limiter; settled(d), once it is decided (run or not), gives
+                back the slots no remaining job of the batch can use;
     close()     at the end of the batch: whatever was taken and not used is
                 released (fenced on this invocation), and the writes waited for.
 
@@ -50,7 +53,8 @@ does not sit on tokens another invocation could use now.
 Why a crowd waiting for a few slots does not overrun their items: every probe
 is a conditional write, billed and counted against its item's partition
 (1,000 write units a second) even when refused. A batch probes up to
-``SLOT_PROBES`` slots; once a concurrency limiter has refused this process a
+``SLOT_PROBES`` slots more than the ``slots_wanted`` of it less one (one
+slot for plain jobs: three probes); once a concurrency limiter has refused this process a
 slot, for ``CONTENDED_SECONDS`` its batches first read the slots (one
 consistent ``BatchGetItem`` of at most ``CONTENDED_READS`` of them, in the
 round trip the probes would have taken) and write only to those that look
@@ -111,6 +115,19 @@ SHORTEN_SECONDS = 0.05
 MAX_WAIT_SECONDS = 0.2
 
 
+def slots_wanted(jobs: int, together: int, concurrency: int) -> int:
+    """The slots of one concurrency limiter a batch takes: as many of its ``jobs`` as may run at once.
+
+    ``together`` of them may run beside other jobs (async, or ``threads=True``), the rest one at a time, and
+    the batch runs at most ``concurrency`` jobs at once.
+
+    Example:
+        >>> slots_wanted(10, 0, 10), slots_wanted(10, 10, 10), slots_wanted(4, 2, 10), slots_wanted(30, 30, 10)
+        (1, 10, 3, 10)
+    """
+    return max(1, min(concurrency, together + (1 if jobs > together else 0)))
+
+
 @dataclass(frozen=True, kw_only=True)
 class Refusal:
     """A limited job that may not start now: which limiter refused, and how long it waits (whole seconds).
@@ -135,11 +152,14 @@ class _Token:
 
 
 @dataclass(kw_only=True)
-class _Slot:
-    key: str
-    #: the index of the last delivery of the batch that relies on the slot
-    last_user: int
-    released: bool = False
+class _Slots:
+    """The slots one concurrency limiter granted the batch, and who uses them."""
+
+    keys: list[str]
+    #: the deliveries of the batch that rely on them and are not decided yet
+    users: set[int] = field(default_factory=set)
+    #: those running now: one slot each
+    running: set[int] = field(default_factory=set)
 
 
 @dataclass(kw_only=True)
@@ -168,20 +188,22 @@ class Permits:
         self.random = random
         self.calls = PermitCalls()
         self._tokens: dict[int, list[_Token]] = {}
-        self._slots: dict[str, _Slot] = {}
+        self._slots: dict[str, _Slots] = {}
         self._pending: list[Future[Written]] = []
         self._taken_at = 0.0
         self._started = 0
         self._last_start: float | None = None
 
     # ------------------------------------------------------------------ take
-    def take(self, deliveries: Sequence[Delivery], *, now: float, lease_until: float | None
-             ) -> list[tuple[Delivery, Refusal]]:
+    def take(self, deliveries: Sequence[Delivery], *, now: float, lease_until: float | None,
+             concurrency: int = 1) -> list[tuple[Delivery, Refusal]]:
         """Take what the batch's limited jobs need; returns the deliveries that must wait, and why.
 
         ``lease_until`` is the invocation's lease (a slot's end if the
         invocation dies); ``None`` when the batch is too close to its deadline
-        to start anything (nothing is taken then).
+        to start anything (nothing is taken then). ``concurrency`` is how many
+        of the batch's jobs may run at once: a concurrency limiter's slots are
+        taken for as many of its jobs as may run together (``slots_wanted``).
         """
         firsts: dict[str, Delivery] = {}
         followers: list[tuple[Delivery, Delivery]] = []
@@ -198,11 +220,14 @@ class Permits:
             return []
         self._taken_at = now
         needs: dict[str, int] = {}
+        together: dict[str, int] = {}  # jobs of the limiter that may run beside each other
         for d in limited:
             assert d.job is not None
             for name in LIMITS.of(d.job.options):
                 needs[name] = needs.get(name, 0) + 1
+                together[name] = together.get(name, 0) + (d.job.is_async or d.job.options.threads)
         probes: list[tuple[Limiter, int, Acquire]] = []
+        slots_needed: dict[str, int] = {}
         looks_free = self._read_contended([self.limiters[name] for name in needs], now)
         for name, count in needs.items():
             limiter = self.limiters[name]
@@ -215,7 +240,8 @@ class Permits:
                 leases = [now + limiter.per + self.memory.cover(position) for position in range(len(indexes))]
                 taken_as_of = now + self.memory.early(limiter)
             else:
-                indexes = looks_free.get(name, self._slot_order(limiter))[:SLOT_PROBES]
+                slots_needed[name] = slots_wanted(count, together[name], concurrency)
+                indexes = looks_free.get(name, self._slot_order(limiter))[:SLOT_PROBES - 1 + slots_needed[name]]
                 leases = [lease_until] * len(indexes)
                 taken_as_of = now
             probes += [(limiter, i, Acquire(key=limiter.key(i), owner=self.owner, now=taken_as_of,
@@ -223,7 +249,7 @@ class Permits:
                        for i, until in zip(indexes, leases, strict=True)]
         answers = self.store.write_many([op for *_, op in probes]) if probes else []
         self.calls.probes += len(probes)
-        tokens, slots = self._granted(probes, answers)
+        tokens, slots = self._granted(probes, answers, slots_needed)
         refused: dict[int, str] = {}
         for d in limited:
             assert d.job is not None
@@ -234,7 +260,7 @@ class Permits:
                 continue
             for name in LIMITS.of(d.job.options):
                 if name in slots:
-                    self._slots.setdefault(name, _Slot(key=slots[name], last_user=d.index)).last_user = d.index
+                    self._slots.setdefault(name, _Slots(keys=slots[name])).users.add(d.index)
                 else:
                     self._tokens.setdefault(d.index, []).append(tokens[name].pop(0))
         backlog = {name: self._backlog(self.limiters[name], now, sum(1 for n in refused.values() if n == name))
@@ -256,21 +282,22 @@ class Permits:
             return limiter.capacity
         return max(1, math.floor(limiter.per / 2 / step) + 1)
 
-    def _granted(self, probes: list[tuple[Limiter, int, Acquire]], answers: list[Written]
-                 ) -> tuple[dict[str, list[_Token]], dict[str, str]]:
-        """What the probes won: tokens per rate limiter, by lease (first to start, first to end); a slot each."""
+    def _granted(self, probes: list[tuple[Limiter, int, Acquire]], answers: list[Written], wanted: dict[str, int]
+                 ) -> tuple[dict[str, list[_Token]], dict[str, list[str]]]:
+        """What the probes won: tokens per rate limiter, by lease (first to start, first to end); slots per
+        concurrency limiter, as many as ``wanted`` (the others are given back at once)."""
         tokens: dict[str, list[_Token]] = {}
-        slots: dict[str, str] = {}
+        slots: dict[str, list[str]] = {}
         for (limiter, index, op), answer in zip(probes, answers, strict=True):
             if answer.error is not None:
                 self.calls.errors.append(f"{op.key}: {answer.error}")
             elif isinstance(limiter, ConcurrencyLimit):
                 if not answer.ok:
                     self.memory.saw_contention(limiter.name, until=op.now + CONTENDED_SECONDS)
-                elif limiter.name in slots:
-                    self._release(op.key)  # one slot is enough: the invocation runs one job at a time
-                elif answer.ok:
-                    slots[limiter.name] = op.key
+                elif len(slots.get(limiter.name, ())) >= wanted[limiter.name]:
+                    self._release(op.key)  # enough: no more of the batch's jobs may run at once
+                else:
+                    slots.setdefault(limiter.name, []).append(op.key)
             elif answer.ok:
                 until = op.lease_until or 0.0
                 self.memory.saw_busy(limiter.name, index, until=until)
@@ -363,7 +390,15 @@ class Permits:
 
     # ------------------------------------------------------------------ run
     def start(self, d: Delivery, *, now: float) -> Refusal | None:
-        """``d`` is about to start at ``now``: None when its tokens cover the start, else why it must wait."""
+        """``d`` is about to start at ``now``: None when its tokens cover the start (it then holds one of the
+        batch's slots of each concurrency limiter it names), else why it must wait."""
+        refusal = self._spend_tokens(d, now=now)
+        if refusal is None:
+            for slot in self._slots_of(d):
+                slot.running.add(d.index)
+        return refusal
+
+    def _spend_tokens(self, d: Delivery, *, now: float) -> Refusal | None:
         tokens = self._tokens.pop(d.index, [])
         if not tokens:
             return None
@@ -395,12 +430,27 @@ class Permits:
                 self.memory.saw_busy(token.limit.name, token.index, until=until)
         return None
 
+    def must_wait(self, d: Delivery) -> bool:
+        """True while every slot the batch holds for one of ``d``'s concurrency limiters runs another job."""
+        return any(d.index in slot.users and len(slot.running) >= len(slot.keys)
+                   for slot in self._slots_of(d))
+
     def finished(self, d: Delivery) -> None:
-        """``d`` ran: release the slots no later job of the batch needs."""
-        for slot in self._slots.values():
-            if slot.last_user == d.index and not slot.released:
-                slot.released = True
-                self._release(slot.key)
+        """``d`` ran: its slots are free for the batch's next job of their limiters."""
+        for slot in self._slots_of(d):
+            slot.running.discard(d.index)
+
+    def settled(self, d: Delivery) -> None:
+        """``d`` is decided (it ran or it did not start): give back the slots no remaining job can use."""
+        for slot in self._slots_of(d):
+            slot.users.discard(d.index)
+            slot.running.discard(d.index)
+            while len(slot.keys) > max(len(slot.users), len(slot.running)):
+                self._release(slot.keys.pop())
+
+    def _slots_of(self, d: Delivery) -> list[_Slots]:
+        limits = LIMITS.of(d.job.options) if d.job is not None else ()
+        return [self._slots[name] for name in limits if name in self._slots]
 
     def close(self) -> PermitCalls:
         """Give back what is still held and wait for every limiter write of the batch."""
@@ -409,9 +459,8 @@ class Permits:
                 self._give_back(token)
         self._tokens.clear()
         for slot in self._slots.values():
-            if not slot.released:
-                slot.released = True
-                self._release(slot.key)
+            while slot.keys:
+                self._release(slot.keys.pop())
         for future in self._pending:
             answer = future.result()
             if answer.error is not None:

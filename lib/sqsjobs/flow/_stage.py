@@ -4,10 +4,13 @@
 limited jobs take their tokens and slots in one round trip (none for a batch
 without limited jobs), and those over a limit are concluded ``deferred``
 (back at the limiter's next window, no attempt used, their record untouched).
-Just before each limited job starts its tokens must still cover the start
-(else it is deferred then, its claim given back); after it ran its slot is
-released once no later job of the batch needs it; at the end of the batch
-whatever is still held goes back.
+A concurrency limiter's slots are taken for as many of the batch's jobs as
+may run at once (async and ``threads=True`` ones, within ``concurrency``);
+a limited job waits in the batch while all of them run its other jobs
+(``must_wait``). Just before each limited job starts its tokens must still
+cover the start (else it is deferred then, its claim given back); once it is
+decided the slots no remaining job of the batch can use are released; at
+the end of the batch whatever is still held goes back.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sqsjobs.flow._limiter_memory import LimiterMemory
-from sqsjobs.flow._limits import LIMITS, Limiter
+from sqsjobs.flow._limits import LIMITS, ConcurrencyLimit, Limiter
 from sqsjobs.flow._permits import Permits
 from sqsjobs.store._lease import LeaseStore
 from sqsjobs.worker._batch import Batch
@@ -51,8 +54,18 @@ class LimitsStage(Stage):
     def before_claim(self, batch: Batch) -> None:
         if not self.limiters:
             return
-        for d, refusal in self._permits(batch).take(batch.deliveries, now=batch.now, lease_until=batch.lease_until):
+        for d, refusal in self._permits(batch).take(batch.deliveries, now=batch.now, lease_until=batch.lease_until,
+                                                    concurrency=batch.concurrency):
             batch.conclude(d, Ending.DEFERRED, wait=refusal.delay, limiter=refusal.limiter)
+
+    def must_wait(self, batch: Batch, d: Delivery) -> bool:
+        return bool(self.limiters) and self._permits(batch).must_wait(d)
+
+    def items_per_call(self, batch: Batch, d: Delivery, wanted: int) -> int:
+        """One item a call under a concurrency limit: a slot (``flow/_permits.py``) holds one running job, so a
+        call of more items would run more at once than the slots the batch holds allow."""
+        limits = LIMITS.of(d.job.options) if d.job is not None else ()
+        return 1 if any(isinstance(self.limiters.get(name), ConcurrencyLimit) for name in limits) else wanted
 
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         if not self.limiters or d.job is None or not LIMITS.of(d.job.options):
@@ -66,6 +79,10 @@ class LimitsStage(Stage):
     def after_run(self, batch: Batch, d: Delivery) -> None:
         if self.limiters:
             self._permits(batch).finished(d)
+
+    def after_decision(self, batch: Batch, d: Delivery) -> None:
+        if self.limiters:
+            self._permits(batch).settled(d)
 
     def after_runs(self, batch: Batch) -> None:
         if not self.limiters:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs._calls import run_to_end
 from sqsjobs._errors import ConfigurationError, InvalidEventError, PeriodBusyError, StoreError, UnknownJobError
 from sqsjobs.schedules._cron import RateUnit
 from sqsjobs.schedules._cron import parse as parse_schedule
@@ -220,7 +221,7 @@ class Scheduler:
             return FireResult(job=job, period=period, fired=False, owner=owner, reason=taken.reason)
         ttl = self.runtime.settings.record_ttl
         try:
-            target.fn(**{PERIOD: period})
+            run_to_end(target.fn, {PERIOD: period}, f"scheduled job {job!r}")  # an async one on a loop of its own
         except BaseException as error:
             # Give the period back, so the next tick (a retry) may run it.
             now = self.runtime.clock()

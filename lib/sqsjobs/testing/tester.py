@@ -35,9 +35,11 @@ Example:
 
 from __future__ import annotations
 
+import heapq
 import json
 import random as _random
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -68,23 +70,75 @@ DEFAULT_SCHEDULER_ROLE = "arn:aws:iam::123456789012:role/sqsjobs-test-delivery"
 
 
 class ManualClock:
-    """Epoch seconds that move only when a test (or a retry delay) moves them.
+    """Epoch seconds that move only when a test (or a retry delay) moves them; a timer on them, too.
+
+    The worker's timers (``sqsjobs.worker._timer``: a finished job's record written within ``flush_after``, the
+    deadline margin) run on this clock: ``advance`` calls whatever fell due, in order, each with the clock
+    set to its own moment, before it returns. A job that "runs for 600 s" by advancing the clock sees the
+    records of the jobs that finished before it written after one second, as a Lambda would.
 
     Example:
         >>> clock = ManualClock()
-        >>> clock.advance(30); clock() - EPOCH
-        30.0
+        >>> fired = []
+        >>> _ = clock.call_at(EPOCH + 1, lambda: fired.append(clock() - EPOCH))
+        >>> clock.advance(30); clock() - EPOCH, fired
+        (30.0, [1.0])
     """
 
     def __init__(self, now: float = EPOCH) -> None:
         self.now = float(now)
+        self._due: list[_Due] = []
+        self._lock = threading.Lock()
+        self._order = 0
 
     def __call__(self) -> float:
         return self.now
 
     def advance(self, seconds: float) -> None:
-        """Move the clock forward by ``seconds``."""
-        self.now += float(seconds)
+        """Move the clock forward by ``seconds``, calling each timer that falls due on the way."""
+        with self._lock:
+            target = self.now + float(seconds)
+        while True:
+            with self._lock:
+                due = self._due[0] if self._due and self._due[0].when <= target else None
+                if due is not None:
+                    heapq.heappop(self._due)
+                    self.now = max(self.now, due.when)
+            if due is None:
+                break
+            due.callback()  # outside the lock: it may advance the clock itself (a retry's pause)
+        with self._lock:
+            self.now = max(self.now, target)
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> _Due:
+        """Call ``callback`` once ``advance`` reaches ``when``; ``cancel()`` the handle to take it back."""
+        with self._lock:
+            self._order += 1
+            due = _Due(when=float(when), order=self._order, callback=callback, clock=self)
+            heapq.heappush(self._due, due)
+        return due
+
+    def _cancel(self, due: _Due) -> None:
+        with self._lock:
+            if due in self._due:
+                self._due.remove(due)
+                heapq.heapify(self._due)
+
+
+@dataclass(eq=False)
+class _Due:
+    """One timer of a ``ManualClock``."""
+
+    when: float
+    order: int
+    callback: Callable[[], None]
+    clock: ManualClock
+
+    def __lt__(self, other: _Due) -> bool:
+        return (self.when, self.order) < (other.when, other.order)
+
+    def cancel(self) -> None:
+        self.clock._cancel(self)
 
 
 @dataclass(frozen=True, kw_only=True)

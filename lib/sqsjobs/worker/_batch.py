@@ -40,6 +40,8 @@ class Batch:
     random: RandomSource | None
     can_schedule: bool
     writes: RecordWrites
+    #: how many of its jobs may run at once (the ``concurrency`` setting: ``worker/_run_step.py``)
+    concurrency: int = 1
     #: writes that go in the claims' round trip (an expired record...), with the delivery they are for
     claim_wave: list[tuple[Delivery, Operation]] = field(default_factory=list)
     #: what each delivery's fate was decided from, by index

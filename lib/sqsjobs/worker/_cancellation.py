@@ -73,6 +73,13 @@ class CancellationStage(Stage):
         self.store = store
 
     def wrap_run(self, d: Delivery, call: Callable[[], Any]) -> Callable[[], Any]:
+        if d.job is not None and d.job.is_async:
+            async def run_async() -> Any:  # set inside the job's own task, for as long as it runs
+                with running_job(self.store, d.key):
+                    return await call()
+
+            return run_async
+
         def run() -> Any:
             with running_job(self.store, d.key):
                 return call()

@@ -13,10 +13,12 @@ feature (features plug in as stages, ``worker/_stages.py``):
    keys, keys held by a live run elsewhere, and keys that belong to another
    job or to other arguments; a *finish copy* (a success whose completion a
    previous invocation could not write) writes that completion instead;
-4. **run** the claimed jobs in order; their records are written together
-   once they have run, one more call, or sooner when jobs take long
-   (``worker/_record_writes.py``: the crash window is bounded in time);
-   a batch handler's items run N to a call (``worker/_batch_handler.py``);
+4. **run** the claimed jobs (``worker/_run_step.py``): plain functions one
+   at a time, async jobs and ``threads=True`` jobs up to ``concurrency`` at
+   once, a FIFO group in order; their records are written together once
+   they have run, one more call, or within ``flush_after`` of each job's end
+   (``worker/_record_writes.py``: the crash window is bounded in time, by a
+   timer); a batch handler's items run N to a call (``worker/_batch_handler.py``);
 5. **dead-letter** what failed for good (``SendMessageBatch`` to the DLQ),
    then write those records, so a redelivery of a dead-lettered message (a
    lost acknowledgement) is not run again;
@@ -46,7 +48,6 @@ from typing import TYPE_CHECKING, Any
 from sqsjobs._backoff import BackoffPolicy, RandomSource
 from sqsjobs._errors import PermanentError, RetryableError
 from sqsjobs._job_options import Classification, OnCrash
-from sqsjobs._tracing import reset_trace_id, set_trace_id
 from sqsjobs.enqueue._batching import Sent, send_entries
 from sqsjobs.store._lease import Operation, Written, expiry
 from sqsjobs.worker import _job_records as records
@@ -57,11 +58,15 @@ from sqsjobs.worker._dead_letters import DeadLetter, evidence_of
 from sqsjobs.worker._decision import Action, Aftermath, Ending, settle
 from sqsjobs.worker._delivery import BatchResult, Delivery, Outcome, State
 from sqsjobs.worker._event import decode, parse_event, queue_url_from_arn
+from sqsjobs.worker._job_call import JobCalls
 from sqsjobs.worker._job_records import Claim, ClaimResult, Verdict
+from sqsjobs.worker._job_runners import JobRunners
 from sqsjobs.worker._record_writes import RecordWrites
 from sqsjobs.worker._request import Request
+from sqsjobs.worker._run_step import RunStep
 from sqsjobs.worker._send_back import SendBack, finish_result, finish_token
 from sqsjobs.worker._stages import Stage, StageFailed, Stages
+from sqsjobs.worker._timer import timer_for
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -70,6 +75,7 @@ if TYPE_CHECKING:
     from sqsjobs._settings import Settings
     from sqsjobs.schedules._one_time import OneTimeSchedules
     from sqsjobs.store._lease import LeaseStore
+    from sqsjobs.worker._timer import Timer
 
 #: a claim's verdict → how the delivery ends without running
 VERDICT_ENDINGS = {
@@ -102,6 +108,7 @@ class Consumer:
         stages: Sequence[Stage] = (),
         schedules: Callable[[], OneTimeSchedules] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        timer: Timer | None = None,
     ) -> None:
         self.settings = settings
         self.jobs = jobs
@@ -116,6 +123,11 @@ class Consumer:
         #: where retries too long for SQS wait (None: no schedule group; they wait 12 hours at most)
         self.schedules = schedules
         self.sleep = sleep
+        #: the clock's timer: records written within ``flush_after``, the deadline margin (worker/_timer.py)
+        self.timer = timer if timer is not None else timer_for(clock)
+        #: how the batch's jobs are called, and where those that run at once run (kept for the process)
+        self.calls = JobCalls(stages=self.stages, log=logger, clock=clock)
+        self.runners = JobRunners(settings.concurrency)
         self.default_backoff = BackoffPolicy(base=settings.backoff_base, cap=settings.backoff_cap)
         self._queue_urls: dict[str, str] = {}
         self.send_back = SendBack(sqs=sqs, store=store, clock=clock, record_ttl=settings.record_ttl,
@@ -130,22 +142,22 @@ class Consumer:
     def run(self, event: Any, context: Any) -> BatchResult:
         """Process an SQS event; raises only ``InvalidEventError`` (the event is not a batch)."""
         batch = self._start(parse_event(event), context)                 # 1. parse
-        for d in batch.deliveries:
-            decode(batch, d, self.jobs)                                  # 1. decode
-        self.stages.before_claim(batch)                                  # 2. expired, over a limit
-        firsts = self._claim(batch)                                      # 3. claim
-        for d in batch.deliveries:                                       # 4. run, in order
-            if d.state is State.CLAIMED:
-                self._run(batch, d)
-            elif d.state is State.DECODED:
-                self._follow(batch, d, firsts.get(d.key))
-        self.stages.after_runs(batch)
-        batch.writes.wait()
-        self._dead_letter(batch)                                         # 5. the DLQ, then its records
-        followups = self.stages.after_records(batch)                     # 6. groups, chains
-        self._settle(batch, followups)
-        self.send_back.run(batch)                                        # 7. re-send, schedule, return
-        return self._finish(batch)                                       # 8. metrics, result
+        try:
+            for d in batch.deliveries:
+                decode(batch, d, self.jobs)                              # 1. decode
+            self.stages.before_claim(batch)                              # 2. expired, over a limit
+            firsts = self._claim(batch)                                  # 3. claim
+            RunStep(self, batch, firsts, self.runners).run()             # 4. run, several at once
+            self.stages.after_runs(batch)
+            batch.writes.wait()
+            self._dead_letter(batch)                                     # 5. the DLQ, then its records
+            followups = self.stages.after_records(batch)                 # 6. groups, chains
+            self._settle(batch, followups)
+            self.send_back.run(batch)                                    # 7. re-send, schedule, return
+            return self._finish(batch)                                   # 8. metrics, result
+        except BaseException:
+            batch.writes.abandon()  # the invocation dies: no timer of it writes anything later
+            raise
 
     def _start(self, deliveries: list[Delivery], context: Any) -> Batch:
         now = self.clock()
@@ -161,7 +173,8 @@ class Consumer:
             default_backoff=self.default_backoff, random=self.random or _random,
             can_schedule=self.schedules is not None,
             writes=RecordWrites(self.store, sleep=self.sleep, time_left=time_left, random=self.random,
-                                clock=self.clock),
+                                clock=self.clock, timer=self.timer, flush_after=self.settings.flush_after),
+            concurrency=self.settings.concurrency,
         )
         batch.on_decided = lambda d: self.stages.after_decision(batch, d)
         return batch
@@ -244,19 +257,7 @@ class Consumer:
         else:
             batch.conclude(d, ending)
 
-    # ------------------------------------------------------------------ 4. run
-    def _run(self, batch: Batch, d: Delivery) -> None:
-        if d.job is not None and d.job.options.batch is not None:
-            from sqsjobs.worker._batch_handler import run_batch_handler
-
-            run_batch_handler(self, batch, d)  # this and every other claimed item of its job, N to a call
-            return
-        if not self.ready(batch, d):
-            return
-        error = self._execute(d)
-        self.stages.after_run(batch, d)
-        self.record_ending(batch, d, error)
-
+    # ------------------------------------------------------------------ 4. run (worker/_run_step.py)
     def ready(self, batch: Batch, d: Delivery) -> bool:
         """True when claimed ``d`` may start now; else it is concluded without starting (its attempt given back)."""
         assert d.job is not None and d.args is not None
@@ -281,13 +282,15 @@ class Consumer:
             return False
         return True
 
-    def record_ending(self, batch: Batch, d: Delivery, error: BaseException | None) -> None:
-        """``d``'s job returned (``error`` None) or raised: decide it and start writing its record."""
+    def record_ending(self, batch: Batch, d: Delivery, error: BaseException | None,
+                      ended_at: float | None = None) -> None:
+        """``d``'s job returned (``error`` None) or raised at ``ended_at``: decide it and submit its record, whose
+        wait for the write counts from then (``worker/_record_writes.py``)."""
         assert d.job is not None
         if isinstance(error, StageFailed):  # a stage failed before the job was called: it did not start
             self._unstarted(batch, d, Ending.STAGE_FAILED, error=error.retryable())
             return
-        now = self.clock()
+        now = self.clock() if ended_at is None else ended_at
         expires_at = expiry(now, self.settings.record_ttl)
         if error is not None:
             options = d.job.options
@@ -296,7 +299,7 @@ class Consumer:
                                       permanent=options.classify(error) is Classification.PERMANENT)
             if decision.action is not Action.DEAD_LETTER:
                 batch.writes.submit(d, records.retrying(d.key, batch.owner, now=now, expires_at=expires_at,
-                                                        error=error))
+                                                        error=error), at=now)
             return
         stored, unstorable = self._stored_result(d) if d.job.options.store_result else (None, None)
         if unstorable is not None:
@@ -304,7 +307,7 @@ class Consumer:
             return
         batch.conclude(d, Ending.SUCCEEDED)
         batch.writes.submit(d, records.succeeded(d.key, batch.owner, now=now, expires_at=expires_at, result=stored,
-                                                 request=Request.of(d)))
+                                                 request=Request.of(d)), at=now)
 
     def _unstarted(self, batch: Batch, d: Delivery, ending: Ending, **known: Any) -> None:
         """A claimed delivery that does not start: its record gives the attempt back."""
@@ -312,29 +315,6 @@ class Consumer:
         batch.writes.submit(d, records.not_started(d.key, batch.owner, now=now, previous=d.previous,
                                                    expires_at=expiry(now, self.settings.record_ttl)))
         batch.conclude(d, ending, **known)
-
-    def _execute(self, d: Delivery) -> BaseException | None:
-        """Run the job (inside the stages' wraps); the exception it ended with, or None."""
-        assert d.job is not None and d.args is not None
-        job, args = d.job, d.args
-        token = set_trace_id(d.trace_id or d.message_id)
-        fields = self._fields(d)
-        # The job's own log lines through app.runtime.logger carry the same fields.
-        self.log.append_keys(**fields)
-        started = time.perf_counter()
-        error: BaseException | None = None
-        try:
-            d.result = self.stages.wrap_run(d, lambda: job.fn(**args))()
-        except StageFailed as failed:  # the job was never called
-            error = failed
-        except Exception as raised:
-            error = raised
-            self.log.warning("job failed", extra={"error": f"{type(error).__name__}: {error}"})
-        finally:
-            d.duration_ms = None if isinstance(error, StageFailed) else (time.perf_counter() - started) * 1000
-            self.log.remove_keys(list(fields))
-            reset_trace_id(token)
-        return error
 
     def _stored_result(self, d: Delivery) -> tuple[str | None, tuple[Ending, BaseException] | None]:
         """The job's return value as JSON for its record, or why it cannot be stored."""

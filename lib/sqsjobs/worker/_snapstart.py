@@ -36,7 +36,9 @@ def prepare_snapstart(app: JobApp, *factories: Callable[[], object]) -> bool:
 
     Call it once at the top of the worker's handler file, after the app is
     built. ``factories`` are the app's own cached builders (a job's client
-    made with ``sqsjobs.client``): each is called before the snapshot too.
+    made with ``sqsjobs.client``): each is called before the snapshot too, so
+    each must be a plain function (an ``async def`` one would only make a
+    coroutine there: it is refused).
     Returns False, having done nothing, where the runtime has no SnapStart
     hooks (outside Lambda, or before python3.12); no AWS call is ever made.
 
@@ -55,6 +57,10 @@ def prepare_snapstart(app: JobApp, *factories: Callable[[], object]) -> bool:
         (True, ['warm', 'reseed'])
         >>> del sys.modules["snapshot_restore_py"]
     """
+    from sqsjobs._calls import check_sync
+
+    for factory in factories:
+        check_sync("prepare_snapstart", factory, "it is called before the snapshot, outside any batch")
     try:
         from snapshot_restore_py import register_after_restore, register_before_snapshot
     except ImportError:  # not in Lambda, or a runtime without SnapStart (before python3.12)

@@ -8,7 +8,7 @@ one decision (``worker/_decision.py``) turns them into what happens.
 
 ::
 
-    decode ─▶ before_claim ─▶ claim ─▶ for each delivery: before_run ─▶ wrap_run(run) ─▶ after_run
+    decode ─▶ before_claim ─▶ claim ─▶ for each delivery: (must_wait) before_run ─▶ wrap_run(run) ─▶ after_run
                                                           after_decision (every delivery, in order)
            ─▶ after_runs ─▶ records written, DLQ sends ─▶ after_records ─▶ settle, send back, metrics
 
@@ -34,6 +34,7 @@ the hook           what becomes of the deliveries it concerns
 =================  ===========================================================
 ``before_claim``   those not decided yet go back unclaimed (``stage_failed``)
 ``claim_data``     that delivery goes back unclaimed (``stage_failed``)
+``must_wait``      holds nothing back; the stage is broken for the batch
 ``before_run``     that delivery goes back unstarted, its attempt given back
 ``wrap_run``       before the job was called: as ``before_run``; once it was
                    called, the job's own outcome stands (logged)
@@ -47,7 +48,10 @@ and once a stage failed in a batch, no delivery it concerns starts in that
 batch (its ``before_run`` reads ``stage_failed``). After-hooks unwind in
 reverse: the last stage's ``after_*`` runs first, as ``wrap_run``'s first
 stage wraps outermost. The isolation is a plain ``try`` around each call,
-whatever thread or task makes it.
+whatever thread or task makes it: with several jobs in flight
+(``worker/_run_step.py``) a failure ends only the deliveries of the call it
+was made for, and an ``async def`` job's wraps are guarded inside its own
+task (``_guarded``).
 """
 
 from __future__ import annotations
@@ -105,12 +109,25 @@ class Stage:
         """Fields ``d``'s claim writes with it, in the same conditional write (a debounced burst's token)."""
         return {}
 
+    def must_wait(self, batch: Batch, d: Delivery) -> bool:
+        """True while ``d`` may not start yet because jobs of this batch that run now hold what it needs (a
+        limiter's slots the batch took): the run step (``worker/_run_step.py``) starts it once one ends."""
+        return False
+
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         """``d`` holds its key and is about to run: the facts that keep it from running, or None."""
         return None
 
+    def items_per_call(self, batch: Batch, d: Delivery, wanted: int) -> int:
+        """How many items one call of ``d``'s batch handler may hold (``wanted``: its ``batch=N``), ``d`` first."""
+        return wanted
+
     def wrap_run(self, d: Delivery, call: Callable[[], Any]) -> Callable[[], Any]:
-        """The job's call, wrapped (a time limit, a context the job reads)."""
+        """The job's call, wrapped (a time limit, a context the job reads).
+
+        For an ``async def`` job (``d.job.is_async``) ``call`` returns an awaitable, and so must the wrapper:
+        a stage that acts around the run awaits it inside an ``async def``.
+        """
         return call
 
     def after_run(self, batch: Batch, d: Delivery) -> None:
@@ -204,6 +221,33 @@ class Stages(Stage):
                 raise self._failed(None, stage, "claim_data", error, d) from error
         return data
 
+    def must_wait(self, batch: Batch, d: Delivery) -> bool:
+        """Whether any stage holds ``d`` back for now; one that raises holds nothing back, and is broken for the
+        batch (``d``'s ``before_run`` then reads ``stage_failed``)."""
+        for stage in self.stages:
+            if self._broken(batch, stage) is not None:
+                continue
+            try:
+                if stage.must_wait(batch, d):
+                    return True
+            except Exception as error:
+                self._failed(batch, stage, "must_wait", error, d)
+        return False
+
+    def items_per_call(self, batch: Batch, d: Delivery, wanted: int) -> int:
+        """The fewest items any stage allows; a stage that raises allows one (a call of one item is always
+        safe), and is broken for the batch."""
+        allowed = wanted
+        for stage in self.stages:
+            if self._broken(batch, stage) is not None:
+                continue
+            try:
+                allowed = min(allowed, stage.items_per_call(batch, d, wanted))
+            except Exception as error:
+                self._failed(batch, stage, "items_per_call", error, d)
+                allowed = 1
+        return max(1, allowed)
+
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         for stage in self.stages:
             broken = self._broken(batch, stage)
@@ -226,7 +270,28 @@ class Stages(Stage):
 
     def _guarded(self, stage: Stage, d: Delivery, inner: Callable[[], Any]) -> Callable[[], Any]:
         """``stage``'s wrap of ``inner``: its failure before ``inner`` is called stops the job; after, the job's
-        outcome stands (a ``JobError`` the wrap raises is the job's: a time limit)."""
+        outcome stands (a ``JobError`` the wrap raises is the job's: a time limit). An ``async def`` job's wraps
+        are awaited, each guarded the same way inside the job's own task (``worker/_run_step.py``)."""
+        if d.job is not None and d.job.is_async:
+            async def guarded_async() -> Any:
+                returned: list[Any] = []
+                raised: list[BaseException] = []
+
+                async def called() -> Any:
+                    try:
+                        returned.append(await inner())
+                    except BaseException as error:
+                        raised.append(error)
+                        raise
+                    return returned[-1]
+
+                try:
+                    return await stage.wrap_run(d, called)()
+                except Exception as error:
+                    return self._wrap_failed(stage, d, error, returned, raised)
+
+            return guarded_async
+
         def guarded() -> Any:
             returned: list[Any] = []
             raised: list[BaseException] = []
@@ -242,16 +307,21 @@ class Stages(Stage):
             try:
                 return stage.wrap_run(d, called)()
             except Exception as error:
-                if not returned and not raised:
-                    raise self._failed(None, stage, "wrap_run", error, d) from error
-                if isinstance(error, JobError) or (raised and (error is raised[-1] or error.__cause__ is raised[-1])):
-                    raise  # the job's outcome, or what the wrap deliberately made of it (a time limit)
-                self._failed(None, stage, "wrap_run", error, d)
-                if raised:
-                    raise raised[-1] from None
-                return returned[-1]
+                return self._wrap_failed(stage, d, error, returned, raised)
 
         return guarded
+
+    def _wrap_failed(self, stage: Stage, d: Delivery, error: Exception, returned: list[Any],
+                     raised: list[BaseException]) -> Any:
+        """``stage``'s wrap raised ``error``: what the call ends with (raised, or the job's value returned)."""
+        if not returned and not raised:
+            raise self._failed(None, stage, "wrap_run", error, d) from error
+        if isinstance(error, JobError) or (raised and (error is raised[-1] or error.__cause__ is raised[-1])):
+            raise error  # the job's outcome, or what the wrap deliberately made of it (a time limit)
+        self._failed(None, stage, "wrap_run", error, d)
+        if raised:
+            raise raised[-1] from None
+        return returned[-1]
 
     def after_run(self, batch: Batch, d: Delivery) -> None:
         for stage in reversed(self.stages):

@@ -33,6 +33,12 @@ seconds, so an alarm recorded in a finalizer is followed by one that lands in
 the job's code; a job that catches ``TimeLimitExceeded`` and carries on gets
 it again.
 
+An ``async def`` job needs no signal (``run_async_with_time_limit``): the
+limit cancels it at the ``await`` it is waiting on (``asyncio.timeout``),
+inside its own code again, while the batch's other async jobs go on. A
+``threads=True`` job cannot be stopped at all, so a time limit is refused
+for one when it is declared (``_job_options.threads_option``).
+
 Example:
     >>> run_with_time_limit(lambda invoice_id: f"sent {invoice_id}", {"invoice_id": 42}, 30, "invoice-email")
     'sent 42'
@@ -47,7 +53,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -207,6 +213,40 @@ def _code_of(hook: object) -> CodeType | None:
     return code if isinstance(code, CodeType) else None
 
 
+async def run_async_with_time_limit(call: Callable[[], Awaitable[R]], seconds: float, job: str) -> R:
+    """``await call()``, cancelled once it runs past ``seconds``: ``TimeLimitExceeded``, as a plain job's.
+
+    An async job needs no signal: the cancellation arrives inside the job's own code, at the ``await`` it is
+    waiting on, and this task's other jobs go on. As with ``run_with_time_limit``, a job that swallows the
+    cancellation and returns, or turns it into another exception, still ends in ``TimeLimitExceeded``.
+
+    Example:
+        >>> import asyncio
+        >>> async def slow() -> None:
+        ...     await asyncio.sleep(60)
+        >>> asyncio.run(run_async_with_time_limit(slow, 0.01, "slow"))
+        Traceback (most recent call last):
+        ...
+        sqsjobs.TimeLimitExceeded: job 'slow' ran past its time_limit of 0.01 s
+    """
+    import asyncio
+
+    limit = TimeLimit(seconds, job)
+    timeout = asyncio.timeout(seconds)
+    try:
+        async with timeout:
+            result = await call()
+    except Exception as raised:
+        if not timeout.expired() or isinstance(raised, TimeLimitExceeded):
+            raise
+        if isinstance(raised, TimeoutError):  # the cancellation, as the timeout turned it
+            raise limit.exceeded() from None
+        raise TimeLimitExceeded(f"{limit.exceeded()} (then raised {type(raised).__name__}: {raised})") from raised
+    if timeout.expired():
+        raise limit.exceeded()  # the job swallowed the cancellation and returned
+    return result
+
+
 class TimeLimitStage(Stage):
     """A stage (``worker/_stages.py``): each job's call runs under its ``time_limit``, when it has one."""
 
@@ -217,4 +257,6 @@ class TimeLimitStage(Stage):
         seconds = d.job.options.time_limit if d.job is not None else None
         if not seconds:
             return call
+        if d.job is not None and d.job.is_async:
+            return lambda: run_async_with_time_limit(call, seconds, d.job_name)
         return lambda: run_with_time_limit(call, {}, seconds, d.job_name)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
+from sqsjobs._calls import refuse_awaitable
 from sqsjobs._errors import ConfigurationError, EnqueueError, PermanentError, RetryableError, StoreError
 from sqsjobs._job import Job
 from sqsjobs._job_options import JobOptions
@@ -150,8 +151,8 @@ class ChunkedJob(Job[P, R]):
                 "continuation would be taken for a duplicate of the page that sent it"
             )
         self.page: Callable[..., Any] = fn
-        # The worker calls ``job.fn``: for a chunked job that is the page runner.
-        self.fn = cast(Callable[P, R], self.run_page)
+        # The worker calls ``job.fn``: for a chunked job that is the page runner (awaited for an async page).
+        self.fn = cast(Callable[P, R], self.run_page_async if self.is_async else self.run_page)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return cast(R, self.page(*args, **kwargs))
@@ -175,9 +176,23 @@ class ChunkedJob(Job[P, R]):
     # ------------------------------------------------------------ consuming
     def run_page(self, **args: Any) -> Any:
         """Run one page as the worker does: check the run, run the page, advance, continue."""
+        started = self._page_start(args)
+        if started is None:
+            return None
+        following = refuse_awaitable(self.page(**args), f"chunked job {self.name!r}")
+        return self._page_end(args, following, *started)
+
+    async def run_page_async(self, **args: Any) -> Any:
+        """``run_page`` for an ``async def`` page: the page is awaited, the run record kept the same way."""
+        started = self._page_start(args)
+        if started is None:
+            return None
+        return self._page_end(args, await self.page(**args), *started)
+
+    def _page_start(self, args: Mapping[str, Any]) -> tuple[LeaseItem | None, str] | None:
+        """The run's record and the page's cursor, or None when the page must not run (done, stale, taken)."""
         run_id = str(args[RUN_ID])
-        cursor = args.get(CURSOR, self._defaults.get(CURSOR))
-        here = _encode(cursor)
+        here = _encode(args.get(CURSOR, self._defaults.get(CURSOR)))
         runs = self.runs
         record = runs.get(self.name, run_id)
         if record is not None:
@@ -196,14 +211,18 @@ class ChunkedJob(Job[P, R]):
             # Enqueued without start(): the first page made the record, unless another delivery just did.
             self._log("another delivery started the run first; not run", run_id, here)
             return None
-        following = self.page(**args)
+        return record, here
+
+    def _page_end(self, args: Mapping[str, Any], following: Any, record: LeaseItem | None, here: str) -> Any:
+        """The page returned ``following``: advance the run and send the next page (None: the run is done)."""
+        run_id = str(args[RUN_ID])
         after = None if following is None else _encode(following)
         if after == here:
             raise PermanentError(f"chunked job {self.name!r}: the page at cursor {here} returned the same cursor; "
                                  "the run would never end")
         pages_done = int(record.get("pages_done") or 0) if record is not None else 0
-        if not runs.advance(self.name, run_id, page=here, following=after, now=self.runtime.clock(),
-                            pages_done=pages_done):
+        if not self.runs.advance(self.name, run_id, page=here, following=after, now=self.runtime.clock(),
+                                 pages_done=pages_done):
             self._log("another delivery advanced the run first; no continuation from this one", run_id, here)
             return following
         if following is not None:
