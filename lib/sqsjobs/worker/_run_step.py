@@ -59,7 +59,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -358,7 +358,6 @@ class RunStep:
     def _stop(self) -> None:
         """The batch dies: nothing more starts; async jobs are cancelled, threads waited for."""
         import asyncio
-        from concurrent.futures import wait
 
         with self.lock:
             self.waiting = []
