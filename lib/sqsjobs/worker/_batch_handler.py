@@ -48,11 +48,8 @@ if TYPE_CHECKING:
 class ItemRunner(Protocol):
     """What running a batch handler's items needs of the consumer (``worker/_consumer.py`` is the one)."""
 
-    @property
-    def stages(self) -> Stages: ...
-
-    @property
-    def log(self) -> Any: ...
+    stages: Stages
+    log: Any
 
     def ready(self, batch: Batch, d: Delivery) -> bool: ...
 

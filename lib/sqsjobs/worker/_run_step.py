@@ -87,14 +87,9 @@ class Runner(ItemRunner, Protocol):
     """What the run step drives of the consumer (``worker/_consumer.py`` is the one): its settings, clock and
     timer, how it calls a job, and how a claimed delivery that does not run ends."""
 
-    @property
-    def settings(self) -> Settings: ...
-
-    @property
-    def calls(self) -> JobCalls: ...
-
-    @property
-    def timer(self) -> Timer: ...
+    settings: Settings
+    calls: JobCalls
+    timer: Timer
 
     def clock(self) -> float: ...
 
