@@ -6,7 +6,7 @@ import datetime
 import statistics
 from dataclasses import dataclass, field
 
-from bench import async_jobs, batch_handlers, claims, coalescing, groups
+from bench import async_jobs, batch_handlers, claims, coalescing, groups, tracing
 from bench.bundle import BundleSize
 from bench.cold_start import FirstInvocation
 from bench.figures import BATCH, LATENCY, SCENARIOS, ScenarioFigures, StubbedBatches
@@ -56,6 +56,8 @@ class Results:
     batch_handlers: batch_handlers.BatchFigures | None = None
     #: I/O-bound jobs run together (bench/async_jobs.py)
     async_jobs: async_jobs.AsyncFigures | None = None
+    #: CPU per message with and without OpenTelemetry (bench/tracing.py)
+    tracing: tracing.TracingFigures | None = None
     http: HttpCpu | None = None
     #: BENCHMARKS.md's capacity section (bench/capacity.py)
     capacity: list[str] = field(default_factory=list)
@@ -281,6 +283,8 @@ def render(r: Results) -> str:
         lines.extend(batch_handlers.render(r.batch_handlers, ms["load"]))
     if r.async_jobs is not None:
         lines.extend(async_jobs.render(r.async_jobs, ms["load"], r.message_bytes))
+    if r.tracing is not None:
+        lines.extend(tracing.render(r.tracing))
     add(METHOD.replace("{lat}", lat))
     return "\n".join(lines) + "\n"
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Any, TypedDict
 
 import sqsjobs
@@ -32,9 +31,9 @@ from sqsjobs import JobApp, PermanentError
 app = JobApp(queues={"critical": None})
 
 
-@lru_cache(maxsize=1)
 def ses_client() -> Any:
-    """The SES client, made once from the worker's own botocore session (no second session, no boto3 import)."""
+    """The SES client from the worker's own botocore session: built on first use, then shared while the
+    environment is unchanged (no second session, no boto3 import, nothing for a test to clear)."""
     return sqsjobs.client("ses")
 
 
@@ -81,9 +80,8 @@ async def send_receipt_email(order_id: int) -> None:
 ORDERS_TABLE_ENV = "SQSJOBS_ORDERS_TABLE"
 
 
-@lru_cache(maxsize=1)
 def orders_client() -> Any:
-    """The DynamoDB client of the orders table, made once from the same session."""
+    """The DynamoDB client of the orders table, shared as ``ses_client``'s is."""
     return sqsjobs.client("dynamodb")
 
 

@@ -7,6 +7,7 @@ import random
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tiers
@@ -69,3 +70,13 @@ def handlers_on_path(monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("app", "worker"):
         sys.modules.pop(name, None)
     return path
+
+
+
+@pytest.fixture(scope="session")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The wheel and sdist of this checkout (scaffold_support.Dist), as `make dist` makes them: once a session
+    for tests/scaffold and tests/dist, which run in one process of `make test` (tests/shards.py's ``builds``)."""
+    from scaffold_support import build_dist
+
+    return build_dist(tmp_path_factory.mktemp("dist"))

@@ -7,6 +7,8 @@ import os
 import re
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqsjobs.scaffold import Extra, ProjectOptions, write
@@ -68,10 +70,34 @@ def generate(root: Path, options: ProjectOptions) -> Path:
     return directory
 
 
+@dataclass(frozen=True)
+class Dist:
+    """What ``python -m build`` of this checkout wrote, and how long it took."""
+
+    directory: Path
+    wheel: Path
+    seconds: float
+
+
+def build_dist(directory: Path) -> Dist:
+    """``python -m build`` of this checkout into ``directory``, as `make dist` runs it (conftest.py's ``dist``)."""
+    started = time.monotonic()
+    built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(directory), str(ROOT)],
+                           capture_output=True, text=True, timeout=600, check=False)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    (wheel,) = directory.glob("sqsjobs-*-py3-none-any.whl")
+    assert list(directory.glob("sqsjobs-*.tar.gz")), "python -m build wrote no sdist"
+    return Dist(directory, wheel, time.monotonic() - started)
+
+
+#: the cases of every project's tests/test_moto.py (marked ``moto``): its one test on mock_aws and on a moto server
+MOTO_TESTS = 2
+
+
 def unit_tests_of(project: Path) -> int:
-    """How many unit tests the project holds (its tests/ but the e2e one)."""
+    """How many unit tests the project holds (its tests/ but the e2e one and the moto one)."""
     return sum(len(re.findall(r"^def test_", path.read_text(), re.M))
-               for path in (project / "tests").glob("test_*.py") if path.name != "test_e2e.py")
+               for path in (project / "tests").glob("test_*.py") if path.name not in ("test_e2e.py", "test_moto.py"))
 
 
 def run_pytest(project: Path, *args: str, timeout: float = 600,

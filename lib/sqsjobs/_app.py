@@ -31,7 +31,7 @@ from sqsjobs.worker import _job_records as guard
 from sqsjobs.worker._budget import invocation
 from sqsjobs.workflows._chains import ChainRecords
 from sqsjobs.workflows._chunked import RunStore
-from sqsjobs.workflows._groups import MAX_NAME, GroupRecords
+from sqsjobs.workflows._groups import GroupRecords
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -76,7 +76,6 @@ class JobApp:
         >>> sorted(app.jobs)
         ['invoice-email']
     """
-
 
     def __init__(
         self,
@@ -192,8 +191,8 @@ class JobApp:
             >>> app = JobApp(queue_url="https://sqs.example/q", table_name="idempotency")
             >>> @app.scheduled("nightly-report", schedule="cron(0 2 * * ? *)", lease_seconds=3600)
             ... def nightly_report(period: str) -> None: ...
-            >>> app.runtime.registry.schedules["nightly-report"].period
-            '%Y-%m-%d'
+            >>> nightly_report.message(period="2026-08-05").key
+            'nightly-report:2026-08-05'
         """
         from sqsjobs.schedules._periodic import PERIOD, schedule_spec
 
@@ -449,14 +448,17 @@ class JobApp:
         that already finished is left as it is. ``GroupError`` when there is
         no such group.
         """
-        if reason is not None and not isinstance(reason, str):
-            raise ConfigurationError(f"cancel_group: reason must be text, got {reason!r}")
-        if not isinstance(group_id, str):
-            from sqsjobs._errors import GroupError
+        from sqsjobs._lifecycle import cancel_group
 
-            raise GroupError(f"a group id is text, got {type(group_id).__name__}")
-        return GroupRecords(self.runtime.store, ttl=self.settings.record_ttl).cancel(
-            group_id, now=self.runtime.clock(), reason=(reason or "")[:MAX_NAME] or None)
+        return cancel_group(self.runtime, group_id, reason)
+
+    def unschedule(self, key: str) -> bool:
+        """Delete the pending schedule of a delayed enqueue of ``key`` (docs/delays.md); False when none was pending.
+
+        Unlike ``cancel`` it writes no marker: the key may be enqueued again, and run.
+        ``sqsjobs unschedule KEY`` does the same from the shell.
+        """
+        return self.runtime.unschedule(key)
 
     def chain_status(self, chain_id: str) -> ChainStatus | None:
         """Where the chain is (its step, its state), or where it stopped and why; None when there is no such chain."""
@@ -490,8 +492,8 @@ class JobApp:
             >>> from sqsjobs import InMemoryStore
             >>> app = JobApp(queue_url="https://sqs.example/q")
             >>> with app.use(store=InMemoryStore(), settings={"max_attempts": 3}):
-            ...     app.settings.max_attempts, type(app.runtime.store).__name__
-            (3, 'InMemoryStore')
+            ...     app.settings.max_attempts, app.cancel("report:1")
+            (3, 'not_found_but_cancelled')
             >>> app.settings.max_attempts
             5
         """

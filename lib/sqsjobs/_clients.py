@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, overload
 from urllib.parse import urlparse
 
 from botocore.config import Config
-from botocore.exceptions import DataNotFoundError
+from botocore.exceptions import DataNotFoundError, UnknownServiceError
 from botocore.loaders import Loader
 
 from sqsjobs._environment import AWS, environment_key
@@ -145,9 +145,11 @@ def resolve_region(explicit: str | None = None, environ: Mapping[str, str] | Non
 def client(service_name: str, **kwargs: Any) -> Any:
     """A client of ``service_name`` from the shared session; ``kwargs`` as for ``boto3.client``.
 
-    Jobs should make their clients here (once, e.g. behind ``functools.cache``):
-    they then cost a model read, not a second session. The region is
-    ``resolve_region``'s; botocore's standard retries apply unless ``config`` says otherwise.
+    Each call builds a client: jobs get theirs from ``sqsjobs.client`` (sqsjobs/_job_clients.py), which
+    shares what this builds. A client costs a model read, not a second session. The region is
+    ``resolve_region``'s; botocore's standard retries apply unless ``config`` says otherwise. A service
+    or a data file this botocore lacks is a ``ConfigurationError`` saying what to keep
+    (sqsjobs/_botocore_data.py), never botocore's error from deep in a cold start.
 
     Example:
         >>> client("ses", region_name="eu-west-1").meta.region_name
@@ -159,7 +161,17 @@ def client(service_name: str, **kwargs: Any) -> Any:
             config = config.merge(kwargs.pop("config"))
         kwargs.pop("config", None)
         kwargs["region_name"] = resolve_region(kwargs.get("region_name"))
-        return session().create_client(service_name, config=config, **kwargs)
+        owner = session()
+        try:
+            return owner.create_client(service_name, config=config, **kwargs)
+        except UnknownServiceError:  # no model of it here: a trimmed bundle's botocore, or a misspelled name
+            from sqsjobs._botocore_data import unknown_service
+
+            raise unknown_service(service_name, owner) from None
+        except DataNotFoundError as error:  # a data file every client reads is missing: a bundle trimmed too far
+            from sqsjobs._botocore_data import missing_data
+
+            raise missing_data(service_name, error) from None
 
 
 @contextlib.contextmanager

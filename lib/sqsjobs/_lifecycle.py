@@ -1,4 +1,5 @@
-"""Cancelling a key (``app.cancel``): the marker first, then the pending delayed enqueue, then a running flag.
+"""Cancelling a key (``app.cancel``): the marker first, then the pending delayed enqueue, then a running flag;
+and cancelling a group (``app.cancel_group``), each member's key so.
 
 Here, not in lib/sqsjobs/_app.py, so that the facade only hands over: the
 order of the writes is the contract (docs on ``JobApp.cancel``), and a
@@ -10,14 +11,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqsjobs._errors import ConfigurationError, StoreError
+from sqsjobs._errors import ConfigurationError, GroupError, StoreError
 from sqsjobs.store._lease import LeaseState, expiry
 from sqsjobs.worker import _job_records as guard
 
 if TYPE_CHECKING:
     from sqsjobs._runtime import Runtime
+    from sqsjobs.workflows._groups import CancelledGroup
 
-__all__ = ["cancel_key"]
+__all__ = ["cancel_group", "cancel_key"]
 
 
 def cancel_key(runtime: Runtime, key: str, reason: str | None) -> str:
@@ -51,3 +53,24 @@ def cancel_key(runtime: Runtime, key: str, reason: str | None) -> str:
             return guard.CancelResult.RUNNING.value
         return cancel_key(runtime, key, reason)  # it finished (or died) in between: look again
     return guard.CancelResult.ALREADY_FINISHED.value
+
+
+def cancel_group(runtime: Runtime, group_id: str, reason: str | None) -> CancelledGroup:
+    """Cancel the group ``group_id`` (see ``JobApp.cancel_group``): its members' keys get the cancel marker.
+
+    Example:
+        >>> from sqsjobs import InMemoryStore, JobApp
+        >>> app = JobApp(queue_url="https://sqs.example/q", store=InMemoryStore())
+        >>> cancel_group(app.runtime, "no-such-group", None)
+        Traceback (most recent call last):
+        ...
+        sqsjobs.GroupError: no group 'no-such-group': it was never enqueued, or its records expired
+    """
+    from sqsjobs.workflows._groups import MAX_NAME, GroupRecords
+
+    if reason is not None and not isinstance(reason, str):
+        raise ConfigurationError(f"cancel_group: reason must be text, got {reason!r}")
+    if not isinstance(group_id, str):
+        raise GroupError(f"a group id is text, got {type(group_id).__name__}")
+    return GroupRecords(runtime.store, ttl=runtime.settings.record_ttl).cancel(
+        group_id, now=runtime.clock(), reason=(reason or "")[:MAX_NAME] or None)

@@ -16,10 +16,11 @@ The trial (issue 30, item 3 and its "Done when"): `sqsjobs init shop --with dela
 virtualenv holding only the wheel; no file of the project may name a path of that machine. Then the project
 alone: its directory moved, the wheel it was made from deleted and sqsjobs uninstalled, so the install its
 README gives must take sqsjobs from the wheel the project carries; `sqsjobs check`, the project's own pytest
-(its unit tests and the e2e test on the local cloud), a user's stock-moto test added to it
-(stock_moto_case.py), and `sam build`: every function with its layer at most 8 MB zipped, no tool and no path
-of the machine inside (scaffold_support.lean_build), and the worker's handler and the whole runtime importing
-from the function and its layer alone under python3.12.
+(its unit tests and the e2e test on the local cloud), then in a pytest of their own a user's own stock-moto
+test added to it (stock_moto_case.py) and the project's tests/test_moto.py, and `sam build`: every function
+with its layer at most 8 MB zipped, no tool and no path of the machine inside (scaffold_support.lean_build),
+and the worker's handler and the whole runtime importing from the function and its layer alone under
+python3.12.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from pathlib import Path
 
 import pytest
 from doc_snippets import ROOT, SHELL, Snippet, page_script, shell_environment, snippets
-from scaffold_support import lean_build, project_machine_paths, this_machine
+from scaffold_support import Dist, lean_build, project_machine_paths, this_machine
 from tool_support import python312_bin, sam
 
 from sqsjobs.scaffold.bundle import RUNTIME_SERVICES
@@ -122,28 +123,6 @@ def test_page_steps_are_read_from_the_page() -> None:
     assert all(b.runnable for s in steps[1:] for b in s.blocks)
 
 
-@dataclass(frozen=True)
-class Dist:
-    """What ``python -m build`` of this checkout wrote, and how long it took."""
-
-    directory: Path
-    wheel: Path
-    seconds: float
-
-
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
-    """The wheel and sdist, as `make dist` makes them (once for this module's tests)."""
-    directory = tmp_path_factory.mktemp("dist")
-    started = time.monotonic()
-    built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(directory), str(ROOT)],
-                           capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False)
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    (wheel,) = directory.glob("sqsjobs-*-py3-none-any.whl")
-    assert list(directory.glob("sqsjobs-*.tar.gz")), "python -m build wrote no sdist"
-    return Dist(directory, wheel, time.monotonic() - started)
-
-
 @pytest.mark.slow
 @pytest.mark.moto
 @pytest.mark.local_cloud
@@ -199,8 +178,6 @@ def test_the_getting_started_page_runs_from_the_built_wheel(tmp_path: Path, dist
 #: the options of the user who reported issue 30
 TRIAL_OPTIONS = "delays,groups,limits"
 STOCK_MOTO_CASE = Path(__file__).with_name("stock_moto_case.py")
-#: stock moto's PartiQL cannot parse the runtime's batched INSERT (issue 30, item 1: the `moto` branch's work)
-_STOCK_MOTO_GAP = "Unsupported type \"<class 'py_partiql_parser"
 #: run in a function's build directory with python3.12 -I -S: its handler and the whole runtime, from the function
 #: and its layer alone (no site-packages, no environment), and a client of each runtime service from the layer's
 #: trimmed botocore; no AWS call
@@ -268,9 +245,9 @@ def test_a_project_made_from_the_wheel_tests_and_builds_lean_on_another_machine(
     tested.write_text(f"set -eo pipefail\n. '{venv}/bin/activate' && pip uninstall --quiet --yes sqsjobs\n"
                       f"{install}\n"
                       "sqsjobs check template.yaml\n"
-                      "python -m pytest -p no:cacheprovider --ignore=tests/test_stock_moto.py\n"
+                      "python -m pytest -p no:cacheprovider -m 'not moto' --ignore=tests/test_stock_moto.py\n"
                       "echo '### stock moto'\n"
-                      "python -m pytest -p no:cacheprovider tests/test_stock_moto.py || true\n"
+                      "python -m pytest -p no:cacheprovider tests/test_stock_moto.py tests/test_moto.py\n"
                       "echo \"### sqsjobs from $(python -c 'import sqsjobs; print(sqsjobs.__file__)')\"\n")
     returncode, output = run_session(tested, project, env, PAGE_TIMEOUT)
     assert returncode == 0, output[-8000:]
@@ -297,11 +274,9 @@ def test_a_project_made_from_the_wheel_tests_and_builds_lean_on_another_machine(
     for name, (unzipped, zipped) in sorted(sizes.items()):
         print(f"  {name}: {_size(unzipped)}, {_size(zipped)}")
 
-    # Last, as it may stop the test: the user's stock-moto test (issue 30, item 1). Until the `moto` branch lands
-    # the worker fails there for one known reason, and only that reason makes this an expected failure.
+    # The user's own stock-moto test (issue 30, item 1) first, then the project's tests/test_moto.py (mock_aws and
+    # a moto server), in a pytest of their own: nothing of the local cloud loaded, moto as it is installed.
     (stock_summary,) = _PYTEST_SUMMARY.findall(stock)
-    if "1 passed" not in stock_summary:
-        if _STOCK_MOTO_GAP in stock:
-            pytest.xfail("stock moto cannot parse the worker's batched PartiQL INSERT yet (issue 30, item 1; "
-                         f"the moto branch): {stock_summary}")
-        pytest.fail(f"the user's stock-moto test failed for another reason:\n{stock[-6000:]}")
+    assert re.search(r"^3 passed\b", stock_summary), f"the stock-moto tests:\n{stock[-6000:]}"
+    assert re.search(r"^tests/test_stock_moto\.py \.\s", stock, re.M), stock[-3000:]
+    assert re.search(r"^tests/test_moto\.py \.\.\s", stock, re.M), stock[-3000:]

@@ -40,17 +40,13 @@ def test_inside_use_app_no_request_leaves_127_0_0_1(local_cloud: LocalCloudSessi
     import handlers.app as reference
     from sqsjobs._clients import client
 
-    reference.ses_client.cache_clear()  # the job's own SES client is made in the block, as a job would
-    try:
-        with local_cloud.use_app() as app:
-            delayed = app.enqueue("invoice-email", invoice_id=990_001, delay=2 * 86_400)  # Scheduler
-            status = app.status("invoice-email:990001")  # DynamoDB
-            report = app.enqueue_many([app.message("invoice-email", invoice_id=990_100 + n) for n in range(12)])
-            identities = reference.ses_client().list_identities()["Identities"]  # the app's SES hook
-            metrics = client("cloudwatch").list_metrics()["Metrics"]  # any client of the shared session
-            assert app.runtime.unschedule("invoice-email:990001")
-    finally:
-        reference.ses_client.cache_clear()
+    with local_cloud.use_app() as app:
+        delayed = app.enqueue("invoice-email", invoice_id=990_001, delay=2 * 86_400)  # Scheduler
+        status = app.status("invoice-email:990001")  # DynamoDB
+        report = app.enqueue_many([app.message("invoice-email", invoice_id=990_100 + n) for n in range(12)])
+        identities = reference.ses_client().list_identities()["Identities"]  # the job's own client, in the block
+        metrics = client("cloudwatch").list_metrics()["Metrics"]  # any client of the shared session
+        assert app.unschedule("invoice-email:990001")
 
     assert status is None and report.ok and report.sent == 12 and report.calls == 2
     assert str(delayed).startswith("arn:aws:scheduler:") and schedule_name("invoice-email:990001") in str(delayed)

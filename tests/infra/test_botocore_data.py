@@ -62,8 +62,9 @@ print(json.dumps({"botocore": botocore.__file__, "urls": urls}))
 """
 
 
-#: the services the repository's bundle keeps
+#: the services the repository's bundle keeps, and the list that names them, as the repository names it
 KEPT = bundle.kept_services(BUNDLE / "botocore-services.txt")
+LISTING = "infra/bundle/botocore-services.txt"
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +72,7 @@ def trimmed_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory holding a copy of botocore whose data is trimmed as the bundle's is."""
     site = tmp_path_factory.mktemp("site")
     shutil.copytree(PACKAGE, site / "botocore", ignore=shutil.ignore_patterns("__pycache__"))
-    bundle.trim(site / "botocore" / "data", KEPT)
+    bundle.trim(site / "botocore" / "data", KEPT, LISTING)  # as infra/bundle/Makefile's --services-label names it
     return site
 
 
@@ -102,6 +103,7 @@ def test_the_trim_keeps_the_listed_services_and_the_shared_files(trimmed_site: P
     assert set(services) == set(CALLS)  # every kept service has its endpoints checked below
     assert sorted(p.name for p in data.iterdir() if p.is_dir()) == sorted(services)
     assert all((data / name).is_file() for name in bundle.SHARED_FILES)
+    assert json.loads((data / bundle.TRIMMED).read_text()) == {"kept": KEPT, "listing": LISTING}
     size = sum(p.stat().st_size for p in data.rglob("*") if p.is_file())
     assert size < 3_000_000  # from about 23 MB
 
@@ -133,3 +135,60 @@ def test_a_missing_kept_service_stops_the_build(tmp_path: Path) -> None:
         (data / name).write_text("{}")
     with pytest.raises(SystemExit, match="has no dynamodb"):
         bundle.trim(data, ["dynamodb"])
+
+
+# sqsjobs.client of a service the trimmed botocore left out, and of one it kept, in a process importing the copy.
+CLIENT_OF = """
+import json, sys
+import botocore, sqsjobs
+from sqsjobs import ConfigurationError
+assert botocore.__file__.startswith(sys.argv[1]), botocore.__file__
+answer = {}
+for service in ("s3", "ses"):
+    try:
+        answer[service] = sqsjobs.client(service).meta.service_model.service_name
+    except ConfigurationError as error:
+        chained = error.__cause__ is not None or not error.__suppress_context__
+        answer[service] = {"error": str(error), "chained": chained}
+print(json.dumps(answer))
+"""
+
+
+def _clients_of(site: Path) -> dict[str, Any]:
+    env = {"PATH": "", "PYTHONPATH": str(site), "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+    done = subprocess.run([sys.executable, "-c", CLIENT_OF, str(site)], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer: dict[str, Any] = json.loads(done.stdout)
+    return answer
+
+
+def test_a_client_of_a_service_the_bundle_left_out_names_the_list_to_edit(trimmed_site: Path) -> None:
+    answer = _clients_of(trimmed_site)
+    assert answer["ses"] == "ses"  # a kept service's client is built as ever
+    error = answer["s3"]["error"]
+    assert f"add s3 to {LISTING}" in error and "sam build" in error and ", ".join(KEPT) in error
+    assert answer["s3"]["chained"] is False  # one line, not botocore's UnknownServiceError and its traceback
+
+
+def test_a_botocore_trimmed_by_other_means_says_what_to_keep(trimmed_site: Path, tmp_path: Path) -> None:
+    # A bundle built another way: the same models left out, no list of ours beside them.
+    site = tmp_path / "site"
+    shutil.copytree(trimmed_site, site)
+    (site / "botocore" / "data" / bundle.TRIMMED).unlink()
+    answer = _clients_of(site)
+    assert answer["ses"] == "ses"
+    assert "keep botocore/data/s3" in answer["s3"]["error"] and "trimmed" in answer["s3"]["error"]
+    # Trimmed too far: a data file every client reads is gone. Not botocore's DataNotFoundError from deep inside.
+    (site / "botocore" / "data" / "endpoints.json").unlink()
+    answer = _clients_of(site)
+    for service in ("s3", "ses"):
+        error = answer[service]["error"]
+        assert "cannot read botocore/data/endpoints.json" in error and answer[service]["chained"] is False
+        assert all(name in error for name in bundle.SHARED_FILES)
+
+
+def test_the_runtime_reads_the_file_the_bundle_script_writes() -> None:
+    from sqsjobs import _botocore_data
+
+    assert _botocore_data.TRIMMED == bundle.TRIMMED

@@ -25,7 +25,7 @@ def test_the_reference_apps_own_jobs_with_moto_ses_and_nothing_private(
     app = app_module.app
     with mock_aws():
         boto3.client("ses", region_name="us-east-1").verify_email_identity(EmailAddress="billing@example.com")
-        app_module.ses_client.cache_clear()  # the module's client, built inside moto
+        # The job's sqsjobs.client("ses") follows the environment: mock_aws sets its own keys, so it is built here.
         with app.testing() as t:
             app_module.send_invoice_email.enqueue(invoice_id=42)
             app_module.send_invoice_email.enqueue(invoice_id=42)
@@ -34,7 +34,6 @@ def test_the_reference_apps_own_jobs_with_moto_ses_and_nothing_private(
             outcomes = [(o.key, o.outcome) for o in t.outcomes]
             letters = [(d.job, d.reason) for d in t.dead_letters()]
         sent = list(ses_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].sent_messages)
-        app_module.ses_client.cache_clear()
     assert outcomes == [("invoice-email:42", Outcome.SUCCEEDED), ("invoice-email:42", Outcome.DUPLICATE),
                         ("invoice-email:-1", Outcome.DEAD_LETTERED)]
     assert letters == [("invoice-email", "permanent")]

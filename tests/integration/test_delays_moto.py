@@ -144,8 +144,8 @@ def test_unschedule_and_cancel_delete_the_pending_schedule(delayed_app: Any, sch
     app = delayed_app()
     reminder = declare(app)
     reminder.enqueue(user_id=7, delay=timedelta(hours=2))
-    assert app.runtime.unschedule("reminder:7") is True
-    assert app.runtime.unschedule("reminder:7") is False
+    assert app.unschedule("reminder:7") is True
+    assert app.unschedule("reminder:7") is False
 
     reminder.enqueue(user_id=8, delay=timedelta(hours=2))
     assert app.cancel("reminder:8", reason="account closed") == "not_found_but_cancelled"

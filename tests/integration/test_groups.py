@@ -151,7 +151,7 @@ def test_a_crash_after_the_last_count_finishes_the_group_on_redelivery(world: An
     group.add(world.resize.message(n=1))
     group_id = group.enqueue()
 
-    def die(self: WorkflowStage, group_id: str, members: Any, failed: Any) -> None:
+    def die(self: WorkflowStage, *args: Any) -> None:
         raise Killed("the invocation died after the member's count, before its group was finished")
 
     monkeypatch.setattr(WorkflowStage, "_finish_group", die)

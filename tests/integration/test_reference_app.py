@@ -55,7 +55,6 @@ def test_product_search_bulk_writes_its_items_in_one_call_and_dead_letters_the_m
     create_table(aws.dynamodb, "orders")
     worker = importlib.import_module("worker")
     app = importlib.import_module("app")
-    app.orders_client.cache_clear()  # a client made under this test's moto
     app.app.enqueue_many([app.upsert_product_search_bulk.message(product_id=i) for i in (1, 2, -3, 4)])
 
     response = worker.handler(receive_event(aws.sqs, aws.queue_url), FakeContext(clock=lambda: 0.0))

@@ -9,6 +9,9 @@
   local cloud), `sqsjobs local up` and `sqsjobs local fire daily-summary`;
 - standard with every extra: `sam validate --lint` and its pytest with the e2e test.
 
+The first two projects' pytest runs their tests/test_moto.py too: the worker on stock moto, as the user's own
+tests would (the third's is the first's, on the same queues).
+
 `sam build` runs on the standard project here and on issue 30's user's project in tests/dist; test_init_matrix.py
 proves every combination has the same layer/ and functions holding only handlers/, so those builds stand for all.
 
@@ -26,7 +29,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from scaffold_support import ROOT, generate, lean_build, project_machine_paths, run_pytest, this_machine, unit_tests_of
+from scaffold_support import (
+    MOTO_TESTS,
+    Dist,
+    generate,
+    lean_build,
+    project_machine_paths,
+    run_pytest,
+    this_machine,
+    unit_tests_of,
+)
 from tool_support import sam
 
 from sqsjobs.scaffold import Extra, ProjectOptions
@@ -77,14 +89,10 @@ def local_up() -> Iterator[list[LocalUp]]:
         process.stop()
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A wheel of this checkout, as `make dist` builds it."""
-    wheels = tmp_path_factory.mktemp("wheels")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels),
-                    str(ROOT)], check=True, capture_output=True, timeout=600)
-    (built,) = wheels.glob("sqsjobs-*.whl")
-    return built
+@pytest.fixture
+def wheel(dist: Dist) -> Path:
+    """A wheel of this checkout, as `make dist` builds it (tests/conftest.py: built once, for tests/dist too)."""
+    return dist.wheel
 
 
 def built_lean(project: Path, *roots: str) -> dict[str, tuple[int, int]]:
@@ -94,7 +102,7 @@ def built_lean(project: Path, *roots: str) -> dict[str, tuple[int, int]]:
     return lean_build(project / ".aws-sam" / "build", (*this_machine(), str(project.parent), *roots))
 
 
-@pytest.mark.timeout(1200)  # a pip wheel, a sam build and two local clouds, on a loaded machine
+@pytest.mark.timeout(1200)  # a wheel, a sam build and two local clouds, on a loaded machine
 def test_standard_project_builds_outside_the_repo_and_runs_on_the_local_cloud(
     tmp_path: Path, wheel: Path, local_up: list[LocalUp]
 ) -> None:
@@ -119,7 +127,7 @@ def test_standard_project_builds_outside_the_repo_and_runs_on_the_local_cloud(
     assert (build / "SqsjobsLayer" / "python" / "sqsjobs" / "__init__.py").is_file()
 
     tested = run_pytest(project)
-    assert tested.returncode == 0 and f"{unit_tests_of(project) + 1} passed" in tested.stdout, (
+    assert tested.returncode == 0 and f"{unit_tests_of(project) + 1 + MOTO_TESTS} passed" in tested.stdout, (
         tested.stdout + tested.stderr)
 
     up = LocalUp(project, state, "--reload")
@@ -157,7 +165,7 @@ def test_fifo_project_with_every_extra(tmp_path: Path, local_up: list[LocalUp]) 
     validated = sam("validate", "--lint", "--template", "template.yaml", cwd=project)
     assert validated.returncode == 0, validated.stdout + validated.stderr
     tested = run_pytest(project)
-    assert tested.returncode == 0 and f"{unit_tests_of(project) + 1} passed" in tested.stdout, (
+    assert tested.returncode == 0 and f"{unit_tests_of(project) + 1 + MOTO_TESTS} passed" in tested.stdout, (
         tested.stdout + tested.stderr)
 
     # A value that breaks a lint rule: `local up` says what `sqsjobs check -p` says, then runs the loop anyway.
@@ -183,6 +191,7 @@ def test_standard_project_with_every_extra(tmp_path: Path) -> None:
     project = generate(tmp_path, ProjectOptions(name="catalog", extras=ALL_EXTRAS))
     validated = sam("validate", "--lint", "--template", "template.yaml", cwd=project)
     assert validated.returncode == 0, validated.stdout + validated.stderr
-    tested = run_pytest(project)
-    assert tested.returncode == 0 and f"{unit_tests_of(project) + 1} passed" in tested.stdout, (
-        tested.stdout + tested.stderr)
+    # Its tests/test_moto.py is the standard project's, on the same queues: run there and in the FIFO project.
+    tested = run_pytest(project, "-m", "not moto")
+    assert tested.returncode == 0 and f"{unit_tests_of(project) + 1} passed, {MOTO_TESTS} deselected" in (
+        tested.stdout), tested.stdout + tested.stderr

@@ -312,10 +312,10 @@ def test_unschedule_deletes_the_keys_schedule_and_says_whether_one_was_pending()
     with Stubber(client) as stub:
         stub.add_response("delete_schedule", {}, {"Name": name, "GroupName": GROUP})
         stub.add_client_error("delete_schedule", "ResourceNotFoundException", "gone", 404)
-        assert job_app.runtime.unschedule("reminder:7") is True
-        assert job_app.runtime.unschedule("reminder:7") is False
+        assert job_app.unschedule("reminder:7") is True
+        assert job_app.unschedule("reminder:7") is False
     with pytest.raises(InvalidArgumentsError, match="reserved prefix"):
-        job_app.runtime.unschedule("lock#nightly:2026-01-01")
+        job_app.unschedule("lock#nightly:2026-01-01")
 
 
 def test_a_scheduler_client_error_is_never_raised_raw() -> None:

@@ -133,7 +133,10 @@ ACCEPTED = {
     "nulls where allowed": '{"v": 1, "job": "ok", "key": null, "enqueued_at": null}',
     # JSON does not tell 1 from 1.0, and some serializers write the latter.
     "integral floats": '{"v": 1.0, "job": "ok", "job_version": 2.0}',
-    "unknown properties are ignored": '{"v": 1, "job": "ok", "trace": "abc"}',
+    "unknown properties are ignored": '{"v": 1, "job": "ok", "note": "abc"}',
+    "a trace context": json.dumps({"v": 1, "job": "ok", "trace": {"traceparent": f"00-{'1' * 32}-{'2' * 16}-01"}}),
+    # tracing never fails a message
+    "a trace the worker cannot read is ignored": '{"v": 1, "job": "ok", "trace": "abc"}',
     "empty list argument": '{"v": 1, "job": "ok", "args": {"ids": []}}',
     "key of exactly the limit": json.dumps({"v": 1, "job": "ok", "key": "k" * MAX_KEY_BYTES}),
     "a group member": '{"v": 1, "job": "ok", "member_of": {"group": "3f2a-9c_1", "shard": 7}}',

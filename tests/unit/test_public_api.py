@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 import re
 from pathlib import Path
 
@@ -43,6 +44,20 @@ def private_imports(text: str) -> list[str]:
             names = match.group("names").strip("( \t").split(",")
             found += [f"{module}.{name.split()[0]}" for name in names if name.strip().startswith("_")]
     return found
+
+
+#: an attribute path through an app's runtime (``app.runtime.unschedule(...)``): internals reached without an import
+_THROUGH_RUNTIME = re.compile(r"\b\w+\.runtime\.\w+")
+
+
+def through_the_runtime(text: str) -> list[str]:
+    """What ``text`` reaches through a ``runtime`` attribute (``JobApp.runtime`` is the app's internals' holder).
+
+    Example:
+        >>> through_the_runtime("app.runtime.unschedule(key)\\nsqsjobs._runtime.Runtime\\napp.unschedule(key)\\n")
+        ['app.runtime.unschedule']
+    """
+    return _THROUGH_RUNTIME.findall(text)
 
 
 def copied_files() -> list[Path]:
@@ -128,3 +143,58 @@ def test_each_reference_handler_is_short(handler: str) -> None:
     code = [line for line in (ROOT / "handlers" / f"{handler}.py").read_text().split('"""', 2)[2].splitlines()
             if line.strip() and not line.lstrip().startswith("#")]
     assert len(code) <= 14, code
+
+
+#: run with a copy of the package first on sys.path: a star import, and what it brought
+_STAR = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import sqsjobs
+assert sqsjobs.__file__.startswith(sys.argv[1]), sqsjobs.__file__
+names = {}
+exec("from sqsjobs import *", names)
+print(json.dumps({"imported": sorted(n for n in names if not n.startswith("__")), "dir": dir(sqsjobs)}))
+"""
+
+
+@pytest.mark.parametrize("function", ["worker", "redrive"])
+def test_a_star_import_works_in_the_lambda_bundle_s_file_set(tmp_path: Path, function: str) -> None:
+    # The bundle's file set of sqsjobs: the package as the wheel installs it, minus what the bundle script deletes
+    # (its own prune(), the one every bundle runs), minus sqsjobs/ops but in the redrive function
+    # (infra/bundle/Makefile). tests/infra/test_bundle.py does the same in the built bundles under python3.12.
+    import shutil
+    import subprocess
+    import sys
+
+    from sqsjobs.scaffold.bundle import prune
+
+    shutil.copytree(Path(sqsjobs.__file__).parent, tmp_path / "sqsjobs",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    prune(tmp_path)
+    if function == "worker":
+        shutil.rmtree(tmp_path / "sqsjobs" / "ops")
+    done = subprocess.run([sys.executable, "-c", _STAR, str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    absent = {"CheckUnavailable", "ConsoleError", "LocalCloudError"} | (
+        {"MoveTaskError", "RedriveError", "StatusError"} if function == "worker" else set())
+    assert report["imported"] == sorted(set(sqsjobs.__all__) - absent)
+    assert absent.isdisjoint(report["dir"]) and "JobApp" in report["dir"]
+
+
+def test_every_tool_error_is_listed_where_its_home_is_installed() -> None:
+    # This checkout has every home: star import and dir() list every error, each resolved lazily.
+    names: dict[str, object] = {}
+    exec("from sqsjobs import *", names)
+    assert set(errors.HOMES) <= set(names) and set(errors.HOMES) <= set(dir(sqsjobs))
+    assert sorted(sqsjobs.__all__) == sorted(set(sqsjobs.__all__))
+
+
+def test_no_handler_scaffold_template_or_doc_reaches_into_an_app_s_runtime() -> None:
+    # app.runtime holds the collaborators features share (lib/sqsjobs/_runtime.py): public as an attribute so
+    # features reach it, never a user's API. What a doc or a handler needs has a public spelling
+    # (app.unschedule(key), app.use(...)); the generated reference pages (docstrings of public names) count too.
+    found = {(path.relative_to(ROOT).as_posix(), reached) for path in copied_files()
+             for reached in through_the_runtime(path.read_text(encoding="utf-8"))}
+    assert sorted(found) == [], "use the public spelling (sqsjobs.__all__, JobApp's methods)"

@@ -192,3 +192,52 @@ def test_the_environment_is_read_once_per_batch_and_once_per_enqueue(monkeypatch
             assert [d.outcome.value for d in result.deliveries].count("succeeded") + \
                 [d.outcome.value for d in result.deliveries].count("duplicate") == 10
         assert len(looks) == 3  # one a batch of 10, not one a message or one an access
+
+
+def test_a_job_s_client_is_shared_in_one_environment_and_follows_it_when_it_changes(
+        monkeypatch: pytest.MonkeyPatch, recorders: list[Recorder]) -> None:
+    # sqsjobs.client("ses") where a job uses it, as handlers/app.py does: no cache of the job's own to clear.
+    import sqsjobs
+
+    first, then = recorders
+    configure(monkeypatch, first, "a", "eu-west-1")
+    ses = sqsjobs.client("ses")
+    assert sqsjobs.client("ses") is ses and ses.meta.endpoint_url == first.url
+    assert sqsjobs.client("ses", region_name="us-east-1") is not ses  # other arguments, another client
+    configure(monkeypatch, then, "b", "eu-central-1")
+    moved = sqsjobs.client("ses")
+    assert moved is not ses and (moved.meta.endpoint_url, moved.meta.region_name) == (then.url, "eu-central-1")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "refreshed")  # a rotating secret alone: the same source, the same client
+    assert sqsjobs.client("ses") is moved
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "KEY-other")  # another credentials source: never the old client
+    assert sqsjobs.client("ses") is not moved
+
+
+def test_a_job_s_client_with_an_argument_that_is_no_key_is_made_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqsjobs
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    tags = ["unhashable"]  # botocore takes none such, but a client of its own is the safe answer to one
+    with pytest.raises(TypeError):
+        hash(frozenset({"x": tags}.items()))
+    assert sqsjobs.client("ses") is sqsjobs.client("ses")
+    built = []
+    monkeypatch.setattr("sqsjobs._clients.client", lambda service, **kwargs: built.append(kwargs) or object())
+    first, second = sqsjobs.client("ses", extra=tags), sqsjobs.client("ses", extra=tags)
+    assert first is not second and built == [{"extra": tags}, {"extra": tags}]
+
+
+def test_a_job_s_clients_are_bounded_when_each_call_brings_new_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A Config made anew at each call is a new key each time (it compares by identity): the oldest client goes.
+    import sqsjobs
+    from sqsjobs import _job_clients
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "KEY-bounded")  # an environment of this test's own: an empty cache
+    monkeypatch.setattr(_job_clients, "MAX_SHARED", 3)
+    monkeypatch.setattr("sqsjobs._clients.client", lambda service, **kwargs: object())
+    configs = [object() for _ in range(5)]
+    clients = [sqsjobs.client("ses", config=config) for config in configs]
+    assert len(_job_clients._shared[1]) == 3
+    assert sqsjobs.client("ses", config=configs[-1]) is clients[-1]  # the newest are kept...
+    assert sqsjobs.client("ses", config=configs[0]) is not clients[0]  # ...the oldest was let go

@@ -118,7 +118,7 @@ def unschedule_command(
                                      f"{did_you_mean(ENV_SCHEDULE_GROUP)}")
         app = JobApp(schedule_group=schedule_group,
                      scheduler_client=operator_client("scheduler", endpoint_url=endpoint_url, region=region))
-        deleted = app.runtime.unschedule(key)
+        deleted = app.unschedule(key)
     if not deleted:
         console.print(f"{key}: no delayed job pending in {schedule_group} (it ran, was never delayed, "
                       "or was unscheduled)")

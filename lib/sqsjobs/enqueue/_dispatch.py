@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs import _metrics as m
+from sqsjobs import _otel
 from sqsjobs._errors import ConfigurationError, ScheduleError
 from sqsjobs.enqueue._delays import remaining_delay, schedule_name
 from sqsjobs.enqueue._producer import EnqueueReport, FailedEntry, _group_id
@@ -69,7 +70,12 @@ class Dispatcher:
         if message.due_at is not None:
             delay = remaining_delay(message.due_at, self.clock())
             if delay is None:
-                scheduled = self._creator([message]).create(self._delayed(message))
+                span = _otel.send_span(self.router.url(message.queue), 1)
+                if span is None:
+                    scheduled = self._creator([message]).create(self._delayed(message))
+                else:
+                    with span:
+                        scheduled = self._creator([message]).create(self._delayed(message))
                 self._count([scheduled])
                 return scheduled
             message = dataclasses.replace(message, delay=delay, due_at=None)
@@ -156,8 +162,12 @@ class Dispatcher:
         assert message.due_at is not None
         url = self.router.url(message.queue)  # the schedule sends it to its job's own queue
         schedules = self._schedules()
+        # Scheduler sends a body and no attributes: the trace context travels in the envelope (sqsjobs._otel).
+        carrier = _otel.attribute_carrier(
+            {n: {"stringValue": v} for n, v in message.extra_attributes.items()}) or _otel.current_carrier()
         return DelayedMessage(
-            name=schedule_name(message.key), job=message.job, key=message.key, body=message.body,
+            name=schedule_name(message.key), job=message.job, key=message.key,
+            body=_otel.body_carrying(message.body, carrier),
             due_at=message.due_at, queue_arn=schedules.queue_arn(url),
             message_group_id=_group_id(message) if url.endswith(".fifo") else None, replace=message.replace,
         )

@@ -109,6 +109,8 @@ class Envelope:
     step_of: StepOf | None = None
     #: a debounced enqueue's burst token: the delivery runs only while it is the key's latest (enqueue/_debounce.py)
     debounce: str | None = None
+    #: W3C ``traceparent``/``tracestate`` of a message that waited in a schedule (no attributes there; sqsjobs._otel)
+    trace: dict[str, str] | None = None
     v: int = ENVELOPE_VERSION
 
     def encode(self) -> str:
@@ -130,6 +132,8 @@ class Envelope:
             body["step_of"] = self.step_of.wire()
         if self.debounce is not None:
             body["debounce"] = self.debounce
+        if self.trace:
+            body["trace"] = self.trace
         return json.dumps(body, separators=(",", ":"), sort_keys=True, allow_nan=False)
 
     @classmethod
@@ -195,7 +199,8 @@ class Envelope:
         # A missing key is filled in by the consumer from the job's key template.
         return cls(job=job, key=key or "", args=args, job_version=job_version, enqueued_at=enqueued_at,
                    expires_in=expires_in, member_of=None if member is None else MemberOf(*member),
-                   step_of=None if step is None else StepOf(*step), debounce=debounce, v=version)
+                   step_of=None if step is None else StepOf(*step), debounce=debounce, trace=_trace(data.get("trace")),
+                   v=version)
 
 
 def _relation(value: Any, name: str, id_name: str, index_name: str,
@@ -218,6 +223,20 @@ def _relation(value: Any, name: str, id_name: str, index_name: str,
     if optional in value and (extra is None or not 0 <= extra <= MAX_MEMBER_INDEX):
         raise MalformedMessageError(f"'{name}.{optional}' must be an integer within 0..{MAX_MEMBER_INDEX}")
     return ident, index, extra
+
+
+#: what a ``trace`` property may hold: W3C trace context's two headers, as short text
+TRACE_NAMES = frozenset({"traceparent", "tracestate"})
+MAX_TRACE_TEXT = 512
+
+
+def _trace(value: Any) -> dict[str, str] | None:
+    """The ``trace`` property when it is what a sender writes, else None: tracing never fails a message."""
+    if not isinstance(value, dict) or not value or not set(value) <= TRACE_NAMES:
+        return None
+    if not all(isinstance(v, str) and 0 < len(v) <= MAX_TRACE_TEXT for v in value.values()):
+        return None
+    return dict(value)
 
 
 def _reject_constant(name: str) -> Any:

@@ -27,12 +27,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs import _otel
 from sqsjobs._backoff import BackoffPolicy, RandomSource, Retries
 from sqsjobs._errors import ConfigurationError, EnqueueError, MessageTooLargeError
 from sqsjobs.enqueue._batching import SQS_MAX_BYTES, SQS_MAX_ENTRIES, batches
 from sqsjobs.enqueue._envelope import DEFAULT_MESSAGE_BYTES
 from sqsjobs.enqueue._message import JobMessage
-from sqsjobs.enqueue._sizes import check_message
+from sqsjobs.enqueue._sizes import check_message, fits
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -167,7 +168,22 @@ class Producer:
         self.sleep = sleep
 
     def send(self, message: JobMessage) -> str:
-        """Send one message (at most ``self.attempts`` requests); raises ``EnqueueError`` when SQS refuses it."""
+        """Send one message (at most ``self.attempts`` requests); raises ``EnqueueError`` when SQS refuses it.
+
+        Where the application traces (``sqsjobs._otel``), in a "send" span whose context the message carries.
+        """
+        span = _otel.send_span(self.queue_url, 1)
+        if span is None:
+            return self._send(message)
+        with span as current:
+            message_id = self._send(_otel.carrying(message, self._fits))
+            current.set_attribute("messaging.message.id", message_id)
+            return message_id
+
+    def _fits(self, message: JobMessage) -> bool:
+        return fits(message, self.max_message_bytes)
+
+    def _send(self, message: JobMessage) -> str:
         from botocore.exceptions import BotoCoreError, ClientError
 
         check_message(message, limit=self.max_message_bytes)
@@ -182,8 +198,17 @@ class Producer:
         """Send in full batches; failed entries are retried, then reported (never raised).
 
         No message is carried by more than ``self.max_calls`` SQS requests, botocore's retries included.
-        ``on_progress(n)`` is told after each call how many more messages SQS accepted.
+        ``on_progress(n)`` is told after each call how many more messages SQS accepted. Where the application
+        traces (``sqsjobs._otel``), in one "send" span whose context every message carries.
         """
+        span = _otel.send_span(self.queue_url, len(messages))
+        if span is None:
+            return self._send_many(messages, on_progress)
+        with span:
+            return self._send_many([_otel.carrying(m, self._fits) for m in messages], on_progress)
+
+    def _send_many(self, messages: Sequence[JobMessage],
+                   on_progress: Callable[[int], None] | None) -> EnqueueReport:
         from botocore.exceptions import BotoCoreError, ClientError
 
         ids: dict[int, str] = {}

@@ -71,10 +71,10 @@ def check_message(message: JobMessage, args: Mapping[str, Any] | None = None, *,
         up to 1,048,576 bytes (MaximumMessageSize), but SQS bills each 64 KiB of a message as one request.
         >>> check_message(JobMessage(job="report", key="report:7", body=body), limit=1_048_576)
     """
+    if fits(message, limit):
+        return
     size = message.size()
     reserved = reserved_bytes(message)
-    if size <= min(limit, MAX_BODY_BYTES) - reserved:
-        return
     if args is None:
         args = _body_args(message.body)
     raise MessageTooLargeError(
@@ -84,6 +84,18 @@ def check_message(message: JobMessage, args: Mapping[str, Any] | None = None, *,
         f"Send IDs and re-fetch the data in the job: a queue takes up to {MAX_BODY_BYTES:,} bytes "
         f"(MaximumMessageSize), but SQS bills each {BILLED_CHUNK_BYTES // 1024} KiB of a message as one request."
     )
+
+
+def fits(message: JobMessage, limit: int = DEFAULT_MESSAGE_BYTES) -> bool:
+    """True when ``message`` is within ``limit`` (and SQS's own) less what it leaves for the worker's attributes.
+
+    Example:
+        >>> from sqsjobs.enqueue._message import JobMessage
+        >>> fits(JobMessage(job="a", key="a:1", body="x" * 3000), limit=4096), fits(JobMessage(
+        ...     job="a", key="a:1", body="x" * 3100), limit=4096)
+        (True, False)
+    """
+    return message.size() <= min(limit, MAX_BODY_BYTES) - reserved_bytes(message)
 
 
 def reserved_bytes(message: JobMessage) -> int:

@@ -18,7 +18,10 @@ It therefore imports nothing but the standard library. ``install`` does, in orde
    the building machine), and takes them out of each ``RECORD``;
 4. with ``--services``, deletes the botocore service models no function loads: about 22 MB of botocore's
    25. The runtime's services (:data:`RUNTIME_SERVICES`) are always kept; the file adds the ones the
-   jobs call (``client("s3")`` needs ``s3`` there);
+   jobs call (``client("s3")`` needs ``s3`` there). Beside the kept models it writes :data:`TRIMMED`,
+   the services kept and the list to edit (``--services-label``, as the project names it), so that
+   ``sqsjobs.client`` of another service says which file to edit instead of botocore's "Unknown
+   service" (``sqsjobs check`` finds such a client before: :mod:`sqsjobs.validation.services`);
 5. compiles bytecode for python3.12, ``unchecked-hash`` (valid whatever the zip does to timestamps) and
    named relative to the target: Lambda's ``/var/task`` and ``/opt`` are read-only, so without ``.pyc``
    files every cold start compiles every module it imports; and the same inputs give the same bytes, so
@@ -26,7 +29,7 @@ It therefore imports nothing but the standard library. ``install`` does, in orde
 
 Usage (python3.12)::
 
-    python3.12 bundle.py install --target DIR [--services FILE] [pip requirement arguments ...]
+    python3.12 bundle.py install --target DIR [--services FILE [--services-label NAME]] [pip arguments ...]
     python3.12 bundle.py install --target build/python --services botocore-services.txt -r requirements.txt
     python3.12 bundle.py compile DIR [--top-level]
 
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import json
 import py_compile
 import shutil
 import subprocess
@@ -55,6 +59,9 @@ NOT_RUNTIME = ("sqsjobs/cli", "sqsjobs/local", "sqsjobs/console", "sqsjobs/scaff
                "sqsjobs/testing", "sqsjobs_rules", "bin")
 #: the botocore services sqsjobs' runtime calls (sqsjobs/_clients.py): the table, the queues, delayed jobs
 RUNTIME_SERVICES = ("dynamodb", "scheduler", "sqs")
+#: written by :func:`trim` at the top of botocore/data: the services kept and the list that chose them
+#: (sqsjobs/_clients.py reads it when botocore knows no model of a service; a test ties the two names)
+TRIMMED = "sqsjobs-trimmed.json"
 #: the files at the top of botocore/data that botocore reads whatever the service
 SHARED_FILES = ("endpoints.json", "partitions.json", "sdk-default-configuration.json", "_retry.json")
 
@@ -67,11 +74,12 @@ def kept_services(listing: Path | None) -> list[str]:
     return sorted(names)
 
 
-def trim(data: Path, services: list[str]) -> list[str]:
+def trim(data: Path, services: list[str], listing: str = "botocore-services.txt") -> list[str]:
     """Delete every service directory under botocore's ``data`` not in ``services``; the names deleted.
 
-    Refuses (SystemExit) when a kept service or a shared file is missing: a bundle without them would
-    fail on its first client, not here.
+    Writes :data:`TRIMMED` beside what is kept: ``services``, and ``listing``, the file a user edits to keep
+    another (as the project names it). Refuses (SystemExit) when a kept service or a shared file is missing:
+    a bundle without them would fail on its first client, not here.
     """
     missing = [name for name in services if not (data / name).is_dir()]
     missing += [name for name in SHARED_FILES if not (data / name).is_file()]
@@ -82,6 +90,8 @@ def trim(data: Path, services: list[str]) -> list[str]:
         if entry.is_dir() and entry.name not in services:
             shutil.rmtree(entry)
             deleted.append(entry.name)
+    (data / TRIMMED).write_text(json.dumps({"kept": sorted(services), "listing": listing}, sort_keys=True) + "\n",
+                                encoding="utf-8")
     return deleted
 
 
@@ -122,7 +132,7 @@ def compile_tree(directory: Path, *, top_level: bool = False) -> bool:
                                        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH))
 
 
-def install(target: Path, requirements: list[str], services: Path | None) -> None:
+def install(target: Path, requirements: list[str], services: Path | None, services_label: str | None = None) -> None:
     """Steps 1 to 5 of the module docstring into ``target`` (emptied first)."""
     if sys.version_info[:2] != (3, 12):
         raise SystemExit(f"bundle: run me with python3.12 (Lambda's runtime), not {sys.version.split()[0]}: "
@@ -143,7 +153,7 @@ def install(target: Path, requirements: list[str], services: Path | None) -> Non
     kept = None
     if services is not None:
         kept = kept_services(services)
-        trim(target / "botocore" / "data", kept)
+        trim(target / "botocore" / "data", kept, services_label or services.as_posix())
     if not compile_tree(target):
         raise SystemExit(f"bundle: compiling {target} failed")
     print(f"bundle: {target}: {', '.join(built_names(target))}"
@@ -167,6 +177,8 @@ def main(argv: list[str]) -> int:
     installing = commands.add_parser("install", help="install the runtime of REQUIREMENTS into --target")
     installing.add_argument("--target", required=True, type=Path)
     installing.add_argument("--services", type=Path, help="botocore services to keep besides the runtime's")
+    installing.add_argument("--services-label", help="the --services file as the project names it "
+                                                     "(what sqsjobs.client's error tells users to edit)")
     compiling = commands.add_parser("compile", help="compile a directory for python3.12")
     compiling.add_argument("directory", type=Path)
     compiling.add_argument("--top-level", action="store_true", help="only the modules at its top")
@@ -178,7 +190,7 @@ def main(argv: list[str]) -> int:
         return 0 if compile_tree(options.directory, top_level=options.top_level) else 1
     if not requirements:
         parser.error("install: name what to install (a requirement, a wheel, -r requirements.txt)")
-    install(options.target, requirements, options.services)
+    install(options.target, requirements, options.services, options.services_label)
     return 0
 
 

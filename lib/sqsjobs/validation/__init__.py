@@ -3,7 +3,8 @@
 Both commands call :func:`validate` and print :meth:`Problem.line` for each
 finding: parameters (unknown, wrong type, out of bounds, and, for ``local up``,
 missing), the files the template points at (``CodeUri``, the handler module,
-a ``makefile`` build's ``ContextPath``), a template no queue feeds, the app's
+a ``makefile`` build's ``ContextPath``), the clients a function's code makes against the botocore
+services its trimmed bundle keeps (``services``), a template no queue feeds, the app's
 jobs against the template's schedules and filters, each function's environment
 against what its app needs (``environment``: a missing or misspelled variable), and (``lint_rules=True``)
 the sqsjobs lint rules with the parameter values applied. ``sqsjobs check``
@@ -50,6 +51,7 @@ def validate(template: Path, parameters: Mapping[str, str], *, require_values: b
     """Every problem found, errors and warnings, in the order a reader fixes them."""
     from sqsjobs.validation.layout import check_layout
     from sqsjobs.validation.parameters import check_parameters
+    from sqsjobs.validation.services import check_services
     from sqsjobs.validation.wiring import check_queues, check_rules, wiring
 
     try:
@@ -64,6 +66,7 @@ def validate(template: Path, parameters: Mapping[str, str], *, require_values: b
     usable = {name: value for name, value in parameters.items() if name not in bad}
     base = template.resolve().parent
     problems += check_layout(document, base)
+    problems += check_services(document, base)
     problems += check_queues(document, usable)
     if lint_rules:
         problems += check_rules(document, usable)

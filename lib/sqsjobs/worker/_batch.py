@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from sqsjobs.store._lease import Operation
     from sqsjobs.worker._delivery import Delivery
     from sqsjobs.worker._record_writes import RecordWrites
+    from sqsjobs.worker._spans import BatchTrace
 
 
 @dataclass(kw_only=True)
@@ -50,6 +51,8 @@ class Batch:
     followups_failed: dict[int, str] = field(default_factory=dict)
     #: called once a delivery is decided (the stages' ``after_decision``)
     on_decided: Callable[[Delivery], None] | None = None
+    #: its OpenTelemetry spans, where the application traces (``worker/_spans.py``)
+    trace: BatchTrace | None = None
     #: what each stage keeps for this batch only (``scratch``)
     _scratch: dict[int, Any] = field(default_factory=dict)
 

@@ -45,6 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs import _otel
 from sqsjobs._backoff import BackoffPolicy, RandomSource
 from sqsjobs._errors import PermanentError, RetryableError
 from sqsjobs._job_options import Classification, OnCrash
@@ -145,19 +146,31 @@ class Consumer:
         try:
             for d in batch.deliveries:
                 decode(batch, d, self.jobs)                              # 1. decode
-            self.stages.before_claim(batch)                              # 2. expired, over a limit
-            firsts = self._claim(batch)                                  # 3. claim
-            RunStep(self, batch, firsts, self.runners).run()             # 4. run, several at once
-            self.stages.after_runs(batch)
-            batch.writes.wait()
-            self._dead_letter(batch)                                     # 5. the DLQ, then its records
-            followups = self.stages.after_records(batch)                 # 6. groups, chains
-            self._settle(batch, followups)
-            self.send_back.run(batch)                                    # 7. re-send, schedule, return
-            return self._finish(batch)                                   # 8. metrics, result
+            if _otel.api() is None:
+                return self._process(batch)
+            from sqsjobs.worker._spans import BatchTrace
+
+            batch.trace = BatchTrace.open(batch, self.log, self.settings.queue_url)  # spans, where the app traces
+            try:
+                return self._process(batch)
+            finally:
+                if batch.trace is not None:
+                    batch.trace.close(batch)
         except BaseException:
             batch.writes.abandon()  # the invocation dies: no timer of it writes anything later
             raise
+
+    def _process(self, batch: Batch) -> BatchResult:
+        self.stages.before_claim(batch)                                  # 2. expired, over a limit
+        firsts = self._claim(batch)                                      # 3. claim
+        RunStep(self, batch, firsts, self.runners).run()                 # 4. run, several at once
+        self.stages.after_runs(batch)
+        batch.writes.wait()
+        self._dead_letter(batch)                                         # 5. the DLQ, then its records
+        followups = self.stages.after_records(batch)                     # 6. groups, chains
+        self._settle(batch, followups)
+        self.send_back.run(batch)                                        # 7. re-send, schedule, return
+        return self._finish(batch)                                       # 8. metrics, result
 
     def _start(self, deliveries: list[Delivery], context: Any) -> Batch:
         now = self.clock()

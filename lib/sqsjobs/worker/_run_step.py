@@ -293,9 +293,18 @@ class RunStep:
                     fields={**self.consumer._fields(items[0]), "batch_items": len(items)})
 
     # ------------------------------------------------------------------ running
+    def _context(self, unit: Unit) -> contextvars.Context:
+        """The unit's own context; where the app traces (``worker/_spans.py``), its run's span is current there
+        (a batch handler's call: a span per item, the lead's current)."""
+        context = self.consumer.calls.context(unit.lead, unit.fields)
+        if self.batch.trace is not None:
+            for d in reversed(unit.deliveries):
+                context.run(self.batch.trace.run_started, d)
+        return context
+
     def _dispatch(self, unit: Unit) -> None:
         assert self.loop is not None
-        unit.context = self.consumer.calls.context(unit.lead, unit.fields)
+        unit.context = self._context(unit)
         if unit.mode is Mode.ASYNC:
             future: asyncio.Future[None] = self.loop.create_task(self._run_async(unit), context=unit.context)
         else:
@@ -306,7 +315,7 @@ class RunStep:
         self.running[future] = unit
 
     def _run_inline(self, unit: Unit) -> None:
-        unit.context = self.consumer.calls.context(unit.lead, unit.fields)
+        unit.context = self._context(unit)
         unit.context.run(self._run_sync, unit)
 
     def _run_sync(self, unit: Unit) -> None:
@@ -318,6 +327,9 @@ class RunStep:
     def _ended(self, unit: Unit, ran: Ran) -> None:
         """A unit's call returned or raised (in its own context and thread): its deliveries end, at once."""
         with self.lock:
+            if self.batch.trace is not None:  # the spans keep the run's end and what it raised
+                for d in unit.deliveries:
+                    self.batch.trace.run_ended(d, None, ran.error if ran.started else None)
             if unit.is_call:
                 end_call(self.consumer, self.batch, unit.deliveries, ran)
                 return

@@ -29,6 +29,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs import _otel
 from sqsjobs._backoff import visibility_seconds
 from sqsjobs._errors import ConfigurationError, ScheduleError
 from sqsjobs.enqueue._batching import batches, send_entries
@@ -112,7 +113,9 @@ class SendBack:
             url = self.queue_url(d)
             try:
                 scheduled = schedules.create(DelayedMessage(
-                    name=d.schedule_name, job=d.job_name, key=d.key or d.message_id, body=d.body or "",
+                    # a schedule sends no attributes: the message's trace context goes in its body (sqsjobs._otel)
+                    name=d.schedule_name, job=d.job_name, key=d.key or d.message_id,
+                    body=_otel.body_carrying(d.body or "", _otel.attribute_carrier(d.message_attributes)),
                     due_at=now + d.delay, queue_arn=d.event_source_arn or schedules.queue_arn(url),
                     message_group_id=(d.group_id or d.message_id) if url.endswith(".fifo") else None,
                     purpose=f"retry of message {d.message_id}",

@@ -20,6 +20,7 @@ This module never calls AWS at import, and the relay never runs job code.
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -27,9 +28,11 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs import _otel
 from sqsjobs._errors import ConfigurationError, TransactionError
 from sqsjobs._settings import DEFAULT_QUEUE
 from sqsjobs.enqueue._message import JobMessage
+from sqsjobs.enqueue._sizes import fits
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -206,6 +209,8 @@ class Transaction:
             )
         if message.key in self.enqueued:
             return message.key
+        # The request's trace context goes with the item: the relay sends it later, from another context.
+        message = _otel.carrying(message, functools.partial(fits, limit=self.runtime.settings.max_message_bytes))
         now = self.clock()
         model = outbox_item_model(self._outbox_table())
         item = model(

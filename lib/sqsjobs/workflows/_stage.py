@@ -93,7 +93,7 @@ class WorkflowStage(Stage):
         failed: dict[int, str] = {}
         settled = self._count(batch, related, failed)
         for group_id in sorted(settled):
-            self._finish_group(group_id, [d for d in related if _group_of(d) == group_id], failed)
+            self._finish_group(batch, group_id, [d for d in related if _group_of(d) == group_id], failed)
         self._continue_chains(batch, related, failed)
         return failed
 
@@ -125,7 +125,8 @@ class WorkflowStage(Stage):
         settled.discard("")
         return settled
 
-    def _finish_group(self, group_id: str, members: Sequence[Delivery], failed: dict[int, str]) -> None:
+    def _finish_group(self, batch: Batch, group_id: str, members: Sequence[Delivery],
+                      failed: dict[int, str]) -> None:
         """The head's final state, then the callbacks; on failure the members' redeliveries try again."""
         now = self.clock()
         try:
@@ -137,7 +138,11 @@ class WorkflowStage(Stage):
             return
         if state is None:
             return
-        sent = self.send([restored(text) for _, text in due])
+        callbacks = [restored(text) for _, text in due]
+        if batch.trace is not None:  # each callback's run links to the member runs that finished the group
+            done = [d for d in members if d.outcome is not None]
+            callbacks = [batch.trace.completed_by(done, m) for m in callbacks]
+        sent = self.send(callbacks)
         for (callback, _), ok in zip(due, sent, strict=True):
             if ok:
                 self.groups.mark_sent(group_id, callback, now)
@@ -169,6 +174,8 @@ class WorkflowStage(Stage):
                 continue  # the chain's record is gone, or this was its last step
             following = messages[step.step + 1]
             if all(following.key != m.key for _, m in sends):
+                if batch.trace is not None:  # the next step's run links to this step's
+                    following = batch.trace.completed_by([d], following)
                 sends.append((d, following))
         for (d, _), ok in zip(sends, self.send([m for _, m in sends]), strict=True):
             if not ok:
