@@ -15,7 +15,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,durable]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -39,11 +39,12 @@ unit: $(STAMP) browser $(SAM_STAMP) $(SAM_APP_DIR)/metadata.json
 # pytest-xdist is no dependency. The unit shard's report is printed after the other's.
 FAST_TIER := not moto and not local_cloud and not sam and not browser and not slow
 FAST_IGNORE := --ignore=tests/integration --ignore=tests/e2e --ignore=tests/scaffold --ignore=tests/unit
-# $(call fast-tier,VENV_BIN): the fast tier's two pytest processes, with that environment's pytest.
+# $(call fast-tier,VENV_BIN[,MORE]): the fast tier's two pytest processes, with that environment's pytest
+# (MORE: a further marker condition, e.g. the oldest environment's "and not durable").
 define fast-tier
 	@log=$$(mktemp); \
-	$(1)/pytest tests/unit -p no:cacheprovider -q -m "$(FAST_TIER)" --durations=5 >$$log 2>&1 & unit=$$!; \
-	$(1)/pytest tests $(FAST_IGNORE) -p no:cacheprovider -q -m "$(FAST_TIER)" --durations=5; rest=$$?; \
+	$(1)/pytest tests/unit -p no:cacheprovider -q -m "$(FAST_TIER) $(2)" --durations=5 >$$log 2>&1 & unit=$$!; \
+	$(1)/pytest tests $(FAST_IGNORE) -p no:cacheprovider -q -m "$(FAST_TIER) $(2)" --durations=5; rest=$$?; \
 	wait $$unit; units=$$?; echo "---- tests/unit"; cat $$log; rm -f $$log; \
 	test $$rest -eq 0 && test $$units -eq 0
 endef
@@ -69,7 +70,7 @@ $(OLDEST_STAMP): pyproject.toml $(OLDEST_CONSTRAINTS)
 check-oldest: $(OLDEST_STAMP)
 	@$(OLDEST_BIN)/python -c "import boto3, botocore; print('fast tier on boto3', boto3.__version__, \
 		'botocore', botocore.__version__)"
-	$(call fast-tier,$(OLDEST_BIN))
+	$(call fast-tier,$(OLDEST_BIN),and not durable)
 
 # The console's browser tests drive Debian's Chromium through Playwright (never a
 # browser build of Playwright's own): install the package when it is missing.

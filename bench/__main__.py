@@ -26,6 +26,7 @@ from bench import (
     figures,
     flow,
     groups,
+    metering,
     pinned,
     tracing,
 )
@@ -77,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         results.stubbed = figures.stubbed_wall(reps=5 if q else 30)
         step("CPU per message with the Stubber (pinned)")
         results.cpu = figures.cpu_per_message(reps=3 if q else 21, batches=10 if q else 30)
+        step("the cost metrics' CPU per message, with and without (pinned)")
+        results.metering = metering.metering_figures(batches=50 if q else 1500)
     step("tracing: CPU per message without OpenTelemetry, with its API only, with its SDK (pinned)")
     results.tracing = tracing.tracing_cpu(reps=1 if q else 7, messages=100 if q else tracing.MESSAGES)
     step("capacity model for 10,000 jobs/s")

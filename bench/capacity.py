@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 
 from sqsjobs.flow._permits import CONTENDED_READS, CONTENDED_SECONDS, SLOT_PROBES
+from sqsjobs.flow._schedule import FULL_RETRY_SECONDS
 from sqsjobs.workflows._groups import MAX_SHARDS, MEMBERS_PER_SHARD
 
 #: the load
@@ -91,20 +92,16 @@ def hot_items(jobs: float = JOBS_PER_SECOND) -> list[Item]:
         Item("job record", "<job key>", "every job", WCU_PER_JOB / 1.0,
              note=f"one item per job, written twice in its life; the table takes {jobs * WCU_PER_JOB:,.0f} WCU/s "
                   f"in all, spread over many partitions by key"),
-        Item("rate-limit token", "limit#<name>#token#<i>", f"rate_limit(rate={int(jobs):,}/s), sized for the load",
-             3.0, note="one start a second per token: its take, the lease shortened at the start, a give-back at "
-                       "most"),
-        Item("rate-limit token", "limit#<name>#token#<i>",
-             "rate_limit(rate=10/s) saturated, every batch probing what it does not know busy (before)",
-             p / 1.0 + 2,
-             note=f"each of the {p:,.0f} invocations probes each token about once a window (a refused probe is "
-                  "remembered until the holder's window ends, then everyone tries again)"),
-        Item("rate-limit token", "limit#<name>#token#<i>",
-             "rate_limit(rate=10/s) saturated, contended tokens read first (sqsjobs.flow._permits)",
-             p / CONTENDED_SECONDS + 2, rcu_per_second=p / 1.0,
-             note=f"refused blind probes: one batch per invocation per {CONTENDED_SECONDS:g} s; then a token is "
-                  "read once a window by each invocation (those it knows busy are not read) and written only "
-                  "when it looks free: its take and its shortening"),
+        Item("rate-limit schedule", "limit#<name>#gcra", f"rate_limit(rate={int(jobs):,}/s), sized for the load",
+             b * 1.0,
+             note="one conditional write per batch, whatever its size (sqsjobs.flow._schedule: the batch reserves a "
+                  "start slot for each job); copies back at their slots write nothing"),
+        Item("rate-limit schedule", "limit#<name>#gcra",
+             "rate_limit(rate=10/s) saturated: the schedule full to its 15-minute horizon",
+             p / FULL_RETRY_SECONDS + 10 / BATCH,
+             note=f"each of the {p:,.0f} invocations writes once, is refused, then knows the schedule is full and "
+                  f"writes again only once {FULL_RETRY_SECONDS:g} s of the horizon are free; the jobs it defers "
+                  "meanwhile come back spread over those seconds"),
         Item("concurrency slot", "limit#<name>#slot#<i>", f"concurrency_limit({int(p):,}), sized for the load",
              b * slot_writes_free / p,
              note=f"a batch probes {SLOT_PROBES} slots, keeps one, gives the others back, releases the kept one"),

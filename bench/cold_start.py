@@ -55,14 +55,30 @@ def import_only(reps: int) -> dict[str, Stat]:
 
 # ---------------------------------------------------------------- first invocation
 FIRST_CALL = ROOT / "bench" / "cold" / "first_call.py"
-#: the two handlers, as (module, directory) for ``bench/cold/first_call.py``
-COLD_TARGETS = {"sqsjobs": ("worker", ROOT / "handlers"), "powertools": ("pt_worker", ROOT / "bench" / "cold")}
+#: the handlers, as (module, directory) for ``bench/cold/first_call.py``: sqsjobs' like-for-like of Powertools'
+#: (one job, bench/cold/sq_worker.py), the reference worker (handlers/worker.py: every feature declared), Powertools'
+COLD_TARGETS = {"sqsjobs": ("sq_worker", ROOT / "bench" / "cold"), "reference": ("worker", ROOT / "handlers"),
+                "powertools": ("pt_worker", ROOT / "bench" / "cold")}
 SENDER = "billing@example.com"
-#: the runs of each round: "sqsjobs" is the worker as its bundle ships it (botocore's data trimmed to its
-#: services, lib/sqsjobs/scaffold/bundle.py), the two others what each init change is worth
+#: the runs of each round. "sqsjobs" is the one-job worker as its bundle ships it (botocore's data trimmed to its
+#: services, lib/sqsjobs/scaffold/bundle.py); the reference worker declares every feature; the full-data run says
+#: what the trimming is worth; the SnapStart pair is the first invocation of an instance restored from a snapshot
+SQSJOBS_REFERENCE = "sqsjobs, the reference worker (every feature declared)"
 SQSJOBS_UNTRIMMED = "sqsjobs, botocore's full data"
-SQSJOBS_GC_RUNNING = "sqsjobs, full data, GC not paused (before)"
-VARIANTS = ("sqsjobs", SQSJOBS_UNTRIMMED, SQSJOBS_GC_RUNNING, "powertools")
+SQSJOBS_SNAPSTART = "sqsjobs after a SnapStart restore"
+POWERTOOLS_SNAPSTART = "powertools after a SnapStart restore"
+VARIANTS = ("sqsjobs", SQSJOBS_REFERENCE, SQSJOBS_UNTRIMMED, "powertools", SQSJOBS_SNAPSTART, POWERTOOLS_SNAPSTART)
+#: each run's handler (``COLD_TARGETS``), whether it plays SnapStart, and what it is compared with
+RUNS: dict[str, tuple[str, bool, str]] = {
+    "sqsjobs": ("sqsjobs", False, "powertools"),
+    SQSJOBS_REFERENCE: ("reference", False, "powertools"),
+    SQSJOBS_UNTRIMMED: ("sqsjobs", False, "powertools"),
+    "powertools": ("powertools", False, "powertools"),
+    SQSJOBS_SNAPSTART: ("sqsjobs", True, POWERTOOLS_SNAPSTART),
+    POWERTOOLS_SNAPSTART: ("powertools", True, POWERTOOLS_SNAPSTART),
+}
+#: the runs on the bundle's trimmed botocore data
+TRIMMED = ("sqsjobs", SQSJOBS_REFERENCE, SQSJOBS_SNAPSTART)
 
 
 @dataclass
@@ -79,17 +95,22 @@ class FirstInvocation:
     server_cpu_ms: dict[str, list[float]] = field(default_factory=dict)
     #: the cores the measured processes and the moto server ran on
     cores: tuple[int, int] = (0, 0)
+    #: the modules the timed part of one run imported: all of them, and sqsjobs' own
+    modules: dict[str, tuple[int, int]] = field(default_factory=dict)
 
-    def add(self, name: str, run: dict[str, float]) -> None:
+    def add(self, name: str, run: dict[str, Any]) -> None:
         self.import_ms.setdefault(name, []).append(run["import_ms"])
         self.batch_ms.setdefault(name, []).append(run["batch_ms"])
         self.total_ms.setdefault(name, []).append(run["import_ms"] + run["batch_ms"])
         self.cpu_ms.setdefault(name, []).append(run["cpu_import_ms"] + run["cpu_batch_ms"])
+        loaded = run["loaded"]
+        self.modules[name] = (len(loaded), sum(1 for m in loaded if m == "sqsjobs" or m.startswith("sqsjobs.")))
 
     def ratio(self, name: str, key: str = "total_ms") -> Stat:
-        """``name`` over Powertools, run by run (each round runs every variant back to back)."""
+        """``name`` over its Powertools run (``RUNS``), run by run (each round runs every variant back to back)."""
         values = getattr(self, key)
-        return Stat(tuple(a / b for a, b in zip(values[name], values["powertools"], strict=True)))
+        against = RUNS[name][2]
+        return Stat(tuple(a / b for a, b in zip(values[name], values[against], strict=True)))
 
 
 def trimmed_botocore(into: Path) -> Path:
@@ -137,14 +158,14 @@ def _runs(server: Any, reps: int, out: FirstInvocation, core: int, trimmed: Path
     queue, dlq = create_queues(sqs, "bench-first")
     tables = {name: f"bench-first-{i}" for i, name in enumerate(VARIANTS)}
     for name, table in tables.items():
-        create_table(dynamodb, table, "id" if name == "powertools" else "pk")
+        create_table(dynamodb, table, "id" if RUNS[name][0] == "powertools" else "pk")
     ses.verify_email_identity(EmailAddress=SENDER)
     base = {**child_env(endpoint), ENV_QUEUE_URL: queue, ENV_DLQ_URL: dlq, "SQSJOBS_SENDER": SENDER,
             "POWERTOOLS_SERVICE_NAME": "bench"}
     base.pop("PYTHONPATH")
     envs = {name: {**base, ENV_TABLE: tables[name]} for name in VARIANTS}
-    envs["sqsjobs"]["PYTHONPATH"] = str(trimmed)  # its botocore first: the bundle's data
-    envs[SQSJOBS_GC_RUNNING]["SQSJOBS_BENCH_NO_GC_PAUSE"] = "1"
+    for name in TRIMMED:
+        envs[name]["PYTHONPATH"] = str(trimmed)  # its botocore first: the bundle's data
     number = 0
     for rep in range(reps + 1):
         for name in VARIANTS:
@@ -158,7 +179,7 @@ def _runs(server: Any, reps: int, out: FirstInvocation, core: int, trimmed: Path
             if rep:  # the first round warms the .pyc and page caches
                 out.add(name, run)
                 out.server_cpu_ms.setdefault(name, []).append(server_ms)
-    for name in ("sqsjobs", "powertools"):
+    for name in LISTED:
         evt = receive_batch(sqs, queue, bodies(90_000 + number * BATCH, BATCH))
         number += 1
         out.imports[name] = _costliest_imports(name, evt, envs[name])
@@ -166,16 +187,18 @@ def _runs(server: Any, reps: int, out: FirstInvocation, core: int, trimmed: Path
     from sqsjobs.store._statement_trust import WITNESS
 
     for name, table in tables.items():
-        key = "id" if name == "powertools" else "pk"
+        key = "id" if RUNS[name][0] == "powertools" else "pk"
         items = dynamodb.scan(TableName=table, ProjectionExpression="#k", ExpressionAttributeNames={"#k": key})
         written = sum(1 for item in items["Items"] if item[key]["S"] != WITNESS)  # the store's probe's item
-        expected = (reps + 1 + (1 if name in ("sqsjobs", "powertools") else 0)) * BATCH
+        expected = (reps + 1 + (1 if name in LISTED else 0)) * BATCH
         if written != expected:
             raise RuntimeError(f"{name}: {written} idempotency records, expected {expected}")
 
 
 #: packages listed per framework (at least 3 ms each)
 LISTED_PACKAGES = 10
+#: the runs whose imports are listed by package
+LISTED = ("sqsjobs", SQSJOBS_REFERENCE, "powertools")
 
 
 def _costliest_imports(name: str, evt: dict[str, Any], env: dict[str, str]) -> list[tuple[str, float]]:
@@ -185,7 +208,7 @@ def _costliest_imports(name: str, evt: dict[str, Any], env: dict[str, str]) -> l
     the import part of a cold start goes: botocore, Powertools, pynamodb, the
     standard library modules they pull in (``asyncio``, ``email``...), sqsjobs.
     """
-    module, directory = COLD_TARGETS[name]
+    module, directory = COLD_TARGETS[RUNS[name][0]]
     completed = subprocess.run([sys.executable, "-X", "importtime", str(FIRST_CALL), module, str(directory)],
                                input=json.dumps(evt), env=env, cwd=directory, capture_output=True, text=True,
                                check=True)
@@ -202,11 +225,12 @@ def _costliest_imports(name: str, evt: dict[str, Any], env: dict[str, str]) -> l
 
 
 def _first_call(name: str, evt: dict[str, Any], env: dict[str, str], profile: Path | None, core: int
-                ) -> dict[str, float]:
+                ) -> dict[str, Any]:
     from bench.pinned import pin_to
 
-    module, directory = COLD_TARGETS["powertools" if name == "powertools" else "sqsjobs"]
-    command = [sys.executable, str(FIRST_CALL), module, str(directory)]
+    target, snapstart, _ = RUNS[name]
+    module, directory = COLD_TARGETS[target]
+    command = [sys.executable, str(FIRST_CALL), module, str(directory)] + (["--snapstart"] if snapstart else [])
     if profile is not None:
         command += ["--profile", str(profile)]
     completed = subprocess.run(command, input=json.dumps(evt), env=env, cwd=directory, capture_output=True,
@@ -220,4 +244,4 @@ def _first_call(name: str, evt: dict[str, Any], env: dict[str, str], profile: Pa
     wanted = env.get("PYTHONPATH")
     if wanted and not str(report["botocore"]).startswith(wanted):
         raise RuntimeError(f"{name} imported {report['botocore']}, not the botocore under {wanted}")
-    return {key: float(value) for key, value in report.items() if key.endswith("_ms")}
+    return {**{key: float(value) for key, value in report.items() if key.endswith("_ms")}, "loaded": report["loaded"]}

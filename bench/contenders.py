@@ -43,15 +43,16 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 def sqsjobs_handler(
     *, sqs: Any, dynamodb: Any, queue_url: str, dlq_url: str, table: str, job: Job,
-    emit: Callable[[str], None] | None = None,
+    emit: Callable[[str], None] | None = None, cost_metrics: bool = True,
 ) -> tuple[Handler, Any]:
-    """The sqsjobs worker; returns (handler, app). ``emit`` receives its EMF lines (default: dropped)."""
+    """The sqsjobs worker; returns (handler, app). ``emit`` receives its EMF lines (default: dropped);
+    ``cost_metrics=False`` leaves out what each batch bills (bench/metering.py measures the difference)."""
     from aws_lambda_powertools import Logger
 
     from sqsjobs import JobApp
 
     app = JobApp(queue_url=queue_url, dlq_url=dlq_url, table_name=table, max_attempts=5, function_timeout=60,
-                 sqs_client=sqs, dynamodb_client=dynamodb, random=random.Random(1),
+                 sqs_client=sqs, dynamodb_client=dynamodb, random=random.Random(1), cost_metrics=cost_metrics,
                  # Metrics are still built (their cost counts); only the print is skipped.
                  emit_metrics=emit or (lambda line: None), logger=Logger(service="bench", level="ERROR"))
 

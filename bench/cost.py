@@ -1,7 +1,10 @@
 """What a million successful jobs cost on AWS, from the measured figures: Lambda, DynamoDB, SQS, CloudWatch.
 
-The inputs are measured by ``bench.figures`` and ``bench.pinned`` for each framework; this module only
-prices them, so the arithmetic can be read (and checked) in one place.
+The inputs are measured by ``bench.figures`` and ``bench.pinned`` for each framework; this module turns them
+into the usage AWS bills (:func:`usage`: GB-seconds, requests, write units, log bytes) and prices that with
+the runtime's one cost model (``sqsjobs.ops._cost``), the one ``sqsjobs status`` and the console price the
+worker's metrics with: the same usage prints the same dollars (tests/unit/console/test_cost.py runs the
+benchmark's workload through the worker and the console and compares).
 
 Lambda duration per batch of 10, at ``memory`` MB::
 
@@ -34,18 +37,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from sqsjobs import _usage
+from sqsjobs.ops._cost import PRICES_AS_OF, Prices, Usage
+from sqsjobs.ops._cost import price as price_usage
+
+#: SQS bills a request per 64 KiB chunk of its payload (the rule lives in sqsjobs._usage)
+SQS_CHUNK_BYTES = _usage.SQS_CHUNK_BYTES
 #: the in-region round trip assumed for each sequential AWS call (not measured here: moto answers locally)
 LATENCY_MS = 5.0
-#: SQS bills a request per 64 KiB chunk of its payload
-SQS_CHUNK_BYTES = 64 * 1024
-#: where the prices below come from, and when they were read
-PRICES_SOURCE = ("AWS list prices, us-east-1, on-demand, first pricing tier, as of 2025-06-01 "
-                 "(unchanged since DynamoDB's on-demand cut of 2024-11-01)")
-LAMBDA_ARM_GB_SECOND = 0.0000133334  # USD per GB-s, arm64 (the template's Architectures)
-LAMBDA_REQUEST = 0.20 / 1e6  # USD per invocation
-DYNAMODB_WRITE_UNIT = 0.625 / 1e6  # USD per on-demand write request unit
-SQS_REQUEST = 0.40 / 1e6  # USD per standard-queue request (each 64 KiB chunk; jobs are smaller)
-CLOUDWATCH_LOGS_GB = 0.50  # USD per GB ingested (EMF lines are log events)
+#: the prices (the model's us-east-1 defaults; ``sqsjobs.ops._cost.PRICE_SOURCES`` says where each was read)
+PRICES = Prices()
+PRICES_SOURCE = (f"AWS list prices, us-east-1, on-demand, first pricing tier, as of {PRICES_AS_OF} "
+                 "(sqsjobs.ops._cost.PRICE_SOURCES names each source and its date)")
+LAMBDA_ARM_GB_SECOND = PRICES.lambda_gb_second  # USD per GB-s, arm64 (the template's Architectures)
+LAMBDA_REQUEST = PRICES.lambda_request  # USD per invocation
+DYNAMODB_WRITE_UNIT = PRICES.dynamodb_write_unit  # USD per on-demand write request unit
+SQS_REQUEST = PRICES.sqs_request  # USD per standard-queue request (each 64 KiB chunk; jobs are smaller)
+CLOUDWATCH_LOGS_GB = PRICES.logs_gb  # USD per GB ingested (EMF lines are log events)
 FULL_VCPU_MB = 1769
 BATCH = 10
 JOBS = 1_000_000
@@ -97,20 +105,32 @@ def duration_ms(inputs: Inputs, memory_mb: int) -> float:
 
 def sqs_requests(payload_bytes: int, *, per_request: int) -> int:
     """Billed SQS requests for one request carrying ``per_request`` payloads of ``payload_bytes`` each."""
-    return max(1, math.ceil(payload_bytes * per_request / SQS_CHUNK_BYTES))
+    return _usage.sqs_billed(payload_bytes * per_request)
+
+
+def usage(inputs: Inputs, memory_mb: int) -> Usage:
+    """What AWS bills for a million jobs in batches of 10 at ``memory_mb``: each invocation rounded up to the ms."""
+    invocations = JOBS / BATCH
+    billed_ms = math.ceil(duration_ms(inputs, memory_mb))
+    return Usage(
+        lambda_gb_seconds=invocations * billed_ms / 1000 * memory_mb / 1024,
+        lambda_requests=invocations,
+        write_units=JOBS * inputs.wcu_per_job,
+        sqs_requests=JOBS * inputs.sqs_per_job,
+        log_bytes=JOBS * inputs.emf_bytes_per_job,
+    )
 
 
 def price(inputs: Inputs, memory_mb: int) -> Priced:
-    """A million jobs in batches of 10 at ``memory_mb``."""
-    invocations = JOBS / BATCH
-    billed_ms = math.ceil(duration_ms(inputs, memory_mb))
-    gb_s = invocations * billed_ms / 1000 * memory_mb / 1024
+    """A million jobs in batches of 10 at ``memory_mb``, priced by the runtime's cost model."""
+    used = usage(inputs, memory_mb)
+    cost = price_usage(used, PRICES)
     return Priced(
         memory_mb=memory_mb,
         duration_ms=duration_ms(inputs, memory_mb),
-        lambda_gb_s=gb_s,
-        lambda_usd=gb_s * LAMBDA_ARM_GB_SECOND + invocations * LAMBDA_REQUEST,
-        dynamodb_usd=JOBS * inputs.wcu_per_job * DYNAMODB_WRITE_UNIT,
-        sqs_usd=JOBS * inputs.sqs_per_job * SQS_REQUEST,
-        cloudwatch_usd=JOBS * inputs.emf_bytes_per_job / 1e9 * CLOUDWATCH_LOGS_GB,
+        lambda_gb_s=used.lambda_gb_seconds,
+        lambda_usd=cost.lambda_usd,
+        dynamodb_usd=cost.dynamodb_usd,
+        sqs_usd=cost.sqs_usd,
+        cloudwatch_usd=cost.logs_usd,
     )

@@ -201,6 +201,15 @@ STUB_RESPONSES: dict[str, dict[str, Any]] = {"batch_execute_statement": {"Respon
 PROBE_ANSWER: dict[str, Any] = {"Responses": [
     {"Error": {"Code": "DuplicateItem"}},
     {"Error": {"Code": "ConditionalCheckFailed", "Item": {"pk": {"S": "sqsjobs#partiql"}}}}]}
+#: DynamoDB's answer to the statement the store sends first to an endpoint that is not AWS's, as the Stubber's
+#: client's is (store/_statement_trust.py ``_first_look``): its false WHERE refused
+FIRST_LOOK_ANSWER: dict[str, Any] = {"Responses": [{"Error": {"Code": "ConditionalCheckFailed"}}]}
+
+
+def stub_probe(stubber: Any) -> None:
+    """Queue DynamoDB's answers to the store's probe of the Stubber's client (a cold start's cost)."""
+    stubber.add_response("batch_execute_statement", FIRST_LOOK_ANSWER)
+    stubber.add_response("batch_execute_statement", PROBE_ANSWER)
 
 
 def _stubbed(name: str, dynamodb: Any, job: Job, *, batches: int,
@@ -218,7 +227,7 @@ def _stubbed(name: str, dynamodb: Any, job: Job, *, batches: int,
     order = STUB_ORDER[name]
     stubber = Stubber(dynamodb)
     if name == "sqsjobs":  # DynamoDB's answer to the store's probe, before its first batch (a cold start's cost)
-        stubber.add_response("batch_execute_statement", PROBE_ANSWER)
+        stub_probe(stubber)
     for _ in range(batches):
         for operation in order:
             stubber.add_response(operation, STUB_RESPONSES.get(operation, {}))

@@ -103,7 +103,7 @@ def render(f: TracingFigures) -> list[str]:
              "of 10 (`app.testing()`: in-memory store and SQS, so this is the framework's own CPU, producer and "
              "worker together), each mode a fresh interpreter pinned to one core, the modes alternating. With the "
              f"SDK every message makes {f.spans_per_message:.2f} spans (its send span's share, its message span, "
-             "its batch span's share). The docs: docs/traces.md.", "",
+             "its batch span's share). The docs: docs/observability.md (Traces).", "",
              "| mode | CPU per message, µs | over no OpenTelemetry |", "|---|---|---|"]
     for mode in MODES:
         stat = Stat(tuple(f.us[mode]))

@@ -14,8 +14,11 @@ from pathlib import Path
 from sqsjobs.scaffold import Extra, ProjectOptions, write
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the extras the matrix combines (``durable`` adds a function of its own with its own layer, and touches no other
+#: extra's pieces: tests/scaffold/test_init_durable.py checks it on its own, and with every other extra)
+MATRIX_EXTRAS = tuple(extra for extra in Extra if extra is not Extra.DURABLE)
 #: the options, as bits of a combination's number: --fifo, then each --with extra
-FACTORS = ("fifo", *(extra.value for extra in Extra))
+FACTORS = ("fifo", *(extra.value for extra in MATRIX_EXTRAS))
 
 
 def options_of(number: int) -> ProjectOptions:
@@ -31,7 +34,7 @@ COMBINATIONS = [options_of(number) for number in range(2 ** len(FACTORS))]
 
 def bits(options: ProjectOptions) -> tuple[bool, ...]:
     """The combination as one flag per factor."""
-    return (options.fifo, *(extra in options.extras for extra in Extra))
+    return (options.fifo, *(extra in options.extras for extra in MATRIX_EXTRAS))
 
 
 def covering(strength: int) -> list[ProjectOptions]:
@@ -120,7 +123,7 @@ LAMBDA_PATHS = ("/var/task", "/opt")
 
 def machine_paths(text: str, roots: tuple[str, ...] = ()) -> list[str]:
     """The paths of this machine named in ``text``: ``file:`` URLs, drive paths, any of ``roots``, and absolute
-    paths whose first directory exists here (``/work/...``, ``/home/...``; not ``/aws/lambda/...``)."""
+    paths whose first directory exists here (a checkout's or a home directory's; not ``/aws/lambda/...``)."""
     found = _LOCAL_URL.findall(text)
     found += [root for root in roots if root and root in text]
     for match in _ABSOLUTE.finditer(text):

@@ -232,3 +232,8 @@ def mutate(template: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 
 
 DELETE = object()
+
+
+def policy_statements(policy: dict[str, Any]) -> list[dict[str, Any]]:
+    """A policy document's statements, a conditional one (``!If [C, statement, NoValue]``) as its statement."""
+    return [s["Fn::If"][1] if "Fn::If" in s else s for s in policy["Statement"]]

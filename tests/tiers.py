@@ -28,12 +28,15 @@ class Cost(StrEnum):
     SAM = "sam"  #: the SAM CLI of .venv-sam, or the .aws-sam/build it leaves
     BROWSER = "browser"  #: Chromium through Playwright
     SLOW = "slow"  #: tens of seconds or more on its own, whatever it talks to
+    #: the durable SDK and its local runner (the [durable] extra): never installed beside the oldest botocore
+    DURABLE = "durable"
 
 
 #: paths under tests/ (a directory or a module) → what every test there costs; the longest match wins
 PATH_COSTS: dict[str, tuple[Cost, ...]] = {
     "chaos/test_chaos.py": (Cost.SLOW,),
     "docs/test_producer_examples.py": (Cost.MOTO,),
+    "durable": (Cost.DURABLE,),
     "e2e": (Cost.MOTO, Cost.LOCAL_CLOUD),
     "e2e/test_console.py": (Cost.MOTO, Cost.LOCAL_CLOUD, Cost.BROWSER),
     "infra/test_bundle.py": (Cost.SAM,),

@@ -7,21 +7,23 @@ Nothing from sqsjobs, boto3 or Powertools is imported before the clock starts:
 this script uses the standard library only, and its own Lambda context.
 Prints one JSON line: import and first-batch milliseconds, wall and CPU (this
 process, all threads: what a fraction of a vCPU stretches), and the response.
-With ``--profile FILE`` it writes a CPU cProfile of the whole (import + batch);
+With ``--profile FILE`` it writes a CPU cProfile of the timed part;
 run under ``-X importtime``, ``loaded_before`` tells the imports the clock saw
-from those it did not. With ``SQSJOBS_BENCH_NO_GC_PAUSE=1`` in the environment,
-sqsjobs' first clients are built with the cyclic collector left running (the
-"before" of sqsjobs._clients' pause): the patch is made after the import and
-before the batch, where no client exists yet, so it costs the clock nothing.
+from those it did not, and ``loaded`` names the modules the timed part imported.
+With ``--snapstart`` it plays Lambda SnapStart: the import and the hooks the
+handler registers to run before the snapshot (``sqsjobs.prepare_snapstart``;
+Powertools' handler registers none) happen before the clock starts, as they
+happen before the snapshot; the clock then sees the after-restore hooks and the
+first batch, the part of a restored instance's first invocation that is billed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
 import time
+import types
+from typing import Any
 
 
 class Context:
@@ -41,11 +43,36 @@ class Context:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
+class SnapshotHooks:
+    """A stand-in for Lambda's ``snapshot_restore_py``: it keeps the hooks a handler registers at import."""
+
+    def __init__(self) -> None:
+        self.before: list[tuple[Any, tuple[Any, ...]]] = []
+        self.after: list[tuple[Any, tuple[Any, ...]]] = []
+
+    def register_before_snapshot(self, hook: Any, *args: Any) -> None:
+        self.before.append((hook, args))
+
+    def register_after_restore(self, hook: Any, *args: Any) -> None:
+        self.after.append((hook, args))
+
+
 def main() -> None:
     module, directory = sys.argv[1], sys.argv[2]
-    profile = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--profile" else None
+    flags = sys.argv[3:]
+    profile = flags[flags.index("--profile") + 1] if "--profile" in flags else None
     event = json.load(sys.stdin)
     sys.path.insert(0, directory)
+    snapshot = None
+    if "--snapstart" in flags:  # import and the before-snapshot hooks happen before the snapshot: not billed
+        snapshot = SnapshotHooks()
+        hooks = types.ModuleType("snapshot_restore_py")
+        hooks.register_before_snapshot = snapshot.register_before_snapshot  # type: ignore[attr-defined]
+        hooks.register_after_restore = snapshot.register_after_restore  # type: ignore[attr-defined]
+        sys.modules["snapshot_restore_py"] = hooks
+        handler = __import__(module).handler
+        for hook, args in snapshot.before:
+            hook(*args)
     profiler = None
     if profile:
         import cProfile
@@ -54,12 +81,12 @@ def main() -> None:
         profiler.enable()
     loaded_before = set(sys.modules)  # what `-X importtime` shows that the timed part did not import
     started, cpu_started = time.perf_counter(), time.process_time()
-    handler = __import__(module).handler
+    if snapshot is None:
+        handler = __import__(module).handler
+    else:  # the restore: its hooks, then the first batch
+        for hook, args in snapshot.after:
+            hook(*args)
     imported, cpu_imported = time.perf_counter(), time.process_time()
-    if os.environ.get("SQSJOBS_BENCH_NO_GC_PAUSE") == "1":
-        import sqsjobs._clients as factory
-
-        factory._collector_paused_for_first = lambda service_name: contextlib.nullcontext()  # type: ignore[assignment]
     response = handler(event, Context())
     answered, cpu_answered = time.perf_counter(), time.process_time()
     if profiler is not None:
@@ -69,7 +96,8 @@ def main() -> None:
                       "cpu_import_ms": (cpu_imported - cpu_started) * 1000,
                       "cpu_batch_ms": (cpu_answered - cpu_imported) * 1000, "response": response,
                       "botocore": getattr(sys.modules.get("botocore"), "__file__", None),
-                      "loaded_before": sorted(loaded_before)}))
+                      "loaded_before": sorted(loaded_before),
+                      "loaded": sorted(set(sys.modules) - loaded_before)}))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ Example:
 """
 
 from importlib import import_module
+from typing import TYPE_CHECKING, Final
 
 from sqsjobs._app import JobApp
 from sqsjobs._backoff import BackoffPolicy
@@ -39,23 +40,53 @@ from sqsjobs._errors import (
 from sqsjobs._job import Job
 from sqsjobs._job_clients import client
 from sqsjobs._settings import Settings
-from sqsjobs._tracing import current_trace_id
-from sqsjobs.enqueue._message import JobMessage
-from sqsjobs.enqueue._producer import EnqueueReport
-from sqsjobs.schedules._receipt import ScheduledJob
-from sqsjobs.store._lease import LeaseStore
-from sqsjobs.store._memory import InMemoryStore
-from sqsjobs.worker._budget import time_left
-from sqsjobs.worker._cancellation import cancel_requested
-from sqsjobs.worker._delivery import BatchResult, Outcome
-from sqsjobs.worker._job_records import JobStatus
 from sqsjobs.worker._snapstart import prepare_snapstart
-from sqsjobs.workflows._chains import Chain, ChainStatus, chain
-from sqsjobs.workflows._chunked import ChunkedJob, RunStatus
-from sqsjobs.workflows._group import Group
-from sqsjobs.workflows._groups import GroupStatus
-from sqsjobs.workflows._outbox import Transaction
-from sqsjobs.workflows._relay import OutboxRelay
+
+if TYPE_CHECKING:
+    from sqsjobs._tracing import current_trace_id
+    from sqsjobs.enqueue._message import JobMessage
+    from sqsjobs.enqueue._producer import EnqueueReport
+    from sqsjobs.schedules._receipt import ScheduledJob
+    from sqsjobs.store._lease import LeaseStore
+    from sqsjobs.store._memory import InMemoryStore
+    from sqsjobs.worker._budget import time_left
+    from sqsjobs.worker._cancellation import cancel_requested
+    from sqsjobs.worker._delivery import BatchResult, Outcome
+    from sqsjobs.worker._job_records import JobStatus
+    from sqsjobs.workflows._callbacks import DurableCallback, TaskToken
+    from sqsjobs.workflows._chains import Chain, ChainStatus, chain
+    from sqsjobs.workflows._chunked import ChunkedJob, RunStatus
+    from sqsjobs.workflows._group import Group
+    from sqsjobs.workflows._groups import GroupStatus
+    from sqsjobs.workflows._outbox import Transaction
+    from sqsjobs.workflows._relay import OutboxRelay
+
+#: the public names a handler seldom needs, by the module that defines them: imported on first use
+#: (``__getattr__``), so ``import sqsjobs`` loads no feature an app does not use (tests/unit/test_feature_imports.py)
+LAZY: Final = {
+    "current_trace_id": "sqsjobs._tracing",
+    "JobMessage": "sqsjobs.enqueue._message",
+    "EnqueueReport": "sqsjobs.enqueue._producer",
+    "ScheduledJob": "sqsjobs.schedules._receipt",
+    "LeaseStore": "sqsjobs.store._lease",
+    "InMemoryStore": "sqsjobs.store._memory",
+    "time_left": "sqsjobs.worker._budget",
+    "cancel_requested": "sqsjobs.worker._cancellation",
+    "BatchResult": "sqsjobs.worker._delivery",
+    "Outcome": "sqsjobs.worker._delivery",
+    "JobStatus": "sqsjobs.worker._job_records",
+    "DurableCallback": "sqsjobs.workflows._callbacks",
+    "TaskToken": "sqsjobs.workflows._callbacks",
+    "Chain": "sqsjobs.workflows._chains",
+    "ChainStatus": "sqsjobs.workflows._chains",
+    "chain": "sqsjobs.workflows._chains",
+    "ChunkedJob": "sqsjobs.workflows._chunked",
+    "RunStatus": "sqsjobs.workflows._chunked",
+    "Group": "sqsjobs.workflows._group",
+    "GroupStatus": "sqsjobs.workflows._groups",
+    "Transaction": "sqsjobs.workflows._outbox",
+    "OutboxRelay": "sqsjobs.workflows._relay",
+}
 
 __all__ = [
     "BackoffPolicy",
@@ -68,6 +99,7 @@ __all__ = [
     "ChunkedJob",
     "ConfigurationError",
     "ConsoleError",
+    "DurableCallback",
     "EnqueueError",
     "EnqueueReport",
     "Group",
@@ -102,6 +134,7 @@ __all__ = [
     "SqsJobsError",
     "StatusError",
     "StoreError",
+    "TaskToken",
     "TimeLimitExceeded",
     "Transaction",
     "TransactionError",
@@ -154,23 +187,32 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-def __getattr__(name: str) -> type[SqsJobsError]:
-    """An error of the operator's side or a tool (``sqsjobs._errors.HOMES``), imported from its home on first use.
+def __getattr__(name: str) -> object:
+    """A public name of ``LAZY`` imported from its module on first use; an error of the operator's side or a tool
+    (``sqsjobs._errors.HOMES``) likewise.
 
-    So ``import sqsjobs`` loads no tool, yet ``sqsjobs.ConsoleError`` is the class the console raises.
+    So ``import sqsjobs`` loads neither a tool nor a feature the app does not use, yet ``sqsjobs.Group`` is the
+    class groups are made of and ``sqsjobs.ConsoleError`` the class the console raises.
 
     Example:
         >>> import sqsjobs
         >>> sqsjobs.StatusError.__name__, issubclass(sqsjobs.StatusError, sqsjobs.SqsJobsError)
         ('StatusError', True)
+        >>> sqsjobs.Group.__module__
+        'sqsjobs.workflows._group'
     """
+    lazy = LAZY.get(name)
+    if lazy is not None:
+        value: object = getattr(import_module(lazy), name)
+        globals()[name] = value  # once: the next lookup is the module's own
+        return value
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'sqsjobs' has no attribute {name!r}")
-
     try:
         module = import_module(home)
     except ImportError as missing:  # the Lambda bundle leaves the tools out
         raise AttributeError(f"sqsjobs.{name} is defined in {home}, which this installation leaves out") from missing
-    error: type[SqsJobsError] = getattr(module, name)
+    error: object = getattr(module, name)
     return error
+

@@ -25,13 +25,6 @@ from sqsjobs._job_options import declare_options
 from sqsjobs._runtime import Parts, Registry, Runtime
 from sqsjobs._settings import DEFAULT_QUEUE, Settings, SettingsSource
 from sqsjobs._with_block import Block
-from sqsjobs.enqueue._debounce import dedupe_many
-from sqsjobs.flow._limits import ConcurrencyLimit, RateLimit, concurrency_limit, rate_limit
-from sqsjobs.worker import _job_records as guard
-from sqsjobs.worker._budget import invocation
-from sqsjobs.workflows._chains import ChainRecords
-from sqsjobs.workflows._chunked import RunStore
-from sqsjobs.workflows._groups import GroupRecords
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -39,11 +32,14 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
     from sqsjobs._backoff import RandomSource
+    from sqsjobs.enqueue._envelope import CallbackTo
     from sqsjobs.enqueue._message import JobMessage
     from sqsjobs.enqueue._producer import EnqueueReport
+    from sqsjobs.flow._limits import ConcurrencyLimit, RateLimit
     from sqsjobs.store._lease import LeaseStore
     from sqsjobs.worker._delivery import BatchResult
     from sqsjobs.worker._job_records import JobStatus
+    from sqsjobs.workflows._callback_sender import CallbackSender
     from sqsjobs.workflows._chains import Chain, ChainStatus
     from sqsjobs.workflows._chunked import RunStatus
     from sqsjobs.workflows._group import Group
@@ -52,7 +48,7 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 R = TypeVar("R")
-L = TypeVar("L", RateLimit, ConcurrencyLimit)
+L = TypeVar("L", "RateLimit", "ConcurrencyLimit")  # names: flow/ is imported when an app declares a limiter
 
 
 class JobApp:
@@ -92,6 +88,7 @@ class JobApp:
         sleep: Callable[[float], None] = time.sleep,
         emit_metrics: Callable[[str], None] = print,
         logger: Any = None,
+        callback_sender: CallbackSender | None = None,
         **overrides: Any,
     ) -> None:
         """``overrides`` are ``Settings`` fields (``queue_url=``, ``table_name=``...: one clear error for any other)."""
@@ -106,8 +103,8 @@ class JobApp:
         source = SettingsSource(fixed=settings, environ=environ, overrides={} if settings else overrides)
         self.runtime = Runtime(Parts(
             settings=source, clock=clock, random=random if random is not None else _random.Random(), sleep=sleep,
-            emit_metrics=emit_metrics, sqs_client=sqs_client, dynamodb_client=dynamodb_client,
-            scheduler_client=scheduler_client, store=store, logger=logger), Registry())
+            emit_metrics=emit_metrics, sqs_client=sqs_client, dynamodb_client=dynamodb_client, logger=logger,
+            scheduler_client=scheduler_client, store=store, callback_sender=callback_sender), Registry())
 
     @property
     def settings(self) -> Settings:
@@ -216,10 +213,10 @@ class JobApp:
     def rate_limit(self, name: str, rate: int, per: float = 1.0) -> RateLimit:
         """Declare a limiter: at most ``rate`` starts in any window of ``per`` seconds, across all invocations.
 
-        Jobs that name it (``limits=[name]``) take a token before they start;
-        one over the limit goes back to the queue until the next window
-        (never sleeping in Lambda, never using an attempt). Declare it before
-        the jobs that use it.
+        Jobs that name it (``limits=[name]``) reserve a start slot before they
+        start (slots ``(per + 50 ms) / rate`` apart, one write per batch); a
+        job whose slot is more than 2 s off is deferred once, to its slot,
+        never using an attempt. Declare it before the jobs that use it.
 
         Example:
             >>> app = JobApp(queue_url="https://sqs.example/q")
@@ -230,6 +227,8 @@ class JobApp:
             >>> send_invoice_email.options.features["limits"]
             ('ses',)
         """
+        from sqsjobs.flow._limits import rate_limit  # flow/ is loaded by an app that declares a limiter
+
         return self._declare_limiter(rate_limit(name, rate, per))
 
     def concurrency_limit(self, name: str, limit: int) -> ConcurrencyLimit:
@@ -244,6 +243,8 @@ class JobApp:
             >>> app.concurrency_limit("partner-api", 3)
             ConcurrencyLimit(name='partner-api', limit=3)
         """
+        from sqsjobs.flow._limits import concurrency_limit
+
         return self._declare_limiter(concurrency_limit(name, limit))
 
     def _declare_limiter(self, limiter: L) -> L:
@@ -275,7 +276,7 @@ class JobApp:
         if not isinstance(job, str):
             if kwargs:
                 raise ConfigurationError("enqueue(message) takes no other arguments: the message carries them")
-            from sqsjobs.enqueue._debounce import send_prepared
+            from sqsjobs.enqueue._request import send_prepared  # loaded by the first enqueue, not at import
 
             return send_prepared(self.runtime, job)
         return self.runtime.job(job).enqueue(**kwargs)  # debounce and dedupe are the job's: Job.enqueue has them
@@ -298,11 +299,12 @@ class JobApp:
             (25, 3)
         """
         from sqsjobs.enqueue._progress import progress_bar
+        from sqsjobs.enqueue._request import send_many
 
         with self.runtime.pinned():  # one configuration (and one look at the environment) for all of them
             batch = list(messages)
             with progress_bar(len(batch), "enqueueing", show=progress) as advance:
-                return dedupe_many(self.runtime, batch, lambda kept: self.runtime.send_many(kept, on_progress=advance))
+                return send_many(self.runtime, batch, on_progress=advance)
 
     def transaction(self, *, client: DynamoDBClient | None = None, outbox_table: str | None = None) -> Transaction:
         """Business writes and job enqueues in one DynamoDB transaction (the outbox).
@@ -322,11 +324,11 @@ class JobApp:
         return Transaction(self.runtime, client=client, outbox_table=outbox_table)
 
     def group(self, on_success: JobMessage | None = None, on_complete: JobMessage | None = None,
-              name: str | None = None) -> Group:
+              name: str | None = None, callback: CallbackTo | None = None) -> Group:
         """A job group: add members, ``enqueue()``; ``on_success``/``on_complete`` run once when they are done.
 
-        ``on_success`` runs when every member succeeded, ``on_complete`` when
-        every member is terminal (succeeded, dead-lettered, cancelled or expired).
+        ``on_success`` runs when every member succeeded, ``on_complete`` (and ``callback``, a workflow's:
+        docs/durable.md) when every member is terminal (succeeded, dead-lettered, cancelled or expired).
 
         Example:
             >>> from sqsjobs import InMemoryStore
@@ -342,7 +344,7 @@ class JobApp:
         """
         from sqsjobs.workflows._group import Group
 
-        return Group(runtime=self.runtime, on_success=on_success, on_complete=on_complete, name=name)
+        return Group(runtime=self.runtime, on_success=on_success, on_complete=on_complete, name=name, callback=callback)
 
     def chain(self, *steps: JobMessage, name: str | None = None) -> Chain:
         """Jobs that run one after another, each once the previous one succeeded; ``enqueue()`` starts it.
@@ -371,6 +373,7 @@ class JobApp:
 
     def process_batch(self, event: Any, context: Any = None) -> BatchResult:
         """Like ``handle_batch`` but returns what happened to each record."""
+        from sqsjobs.worker._budget import invocation
         from sqsjobs.worker._outcome_log import log_outcomes
 
         # One configuration for the batch; jobs read their time budget (worker/_budget.time_left) from this context.
@@ -403,6 +406,8 @@ class JobApp:
             >>> app.status("invoice-email:42") is None
             True
         """
+        from sqsjobs.worker import _job_records as guard  # the worker's modules: loaded by a batch, not at import
+
         return guard.status(self.runtime.store, key)
 
     def cancel(self, key: str, reason: str | None = None) -> str:
@@ -438,6 +443,8 @@ class JobApp:
             >>> JobApp(queue_url="https://sqs.example/q", store=InMemoryStore()).group_status("no-such-group") is None
             True
         """
+        from sqsjobs.workflows._groups import GroupRecords
+
         return GroupRecords(self.runtime.store, ttl=self.settings.record_ttl).status(group_id)
 
     def cancel_group(self, group_id: str, reason: str | None = None) -> CancelledGroup:
@@ -462,6 +469,8 @@ class JobApp:
 
     def chain_status(self, chain_id: str) -> ChainStatus | None:
         """Where the chain is (its step, its state), or where it stopped and why; None when there is no such chain."""
+        from sqsjobs.workflows._chains import ChainRecords
+
         return ChainRecords(self.runtime.store, ttl=self.settings.record_ttl).status(chain_id)
 
     def run_status(self, job: str, run_id: str) -> RunStatus | None:
@@ -477,6 +486,8 @@ class JobApp:
             ...     app.run_status("reindex-products", "r1").pages_done
             3
         """
+        from sqsjobs.workflows._chunked import RunStore
+
         return RunStore(self.runtime.store, ttl=self.settings.record_ttl).status(job, run_id)
 
     # ------------------------------------------------------------ tests

@@ -14,7 +14,7 @@ import hashlib
 import inspect
 import json
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
 from sqsjobs._calls import check_function, check_sync, is_async
@@ -27,12 +27,10 @@ from sqsjobs._errors import (
     RetryableError,
 )
 from sqsjobs._job_options import JobOptions
-from sqsjobs._services import Services
 from sqsjobs._tracing import current_trace_id
 from sqsjobs.enqueue._arguments import Signature
-from sqsjobs.enqueue._debounce import DEBOUNCE
 from sqsjobs.enqueue._delays import plan_delay
-from sqsjobs.enqueue._envelope import Envelope
+from sqsjobs.enqueue._envelope import CallbackTo, Envelope, as_callback
 from sqsjobs.enqueue._message import EnqueueRequest, JobMessage
 from sqsjobs.enqueue._routing import QUEUE, check_tenant
 from sqsjobs.enqueue._sizes import check_key, check_message
@@ -41,11 +39,18 @@ from sqsjobs.store._lease import RESERVED_PREFIXES, is_reserved
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from sqsjobs._backoff import RandomSource
+    from sqsjobs._settings import Settings
+    from sqsjobs.enqueue._producer import EnqueueReport
+    from sqsjobs.store._lease import LeaseStore
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
 #: keyword names ``enqueue``/``message`` keep for themselves
-ENQUEUE_OPTIONS = ("delay", "eta", "replace", "group", "trace_id", "expires_in", "tenant", "debounce")
+ENQUEUE_OPTIONS = ("delay", "eta", "replace", "group", "trace_id", "expires_in", "tenant", "debounce", "callback")
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -56,6 +61,42 @@ CELERY_ENQUEUE_NAMES = {
     "priority": "a job on its own queue: @app.job(queue=\"critical\")",
     "headers": "trace_id= (the only message attribute a job reads)",
 }
+
+
+class Services(Protocol):
+    """The runtime's collaborators a job and a feature read: settings, the injected clock, random and sleep, the
+    store, the logger and the senders (see ``_runtime.Runtime`` for each). The features (``enqueue/``,
+    ``workflows/``, ``schedules/``) and ``Job`` sit below the runtime in the layering (docs/architecture.md,
+    tests/unit/test_layering.py), so they name this protocol, never ``_runtime``; ``JobRuntime`` adds what needs
+    the job itself."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    def clock(self) -> float: ...
+
+    @property
+    def random(self) -> RandomSource: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+    def emit_metrics(self, line: str) -> None: ...
+
+    @property
+    def store(self) -> LeaseStore: ...
+
+    @property
+    def logger(self) -> Any: ...
+
+    @property
+    def dynamodb(self) -> DynamoDBClient: ...
+
+    def send(self, message: JobMessage) -> str: ...
+
+    def send_many(self, messages: Sequence[JobMessage],
+                  on_progress: Callable[[int], None] | None = None) -> EnqueueReport: ...
+
+    def unschedule(self, key: str) -> bool: ...
 
 
 class Registered(Protocol):
@@ -139,6 +180,7 @@ class Job(Generic[P, R]):
         trace_id: str | None = None,
         expires_in: float | None = None,
         tenant: str | None = None,
+        callback: CallbackTo | None = None,
         **args: Any,
     ) -> JobMessage:
         """Validate ``args`` and build the message, without sending it.
@@ -178,9 +220,19 @@ class Job(Generic[P, R]):
             expires_in = _positive_seconds(self.name, "expires_in", expires_in, InvalidArgumentsError)
         _check_due_before_expiry(self.name, plan.due_at - now if plan.due_at is not None else plan.delay_seconds,
                                  expires_in or self.options.expires_in)
+        if callback is not None:
+            as_callback(callback, f"job {self.name!r}", InvalidArgumentsError)
+            if not self.options.sets("callbacks"):  # workflows/_callbacks.py's option
+                raise InvalidArgumentsError(
+                    f"job {self.name!r}: declare it with callbacks=True to enqueue it with a callback (its "
+                    "function's role then needs the callback permissions, and `sqsjobs check` verifies it)")
+            if plan.due_at is not None:
+                raise InvalidArgumentsError(
+                    f"job {self.name!r}: a job a workflow awaits (callback=) is due within SQS's 900 s; "
+                    "let the workflow wait (a durable context.wait, a Step Functions Wait state), then enqueue")
         envelope = Envelope(
             job=self.name, key=key, args=bound, job_version=self.options.version, enqueued_at=now,
-            expires_in=expires_in,
+            expires_in=expires_in, callback=callback,
         )
         group = group or (self._format(self.options.group, bound) if self.options.group else None)
         message = JobMessage(
@@ -203,7 +255,7 @@ class Job(Generic[P, R]):
     def enqueue(
         self, *, delay: float | timedelta = 0, eta: datetime | None = None, replace: bool = False,
         group: str | None = None, trace_id: str | None = None, expires_in: float | None = None,
-        tenant: str | None = None, debounce: float | None = None, **args: Any
+        tenant: str | None = None, debounce: float | None = None, callback: CallbackTo | None = None, **args: Any
     ) -> str:
         """Send one job message to the job's queue; returns the SQS message id, or for a long delay a ``ScheduledJob``.
 
@@ -227,6 +279,11 @@ class Job(Generic[P, R]):
         running, ``cancelled=True`` when its key was cancelled; either way
         nothing was sent). docs/jobs.md has both.
 
+        ``callback`` (a ``DurableCallback`` or ``TaskToken``) is the workflow
+        awaiting this request: the worker answers it once the job's fate is
+        final, with its stored result or its DLQ reason (docs/durable.md). A
+        debounced or deduplicated enqueue may send nothing, so it takes none.
+
         Example:
             >>> from sqsjobs import JobApp, Outcome
             >>> app = JobApp()
@@ -243,7 +300,7 @@ class Job(Generic[P, R]):
         """
         return self.runtime.enqueue(self, EnqueueRequest(
             args=args, delay=delay, eta=eta, replace=replace, group=group, trace_id=trace_id, expires_in=expires_in,
-            tenant=tenant, debounce=debounce))
+            tenant=tenant, debounce=debounce, callback=callback))
 
     def key_for(self, args: Mapping[str, Any]) -> str:
         """The idempotency key for these (already validated) arguments.
@@ -286,7 +343,7 @@ class Job(Generic[P, R]):
         A debounced job's bursts of one key carry different arguments by design
         (the last enqueue's win), so its fingerprint is the job's alone.
         """
-        return args_digest(self.name, {} if DEBOUNCE.of(self.options) is not None else args)
+        return args_digest(self.name, {} if self.options.sets("debounce") else args)
 
     def _format(self, template: str, args: Mapping[str, Any]) -> str:
         return template.format_map({**self._defaults, **args})
@@ -394,4 +451,3 @@ def _check_template(job: str, label: str, template: str, names: tuple[str, ...])
             f"job {job!r}: group={template!r} is a constant, which puts every message in one FIFO group "
             "and serialises all work on one consumer; use an argument such as '{account_id}'"
         )
-

@@ -12,9 +12,13 @@ This module holds only what every job has. A feature declares its own
 options, as a dramatiq middleware declares its actor options: a module-level
 ``JobOption`` (``enqueue/_debounce.py``: ``debounce``, ``dedupe``;
 ``enqueue/_routing.py``: ``queue``, ``tenant_metrics``; ``flow/_limits.py``:
-``limits``) with its check, and reads it back with ``OPTION.of(job.options)``.
-So this module imports no feature, and a new feature adds an option without
-touching it.
+``limits``; ``workflows/_callbacks.py``: ``callbacks``) with its check, and
+reads it back with ``OPTION.of(job.options)``. ``OPTION_HOMES`` names the
+module of each, as text: ``declare_options`` imports a feature's module only
+for a job that sets one of its options, so an app whose jobs set none loads
+no feature (tests/unit/test_feature_imports.py), and ``JobOptions.sets`` tells
+the worker whether a job uses a feature without importing it. So this module
+imports no feature, and a new feature adds an option with one line here.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, cast
 
 from sqsjobs._backoff import BackoffPolicy
 from sqsjobs._errors import ConfigurationError, PermanentError, RetryableError
@@ -80,8 +85,32 @@ class JobOption(Generic[T]):
         return f"<JobOption {self.name!r}>"
 
 
-#: the options features declared (``JobOption``), by name, in the order they were declared
+#: the options features declared (``JobOption``), by name, in the order their modules were imported
 FEATURE_OPTIONS: dict[str, JobOption[Any]] = {}
+#: the module that declares each feature's option, imported for the first job that sets it (tests/unit/
+#: test_job_options.py checks each module declares what it is named for, and every option is named here)
+OPTION_HOMES: Final = {
+    "callbacks": "sqsjobs.workflows._callbacks",
+    "debounce": "sqsjobs.enqueue._debounce",
+    "dedupe": "sqsjobs.enqueue._debounce",
+    "limits": "sqsjobs.flow._limits",
+    "queue": "sqsjobs.enqueue._routing",
+    "tenant_metrics": "sqsjobs.enqueue._routing",
+}
+
+
+def feature_option(name: str) -> JobOption[Any] | None:
+    """The feature's option ``name``, its module imported if no job needed it yet; None for no such option.
+
+    Example:
+        >>> feature_option("limits")
+        <JobOption 'limits'>
+        >>> feature_option("max_retries") is None
+        True
+    """
+    if name not in FEATURE_OPTIONS and name in OPTION_HOMES:
+        import_module(OPTION_HOMES[name])
+    return FEATURE_OPTIONS.get(name)
 
 
 class Classification(StrEnum):
@@ -122,10 +151,20 @@ class JobOptions:
     on_crash: OnCrash = OnCrash.RETRY
     #: a batch handler's most items per call (worker/_batch_handler.py); None: one job per call
     batch: int | None = None
-    #: the features' options the job set (``JobOption.of`` reads them): name → checked value
+    #: the features' options the job set to other than their defaults (``JobOption.of`` reads them): name → value
     features: Mapping[str, Any] = field(default_factory=dict)
     #: a sync job that may run on a thread, beside the batch's other jobs (worker/_run_step.py); off: one at a time
     threads: bool = False
+
+    def sets(self, option: str) -> bool:
+        """Whether the job set the feature's option ``option`` (to other than its default): the worker and the
+        enqueue ask this to learn that a job uses a feature, without importing the feature.
+
+        Example:
+            >>> JobOptions(features={"limits": ("ses",)}).sets("limits"), JobOptions().sets("limits")
+            (True, False)
+        """
+        return option in self.features
 
     def classify(self, error: BaseException) -> Classification:
         """``'retry'`` or ``'permanent'`` for an exception the job raised.
@@ -188,7 +227,7 @@ JOB_OPTIONS = ("key", "group", "max_attempts", "backoff_base", "backoff_cap", "j
 
 def option_names() -> tuple[str, ...]:
     """Every option ``JobApp.job`` takes: those every job has, then the features', alphabetically."""
-    return JOB_OPTIONS + tuple(sorted(FEATURE_OPTIONS))
+    return JOB_OPTIONS + tuple(sorted({*OPTION_HOMES, *FEATURE_OPTIONS}))
 
 
 def declare_options(
@@ -232,11 +271,12 @@ def declare_options(
         sqsjobs.ConfigurationError: job 'sync-account': unknown option(s) 'max_retries' (Celery) → use \
 max_attempts (= max_retries + 1: sqsjobs counts the first run). Options: key, group, max_attempts, backoff_base, \
 backoff_cap, jitter, retry_on, permanent_on, time_limit, version, chunked, store_result, expires_in, on_crash, batch, \
-threads, debounce, dedupe, limits, queue, tenant_metrics
+threads, callbacks, debounce, dedupe, limits, queue, tenant_metrics
     """
     if "expires" in features and expires_in is None:
         expires_in = features.pop("expires")  # Celery's name for it
-    unknown = [k for k in features if k not in FEATURE_OPTIONS]
+    given = {k: feature_option(k) for k in features}
+    unknown = [k for k, option in given.items() if option is None]
     if unknown:
         hints = [f"{k!r} (Celery) → use {CELERY_NAMES[k]}" for k in unknown if k in CELERY_NAMES]
         others = [repr(k) for k in unknown if k not in CELERY_NAMES]
@@ -254,10 +294,10 @@ threads, debounce, dedupe, limits, queue, tenant_metrics
     options = replace(options, threads=threads_option(name, threads, time_limit=time_limit))
     declaring = Declaring(job=name, settings=settings, chunked=chunked, store_result=store_result,
                           batch=options.batch, named=named or {}, given=features)
-    # Every feature's option is checked, set or not: a default may not fit the rest (the default queue...).
-    options = replace(options, features={option.name: option.check(declaring, features.get(option.name,
-                                                                                               option.default))
-                                         for option in FEATURE_OPTIONS.values()})
+    # Only what the job set is checked and kept: an option at its default needs no check, and no feature.
+    checked = {k: (option, option.check(declaring, features[k])) for k, option in given.items() if option is not None}
+    options = replace(options, features={k: value for k, (option, value) in checked.items()
+                                         if value != option.default})
     check_against_settings(name, options, settings, final)
     return options
 
@@ -319,9 +359,10 @@ def check_against_settings(name: str, options: JobOptions, settings: Settings,
             f"{timeout} s minus the {settings.deadline_margin} s deadline margin; lower the limit "
             "or raise the worker's Timeout (and the queue's visibility with it)"
         )
-    for option in FEATURE_OPTIONS.values():
-        if option.against_settings is not None:
-            option.against_settings(name, option.of(options), settings, final)
+    for feature, value in options.features.items():  # an option left at its default fits any settings
+        option = feature_option(feature)
+        if option is not None and option.against_settings is not None:
+            option.against_settings(name, value, settings, final)
 
 
 def _options(name: str, settings: Settings, *, backoff_base: float | None, backoff_cap: float | None,

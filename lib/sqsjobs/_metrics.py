@@ -56,7 +56,25 @@ DEFERRED: Final = "JobDeferred"
 
 COUNTS: Final = (SUCCEEDED, FAILED, RETRIED, DEAD_LETTERED, DUPLICATE, CANCELLED, EXPIRED, SCHEDULED, DEFERRED,
                  SUPERSEDED, DEDUPLICATED)
-ALL_METRICS: Final = (DURATION, *COUNTS)
+
+# What a job's deliveries made AWS bill (worker/_batch_metrics.py attributes each batch's to its jobs; ops/_cost.py
+# prices them). In the counters' directive ({service, Job} and {service}), only where not zero: every series is a
+# metric CloudWatch bills by the hour, and every byte a log byte.
+#: Lambda's billed time of the job's deliveries, in GB-seconds (their share of the batch's invocation)
+LAMBDA_GB_SECONDS: Final = "JobLambdaGbSeconds"
+#: DynamoDB write units and read units sent for the job's deliveries (refused conditional writes included)
+WRITE_UNITS: Final = "JobWriteUnits"
+READ_UNITS: Final = "JobReadUnits"
+#: SQS requests billed for the job's deliveries (per 64 KiB chunk): Lambda's poller's, and the worker's own
+SQS_REQUESTS: Final = "JobSqsRequests"
+USAGE: Final = (LAMBDA_GB_SECONDS, WRITE_UNITS, READ_UNITS, SQS_REQUESTS)
+# Once a batch, in its first document, on {service} only: the batch (one Lambda invocation) and the bytes of its
+# EMF lines.
+BATCHES: Final = "WorkerBatches"
+LOG_BYTES: Final = "WorkerLogBytes"
+SERVICE_USAGE: Final = (BATCHES, LOG_BYTES)
+
+ALL_METRICS: Final = (DURATION, *COUNTS, *USAGE, *SERVICE_USAGE)
 # The failure-rate alarm divides FAILED by (SUCCEEDED + FAILED) on {service}.
 FAILURE_RATE_INPUTS: Final = (SUCCEEDED, FAILED)
 # Bodies too broken to name a job are still counted, under this job name.
@@ -71,6 +89,14 @@ class Unit(StrEnum):
 
     COUNT = "Count"
     MILLISECONDS = "Milliseconds"
+    BYTES = "Bytes"
+    NONE = "None"
+
+
+#: the unit of each usage metric (the counters are ``Count``, the duration ``Milliseconds``)
+USAGE_UNITS: Final = {LAMBDA_GB_SECONDS: Unit.NONE, WRITE_UNITS: Unit.COUNT, READ_UNITS: Unit.COUNT,
+                      SQS_REQUESTS: Unit.COUNT, BATCHES: Unit.COUNT, LOG_BYTES: Unit.BYTES}
+_USAGE_UNIT_NAMES: Final = {name: unit.value for name, unit in USAGE_UNITS.items()}
 
 
 #: EMF allows at most this many values per metric in one document; more go in the next document
@@ -108,6 +134,7 @@ class BatchMetrics:
     _counts: dict[tuple[str, Extra], dict[str, int]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(int)))
     _durations: dict[tuple[str, Extra], list[float]] = field(default_factory=lambda: defaultdict(list))
+    _usage: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
 
     def count(self, job: str, name: str, value: int = 1, *, dimensions: Mapping[str, str] | None = None) -> None:
         """Add ``value`` to counter ``name`` of ``job`` (with extra ``dimensions``, if any)."""
@@ -119,6 +146,13 @@ class BatchMetrics:
         """Record one run of ``job`` that took ``milliseconds``."""
         self._durations[(job, _extra(dimensions))].append(milliseconds)
 
+    def usage(self, job: str, name: str, value: float) -> None:
+        """Add ``value`` to usage metric ``name`` of ``job`` (``{service, Job}``, ``{service}``; zero: nothing)."""
+        if name not in USAGE:
+            raise ValueError(f"unknown usage metric {name!r}; use one of {USAGE}")
+        if value:
+            self._usage[job][name] += value
+
     def snapshot(self) -> dict[str, dict[str, int]]:
         """The counters so far, per job, whatever their extra dimensions (for tests and the demo report)."""
         totals: dict[str, dict[str, int]] = {}
@@ -127,17 +161,28 @@ class BatchMetrics:
                 totals.setdefault(job, {})[name] = totals.get(job, {}).get(name, 0) + value
         return totals
 
-    def flush(self) -> None:
-        """Write one EMF line per job (and set of extra dimensions) seen in this batch, then forget them."""
+    def flush(self, *, batch: bool = False) -> None:
+        """Write one EMF line per job (and set of extra dimensions) seen in this batch, then forget them.
+
+        ``batch``: these are a worker batch's metrics: the first line also counts the batch
+        (``WorkerBatches``) and the bytes of every line written here, its own included (``WorkerLogBytes``).
+        """
         timestamp = int(self.clock() * 1000)
-        for job, extra in sorted(set(self._counts) | set(self._durations)):
+        lines: list[str] = []
+        for job, extra in sorted(set(self._counts) | set(self._durations) | {(job, ()) for job in self._usage}):
             counts = self._counts.get((job, extra), {})
             durations = self._durations.get((job, extra), [])
-            for line in emf_lines(namespace=self.namespace, service=self.service, job=job, extra=extra,
-                                  counts=counts, durations=durations, timestamp=timestamp):
-                self.emit(line)
+            usage = self._usage.get(job, {}) if not extra else {}
+            lines += emf_lines(namespace=self.namespace, service=self.service, job=job, extra=extra,
+                               counts=counts, durations=durations, timestamp=timestamp, usage=usage,
+                               batch=batch and not lines)
+        if batch and lines:
+            lines[0] = with_log_bytes(lines[0], other_bytes=sum(len(line) + 1 for line in lines[1:]))
+        for line in lines:
+            self.emit(line)
         self._counts.clear()
         self._durations.clear()
+        self._usage.clear()
 
 
 def dimension_sets(extra: Extra) -> list[list[str]]:
@@ -159,8 +204,12 @@ def dimension_sets(extra: Extra) -> list[list[str]]:
 
 
 def emf_lines(*, namespace: str, service: str, job: str, extra: Extra, counts: Mapping[str, int],
-              durations: list[float], timestamp: int) -> list[str]:
+              durations: list[float], timestamp: int, usage: Mapping[str, float] | None = None,
+              batch: bool = False) -> list[str]:
     """The EMF documents of one job's measurements: one, or more when a metric has over 100 values.
+
+    ``usage`` goes with the counters (``_metrics.USAGE``); ``batch`` adds to the first document a directive
+    on ``{service}`` with ``WorkerBatches`` 1 and ``WorkerLogBytes``, last, for :func:`with_log_bytes` to fill.
 
     Example:
         >>> emf_lines(namespace="sqsjobs", service="demo", job="invoice-email", extra=(),
@@ -184,12 +233,49 @@ def emf_lines(*, namespace: str, service: str, job: str, extra: Extra, counts: M
         if part:
             metrics.append({"Name": DURATION, "Unit": Unit.MILLISECONDS.value})
             values[DURATION] = [float(ms) for ms in part]
-        if not metrics:
+        if chunk == 0 and usage:
+            for name, value in usage.items():
+                metrics.append({"Name": name, "Unit": _USAGE_UNIT_NAMES[name]})
+                # Ten significant digits: sums of shares carry float noise (1.9999999999999996) the log would bill.
+                values[name] = [float(f"{value:.10g}")]
+        directives = [{"Namespace": namespace, "Dimensions": sets, "Metrics": metrics}] if metrics else []
+        if chunk == 0 and batch:
+            directives.append({"Namespace": namespace, "Dimensions": [[DIMENSION_SERVICE]], "Metrics": [
+                {"Name": BATCHES, "Unit": Unit.COUNT.value}, {"Name": LOG_BYTES, "Unit": Unit.BYTES.value}]})
+            values[BATCHES] = [1.0]
+            values[LOG_BYTES] = [0.0]  # last: with_log_bytes writes the total there
+        if not directives:
             continue
-        document = {"_aws": {"Timestamp": timestamp, "CloudWatchMetrics": [
-            {"Namespace": namespace, "Dimensions": sets, "Metrics": metrics}]}, **dimensions, **values}
+        document = {"_aws": {"Timestamp": timestamp, "CloudWatchMetrics": directives}, **dimensions, **values}
         lines.append(json.dumps(document, separators=(",", ":")))
     return lines
+
+
+#: how a batch's first document ends before :func:`with_log_bytes` fills in the total
+_NO_LOG_BYTES: Final = f'"{LOG_BYTES}":[0.0]}}'
+
+
+def with_log_bytes(line: str, *, other_bytes: int) -> str:
+    """``line`` (ending with ``WorkerLogBytes``) with the batch's bytes: ``other_bytes`` (the other lines', a
+    newline each) plus this line's own, its own digits included.
+
+    Example:
+        >>> [line] = emf_lines(namespace="sqsjobs", service="demo", job="a", extra=(), counts={SUCCEEDED: 1},
+        ...                    durations=[], timestamp=1, batch=True)
+        >>> line = with_log_bytes(line, other_bytes=1000)
+        >>> json.loads(line)[LOG_BYTES] == [1000.0 + len(line) + 1]
+        True
+    """
+    if not line.endswith(_NO_LOG_BYTES):
+        raise ValueError("not a batch's first document: WorkerLogBytes must come last")
+    head = line[:-len(_NO_LOG_BYTES)] + f'"{LOG_BYTES}":['
+    total = float(other_bytes)
+    for _ in range(4):  # the total's own digits: settles in two rounds
+        text = f"{head}{total!r}]}}"
+        if other_bytes + len(text) + 1 == total:
+            break
+        total = float(other_bytes + len(text) + 1)
+    return text
 
 
 def _extra(dimensions: Mapping[str, str] | None) -> Extra:

@@ -53,9 +53,6 @@ from sqsjobs._job_options import check_against_settings
 from sqsjobs._settings import DEFAULT_QUEUE
 from sqsjobs._with_block import check_entered
 from sqsjobs.enqueue._delays import schedule_name
-from sqsjobs.enqueue._request import enqueue as enqueue_request
-from sqsjobs.worker._cancellation import CancellationStage
-from sqsjobs.worker._job_records import checked_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -74,6 +71,7 @@ if TYPE_CHECKING:
     from sqsjobs.schedules._periodic import Scheduler, ScheduleSpec
     from sqsjobs.store._lease import LeaseStore
     from sqsjobs.worker._consumer import Consumer
+    from sqsjobs.workflows._callback_sender import CallbackSender
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,6 +88,8 @@ class Parts:
     scheduler_client: EventBridgeSchedulerClient | None = None
     store: LeaseStore | None = None
     logger: Any = None
+    #: answers the workflows that await jobs (``workflows/_callback_sender.py``; None: the AWS APIs)
+    callback_sender: CallbackSender | None = None
 
 
 @dataclass
@@ -279,6 +279,20 @@ class Runtime:
         return store
 
     @property
+    def callback_sender(self) -> CallbackSender:
+        """Answers durable callbacks and task tokens (injected, else the AWS APIs; clients made on first answer)."""
+        def build() -> CallbackSender:
+            if self._parts.callback_sender is not None:
+                return self._parts.callback_sender
+            from sqsjobs._clients import client
+            from sqsjobs.workflows._callback_sender import AwsCallbackSender
+
+            return AwsCallbackSender(client)
+
+        sender: CallbackSender = self._once("callback_sender", build)
+        return sender
+
+    @property
     def logger(self) -> Any:
         """A Powertools ``Logger`` (JSON lines); jobs may log through it to get the record's fields."""
         def build() -> Any:
@@ -351,24 +365,55 @@ class Runtime:
         return consumer
 
     def _stages(self) -> list[Any]:
-        """The features that plug into the batch flow, in the order their hooks run (worker/_stages.py)."""
-        from sqsjobs.enqueue._debounce_stage import DebounceStage
-        from sqsjobs.flow._stage import LimitsStage
+        """The features that plug into the batch flow, in the order their hooks run (worker/_stages.py).
+
+        Debounce and dedupe, limiters, groups and chains are ``OnDemand``: imported and built when the first
+        delivery of a job using them (or a group member, a chain step) arrives, so a worker whose app never
+        uses them loads none of their modules (tests/unit/test_feature_imports.py).
+        """
+        from sqsjobs.worker._cancellation import CancellationStage
         from sqsjobs.worker._expiry import ExpiryStage
         from sqsjobs.worker._fifo import FifoOrderStage
+        from sqsjobs.worker._stages import OnDemand
         from sqsjobs.worker._time_limit import TimeLimitStage
-        from sqsjobs.workflows._stage import WorkflowStage
+
+        def debounce() -> Any:
+            from sqsjobs.enqueue._debounce_stage import DebounceStage
+
+            return DebounceStage(store=self.store, clock=self.clock)
+
+        def limits() -> Any:
+            from sqsjobs.flow._stage import LimitsStage
+
+            return LimitsStage(store=self.store, limiters=self.registry.limiters, clock=self.clock, sleep=self.sleep,
+                               logger=self.logger)
+
+        def workflows() -> Any:
+            from sqsjobs.workflows._callback_stage import GroupCallbacks
+            from sqsjobs.workflows._stage import WorkflowStage
+
+            return WorkflowStage(store=self.store, send=self.send_followups, record_ttl=self.settings.record_ttl,
+                                 clock=self.clock, logger=self.logger,
+                                 answer_group=GroupCallbacks(store=self.store, sender=sender,
+                                                             logger=self.logger).finished)
+
+        def callbacks() -> Any:
+            from sqsjobs.workflows._callback_stage import CallbackStage
+
+            return CallbackStage(store=self.store, sender=sender, clock=self.clock, logger=self.logger)
+
+        def sender() -> CallbackSender:
+            return self.callback_sender
 
         return [
             ExpiryStage(record_ttl=self.settings.record_ttl, clock=self.clock),
             FifoOrderStage(),
-            DebounceStage(store=self.store, clock=self.clock),
-            LimitsStage(store=self.store, limiters=self.registry.limiters, clock=self.clock, sleep=self.sleep,
-                        logger=self.logger),
+            OnDemand("DebounceStage", _coalesced, debounce),
+            OnDemand("LimitsStage", _limited, limits),
             CancellationStage(self.store),
             TimeLimitStage(),
-            WorkflowStage(store=self.store, send=self.send_followups, record_ttl=self.settings.record_ttl,
-                          clock=self.clock, logger=self.logger),
+            OnDemand("WorkflowStage", _in_a_workflow, workflows),
+            OnDemand("CallbackStage", _awaited, callbacks),
         ]
 
     @property
@@ -385,7 +430,9 @@ class Runtime:
     # ------------------------------------------------------------ what jobs and features need
     def enqueue(self, job: Job[Any, Any], request: EnqueueRequest) -> str:
         """Send one ``job.enqueue(...)`` the way the job's options say (``enqueue/_request.py``)."""
-        return enqueue_request(self, job, request)
+        from sqsjobs.enqueue._request import enqueue  # loaded by the first enqueue: a worker may send none
+
+        return enqueue(self, job, request)
 
     def send(self, message: JobMessage) -> str:
         """Send a prepared message to its job's queue, or into a schedule when it is due beyond 900 s."""
@@ -426,6 +473,8 @@ class Runtime:
             ...     app.runtime.unschedule("invoice-email:42"), app.runtime.unschedule("invoice-email:42")
             (True, False)
         """
+        from sqsjobs.worker._job_records import checked_key  # the worker's: loaded by a batch, not at import
+
         return self.one_time_schedules.delete(schedule_name(checked_key(key)))
 
     # ------------------------------------------------------------ swapping parts (tests)
@@ -448,3 +497,22 @@ class Runtime:
             yield self
         finally:
             self._parts, self._configured = saved
+
+
+# ---------------------------------------------------------------- which deliveries a feature's stage concerns
+# Each answers as its stage's ``concerns`` does (enqueue/_debounce_stage.py, flow/_stage.py,
+# workflows/_stage.py) without importing the feature: the stage is built on the first that holds.
+def _coalesced(d: Any) -> bool:
+    return d.job is not None and (d.job.options.sets("debounce") or d.job.options.sets("dedupe"))
+
+
+def _limited(d: Any) -> bool:
+    return d.job is not None and d.job.options.sets("limits")
+
+
+def _in_a_workflow(d: Any) -> bool:
+    return d.envelope is not None and (d.envelope.member_of is not None or d.envelope.step_of is not None)
+
+
+def _awaited(d: Any) -> bool:
+    return d.envelope is not None and d.envelope.callback is not None

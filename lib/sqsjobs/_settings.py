@@ -34,6 +34,8 @@ ENV_SCHEDULE_GROUP = "SQSJOBS_SCHEDULE_GROUP"
 ENV_SCHEDULER_ROLE_ARN = "SQSJOBS_SCHEDULER_ROLE_ARN"
 ENV_CONCURRENCY = "SQSJOBS_CONCURRENCY"
 ENV_FLUSH_AFTER = "SQSJOBS_FLUSH_AFTER"
+#: ``false`` turns the worker's cost metrics off (``JobLambdaGbSeconds``...: docs/observability.md)
+ENV_COST_METRICS = "SQSJOBS_COST_METRICS"
 ENV_SERVICE = "POWERTOOLS_SERVICE_NAME"
 ENV_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 #: the operator console's access token (``sqsjobs console --token``); never a default
@@ -136,6 +138,9 @@ class Settings:
     concurrency: int = DEFAULT_CONCURRENCY
     #: seconds a finished job's record may wait to be written with others: the crash window (0: each at once)
     flush_after: float = DEFAULT_FLUSH_AFTER
+    #: the worker writes what each batch bills, per job (``sqsjobs status`` and the console price it); off, it
+    #: saves their custom metrics (three or four a job type, billed by the hour) and a few bytes a job
+    cost_metrics: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_attempts <= 1000:
@@ -233,6 +238,8 @@ class Settings:
             values["concurrency"] = _number(env, ENV_CONCURRENCY, int)
         if env.get(ENV_FLUSH_AFTER):
             values["flush_after"] = _number(env, ENV_FLUSH_AFTER, float)
+        if env.get(ENV_COST_METRICS):
+            values["cost_metrics"] = _flag(env, ENV_COST_METRICS)
         if env.get(ENV_SERVICE):
             values["service"] = env[ENV_SERVICE]
         if env.get(ENV_NAMESPACE):
@@ -332,6 +339,21 @@ class SettingsSource:
 ENV_NAMES = {"queue_url": ENV_QUEUE_URL, "dlq_url": ENV_DLQ_URL, "table_name": ENV_TABLE,
              "outbox_table": ENV_OUTBOX_TABLE, "schedule_group": ENV_SCHEDULE_GROUP,
              "scheduler_role_arn": ENV_SCHEDULER_ROLE_ARN}
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    """A yes/no variable: ``true``/``false`` (also 1/0, yes/no, on/off, any case).
+
+    Example:
+        >>> _flag({"X": "False"}, "X"), _flag({"X": "1"}, "X")
+        (False, True)
+    """
+    value = env[name].strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ConfigurationError(f"{name} must be true or false, got {env[name]!r}")
 
 
 def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float]) -> Any:

@@ -1,18 +1,17 @@
 """Flow control on the deployed template (the reference app's flow-control jobs, the local cloud's pollers).
 
-Robust on a loaded machine: every figure is read from what the jobs logged (when each call started and
-ended), the limits are asserted as counts over those times (they hold whatever the load), correctness as
-counts (all done, one attempt each, nothing dead-lettered), and wall time only gets generous ceilings: the
-span of the rate's starts must show that it limited (at least 19 windows) and stay within 2.5 x the ideal.
-The issue's 1.3 x is measured by ``make bench`` (BENCHMARKS.md, "Flow control"), with the load it ran
-under: on a machine so busy that the emulated DynamoDB (one request at a time) answers in 100 ms, a limited
-job's four requests, not the limiter, set the pace (docs/flow-control.md, "Measured").
+Robust on a loaded machine: nothing here bounds wall time. Every figure is a count: the limits over the times
+the jobs themselves logged (they hold whatever the load), correctness (all done, one attempt each, nothing
+dead-lettered), and what the limiter cost each job (its deferrals and receives, from the workers' outcome
+lines). The span of the starts against the ideal is a throughput figure: ``make bench`` measures it
+(BENCHMARKS.md, "Flow control"), with the load it ran under. ``drain``'s timeout is a ceiling that only keeps a
+broken run from hanging.
 """
 
 from __future__ import annotations
 
 import itertools
-import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from sqsjobs.enqueue._producer import Producer
 from sqsjobs.local.cloud import LocalCloud
 from sqsjobs.local.output import Output
 from sqsjobs.local.pytest_plugin import LocalCloudSession
-from sqsjobs.local.timeline import busy_seconds, calls, metric_total, most_at_once, most_in_window
+from sqsjobs.local.timeline import calls, metric_total, most_at_once, most_in_window
 from sqsjobs.store._dynamodb import DynamoDBStore
 from sqsjobs.worker import _job_records as guard
 
@@ -85,8 +84,9 @@ def two_pollers() -> Iterator[LocalCloudSession]:
                   "WorkerTimeoutSeconds": "30", "QueueVisibilityTimeoutSeconds": "70"}
     logs: list[tuple[str, str]] = []
     output = Output(event=lambda level, text: None, log=lambda function, line: logs.append((function, line)))
+    # DEBUG: the worker logs every job's outcome, which outcomes() reads (each job's deferrals).
     with LocalCloud.start(ROOT / "template.yaml", parameters=parameters, stack_name="sqsjobs-rate",
-                          output=output) as cloud:
+                          output=output, log_level="DEBUG") as cloud:
         session = LocalCloudSession(cloud)
         session.logs = logs
         yield session
@@ -98,28 +98,26 @@ def test_two_hundred_jobs_at_ten_a_second_never_exceed_the_rate_and_use_one_atte
     assert [mapping.max_concurrency for mapping in cloud.deployment.sqs_mappings
             if mapping.queue_url.endswith("-JobsQueue")] == [POLLERS]
     ids = list(range(1, RATE_JOBS + 1))
-    sent = time.time()
     send_all(cloud, [cloud.app.message("sms-reminder", appointment_id=i) for i in ids])
-    cloud.drain(timeout=IDEAL_SECONDS * 6)  # a generous ceiling: the machine may be busy
-    drained = time.time()
+    cloud.drain(timeout=600)  # a ceiling against a hang, not a figure
 
     sends = calls(cloud.logs, "sms")
     assert sorted(sends) == ids
     starts = sorted(started for started, _ in sends.values())
-    span = starts[-1] - starts[0]
-    # The limit, from the times the jobs themselves logged: +1 for clock edges.
+    # The limit, from the times the jobs themselves logged: +1 for clock edges (a log line follows its start).
     assert most_in_window(starts, 1.0) <= RATE + 1
-    # It did limit: 200 starts at 10 a window need 20 windows (the last opens 19 s after the first).
-    assert span >= IDEAL_SECONDS - 1.0 - 0.5
-    # Throughput: a generous ceiling here (the machine may be busy); BENCHMARKS.md has the measured ratio.
-    busy = busy_seconds(cloud, "WorkerFunction", sent, drained) / POLLERS
-    assert span <= 2.5 * IDEAL_SECONDS, (span, busy)
-    assert drained - sent < IDEAL_SECONDS * 6
-    # None dead-lettered, no attempt consumed by waiting.
+    # It did limit: 200 starts at 10 a window never fit in fewer than 20 windows.
+    assert most_in_window(starts, (RATE_JOBS - 1) / RATE - 1.0) < RATE_JOBS
+    # Each job was deferred once at most (to its slot), so received twice at most; none dead-lettered, no
+    # attempt consumed by waiting.
+    outcomes = [o for o in cloud.outcomes() if str(o.get("key", "")).startswith("sms-reminder:")]
+    deferrals = Counter(o["key"] for o in outcomes if o["outcome"] == "deferred")
+    receives = Counter(o["key"] for o in outcomes)
+    assert max(deferrals.values(), default=0) <= 1, deferrals.most_common(3)
+    assert sorted(receives) == sorted(f"sms-reminder:{i}" for i in ids) and max(receives.values()) <= 2
     statuses = records(cloud, [f"sms-reminder:{i}" for i in ids])
     assert all(s is not None and s.state == "succeeded" and s.attempts == 1 for s in statuses)
     assert cloud.dead_letters() == []
-    assert metric_total(cloud, m.DEFERRED, Job="sms-reminder", Limiter="sms") > 0
-    print(f"\nrate: {RATE_JOBS} jobs, starts span {span:.1f} s (ideal {IDEAL_SECONDS:.0f} s; pollers busy {busy:.1f} s "
-          f"each), sent->drained {drained - sent:.1f} s, most starts in 1 s: {most_in_window(starts, 1.0)}, "
-          f"deferrals {metric_total(cloud, m.DEFERRED, Job='sms-reminder', Limiter='sms')}")
+    assert metric_total(cloud, m.DEFERRED, Job="sms-reminder", Limiter="sms") == sum(deferrals.values())
+    print(f"\nrate: {RATE_JOBS} jobs, starts span {starts[-1] - starts[0]:.1f} s (ideal {IDEAL_SECONDS:.0f} s), "
+          f"most starts in 1 s: {most_in_window(starts, 1.0)}, deferrals {sum(deferrals.values())}")

@@ -36,6 +36,8 @@ CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "sqs": ("SendMessageBatch", {"QueueUrl": "https://sqs.us-east-1.amazonaws.com/1/q", "Entries": []}),
     "scheduler": ("CreateSchedule", {"Name": "s"}),
     "ses": ("SendEmail", {}),
+    "lambda": ("SendDurableExecutionCallbackHeartbeat", {"CallbackId": "YQ=="}),
+    "stepfunctions": ("SendTaskHeartbeat", {"taskToken": "t"}),
 }
 # Run with the botocore to test first on sys.path: every (service, region, variant)'s endpoint, as JSON.
 RESOLVE = """

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from template_support import DELETE, get_att, lint, load_template, mutate
+from template_support import DELETE, get_att, lint, load_template, mutate, policy_statements
 
 from sqsjobs._settings import ENV_QUEUE_URL_PREFIX
 
@@ -42,7 +42,7 @@ def test_every_function_that_sends_jobs_knows_the_critical_queue(template: dict[
         env = resources[function]["Properties"]["Environment"]["Variables"]
         assert env[CRITICAL_ENV] == {"Ref": "CriticalQueue"}, function
     for function in ("WorkerFunction", "SchedulerFunction", "OutboxRelayFunction", "RedriveFunction"):
-        statements = resources[function]["Properties"]["Policies"][0]["Statement"]
+        statements = policy_statements(resources[function]["Properties"]["Policies"][0])
         senders = [s for s in statements if "sqs:SendMessage" in json.dumps(s["Action"])
                    and get_att("JobsQueue", "Arn") in (s["Resource"] if isinstance(s["Resource"], list)
                                                         else [s["Resource"]])]

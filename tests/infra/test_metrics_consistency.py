@@ -71,7 +71,10 @@ def emitted() -> set[Triple]:
     batch.duration("invoice-email", 12.0)
     # A deferral names its limiter (docs/flow-control.md), as the consumer counts it.
     batch.count("invoice-email", metrics.DEFERRED, dimensions={metrics.DIMENSION_LIMITER: "ses"})
-    batch.flush()
+    # What the batch made AWS bill, as the worker shares it out (worker/_batch_metrics.py), and the batch's line.
+    for name in metrics.USAGE:
+        batch.usage("invoice-email", name, 1.5)
+    batch.flush(batch=True)
     found: set[Triple] = set()
     for line in lines:
         for directive in json.loads(line)["_aws"]["CloudWatchMetrics"]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from template_support import load_template
+from template_support import load_template, policy_statements
 
 SCHEDULING_FUNCTIONS = ("WorkerFunction", "SchedulerFunction")
 
@@ -17,7 +17,7 @@ def template() -> dict[str, Any]:
 
 def statements(template: dict[str, Any], function: str) -> dict[str, dict[str, Any]]:
     policies = template["Resources"][function]["Properties"]["Policies"]
-    return {s["Sid"]: s for policy in policies for s in policy["Statement"]}
+    return {s["Sid"]: s for policy in policies for s in policy_statements(policy)}
 
 
 def test_there_is_a_schedule_group_named_by_cloudformation(template: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from template_support import load_template
+from template_support import load_template, policy_statements
 
 from sqsjobs.scaffold import ProjectOptions, render
 
@@ -27,7 +27,7 @@ def scaffolded() -> dict[str, Any]:
 
 @pytest.mark.parametrize("template", [load_template, scaffolded], ids=["template.yaml", "sqsjobs init"])
 def test_the_worker_may_send_its_batches_statements_to_the_idempotency_table(template: Any) -> None:
-    statements = template()["Resources"]["WorkerFunction"]["Properties"]["Policies"][0]["Statement"]
+    statements = policy_statements(template()["Resources"]["WorkerFunction"]["Properties"]["Policies"][0])
     granted = set()
     for statement in statements:
         if statement["Effect"] == "Allow" and statement["Resource"] == {"Fn::GetAtt": ["IdempotencyTable", "Arn"]}:

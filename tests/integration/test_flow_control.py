@@ -1,9 +1,11 @@
-"""Flow control in the worker (moto, an injected clock): rate tokens, concurrency slots, deferrals that use no
-attempt and never reach the DLQ, the one extra round trip, FIFO order and tenants (docs/flow-control.md)."""
+"""Flow control in the worker (moto, an injected clock): rate slots reserved in one write and each job deferred at
+most once, to its slot; concurrency slots; deferrals that use no attempt and never reach the DLQ, the one extra
+write, FIFO order and tenants (docs/flow-control.md)."""
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -11,7 +13,8 @@ from aws_support import MAX_ATTEMPTS, CallRecorder, create_queues
 
 from sqsjobs import JobApp, Outcome
 from sqsjobs import _metrics as m
-from sqsjobs.enqueue._message import ATTR_RESENDS
+from sqsjobs.enqueue._message import ATTR_RESENDS, ATTR_SLOTS
+from sqsjobs.flow import _schedule as schedule
 from sqsjobs.flow._permits import LIMIT_TTL_SECONDS, SLOT_PROBES
 from sqsjobs.store._lease import LeaseState
 from sqsjobs.store._lease_ops import Acquire
@@ -46,52 +49,105 @@ def ses_app(make_app: Any, lines: list[str]) -> tuple[JobApp, list[int]]:
 
 
 # ---------------------------------------------------------------- rate
-def test_a_rate_limit_runs_what_its_tokens_allow_and_defers_the_rest_untouched(
-        ses_app: tuple[JobApp, list[int]], lines: list[str]) -> None:
-    app, ran = ses_app
-    result = app.process_batch(sqs_event([body(app.jobs["email"], n=i) for i in range(10)]))
-
-    assert ran == [0, 1, 2]
-    deferred = [d for d in result.deliveries if d.outcome is Outcome.DEFERRED]
-    assert len(deferred) == 7 and all(d.deferred_by == "ses" for d in deferred)
-    # Back at the next window plus jitter, in whole seconds (SQS has no fractions), never at once: the tokens
-    # free 1.22 s after the take (a window plus what a fresh process allows for its jobs to start), and the
-    # jitter spreads the backlog (7 jobs: 7 / 3 windows) over as many windows as the limiter needs for it.
-    assert all(isinstance(d.delay, int) and 2 <= d.delay <= 4 for d in deferred)
-    assert len({d.delay for d in deferred}) > 1
-    assert set(result.failures) == {d.message_id for d in deferred}
-    # A deferred job's record is never written: no attempt used, nothing to clean up.
-    assert all(app.status(f"email:{i}") is None for i in range(3, 10))
-    assert [app.status(f"email:{i}").attempts for i in range(3)] == [1, 1, 1]
-    tokens = [app.runtime.store.get(f"limit#ses#token#{i}") for i in range(3)]
-    assert all(t is not None and t.state is LeaseState.HELD for t in tokens)
-    (doc,) = emf(lines, m.DEFERRED)
-    assert doc[m.DIMENSION_LIMITER] == "ses" and doc[m.DEFERRED] == [7.0]
-    assert [m.DIMENSION_JOB, m.DIMENSION_LIMITER, m.DIMENSION_SERVICE] in doc["_aws"]["CloudWatchMetrics"][0][
-        "Dimensions"]
+def sent_copies(aws: Any) -> list[dict[str, Any]]:
+    """Every SendMessageBatch entry the worker sends from now on (its deferred copies among them)."""
+    sent: list[dict[str, Any]] = []
+    aws.sqs.meta.events.register("provide-client-params.sqs.SendMessageBatch",
+                                 lambda params, **kwargs: sent.extend(params["Entries"]))
+    return sent
 
 
-def test_a_full_limiter_defers_the_next_batch_without_a_call_until_its_window_ends(
-        ses_app: tuple[JobApp, list[int]], aws: Any, clock: Any) -> None:
-    app, ran = ses_app
-    email = app.jobs["email"]
-    app.process_batch(sqs_event([body(email, n=i) for i in range(3)]))
+def copy_record(entry: dict[str, Any], arn: str | None = None) -> dict[str, Any]:
+    """The record Lambda would deliver for a copy the worker sent (its body and attributes) to queue ``arn``."""
+    record = sqs_record(json.loads(entry["MessageBody"]), event_source_arn=arn)
+    record["messageAttributes"] = {name: {"dataType": a["DataType"], "stringValue": a["StringValue"]}
+                                   for name, a in entry["MessageAttributes"].items()}
+    return record
+
+
+def test_a_batch_reserves_its_slots_in_one_write_runs_the_near_ones_and_defers_the_rest_once_to_their_slots(
+        make_app: Any, aws: Any, clock: Any) -> None:
+    app = make_app(sleep=clock.advance)
+    app.rate_limit("ses", rate=3)
+    starts: dict[int, float] = {}
+
+    @app.job("email", key="email:{n}", limits=["ses"])
+    def email(n: int) -> None:
+        starts[n] = clock()
+
+    step = schedule.interval(app.runtime.registry.limiters["ses"])  # (1 s + 50 ms) / 3
+    began = clock()
+    for i in range(10):
+        email.enqueue(n=i)
+    event = receive_event(aws.sqs, aws.queue_url)
+    copies = sent_copies(aws)
     recorder = CallRecorder(aws.dynamodb)
+    result = app.process_batch(event)
 
-    again = app.process_batch(sqs_event([body(email, n=i) for i in range(3, 6)]))
-    assert [d.outcome for d in again.deliveries] == [Outcome.DEFERRED] * 3
-    assert recorder.calls == []  # this container saw every token taken: it knows when the first one frees
+    # One conditional write reserved ten slots, 0.35 s apart; the six within the batch's 2 s ran, each at its slot.
+    assert [c["op"] for c in recorder.calls].count("UpdateItem") == 1
+    assert sorted(starts) == list(range(6))
+    # The first slot is the batch's lead after the write (its claims come between: 0.15 s for a fresh container).
+    first = starts[0]
+    assert first == pytest.approx(began + 0.15)
+    assert [round(starts[i] - first, 6) for i in range(6)] == [round(i * step, 6) for i in range(6)]
+    deferred = [d for d in result.deliveries if d.outcome is Outcome.DEFERRED]
+    assert [d.key for d in deferred] == [f"email:{i}" for i in range(6, 10)]
+    assert result.failures == ()  # each left as a copy carrying its slot: nothing comes back at random
+    assert all(app.status(d.key) is None for d in deferred)  # no record touched, no attempt used
+    # Each copy comes back just before its slot (whole seconds, half a second early at least) and carries it.
+    assert len(copies) == 4
+    for i, entry in zip(range(6, 10), copies, strict=True):
+        slot = schedule.carried(copy_record(entry)["messageAttributes"])["ses"]
+        assert slot == pytest.approx(first + i * step)
+        assert entry["DelaySeconds"] == math.floor(slot - began - schedule.RETURN_MARGIN_SECONDS)  # at the take
+    tat = app.runtime.store.get("limit#ses#gcra")
+    assert tat is not None and tat.get("tat") == pytest.approx(first + 10 * step)
 
-    clock.advance(1.5)  # the window (1 s plus the grace) is over
-    later = app.process_batch(sqs_event([body(email, n=i) for i in range(3, 6)]))
-    assert [d.outcome for d in later.deliveries] == [Outcome.SUCCEEDED] * 3
-    assert ran == [0, 1, 2, 3, 4, 5]
+    # The copies come back: they start at their slots with no limiter call at all, and nobody is deferred again.
+    clock.now = first + 6 * step - 1.0
+    keys: list[str] = []
+    aws.dynamodb.meta.events.register("provide-client-params.dynamodb.UpdateItem",
+                                      lambda params, **kwargs: keys.append(params["Key"]["pk"]["S"]))
+    again = app.process_batch({"Records": [copy_record(entry) for entry in copies]})
+    assert [d.outcome for d in again.deliveries] == [Outcome.SUCCEEDED] * 4
+    assert not [key for key in keys if key.startswith("limit#")]
+    assert [round(starts[i] - first, 6) for i in range(6, 10)] == [round(i * step, 6) for i in range(6, 10)]
 
 
-def test_a_token_admits_one_start_per_window_across_invocations(make_app: Any, clock: Any) -> None:
-    """Two workers (two processors, one table) at the same instant share the limit; no window holds more."""
+def test_a_copy_back_too_late_for_its_slot_takes_a_new_one_and_one_too_early_waits(
+        make_app: Any, aws: Any, clock: Any) -> None:
+    app = make_app(sleep=clock.advance)
+    app.rate_limit("ses", rate=1, per=10.0)
     starts: list[float] = []
-    apps = [make_app() for _ in range(2)]
+
+    @app.job("email", key="email:{n}", limits=["ses"])
+    def email(n: int) -> None:
+        starts.append(clock())
+
+    email.enqueue(n=0)
+    email.enqueue(n=1)
+    event = receive_event(aws.sqs, aws.queue_url)
+    arn = event["Records"][0]["eventSourceARN"]
+    copies = sent_copies(aws)
+    app.process_batch(event)
+    (entry,) = copies
+    slot = schedule.carried(copy_record(entry)["messageAttributes"])["ses"]
+    clock.now = slot + 1.0  # its poller was slow: the slot is gone (a start now could crowd the next window)
+    late = app.process_batch({"Records": [copy_record(entry, arn)]})
+    assert late.deliveries[0].outcome is Outcome.DEFERRED and len(starts) == 1
+    (second,) = copies[1:]
+    new_slot = schedule.carried(copy_record(second)["messageAttributes"])["ses"]
+    assert new_slot >= slot + schedule.interval(app.runtime.registry.limiters["ses"])
+    clock.now = new_slot - 2.0  # back early (whole-second delays): it waits for its slot in the batch
+    on_time = app.process_batch({"Records": [copy_record(second, arn)]})
+    assert on_time.deliveries[0].outcome is Outcome.SUCCEEDED and starts[1] == new_slot
+
+
+def test_invocations_sharing_a_limiter_never_crowd_a_window(make_app: Any, clock: Any) -> None:
+    """Two workers (two processors, one table) with batches at once, interleaved; no window holds more."""
+    starts: list[float] = []
+    apps = [make_app(sleep=clock.advance) for _ in range(2)]
     for app in apps:
         app.rate_limit("sms", rate=4, per=2.0)
 
@@ -99,26 +155,19 @@ def test_a_token_admits_one_start_per_window_across_invocations(make_app: Any, c
         def sms(n: int) -> None:
             starts.append(clock())
 
-    for n in range(12):  # 2.4 s of batches, every 0.2 s, alternating workers
+    for n in range(12):  # batches every 0.2 s, alternating workers
         app = apps[n % 2]
         app.process_batch(sqs_event([body(app.jobs["sms"], n=n * 10 + i) for i in range(3)]))
         clock.advance(0.2)
     assert len(starts) >= 4
     for first in starts:  # every window of `per` seconds, measured from each start
-        assert sum(1 for s in starts if first <= s <= first + 2.0) <= 4
+        assert sum(1 for s in starts if first <= s < first + 2.0) <= 4
 
 
-def limiter_memory(app: Any) -> Any:
-    """What the worker's limits stage learned of its limiters (flow/_stage.py)."""
-    from sqsjobs.flow._stage import LimitsStage
-
-    return next(s for s in app.runtime.consumer.stages.stages if isinstance(s, LimitsStage)).memory
-
-
-def test_ten_limited_jobs_cost_one_extra_round_trip_and_a_batch_without_any_costs_none(
+def test_ten_limited_jobs_cost_one_extra_write_and_a_batch_without_any_costs_none(
         make_app: Any, aws: Any) -> None:
     app = make_app()
-    app.rate_limit("ses", rate=10)
+    app.rate_limit("ses", rate=100)
 
     @app.job("email", key="email:{n}", limits=["ses"])
     def email(n: int) -> None: ...
@@ -126,76 +175,20 @@ def test_ten_limited_jobs_cost_one_extra_round_trip_and_a_batch_without_any_cost
     @app.job("plain", key="plain:{n}")
     def plain(n: int) -> None: ...
 
-    # A warm container whose batches start their jobs 10 ms after the take: its tokens cover that, no more.
-    memory = limiter_memory(app)
-    memory.lag, memory.lag_deviation = 0.01, 0.005
-    # Calls of one wave of ten are held until all ten arrived: they overlap however late their threads run.
-    recorder = CallRecorder(aws.dynamodb, wave=10, gated=frozenset({"UpdateItem"}))
+    recorder = CallRecorder(aws.dynamodb)
     result = app.process_batch(sqs_event([body(email, n=i) for i in range(10)]))
     assert [d.outcome for d in result.deliveries] == [Outcome.SUCCEEDED] * 10
-    # 10 token probes (one wave), then the claims and the completions every batch pays (a statement call each).
-    assert sorted(c["op"] for c in recorder.calls) == ["BatchExecuteStatement"] * 2 + ["UpdateItem"] * 10
-    assert recorder.sequential_round_trips() == 3 and not recorder.broken_waves
+    # One reservation for the ten (the limiter's one item), then the claims and the completions every batch pays.
+    assert sorted(c["op"] for c in recorder.calls) == ["BatchExecuteStatement"] * 2 + ["UpdateItem"]
+    assert recorder.sequential_round_trips() == 3
+
+    warm = CallRecorder(aws.dynamodb)  # the container remembers where the schedule was: one write again
+    app.process_batch(sqs_event([body(email, n=i) for i in range(10, 20)]))
+    assert sorted(c["op"] for c in warm.calls) == ["BatchExecuteStatement"] * 2 + ["UpdateItem"]
 
     plain_recorder = CallRecorder(aws.dynamodb)
     app.process_batch(sqs_event([body(plain, n=i) for i in range(10)]))
     assert len(plain_recorder.calls) == 2 and plain_recorder.sequential_round_trips() == 2
-
-
-def test_a_job_starting_after_its_token_covers_waits_and_one_starting_early_gives_time_back(
-        make_app: Any, clock: Any) -> None:
-    app = make_app(sleep=clock.advance)
-    app.rate_limit("ses", rate=10, per=1.0)
-    ran: list[int] = []
-
-    @app.job("email", key="email:{n}", limits=["ses"])
-    def email(n: int, work: float = 0.0) -> None:
-        ran.append(n)
-        clock.advance(work)
-
-    memory = limiter_memory(app)
-    taken = clock()
-    result = app.process_batch(sqs_event([body(email, n=0, work=0.3), body(email, n=1)]))
-    # A fresh process allows 0.22 s after the take for its jobs to start: n=1, 0.3 s later, is past what its
-    # token covers, so it waits for another window (its claim gave its attempt back).
-    assert ran == [0] and (result.deliveries[1].outcome, result.deliveries[1].deferred_by) == (Outcome.DEFERRED, "ses")
-    record = app.runtime.store.get("email:1")
-    assert record is not None and record.state is LeaseState.RELEASED and record.attempts == 0
-    tokens = sorted((t for t in (app.runtime.store.get(f"limit#ses#token#{i}") for i in range(10)) if t is not None),
-                    key=lambda t: t.lease_until or 0.0)
-    # n=1's token went back as it was (no previous start: free at once); n=0's is held a window after its start
-    # (it started 0.22 s earlier than its token allowed for: shortened).
-    assert [t.lease_until for t in tokens] == [taken + 0.3, taken + 1.0]
-    # It learned the pace: the next batch's tokens cover a second job that starts 0.3 s after the first.
-    assert memory.step == pytest.approx(0.3 * 0.3)
-    assert memory.cover(1) > memory.cover(0) + 0.09
-
-
-def test_a_token_taken_before_its_window_ends_waits_for_it_briefly_or_not_at_all(make_app: Any, clock: Any) -> None:
-    app = make_app(sleep=clock.advance)
-    app.rate_limit("ses", rate=1, per=1.0)
-    starts: list[float] = []
-
-    @app.job("email", key="email:{n}", limits=["ses"])
-    def email(n: int) -> None:
-        starts.append(clock())
-
-    memory = limiter_memory(app)
-    app.process_batch(sqs_event([body(email, n=0)]))
-    # Batches of this container start their jobs about 0.5 s after the take: it takes a token that much before
-    # the previous window ends, and does its claims meanwhile.
-    memory.lag, memory.lag_deviation = 0.5, 0.0
-    clock.now = starts[0] + 0.85  # the window of the first start ends in 0.15 s
-    app.process_batch(sqs_event([body(email, n=1)]))
-    assert starts[1] == starts[0] + 1.0  # it waited the last 0.15 s, and started exactly a window later
-    token = app.runtime.store.get("limit#ses#token#0")
-    assert token is not None and token.lease_until == starts[1] + 1.0
-
-    clock.now = starts[1] + 0.6  # 0.4 s before the window ends: longer than a job may wait
-    late = app.process_batch(sqs_event([body(email, n=2)]))
-    assert late.deliveries[0].outcome is Outcome.DEFERRED and len(starts) == 2
-    token = app.runtime.store.get("limit#ses#token#0")
-    assert token is not None and token.lease_until == starts[1] + 1.0  # given back with the window it had
 
 
 # ---------------------------------------------------------------- concurrency
@@ -241,7 +234,7 @@ def test_a_batch_takes_one_slot_whatever_its_size(make_app: Any, aws: Any) -> No
     assert all(s is None or s.state is LeaseState.RELEASED for s in slots)
 
 
-def test_a_job_over_one_of_its_limiters_gives_the_others_back(make_app: Any, clock: Any) -> None:
+def test_a_job_refused_a_concurrency_slot_goes_back_without_its_rate_slot(make_app: Any, clock: Any) -> None:
     app = make_app()
     app.rate_limit("ses", rate=5)
     app.concurrency_limit("pdf", 1)
@@ -253,10 +246,11 @@ def test_a_job_over_one_of_its_limiters_gives_the_others_back(make_app: Any, clo
                    expires_at=clock() + LIMIT_TTL_SECONDS)
     assert app.runtime.store.write(busy).ok
     result = app.process_batch(sqs_event([body(invoice, n=1)]))
-    assert (result.deliveries[0].outcome, result.deliveries[0].deferred_by) == (Outcome.DEFERRED, "pdf")
-    tokens = [t for t in (app.runtime.store.get(f"limit#ses#token#{i}") for i in range(5)) if t is not None]
-    # The token went back as it was: its lease ends now (no earlier start to keep apart from).
-    assert len(tokens) == 1 and tokens[0].lease_until == clock()
+    d = result.deliveries[0]
+    assert (d.outcome, d.deferred_by) == (Outcome.DEFERRED, "pdf")
+    # It returns (no copy: it holds no slot worth carrying) and takes a new rate slot when it comes back; the one
+    # it reserved is simply a start that did not happen.
+    assert result.failures == (d.message_id,) and 1 <= d.delay <= 3
 
 
 # ---------------------------------------------------------------- deferrals and SQS
@@ -264,25 +258,27 @@ def test_a_deferral_at_the_backstop_receive_is_resent_with_its_delay_and_never_d
         ses_app: tuple[JobApp, list[int]], aws: Any) -> None:
     app, ran = ses_app
     email = app.jobs["email"]
-    for i in range(4):
+    for i in range(8):
         email.enqueue(n=i)
     event = receive_event(aws.sqs, aws.queue_url)
     for record in event["Records"]:  # received as often as SQS allows but once: the next receive would redrive it
         record["attributes"]["ApproximateReceiveCount"] = str(MAX_ATTEMPTS + 1)
     result = app.process_batch(event)
 
-    (deferred,) = [d for d in result.deliveries if d.outcome is Outcome.DEFERRED]
-    assert len(ran) == 3
+    deferred = [d for d in result.deliveries if d.outcome is Outcome.DEFERRED]
+    assert len(ran) == 6 and len(deferred) == 2  # slots 0.35 s apart: six within the batch's 2 s
     assert result.failures == ()  # acknowledged: a fresh copy was sent instead of letting SQS redrive it
     attributes = aws.sqs.get_queue_attributes(QueueUrl=aws.queue_url, AttributeNames=["All"])["Attributes"]
-    assert int(attributes["ApproximateNumberOfMessagesDelayed"]) == 1  # the copy waits its delay (DelaySeconds)
+    # The copies wait their delays (DelaySeconds) or are back already (their slot is under 2.5 s away).
+    assert int(attributes["ApproximateNumberOfMessagesDelayed"]) + int(attributes["ApproximateNumberOfMessages"]) \
+        == 2
     assert messages_in(aws.sqs, aws.dlq_url) == []
-    assert app.status(deferred.key) is None  # and it never used an attempt
+    assert all(app.status(d.key) is None for d in deferred)  # and they never used an attempt
 
 
 def test_a_deferred_copy_keeps_its_tenant_and_is_not_counted_as_a_resend(make_app: Any, aws: Any) -> None:
     app = make_app()
-    app.rate_limit("ses", rate=1)
+    app.rate_limit("ses", rate=1, per=60.0)
 
     @app.job("email", key="email:{n}", limits=["ses"])
     def email(n: int) -> None: ...
@@ -302,12 +298,13 @@ def test_a_deferred_copy_keeps_its_tenant_and_is_not_counted_as_a_resend(make_ap
     assert entry["MessageGroupId"] == "acme" and entry["DelaySeconds"] == deferred.delay >= 1
     # Nine re-sends for other reasons stay nine: waiting for a limiter is never counted toward MAX_RESENDS.
     assert entry["MessageAttributes"][ATTR_RESENDS]["StringValue"] == "9"
+    assert ATTR_SLOTS in entry["MessageAttributes"]  # and it carries its slot
 
 
 def test_a_deferred_fifo_record_holds_back_the_rest_of_its_group(make_app: Any, aws: Any) -> None:
     queue_url, dlq_url = create_queues(aws.sqs, "fifo-limited", fifo=True)
     app = make_app(queue_url=queue_url, dlq_url=dlq_url)
-    app.rate_limit("ses", rate=1)
+    app.rate_limit("ses", rate=1, per=60.0)
     ran: list[str] = []
 
     @app.job("step", key="step:{account}:{n}", group="{account}")
@@ -325,6 +322,8 @@ def test_a_deferred_fifo_record_holds_back_the_rest_of_its_group(make_app: Any, 
     assert ran == ["mail-a1", "b1"]
     assert [d.outcome for d in result.deliveries] == [Outcome.SUCCEEDED, Outcome.DEFERRED, Outcome.GROUP_BLOCKED,
                                                       Outcome.SUCCEEDED]
+    # A FIFO copy cannot wait with DelaySeconds nor carry its slot: it returns, and its group waits behind it.
+    assert result.deliveries[1].message_id in result.failures
 
 
 # ---------------------------------------------------------------- tenants

@@ -43,6 +43,10 @@ The invariants (docs/reliability.md states them for users):
    invariant 2 bounds), only after every member is terminal, and a finished
    group's counts add up to its total;
 4. no limiter is exceeded (rate: starts in any window; concurrency: runs at once);
+   a rate-limited job (``lim``, ``batlim``: a reserved start slot each,
+   flow/_schedule.py) eventually runs, ends or reaches the DLQ, and in a
+   story where nothing is late or broken each of its messages is deferred at
+   most once (its copy carries its slot);
 5. nothing but an invocation's own death escapes ``handle_batch``;
 6. a key never runs twice at once, and a delivery of another job's key is
    never taken for its duplicate;
@@ -58,7 +62,17 @@ The invariants (docs/reliability.md states them for users):
 8. dedupe (``dd`` until_done, ``ds`` until_started): a refused enqueue sent
    nothing (``JobDeduplicated`` counts each) and its key had a message in the
    jobs queue or the DLQ, or (``dd``) a run holding it; an enqueue of a
-   cancelled key sends nothing and its receipt says ``cancelled``.
+   cancelled key sends nothing and its receipt says ``cancelled``;
+9. workflow callbacks (``callback=``, a job's request or a whole group: the
+   follow-up of workflows/_callback_stage.py): an answer leaves only after the
+   record it tells of (a success: the key's record is a success; a dead
+   letter: the record, or the DLQ's letter of that request, says so; a
+   cancel: the record is cancelled; a group: no member pending); each callback
+   takes at most one answer (the fake, as the services, closes it), and the
+   worker sends none twice unless a store fault lost the record's note that it
+   was told; once settled, none is lost: every request acknowledged with a
+   final fate, and every finished group, told its workflow (unless the
+   workflow closed it first).
 
 Clock skew between the deploys is bounded by the lease margin (5 s,
 ``Settings.lease_margin``): a rate limit then holds over any window of
@@ -68,6 +82,7 @@ Clock skew between the deploys is bounded by the lease margin (5 s,
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import contextvars
 import functools
@@ -81,10 +96,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from sqsjobs import JobApp, Outcome, PermanentError, TimeLimitExceeded
+from sqsjobs import DurableCallback, JobApp, Outcome, PermanentError, TaskToken, TimeLimitExceeded
+from sqsjobs.enqueue._envelope import CallbackTo
 from sqsjobs.enqueue._sizes import WORKER_ATTRIBUTE_BYTES
 from sqsjobs.store._lease import LeaseState, Operation
 from sqsjobs.store._lease_ops import Acquire, Amend, Close, Complete, Release, Renew, Transact
+from sqsjobs.store._rate_ops import TakeSlots
+from sqsjobs.testing.callbacks import FakeCallbacks
 from sqsjobs.testing.events import FakeContext, record_from_message
 from sqsjobs.testing.fake_sqs import FakeSQS, QueuedMessage
 from sqsjobs.testing.flaky_store import FlakyStore
@@ -133,6 +151,11 @@ SLOT_JOBS = ("conc", "batconc", "aconc")
 PLANS = ("ok", "transient", "permanent", "kill_before", "kill_after", "nest", "overrun", "slow", "timeout")
 #: how long a ``timeout`` run takes before the invocation dies (the worker's flush timer fires meanwhile)
 TIMEOUT_AFTER = 2.0
+#: the jobs a workflow may await alone (``callback=``): neither debounced nor deduplicated (they take none)
+AWAITED_JOBS = ("a", "b", "c", "lim", "conc", "exp", "bat", "battime")
+#: the outcomes that end a request for good: its callback must be told
+FINAL_OUTCOMES = frozenset({Outcome.SUCCEEDED, Outcome.DUPLICATE, Outcome.CANCELLED, Outcome.EXPIRED,
+                            Outcome.DEAD_LETTERED})
 #: the writes a store fault may hit
 FAULTS = ("claim", "completion", "retry_record", "dead_letter_record", "count", "limiter", "any")
 
@@ -243,7 +266,7 @@ def fault_matcher(kind: str) -> Callable[[Operation], bool]:
         "dead_letter_record": lambda op: job_key_op(op, Release, "dead_lettered")
         or job_key_op(op, Close, "dead_lettered"),
         "count": lambda op: any(o.key.startswith("group#") and isinstance(o, Amend | Close) for o in _ops(op)),
-        "limiter": lambda op: any(o.key.startswith("limit#") and isinstance(o, Acquire | Renew | Release)
+        "limiter": lambda op: any(o.key.startswith("limit#") and isinstance(o, Acquire | Renew | Release | TakeSlots)
                                   for o in _ops(op)),
         "any": lambda op: True,
     }
@@ -292,6 +315,8 @@ class Ledger:
     #: the ``v`` of debounced requests without a token (a member, a step, a callback)
     untokened: set[int] = field(default_factory=set)
     deduplicated: int = 0
+    #: deferrals by the rate limit, per key of RATE_JOBS
+    rate_deferrals: Counter[str] = field(default_factory=Counter)
 
 
 class World:
@@ -326,9 +351,45 @@ class World:
         self.edits = 0
         #: a store fault was armed in this story (an unstarted claim may then keep its attempt)
         self.store_faults = False
+        #: something late or broken happened in this story (a fault, a kill, a slow or nested run, a poller
+        #: that did not poll for a while, skewed clocks): a rate-limited job may then be deferred more than once
+        self.disturbed = skew != 0.0
         #: the bodies of groups' callbacks (``kinds_of``)
         self.callback_bodies: set[str] = set()
+        #: the workflows awaiting requests and groups: callback id -> ("job", key) or ("group", group id)
+        self.awaited: dict[str, tuple[str, str]] = {}
+        #: callbacks their workflow closed first (a timeout): answers to them are refused
+        self.closed_by_workflow: set[str] = set()
+        self.callbacks = FakeCallbacks(on_answer=self._answered)
         self.apps = [self._app(version) for version in (1, 2)]
+
+    def new_callback(self, heartbeat: bool) -> CallbackTo:
+        """A fresh callback: a durable one or a task token, in turn."""
+        n = len(self.awaited)
+        if n % 2:
+            return TaskToken(f"token-{n}", heartbeat=heartbeat)
+        return DurableCallback(base64.b64encode(f"callback-{n}".encode()).decode(), heartbeat=heartbeat)
+
+    def _answered(self, callback: CallbackTo, answer: Any) -> None:
+        """An answer is about to be taken: it tells what the records say now (invariant 9, "after the record")."""
+        kind, ref = self.awaited.get(callback.id, ("", ""))
+        note(f"callback told: {kind} {answer.told}")
+        violations = self.ledger.violations
+        if kind == "group":
+            status = self.apps[1].group_status(ref)
+            if status is None or status.pending:
+                violations.append(f"group {ref}'s callback answered while members are pending ({status})")
+            return
+        item = self.store.get(ref)
+        outcome = item.get("outcome") if item is not None else None
+        if answer.succeeded and (item is None or item.state is not LeaseState.DONE or outcome != "succeeded"):
+            violations.append(f"{ref}'s callback told success, but its record says {outcome}")
+        elif answer.error_type == "sqsjobs.DeadLettered" and outcome != "dead_lettered" and not any(
+                (parsed(m.body).get("callback") or {}).get("id") == callback.id for m in self.sqs.sent_to(self.dlq)):
+            violations.append(f"{ref}'s callback told a dead letter, but neither its record ({outcome}) nor the "
+                              "DLQ says so")
+        elif answer.error_type == "sqsjobs.Cancelled" and outcome != "cancelled":
+            violations.append(f"{ref}'s callback told a cancel, but its record says {outcome}")
 
     # ------------------------------------------------------------ the apps
     def _app(self, version: int) -> JobApp:
@@ -337,24 +398,25 @@ class World:
                      function_timeout=FUNCTION_TIMEOUT, backoff_base=2.0, backoff_cap=30.0,
                      store=self.store, sqs_client=self.sqs, clock=clock,  # type: ignore[arg-type]
                      random=random.Random(self.random.random()), sleep=self.clock.advance,
-                     emit_metrics=self.metrics.append, environ={}, max_message_bytes=MAX_MESSAGE_BYTES)
+                     emit_metrics=self.metrics.append, environ={}, max_message_bytes=MAX_MESSAGE_BYTES,
+                     callback_sender=self.callbacks)
         app.rate_limit("rate", rate=RATE, per=PER)
         app.concurrency_limit("slots", SLOTS)
 
-        @app.job("a", key="k:{n}")
+        @app.job("a", key="k:{n}", callbacks=True)
         def a(n: int) -> None:
             self.execute("a", f"k:{n}")
 
-        @app.job("b", key="k:{n}")  # two jobs on one key template
+        @app.job("b", key="k:{n}", callbacks=True)  # two jobs on one key template
         def b(n: int) -> None:
             self.execute("b", f"k:{n}")
 
         if version == 1:
-            @app.job("c", key="c:{n}")
+            @app.job("c", key="c:{n}", callbacks=True)
             def c1(n: int) -> None:
                 self.execute("c", f"c:{n}")
         else:
-            @app.job("c", key="c:{n}", version=2)
+            @app.job("c", key="c:{n}", version=2, callbacks=True)
             def c2(n: int, loud: bool = False) -> None:
                 self.execute("c", f"c:{n}")
 
@@ -362,15 +424,15 @@ class World:
             def quiet(args: dict[str, Any]) -> dict[str, Any]:
                 return {**args, "loud": False}
 
-        @app.job("lim", key="lim:{n}", limits=["rate"])
+        @app.job("lim", key="lim:{n}", limits=["rate"], callbacks=True)
         def lim(n: int) -> None:
             self.execute("lim", f"lim:{n}")
 
-        @app.job("conc", key="conc:{n}", limits=["slots"])
+        @app.job("conc", key="conc:{n}", limits=["slots"], callbacks=True)
         def conc(n: int) -> None:
             self.execute("conc", f"conc:{n}")
 
-        @app.job("exp", key="exp:{n}", expires_in=EXPIRES_IN)
+        @app.job("exp", key="exp:{n}", expires_in=EXPIRES_IN, callbacks=True)
         def exp(n: int) -> None:
             self.execute("exp", f"exp:{n}")
 
@@ -385,7 +447,7 @@ class World:
         @app.job("ds", key="ds:{n}", dedupe="until_started")
         def ds(n: int) -> None:
             self.execute("ds", f"ds:{n}")
-        @app.job("bat", key="bat:{n}", batch=BATCH)
+        @app.job("bat", key="bat:{n}", batch=BATCH, callbacks=True)
         def bat(items: list[BatItem]) -> dict[int, BaseException]:
             return self.execute_items("bat", items)
 
@@ -397,7 +459,7 @@ class World:
         def batconc(items: list[BatItem]) -> dict[int, BaseException]:
             return self.execute_items("batconc", items)
 
-        @app.job("battime", key="battime:{n}", batch=BATCH, time_limit=TIME_LIMIT)
+        @app.job("battime", key="battime:{n}", batch=BATCH, time_limit=TIME_LIMIT, callbacks=True)
         def battime(items: list[BatItem]) -> dict[int, BaseException]:
             return self.execute_items("battime", items)
 
@@ -484,6 +546,8 @@ class World:
         with self._lock:
             now = self.clock()
             plan = self._plans.pop(0) if self._plans else "ok"
+            if plan not in ("ok", "transient", "permanent"):
+                self.disturbed = True
             if led.active[key]:
                 led.violations.append(f"{key} started while another run of it was still going")
             if job in RATE_JOBS:
@@ -688,6 +752,8 @@ class World:
             self.ledger.unrecorded[key] += 1
         self._note_outcomes(app, result)
         for d in result.deliveries:
+            if d.outcome is Outcome.DEFERRED and d.deferred_by == "rate":
+                self.ledger.rate_deferrals[d.key] += 1
             if d.message_id in failed:
                 continue
             self.ledger.acked[d.message_id] = d.outcome
@@ -856,7 +922,18 @@ class World:
             assert emitted[metric] == led.cancelled_or_expired[outcome], (
                 f"{metric}: {emitted[metric]} counted, {led.cancelled_or_expired[outcome]} deliveries")
         assert emitted["JobSuperseded"] == led.superseded, (emitted["JobSuperseded"], led.superseded)
+        if not self.disturbed and led.rate_deferrals:
+            # Each message of a rate-limited job is deferred at most once, to its slot (flow/_schedule.py): its
+            # copy carries the slot and starts at it. The copies the worker sent carry ``sqsjobs.slots``.
+            sends = Counter(message_key(m) for m in self.sqs.sent_to(self.queue)
+                            if m.attribute("sqsjobs.slots") is None)
+            for key, deferrals in led.rate_deferrals.items():
+                assert deferrals <= sends[key], f"{key} deferred {deferrals} times, sent {sends[key]} times"
         assert emitted["JobDeduplicated"] == led.deduplicated, (emitted["JobDeduplicated"], led.deduplicated)
+        told = Counter(t.callback.id for t in self.callbacks.told)
+        assert all(n == 1 for n in told.values()), told
+        again = [t.callback.id for t in self.callbacks.refused if t.callback.id not in self.closed_by_workflow]
+        assert not again or self.store_faults, f"callbacks answered twice with no store fault: {again}"
 
     def settle(self) -> None:
         """Run everything to the end, then check what must hold once nothing is moving.
@@ -866,6 +943,7 @@ class World:
         world sends meet them too.
         """
         self.store.clear_faults()
+        self.callbacks.clear_faults()
         for _ in range(400):
             if not self.sqs.messages(self.queue):
                 break
@@ -883,6 +961,13 @@ class World:
                     f"letter {letter.message_id} has no reason the worker wrote ({kills} killed or repeated late "
                     "receives)")
         letters = [parsed(m.body) for m in self.sqs.messages(self.dlq)]
+        for sent in self.sqs.sent_to(self.queue):  # every rate-limited job eventually runs (or ends otherwise)
+            body = parsed(sent.body)
+            if body.get("job") in RATE_JOBS:
+                key = str(body.get("key"))
+                lettered = any(b.get("key") == key for b in letters)
+                assert self.ledger.started[key] >= 1 or key in self.ledger.ended or lettered, (
+                    f"rate-limited {key} never ran, ended or reached the DLQ")
         for key, v in self.ledger.last_burst.items():
             lettered = any(b.get("args", {}).get("v") == v and b.get("key") == key for b in letters)
             assert self.ledger.effects[f"{key}@{v}"] >= 1 or lettered, (
@@ -899,6 +984,7 @@ class World:
         # waits, running, until an operator redrives it (docs/runbook.md); such a group is checked only for that.
         moved_by_sqs = {(parsed(m.body).get("member_of") or {}).get("group") for m in self.sqs.messages(self.dlq)
                         if m.attribute("sqsjobs.reason") is None and self.ledger.killed_late[m.message_id]}
+        self._settled_callbacks(moved_by_sqs)
         for book in self.groups:
             status = self.apps[1].group_status(book.id)
             assert status is not None, book.id
@@ -914,6 +1000,23 @@ class World:
             assert book.runs["complete"] >= 1, (book.id, dict(book.runs), status)
             wanted = "success" in book.callbacks and status.state == "succeeded"
             assert bool(book.runs["success"]) == wanted, (book.id, dict(book.runs), status)
+
+
+    def _settled_callbacks(self, moved_by_sqs: set[Any]) -> None:
+        """Invariant 9 at rest: no callback is lost (every request ended for good, every finished group, told)."""
+        told = {t.callback.id for t in self.callbacks.told}
+        for callback_id, (kind, ref) in self.awaited.items():
+            if callback_id in told or callback_id in self.closed_by_workflow:
+                continue
+            if kind == "group":
+                status = self.apps[1].group_status(ref)
+                assert status is None or status.pending or ref in moved_by_sqs, (
+                    f"group {ref} finished ({status}), but its workflow was never told")
+                continue
+            ended = [m.message_id for m in self.sqs.sent_to(self.queue)
+                     if (parsed(m.body).get("callback") or {}).get("id") == callback_id
+                     and self.ledger.acked.get(m.message_id) in FINAL_OUTCOMES]
+            assert not ended, f"{ref}'s request ended ({ended}), but its workflow was never told"
 
 
 @functools.lru_cache(maxsize=4096)

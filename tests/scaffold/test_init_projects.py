@@ -44,7 +44,7 @@ from tool_support import sam
 from sqsjobs.scaffold import Extra, ProjectOptions
 from sqsjobs.scaffold.source import parse_spec
 
-ALL_EXTRAS = frozenset(Extra)
+ALL_EXTRAS = frozenset(Extra) - {Extra.DURABLE}  # its durable function: tests/scaffold/test_init_durable.py
 SQSJOBS = Path(sys.executable).parent / "sqsjobs"
 
 

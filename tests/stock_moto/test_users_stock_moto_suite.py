@@ -25,7 +25,8 @@ BACKENDS = ("mock_aws", "ThreadedMotoServer", "moto.server process")
 SCENARIOS = ("test_a_job_runs_once_and_its_status_says_succeeded",
              "test_a_duplicate_delivery_is_acknowledged_without_running",
              "test_a_permanent_failure_lands_in_the_dlq_with_its_reason",
-             "test_a_stale_owner_s_completions_are_refused")
+             "test_a_stale_owner_s_completions_are_refused",
+             "test_a_rate_limit_reserves_one_slot_a_job_and_defers_the_rest_once_to_their_slots")
 
 
 def test_a_user_s_stock_moto_suite_passes(tmp_path: Path) -> None:

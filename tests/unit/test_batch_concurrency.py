@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 import json
 import threading
 from collections import Counter
@@ -202,19 +203,36 @@ def test_sequential_jobs_under_a_concurrency_limiter_take_one_slot() -> None:
         assert t.count(Outcome.SUCCEEDED) == 4 and len(held) <= 3  # probes: one kept, the extras given back
 
 
-def test_a_rate_limit_takes_a_token_per_start() -> None:
+def test_a_rate_limit_gives_each_start_its_own_slot() -> None:
+    from sqsjobs.flow import _schedule as schedule
+
     app = JobApp()
-    app.rate_limit("partner", rate=3, per=60)
-    starts: list[int] = []
+    app.rate_limit("partner", rate=10)
+    starts: list[float] = []
 
     @app.job("call-partner", key="call-partner:{n}", limits=["partner"])
     async def call_partner(n: int) -> None:
-        starts.append(n)
+        starts.append(app.runtime.clock())
         await asyncio.sleep(0)
 
     with app.testing() as t:
-        result = t.run(*[call_partner.message(n=n) for n in range(6)])
-        assert len(starts) == 3 and t.count(Outcome.SUCCEEDED) == 3 and t.count(Outcome.DEFERRED) == 3
+        t.run(*[call_partner.message(n=n) for n in range(6)])
+        # Async jobs run together, but each starts at its own slot: never two closer than the interval.
+        assert len(starts) == 6 and t.count(Outcome.SUCCEEDED) == 6
+        interval = schedule.interval(app.runtime.registry.limiters["partner"])  # type: ignore[arg-type]
+        assert all(b - a >= interval - 1e-9 for a, b in itertools.pairwise(sorted(starts))), starts
+
+    slow = JobApp()
+    slow.rate_limit("partner", rate=3, per=60)
+
+    @slow.job("call-partner", key="call-partner:{n}", limits=["partner"])
+    async def call_slowly(n: int) -> None:
+        await asyncio.sleep(0)
+
+    with slow.testing() as t:
+        result = t.run(*[call_slowly.message(n=n) for n in range(6)])
+        # Slots 20 s apart: the first starts, the others are deferred once, to their slots, no attempt used.
+        assert t.count(Outcome.SUCCEEDED) == 1 and t.count(Outcome.DEFERRED) == 5 and result.failures == ()
         assert all(d.attempt == 0 for d in result.deliveries if d.outcome is Outcome.DEFERRED)
 
 

@@ -28,10 +28,12 @@ def test_a_new_on_demand_table_not_lambda_bounds_the_drain() -> None:
 
 def test_every_kind_of_hot_item_is_named_and_only_the_blind_probes_pass_an_item_s_limit() -> None:
     items = capacity.hot_items()
-    assert {i.name for i in items} >= {"job record", "rate-limit token", "concurrency slot", "group counter shard",
+    assert {i.name for i in items} >= {"job record", "rate-limit schedule", "concurrency slot", "group counter shard",
                                        "chunked run record", "period lock"}
     over = [(i.name, i.scenario) for i in items if i.over]
     assert over and all("(before)" in scenario for _, scenario in over)
-    for name in ("rate-limit token", "concurrency slot"):
-        after = [i for i in items if i.name == name and "read first" in i.scenario]
-        assert after and not after[0].over and after[0].rcu_per_second <= capacity.PARTITION_RCU
+    after = [i for i in items if i.name == "concurrency slot" and "read first" in i.scenario]
+    assert after and not after[0].over and after[0].rcu_per_second <= capacity.PARTITION_RCU
+    # A rate limiter is one item written once a batch; saturated, its crowd refuses itself (flow/_schedule.py).
+    schedule = [i for i in items if i.name == "rate-limit schedule"]
+    assert len(schedule) == 2 and not any(i.over for i in schedule)

@@ -99,7 +99,8 @@ def test_a_token_replaced_between_the_read_and_the_claim_is_caught_by_the_claims
         old = t.sqs.sent_to(t.queue_url)[0].body
         reindex.enqueue(product_id=7, title="new")
         # the record's token moves on after before_claim read it: the claim's answer still says so
-        stage = next(s for s in app.runtime.consumer.stages.stages if type(s).__name__ == "DebounceStage")
+        # the stage is built by the first batch that holds a debounced job (OnDemand, worker/_stages.py)
+        stage = next(s for s in app.runtime.consumer.stages.stages if s.name == "DebounceStage")
         read = stage.before_claim
         stage.before_claim = lambda batch: None  # type: ignore[method-assign]
         try:

@@ -9,7 +9,7 @@ import pytest
 
 from sqsjobs.enqueue._message import ATTR_RESENDS
 from sqsjobs.testing import DEFAULT_ARN, DEFAULT_FIFO_ARN, sqs_record
-from sqsjobs.worker._decision import Decision, Ending, Facts, decide
+from sqsjobs.worker._decision import SETTLES_TO, Action, Decision, Ending, Facts, decide
 from sqsjobs.worker._delivery import Delivery, IllegalTransition, Outcome, State
 from sqsjobs.worker._send_back import resend_entry
 
@@ -43,8 +43,8 @@ def deferral(limiter: str, delay: float) -> Decision:
 def test_a_deferral_goes_back_from_decoded_or_claimed_and_nowhere_else() -> None:
     before_claim = decoded()
     before_claim.decided(deferral("ses", 2))
-    assert (before_claim.state, before_claim.outcome, before_claim.deferred_by, before_claim.delay) == (
-        State.TO_RETURN, Outcome.DEFERRED, "ses", 2)
+    assert (before_claim.action, before_claim.outcome, before_claim.deferred_by, before_claim.delay) == (
+        Action.RETURN, Outcome.DEFERRED, "ses", 2)
     claimed = decoded()
     claimed.claimed(attempt=1, took_over=False, previous=None)
     claimed.decided(deferral("pdf", 1))
@@ -67,3 +67,20 @@ def test_a_deferred_resend_keeps_its_delay_and_tenant_and_counts_no_resend() -> 
     fresh = decoded()
     fresh.decided(deferral("ses", 1))
     assert ATTR_RESENDS not in resend_entry(fresh, "0", fifo=False)["MessageAttributes"]
+
+
+@pytest.mark.parametrize("was", list(Action))
+@pytest.mark.parametrize("to", list(Action))
+def test_settling_turns_a_decided_action_only_as_settles_to_allows(was: Action, to: Action) -> None:
+    d = decoded()
+    d.decided(Decision(action=was, outcome=Outcome.RETRY))
+    assert (d.state, d.action) == (State.DECIDED, was)
+    if to is was or to in SETTLES_TO[was]:
+        d.settled(Decision(action=to, outcome=Outcome.RETRY))
+        assert (d.state, d.action) == (State.DECIDED, to)
+    else:
+        with pytest.raises(IllegalTransition, match="is not a legal move"):
+            d.settled(Decision(action=to, outcome=Outcome.RETRY))
+        assert d.action is was
+    d.finished()
+    assert d.action is None and d.state in (State.ACKED, State.RETURNED)

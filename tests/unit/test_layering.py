@@ -22,13 +22,13 @@ from import_support import a_cycle, cycles, import_graph, write_tree
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the error tree, and what every layer reads: settings and their names, clients, backoff, metrics' format
     ("errors", ("_errors", "_env_names", "_environment", "_extras", "_metrics", "_tracing", "_broken_code",
-                "_backoff", "_settings", "_clients", "_job_clients", "_with_block", "_calls",
+                "_backoff", "_settings", "_clients", "_job_clients", "_with_block", "_calls", "_usage",
                 "_botocore_data")),
     # the lease primitive and its stores
     ("store", ("store",)),
     # a job and its request: the job, its options, what it uses of the runtime (a protocol), the message,
     # its envelope, sizes, routing, delays (a long one is a one-time schedule), the producer, debounce, dedupe
-    ("enqueue", ("enqueue", "_otel", "_job", "_job_options", "_services", "_batch_job",
+    ("enqueue", ("enqueue", "_otel", "_job", "_job_options", "_batch_job",
                  "schedules._cron", "schedules._receipt", "schedules._one_time")),
     # the batch flow: the consumer, the delivery states, the decision, the stage protocol, record writes
     ("worker", ("worker",)),

@@ -171,9 +171,9 @@ def test_bytecode_is_hash_based_names_its_source_relatively_and_is_reproducible(
 def test_the_runtime_services_are_always_kept(tmp_path: Path) -> None:
     listing = tmp_path / "botocore-services.txt"
     listing.write_text("# the jobs' own\ns3   # uploads\n\n")
-    assert bundler.kept_services(listing) == ["dynamodb", "s3", "scheduler", "sqs"]
+    assert bundler.kept_services(listing) == ["dynamodb", "lambda", "s3", "scheduler", "sqs", "stepfunctions"]
     data = tmp_path / "data"
-    for name in ("dynamodb", "s3", "scheduler", "sqs", "ec2", "iam"):
+    for name in ("dynamodb", "lambda", "s3", "scheduler", "sqs", "stepfunctions", "ec2", "iam"):
         (data / name).mkdir(parents=True)
     for name in bundler.SHARED_FILES:
         (data / name).write_text("{}")

@@ -17,9 +17,11 @@ import typer
 from sqsjobs._extras import Extra
 from sqsjobs._metrics import DEFAULT_NAMESPACE
 from sqsjobs._settings import ENV_CONSOLE_TOKEN, ENV_NAMESPACE, ENV_SCHEDULE_GROUP, ENV_SERVICE
+from sqsjobs.cli import cost
 from sqsjobs.cli.exits import exit_on_errors, require_extra
 from sqsjobs.cli.options import AlarmPrefix, Dlq, EndpointUrl, Queue, Region, Table
 from sqsjobs.cli.render import command_console
+from sqsjobs.ops._cost import DEFAULT_DAYS, DEFAULT_SENDS_PER_REQUEST
 from sqsjobs.ops._status_report import DEFAULT_SAMPLE
 
 DEFAULT_PORT = 8765
@@ -56,6 +58,8 @@ def console_command(
     region: Region = None, port: Port = DEFAULT_PORT, host: Host = "127.0.0.1", read_only: ReadOnly = False,
     token: Token = None, refresh: Refresh = 5.0, namespace: Namespace = DEFAULT_NAMESPACE, service: Service = None,
     sample: Sample = DEFAULT_SAMPLE, alarm_prefix: AlarmPrefix = None, schedule_group: ScheduleGroup = None,
+    cost_days: cost.CostDays = DEFAULT_DAYS, sends_per_request: cost.SendsPerRequest = DEFAULT_SENDS_PER_REQUEST,
+    price: cost.PriceOverrides = None,
 ) -> None:
     """Serve the operator console: queues, alarms, DLQ with redrive, jobs, lookup, runs and leases."""
 
@@ -70,6 +74,7 @@ def console_command(
             queue=queue, dlq=dlq, table=table, endpoint_url=endpoint_url, region=region, namespace=namespace,
             service=service, host=host, port=port, read_only=read_only, token=token, refresh_seconds=refresh,
             sample=sample, alarm_prefix=alarm_prefix, schedule_group=schedule_group,
+            costs=cost.options(days=cost_days, sends_per_request=sends_per_request, prices=price),
         )
         sources = Sources.connect(config)
 

@@ -1,4 +1,4 @@
-"""`sqsjobs status`: queue depth, oldest age, the DLQ by job and reason, alarms, recent failures, delayed jobs.
+"""`sqsjobs status`: queue depth, oldest age, the DLQ by job and reason, alarms, recent failures, delayed jobs, costs.
 
 Thin over :mod:`sqsjobs.ops._status`: rich tables for people, ``--json`` for scripts.
 
@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sqsjobs._clients import operator_client
+from sqsjobs.cli import cost
 from sqsjobs.cli.exits import EXIT_USAGE, exit_on_errors
 from sqsjobs.cli.options import AlarmPrefix, Dlq, EndpointUrl, Queue, Region, ScheduleGroup, Table
 from sqsjobs.cli.render import command_console, format_age, plain, reason_text, short_time, titled_table
+from sqsjobs.ops._cost import DEFAULT_DAYS, DEFAULT_SENDS_PER_REQUEST
 from sqsjobs.ops._status import collect_status
 from sqsjobs.ops._status_report import DEFAULT_RECENT, DEFAULT_SAMPLE, DEFAULT_SKIPPED_HOURS, StatusReport
 
@@ -48,8 +50,11 @@ def status_command(
     recent: Recent = DEFAULT_RECENT, alarm_prefix: AlarmPrefix = None, endpoint_url: EndpointUrl = None,
     region: Region = None, run: Runs = None, table: Table = None, schedule_group: ScheduleGroup = None,
     schedule_sample: ScheduleSample = DEFAULT_SAMPLE, skipped_hours: SkippedHours = DEFAULT_SKIPPED_HOURS,
+    cost_days: cost.CostDays = DEFAULT_DAYS, sends_per_request: cost.SendsPerRequest = DEFAULT_SENDS_PER_REQUEST,
+    price: cost.PriceOverrides = None,
 ) -> None:
-    """Show queue depth, oldest age, the DLQ by job and reason, alarms, recent failures, cancelled and expired."""
+    """Show queue depth, oldest age, the DLQ by job and reason, alarms, recent failures, cancelled and expired,
+    and what each job cost."""
 
     console = command_console(stderr=json_output)
     runs = []
@@ -71,6 +76,7 @@ def status_command(
             scheduler_client=(operator_client("scheduler", endpoint_url=endpoint_url, region=region)
                               if schedule_group else None),
             schedule_group=schedule_group, schedule_sample=schedule_sample, skipped_hours=skipped_hours,
+            costs=cost.options(days=cost_days, sends_per_request=sends_per_request, prices=price),
         )
     if json_output:
         typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -101,6 +107,8 @@ def print_report(console: Console, report: StatusReport) -> None:
         console.print(skipped)
     if report.delayed is not None:
         print_delayed(console, report.delayed)
+    if report.costs is not None:
+        cost.print_costs(console, report.costs)
     if report.runs:
         runs = titled_table("chunked runs", ("job", "run", "status", "pages", "cursor", "started", "finished"))
         for r in report.runs:

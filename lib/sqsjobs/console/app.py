@@ -30,6 +30,7 @@ from sqsjobs._errors import SqsJobsError
 from sqsjobs._settings import ENV_TABLE
 from sqsjobs.console import dead_letters, job_record, overview, redrive_actions, runs
 from sqsjobs.console.config import WINDOWS_HOURS, ConsoleConfig, is_loopback
+from sqsjobs.console.costs import CostCache
 from sqsjobs.console.security import COOKIE, CSRF_FIELD, HEADERS, Guard, Redactor
 from sqsjobs.ops import _metrics_reader as job_metrics
 
@@ -57,6 +58,8 @@ class Console:
     templates: Jinja2Templates
     redactor: Redactor
     journal: redrive_actions.RedriveJournal = field(default_factory=redrive_actions.RedriveJournal)
+    #: the overview's cost figures, read at most every few minutes (console/costs.py)
+    costs: CostCache = field(default_factory=CostCache)
 
     async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T | None, str | None]:
         """Run a blocking read in a worker thread; AWS and sqsjobs errors become one redacted line."""
@@ -169,7 +172,8 @@ async def redrive_form(console: Console, request: Request) -> redrive_actions.Re
 async def overview_page(console: Console, request: Request) -> Response:
     """Queues against their alarm limits, alarms, throughput and failure rate."""
     hours = _hours(request)
-    data, error = await console.read(overview.read_overview, console.sources, console.config, hours=hours)
+    data, error = await console.read(overview.read_overview, console.sources, console.config, hours=hours,
+                                     costs=console.costs)
     return console.page(request, "overview.html", active="overview", title="Overview", data=data, error=error,
                         hours=hours, window_choices=WINDOWS_HOURS, notes=data.notes if data else ())
 
@@ -292,11 +296,14 @@ def _environment() -> Environment:
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     from sqsjobs.cli.render import format_age
+    from sqsjobs.ops._cost import format_jobs, format_usd
 
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined)
     env.filters["age"] = format_age
     env.filters["when"] = _when
     env.filters["ms"] = lambda value: "-" if value is None else f"{value:,.0f} ms"
+    env.filters["usd"] = lambda value: "-" if value is None else format_usd(value)
+    env.filters["jobs"] = format_jobs
     return env
 
 

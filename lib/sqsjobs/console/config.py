@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import quote
 
@@ -29,6 +29,7 @@ from sqsjobs._settings import (
     ENV_TABLE,
 )
 from sqsjobs.console.errors import ConsoleError
+from sqsjobs.ops._cost import CostOptions
 from sqsjobs.ops._status_report import DEFAULT_SAMPLE
 
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -76,6 +77,8 @@ class ConsoleConfig:
     alarm_prefix: str | None = None
     #: the schedule group delayed jobs wait in (the job lookup finds a key waiting there)
     schedule_group: str | None = None
+    #: how the overview prices the jobs (``--cost-days``, ``--sends-per-request``, ``--price``)
+    costs: CostOptions = field(default_factory=CostOptions)
 
     def __post_init__(self) -> None:
         if not self.queue and not self.dlq:

@@ -4,7 +4,8 @@ The queues and alarms come from :func:`sqsjobs.ops._status.collect_status` (the
 same report as ``sqsjobs status``); queues that the same alarms watch (for
 example the outbox relay's failure queue) join as rows of their own. The
 charts read the worker's EMF metrics with ``GetMetricData``
-(:mod:`sqsjobs.ops._metrics_reader`).
+(:mod:`sqsjobs.ops._metrics_reader`); what each job cost is priced from them
+too (:mod:`sqsjobs.ops._cost_reader`, cached: :mod:`sqsjobs.console.costs`).
 
 Example:
     >>> from sqsjobs.console.thresholds import AGE_METRIC
@@ -23,8 +24,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from sqsjobs.console.charts import Chart, line_chart
+from sqsjobs.console.costs import CostCache
 from sqsjobs.console.thresholds import QueueLimit, queue_limits
 from sqsjobs.enqueue._addresses import resolve_queue_url
+from sqsjobs.ops._cost import CostOptions, CostReport
+from sqsjobs.ops._cost_reader import read_costs
 from sqsjobs.ops._metrics_reader import Throughput, Window, pick_service, throughput
 from sqsjobs.ops._status import collect_status, read_queue_status
 from sqsjobs.ops._status_report import QueueStatus, StatusReport
@@ -74,16 +78,22 @@ class Overview:
     service: str | None
     window: Window
     notes: tuple[str, ...]
+    #: what each job cost over the last ``costs.days`` (None: no metrics to price, or ``--cost-days 0``)
+    costs: CostReport | None = None
+    #: when those figures were read (they are cached a few minutes)
+    costs_read_at: float | None = None
 
 
-def read_overview(sources: Sources, config: ConsoleConfig, *, hours: int) -> Overview:
-    """Read queues, alarms and the charts' metrics."""
+def read_overview(sources: Sources, config: ConsoleConfig, *, hours: int, costs: CostCache | None = None) -> Overview:
+    """Read queues, alarms, the charts' metrics and (through ``costs``, when given) what each job cost."""
     with sources.dlq_lock:
         # The DLQ's evidence comes from the table the job lookup reads (--table or SQSJOBS_TABLE).
+        # Costs are read below, through the cache: not on every refresh.
         report = collect_status(sqs_client=sources.sqs, cloudwatch_client=sources.cloudwatch,
                                 records=sources.records,
                                 queue=sources.queue_url, dlq=sources.dlq_url, sample=config.sample,
-                                alarm_prefix=config.alarm_prefix, namespace=config.namespace, clock=sources.clock)
+                                alarm_prefix=config.alarm_prefix, namespace=config.namespace, clock=sources.clock,
+                                costs=CostOptions(days=0))
     notes = list(report.notes)
     names = [a.name for a in report.alarms]
     no_limits: tuple[QueueLimit, ...] = ()
@@ -113,8 +123,18 @@ def read_overview(sources: Sources, config: ConsoleConfig, *, hours: int) -> Ove
                                 period=window.period)
         rate = line_chart("failure rate", series.failure_rate, start=window.start, end=window.end,
                           period=window.period, unit="%")
+    priced = None
+    if service is not None and costs is not None and config.costs.days:
+        options = config.costs
+
+        def read() -> CostReport | None:
+            return read_costs(sources.cloudwatch, config.namespace, service, now=sources.clock(), days=options.days,
+                              prices=options.prices, sends_per_request=options.sends_per_request)
+
+        priced = _best_effort("the job costs", lambda: costs.get(read, now=sources.clock()), None, notes)
     return Overview(report=report, queues=tuple(rows), throughput=per_minute, failure_rate=rate, service=service,
-                    window=window, notes=tuple(notes))
+                    window=window, notes=tuple(notes), costs=priced,
+                    costs_read_at=costs.read_at if costs is not None and priced is not None else None)
 
 
 

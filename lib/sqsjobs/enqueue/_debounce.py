@@ -66,10 +66,10 @@ from sqsjobs.store._lease import LeaseState, expiry
 from sqsjobs.store._lease_ops import Amend
 
 if TYPE_CHECKING:
+    from sqsjobs._job import Job, Services
     from sqsjobs._job_options import JobOptions
-    from sqsjobs._services import Services
     from sqsjobs._settings import Settings
-    from sqsjobs.enqueue._message import JobMessage
+    from sqsjobs.enqueue._message import EnqueueRequest, JobMessage
     from sqsjobs.enqueue._producer import EnqueueReport
     from sqsjobs.store._lease import LeaseItem
 
@@ -293,6 +293,38 @@ def send_deduplicated(runtime: Services, message: JobMessage, mode: Dedupe, hold
         unreserve(runtime, message, receipt)
         raise
     return Receipt(receipt, message_id=str(sent))
+
+
+def enqueue_coalesced(runtime: Services, job: Job[..., Any], request: EnqueueRequest) -> str:
+    """One ``job.enqueue`` of a debounced or deduplicated job (``enqueue/_request.py`` sends the others here only
+    with ``debounce=``): into its key's burst, or through the key's reservation (a ``Receipt``)."""
+    debounce, dedupe = DEBOUNCE.of(job.options), DEDUPE.of(job.options)
+    if request.debounce is not None and debounce is None:
+        raise InvalidArgumentsError(
+            f"job {job.name!r}: debounce= overrides the window of a job declared with debounce=SECONDS; "
+            "declare this one with it (its bursts' arguments differ, so its key may not hash them)")
+    window = debounce if request.debounce is None else \
+        debounce_seconds(job.name, request.debounce, error=InvalidArgumentsError)
+    if request.callback is not None:
+        raise InvalidArgumentsError(
+            f"job {job.name!r}: a {'debounced' if window is not None else 'deduplicated'} enqueue may send "
+            "nothing (a later one replaces it, or the key is queued already), so it takes no callback=")
+    if window is not None:
+        if dedupe is not None:
+            raise InvalidArgumentsError(f"job {job.name!r}: debounce does not combine with dedupe")
+        if request.delay or request.eta is not None:
+            raise InvalidArgumentsError(f"job {job.name!r}: a debounced enqueue is due a window after it "
+                                        "(debounce=); it takes no delay or eta")
+        return send_debounced(runtime, job.message(
+            delay=window, replace=True, group=request.group, trace_id=request.trace_id,
+            expires_in=request.expires_in, tenant=request.tenant, **request.args))
+    assert dedupe is not None  # enqueue/_request.py sends only a job that sets one of the two here
+    message = job.message(delay=request.delay, eta=request.eta, replace=request.replace, group=request.group,
+                          trace_id=request.trace_id, expires_in=request.expires_in, tenant=request.tenant,
+                          **request.args)
+    now = runtime.clock()
+    wait = message.due_at - now if message.due_at is not None else float(message.delay)
+    return send_deduplicated(runtime, message, dedupe, dedupe_hold(job.options, runtime.settings, wait))
 
 
 def refuse_debounced(message: JobMessage) -> None:

@@ -8,7 +8,10 @@ Envelope version 1 is a JSON object::
 ``v`` is the envelope's own format; ``job_version`` is the version of the
 job's arguments (see upcasting in docs/jobs.md). A member of a job group
 carries ``"member_of": {"group": "<id>", "shard": 3}`` and a step of a chain
-``"step_of": {"chain": "<id>", "step": 1}`` (docs/groups.md). The JSON Schema shipped as
+``"step_of": {"chain": "<id>", "step": 1}`` (docs/groups.md). A job a durable
+workflow awaits carries ``"callback": {"to": "lambda", "id": "<callback id>"}``
+(``"to": "states"`` for a Step Functions task token; ``"heartbeat": true``
+when the workflow asked for heartbeats; docs/durable.md). The JSON Schema shipped as
 ``sqsjobs/envelope.schema.json`` describes the same thing for producers in
 other languages. Decoding never raises anything but ``MalformedMessageError``.
 """
@@ -86,6 +89,85 @@ class StepOf:
         return {"chain": self.chain, "step": self.step}
 
 
+#: where a callback goes: a Lambda durable execution's callback, a Step Functions task token
+CALLBACK_SERVICES = ("lambda", "states")
+#: botocore's ``CallbackId`` shape (SendDurableExecutionCallback*): 1..1024 characters of base64
+DURABLE_CALLBACK_ID = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+MAX_CALLBACK_ID = {"lambda": 1024, "states": 2048}
+
+
+@dataclass(frozen=True, eq=False)
+class CallbackTo:
+    """The workflow a message's request answers when its fate is final (``workflows/_callbacks.py``).
+
+    ``service`` is ``"lambda"`` (a durable execution's callback id) or
+    ``"states"`` (a Step Functions task token); ``heartbeat`` asks for a
+    heartbeat each time the job goes back to wait (a retry, a deferral).
+
+    Example:
+        >>> CallbackTo("lambda", "Y2IxMjM=").wire()
+        {'to': 'lambda', 'id': 'Y2IxMjM='}
+    """
+
+    service: str
+    id: str
+    heartbeat: bool = False
+
+    def __post_init__(self) -> None:
+        problem = callback_problem(self.service, self.id, self.heartbeat)
+        if problem is not None:
+            raise ValueError(problem)
+
+    def __eq__(self, other: object) -> bool:  # a DurableCallback equals the CallbackTo a body decodes to
+        return isinstance(other, CallbackTo) and (self.service, self.id, self.heartbeat) == (
+            other.service, other.id, other.heartbeat)
+
+    def __hash__(self) -> int:
+        return hash((self.service, self.id, self.heartbeat))
+
+    def wire(self) -> dict[str, Any]:
+        """The envelope's ``callback`` object."""
+        wire: dict[str, Any] = {"to": self.service, "id": self.id}
+        if self.heartbeat:
+            wire["heartbeat"] = True
+        return wire
+
+
+def callback_problem(service: Any, ident: Any, heartbeat: Any = False) -> str | None:
+    """What is wrong with a callback, or None (the one check, at enqueue and at decoding).
+
+    Example:
+        >>> callback_problem("lambda", "not base64!")
+        "a durable callback id is 1..1024 characters of base64 (A-Z a-z 0-9 + / =), got 'not base64!'"
+    """
+    if service not in CALLBACK_SERVICES:
+        return f"a callback goes to 'lambda' (a durable callback id) or 'states' (a task token), got {service!r}"
+    if not isinstance(heartbeat, bool):
+        return f"a callback's heartbeat is true or false, got {heartbeat!r}"
+    limit = MAX_CALLBACK_ID[service]
+    if service == "lambda":
+        if not isinstance(ident, str) or not 0 < len(ident) <= limit or not DURABLE_CALLBACK_ID.fullmatch(ident):
+            return f"a durable callback id is 1..{limit} characters of base64 (A-Z a-z 0-9 + / =), got {ident!r:.80}"
+    elif not isinstance(ident, str) or not 0 < len(ident) <= limit or not ident.isprintable():
+        return f"a task token is 1..{limit} printable characters, got {ident!r:.80}"
+    return None
+
+
+def as_callback(value: Any, what: str, error: type[Exception]) -> CallbackTo:
+    """``value`` as a callback (a ``DurableCallback`` or ``TaskToken``, ``workflows/_callbacks.py``), else ``error``.
+
+    Example:
+        >>> as_callback("Y2FsbGJhY2s=", "job 'resize'", TypeError)
+        Traceback (most recent call last):
+        ...
+        TypeError: job 'resize': callback= takes DurableCallback(callback_id) or TaskToken(token), got str
+    """
+    if not isinstance(value, CallbackTo):
+        raise error(f"{what}: callback= takes DurableCallback(callback_id) or TaskToken(token), "
+                    f"got {type(value).__name__}")
+    return value
+
+
 @dataclass(frozen=True, kw_only=True)
 class Envelope:
     """A decoded job message.
@@ -111,6 +193,8 @@ class Envelope:
     debounce: str | None = None
     #: W3C ``traceparent``/``tracestate`` of a message that waited in a schedule (no attributes there; sqsjobs._otel)
     trace: dict[str, str] | None = None
+    #: the workflow this request answers when its fate is final (it never changes the key)
+    callback: CallbackTo | None = None
     v: int = ENVELOPE_VERSION
 
     def encode(self) -> str:
@@ -134,6 +218,8 @@ class Envelope:
             body["debounce"] = self.debounce
         if self.trace:
             body["trace"] = self.trace
+        if self.callback is not None:
+            body["callback"] = self.callback.wire()
         return json.dumps(body, separators=(",", ":"), sort_keys=True, allow_nan=False)
 
     @classmethod
@@ -196,11 +282,24 @@ class Envelope:
         debounce = data.get("debounce")
         if debounce is not None and (not isinstance(debounce, str) or not RELATION_ID.fullmatch(debounce)):
             raise MalformedMessageError("'debounce' must be 1..64 letters, digits, '-' or '_'")
+        callback = callback_from_wire(data.get("callback"))
         # A missing key is filled in by the consumer from the job's key template.
         return cls(job=job, key=key or "", args=args, job_version=job_version, enqueued_at=enqueued_at,
                    expires_in=expires_in, member_of=None if member is None else MemberOf(*member),
                    step_of=None if step is None else StepOf(*step), debounce=debounce, trace=_trace(data.get("trace")),
-                   v=version)
+                   callback=callback, v=version)
+
+
+def callback_from_wire(value: Any) -> CallbackTo | None:
+    """``callback``: null, or an object of ``to`` and ``id`` (and ``heartbeat``)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not {"to", "id"} <= set(value) <= {"to", "id", "heartbeat"}:
+        raise MalformedMessageError("'callback' must be an object of exactly 'to' and 'id' (and 'heartbeat')")
+    problem = callback_problem(value["to"], value["id"], value.get("heartbeat", False))
+    if problem is not None:
+        raise MalformedMessageError(f"'callback': {problem}")
+    return CallbackTo(value["to"], value["id"], bool(value.get("heartbeat", False)))
 
 
 def _relation(value: Any, name: str, id_name: str, index_name: str,

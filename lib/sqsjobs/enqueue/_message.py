@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
     from sqsjobs._job_options import JobOptions
+    from sqsjobs.enqueue._envelope import CallbackTo
 
 #: the attribute namespace only sqsjobs writes (compared without case: SQS names are case-sensitive, people are not)
 RESERVED_PREFIX = "sqsjobs."
@@ -31,6 +32,8 @@ ATTR_RESENDS = "sqsjobs.resends"
 #: on a finish copy (worker/_decision.py): the lease of the run that succeeded, and the result it stored
 ATTR_FINISH = "sqsjobs.finish"
 ATTR_RESULT = "sqsjobs.result"
+#: on a deferred job's copy: the start slot it reserved of each rate limiter (flow/_schedule.py)
+ATTR_SLOTS = "sqsjobs.slots"
 #: SQS's largest DelaySeconds; longer delays need a scheduler, not a queue.
 MAX_DELAY_SECONDS = 900
 
@@ -60,6 +63,8 @@ class EnqueueRequest:
     tenant: str | None = None
     #: overrides the job's debounce window (``enqueue/_debounce.py``)
     debounce: float | None = None
+    #: the workflow awaiting the request (``workflows/_callbacks.py``)
+    callback: CallbackTo | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,13 +9,13 @@ dependency, whichever queue and job reach it::
     @app.job("invoice-email", limits=["ses"])
     def send_invoice_email(invoice_id: int) -> None: ...
 
-A limiter's state is a handful of leases (``sqsjobs.store._lease``) in the
+A limiter's state is one item, or a handful of leases (``sqsjobs.store._lease``), in the
 idempotency table, under the reserved prefix ``limit#``:
 
-- a rate limit of ``rate`` per ``per`` seconds is ``rate`` *tokens*
-  (``limit#<name>#token#<i>``). A start takes a free token and holds it for
-  ``per`` seconds after the start (the lease runs out by itself), so no window
-  of ``per`` seconds ever sees more than ``rate`` starts;
+- a rate limit of ``rate`` per ``per`` seconds is one *schedule* item
+  (``limit#<name>#gcra``): start slots ``(per + grace) / rate`` apart, reserved
+  ahead by one conditional write per batch (``sqsjobs.flow._schedule``), so no
+  window of ``per`` seconds ever sees more than ``rate`` starts;
 - a concurrency limit of ``limit`` is ``limit`` *slots*
   (``limit#<name>#slot#<i>``), a slot holding one running job. An
   invocation takes a free slot for each of its limited jobs that may run at
@@ -24,8 +24,8 @@ idempotency table, under the reserved prefix ``limit#``:
   (remaining time + ``lease_margin``), so a crashed invocation's slot is free
   again once that lease runs out: nothing leaks.
 
-``sqsjobs.flow._permits`` takes a batch's tokens and slots (one round trip) and
-defers what is over its limit; docs/flow-control.md has the whole design.
+``sqsjobs.flow._permits`` takes a batch's slots (one round trip) and defers what
+must wait; docs/flow-control.md has the whole design.
 This module only declares and validates.
 """
 
@@ -47,7 +47,7 @@ LIMIT_PREFIX = "limit#"
 LIMITER_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 #: the longest window a rate limit may count over (a day)
 MAX_PER_SECONDS = 86_400.0
-#: the most tokens or slots a limiter may have (each is an item; a batch probes only what it needs)
+#: the most starts a window or slots a limiter may have (each slot is an item; a batch probes only what it needs)
 MAX_CAPACITY = 100_000
 
 
@@ -64,8 +64,8 @@ class RateLimit:
 
     Example:
         >>> ses = RateLimit(name="ses", rate=14)
-        >>> ses.capacity, ses.key(3)
-        (14, 'limit#ses#token#3')
+        >>> ses.capacity, ses.schedule_key()
+        (14, 'limit#ses#gcra')
     """
 
     name: str
@@ -76,12 +76,12 @@ class RateLimit:
 
     @property
     def capacity(self) -> int:
-        """How many tokens the limiter has."""
+        """How many starts a window admits."""
         return self.rate
 
-    def key(self, index: int) -> str:
-        """The item of token ``index``."""
-        return f"{LIMIT_PREFIX}{self.name}#token#{index}"
+    def schedule_key(self) -> str:
+        """The one item holding the limiter's schedule (``sqsjobs.store._rate_ops``)."""
+        return f"{LIMIT_PREFIX}{self.name}#gcra"
 
 
 @dataclass(frozen=True, kw_only=True)

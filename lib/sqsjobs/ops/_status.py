@@ -28,8 +28,17 @@ import time
 from typing import TYPE_CHECKING, Final
 
 from sqsjobs._errors import ScheduleError
-from sqsjobs._settings import ENV_DLQ_URL, ENV_NAMESPACE, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_TABLE, Settings
+from sqsjobs._settings import (
+    ENV_DLQ_URL,
+    ENV_NAMESPACE,
+    ENV_QUEUE_URL,
+    ENV_SCHEDULE_GROUP,
+    ENV_SERVICE,
+    ENV_TABLE,
+    Settings,
+)
 from sqsjobs.enqueue._addresses import queue_identity, queue_name, resolve_queue_url
+from sqsjobs.ops._cost import CostOptions
 from sqsjobs.ops._dlq_evidence import read_letters
 from sqsjobs.ops._dlq_letters import DlqMessage, ignored_line
 from sqsjobs.ops._errors import StatusError
@@ -82,6 +91,8 @@ def collect_status(
     schedule_sample: int = DEFAULT_SAMPLE,
     skipped_hours: int = DEFAULT_SKIPPED_HOURS,
     records: LeaseStore | None = None,
+    costs: CostOptions | None = None,
+    service: str | None = None,
 ) -> StatusReport:
     """Read queue depths, peek the DLQ, read alarms; return one report.
 
@@ -99,7 +110,9 @@ def collect_status(
     ``schedule_sample`` of them (a ``GetSchedule`` each), the next one due.
     With CloudWatch, the jobs whose deliveries were acknowledged without
     running in the last ``skipped_hours`` (``JobCancelled``, ``JobExpired``)
-    are counted per job.
+    are counted per job, and ``costs`` (default: the last 7 days at us-east-1's prices) prices what each
+    job of ``service`` (default: ``POWERTOOLS_SERVICE_NAME``, else the only one with metrics) cost
+    (``ops/_cost.py``).
 
     Example:
         >>> import json
@@ -192,6 +205,8 @@ def collect_status(
         queues=tuple(jobs_queues),
         skipped=watch.skipped(namespace=ns, hours=skipped_hours, now=clock()),
         skipped_hours=skipped_hours,
+        costs=watch.costs(namespace=ns, service=service or os.environ.get(ENV_SERVICE) or None,
+                          options=costs or CostOptions(), now=clock()),
     )
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_cloudwatch.type_defs import CompositeAlarmTypeDef, MetricAlarmTypeDef
 
+    from sqsjobs.ops._cost import CostOptions, CostReport
     from sqsjobs.ops._metrics_reader import SkippedJob
 
 __all__ = ["Watch", "oldest_age"]
@@ -52,6 +53,29 @@ class Watch:
 
         window = Window.last(hours=hours, now=now)
         return self._guard("the cancelled and expired counts", lambda c: skipped_jobs(c, namespace, window), ())
+
+    def costs(self, *, namespace: str, service: str | None, options: CostOptions, now: float) -> CostReport | None:
+        """What each job cost over ``options.days`` (``ops/_cost_reader.py``); None without metrics to price."""
+        if self.client is None or not options.days:
+            return None
+
+        def read(client: CloudWatchClient) -> CostReport | None:
+            from sqsjobs.ops._cost_reader import read_costs
+            from sqsjobs.ops._metrics_reader import services
+
+            chosen = service
+            if chosen is None:
+                found = services(client, namespace)
+                if not found:
+                    return None
+                if len(found) > 1:
+                    self.notes.append(f"job costs of service {found[0]} (metrics of {', '.join(found)}): "
+                                      "pass --service")
+                chosen = found[0]
+            return read_costs(client, namespace, chosen, now=now, days=options.days, prices=options.prices,
+                              sends_per_request=options.sends_per_request)
+
+        return self._guard("the job costs", read, None)
 
     def _guard(self, what: str, read: Callable[[CloudWatchClient], _T], default: _T) -> _T:
         from botocore.exceptions import BotoCoreError, ClientError

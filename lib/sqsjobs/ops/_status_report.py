@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from sqsjobs.ops._dlq_letters import DlqMessage
 
 if TYPE_CHECKING:
+    from sqsjobs.ops._cost import CostReport
     from sqsjobs.ops._metrics_reader import SkippedJob
     from sqsjobs.schedules._one_time import PendingSummary
     from sqsjobs.workflows._chunked import RunStatus
@@ -158,10 +159,13 @@ class StatusReport:
     #: per job, deliveries acknowledged without running in the last ``skipped_hours``: cancelled, expired
     skipped: tuple[SkippedJob, ...] = ()
     skipped_hours: int = DEFAULT_SKIPPED_HOURS
+    #: what each job cost over the last days, from the worker's metrics (``ops/_cost.py``)
+    costs: CostReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``sqsjobs status --json``)."""
         data = asdict(self)
+        data["costs"] = None if self.costs is None else self.costs.to_dict()
         for key in ("queue", "dlq"):
             value = getattr(self, key)
             if value is not None:

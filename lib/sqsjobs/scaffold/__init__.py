@@ -57,12 +57,14 @@ class Extra(StrEnum):
     GROUPS = "groups"  #: a job group of 50 members with a callback that runs once
     LIMITS = "limits"  #: a job limited to 5 starts a second (a rate limiter)
     CRITICAL = "critical"  #: a critical queue with its own event source mapping and alarm, and a job on it
+    DURABLE = "durable"  #: a Lambda durable function that awaits a job and a group (docs/durable.md)
 
 
 #: the script that builds the layer, copied as it is (its own tests run it here)
 BUNDLER = "layer/bundle.py"
 #: files only some options need: the extra's handler and its unit test
 OPTIONAL_FILES = {"handlers/outbox_relay.py": Extra.OUTBOX, "handlers/scheduler.py": Extra.SCHEDULED,
+                  "handlers/flow.py": Extra.DURABLE, "durable-layer/requirements.txt": Extra.DURABLE,
                   **{f"tests/test_{extra.value}.py": extra for extra in Extra}}
 #: what each extra adds to the app, for the project's README
 NOTES = {
@@ -73,6 +75,7 @@ NOTES = {
     Extra.GROUPS: "`index_all` runs a group of `index-doc` jobs, then `index-done` once",
     Extra.LIMITS: "`resize` starts at most 5 times a second",
     Extra.CRITICAL: "`password-reset` runs from the critical queue",
+    Extra.DURABLE: "`handlers/flow.py`, a durable function, awaits a `render-page` job, then a group of them",
 }
 
 

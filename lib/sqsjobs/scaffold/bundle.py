@@ -35,7 +35,7 @@ Usage (python3.12)::
 
 Example:
     >>> kept_services(None)
-    ['dynamodb', 'scheduler', 'sqs']
+    ['dynamodb', 'lambda', 'scheduler', 'sqs', 'stepfunctions']
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ PYTHON_VERSION = "3.12"
 NOT_RUNTIME = ("sqsjobs/cli", "sqsjobs/local", "sqsjobs/console", "sqsjobs/scaffold", "sqsjobs/validation",
                "sqsjobs/testing", "sqsjobs_rules", "bin")
 #: the botocore services sqsjobs' runtime calls (sqsjobs/_clients.py): the table, the queues, delayed jobs
-RUNTIME_SERVICES = ("dynamodb", "scheduler", "sqs")
+#: lambda and stepfunctions: the worker answers the workflows awaiting jobs (workflows/_callback_sender.py)
+RUNTIME_SERVICES = ("dynamodb", "lambda", "scheduler", "sqs", "stepfunctions")
 #: written by :func:`trim` at the top of botocore/data: the services kept and the list that chose them
 #: (sqsjobs/_clients.py reads it when botocore knows no model of a service; a test ties the two names)
 TRIMMED = "sqsjobs-trimmed.json"

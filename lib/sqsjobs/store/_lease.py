@@ -50,6 +50,7 @@ from sqsjobs.store._enqueue_ops import Debounce, FreshAttempts, Rearm, Reserve
 from sqsjobs.store._item import LeaseItem as LeaseItem  # re-exported: the stores and their users import it here
 from sqsjobs.store._item import LeaseState as LeaseState
 from sqsjobs.store._lease_ops import Acquire, Transact, TransactedOperation
+from sqsjobs.store._rate_ops import TakeSlots
 
 T = TypeVar("T")
 
@@ -79,7 +80,7 @@ def expiry(now: float, ttl: float, lease_until: float | None = None) -> float:
 
 
 #: an operation on one item
-SingleOperation = Acquire | Debounce | FreshAttempts | Rearm | Reserve | TransactedOperation
+SingleOperation = Acquire | Debounce | FreshAttempts | Rearm | Reserve | TakeSlots | TransactedOperation
 Operation = SingleOperation | Transact
 
 

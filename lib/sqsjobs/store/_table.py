@@ -149,10 +149,22 @@ class TableItem(Model):
     completed_token = UnicodeAttribute(null=True)
     #: the key's requests without a burst token that completed (a member, a step: worker/_request.py)
     ran_requests = NumberSetAttribute(null=True)
+    # -- a workflow awaiting a request or a group (sqsjobs.workflows._callback_stage): the callbacks told (their
+    # digests), what the last was told and when, a note when a workflow was told before (a redrive) or had closed
+    callbacks_told = NumberSetAttribute(null=True)
+    callback_told = UnicodeAttribute(null=True)
+    callback_told_at = NumberAttribute(null=True)
+    callback_note = UnicodeAttribute(null=True)
+    #: a group's head: the callback awaiting the whole group (its envelope wire, JSON), and when it was told
+    workflow_callback = UnicodeAttribute(null=True)
+    workflow_callback_told = NumberAttribute(null=True)
     # -- a deduplicated key (sqsjobs.enqueue._debounce): the request that holds it, and until when at most
     queued_id = UnicodeAttribute(null=True)
     queued_until = NumberAttribute(null=True)
     queued_mode = UnicodeAttribute(null=True)
+    # -- a rate limiter's schedule (sqsjobs.store._rate_ops): limit#<name>#gcra
+    #: its theoretical arrival time: the earliest start the next reserved slot may have (epoch seconds)
+    tat = NumberAttribute(null=True)
 
 
 #: attribute name in the table -> the model's attribute, for serializing values by name

@@ -25,6 +25,7 @@ installed package. The pytest fixtures are in ``sqsjobs.testing.pytest_plugin``
 (``local_cloud``); pytest loads both through the package's entry points.
 """
 
+from sqsjobs.testing.callbacks import FakeCallbacks, RunnerCallbacks, Told
 from sqsjobs.testing.events import (
     DEFAULT_ARN,
     DEFAULT_FIFO_ARN,
@@ -45,14 +46,17 @@ from sqsjobs.testing.tester import JobOutcome, JobTester, ManualClock, SentJob, 
 __all__ = [
     "DEFAULT_ARN",
     "DEFAULT_FIFO_ARN",
+    "FakeCallbacks",
     "FakeContext",
     "FakeSQS",
     "JobOutcome",
     "JobTester",
     "ManualClock",
     "QueuedMessage",
+    "RunnerCallbacks",
     "SentJob",
     "SqsCall",
+    "Told",
     "drain_queue",
     "given_attempts",
     "messages_in",

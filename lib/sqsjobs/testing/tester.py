@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from sqsjobs.ops._dlq_letters import DlqMessage
     from sqsjobs.store._lease import LeaseStore
     from sqsjobs.worker._delivery import BatchResult, Outcome
+    from sqsjobs.workflows._callback_sender import CallbackSender
 
 #: 2026-01-01T00:00:00Z: where a ManualClock starts
 EPOCH = 1_767_225_600.0
@@ -171,8 +172,10 @@ class JobTester:
     """The handle ``app.testing()`` yields: run batches, drain the queue, read what happened."""
 
     def __init__(self, app: JobApp, *, sqs: FakeSQS, store: LeaseStore, clock: ManualClock,
-                 metrics: list[str], scheduler: FakeScheduler) -> None:
+                 metrics: list[str], scheduler: FakeScheduler, callbacks: Any = None) -> None:
         self.app = app
+        #: what answered the workflows' callbacks (a ``FakeCallbacks`` unless the test gave its own)
+        self.callbacks = callbacks
         self.sqs = sqs
         #: the one-time schedules delayed jobs and long retries wait in
         self.scheduler = scheduler
@@ -344,6 +347,7 @@ def use(
     dynamodb_client: DynamoDBClient | None = None,
     settings: Mapping[str, Any] | None = None,
     scheduler: FakeScheduler | None = None,
+    callbacks: CallbackSender | None = None,
 ) -> Iterator[JobTester]:
     """Drive ``app`` with an in-memory store, a recording fake SQS and a manual clock; restore it afterwards.
 
@@ -352,11 +356,16 @@ def use(
     (``queues={"critical": None}``). ``dynamodb_client`` (e.g. moto's) is for jobs that use
     DynamoDB themselves: chunked and scheduled jobs, transactions. Delayed jobs wait in a
     ``FakeScheduler`` (``scheduler``) on the same clock, in the app's schedule group or a made-up one.
+    Workflow callbacks (``callback=``, docs/durable.md) are answered into ``callbacks``: a
+    ``FakeCallbacks`` unless given (``RunnerCallbacks(runner)`` routes them to a durable test runner).
     """
+    from sqsjobs.testing.callbacks import FakeCallbacks  # workflows' modules: only for a test that drives an app
+
     clock = clock or ManualClock()
     sqs = sqs or FakeSQS(clock=clock)
     scheduler = scheduler or FakeScheduler(sqs=sqs, clock=clock)
     store = store if store is not None else InMemoryStore()
+    callbacks = callbacks if callbacks is not None else FakeCallbacks()
     metrics: list[str] = []
     named = {name: url or sqs.queue_url(f"{DEFAULT_QUEUE}-{name}") for name, url in app.settings.queues.items()}
     overrides: dict[str, Any] = {
@@ -372,8 +381,9 @@ def use(
         sqs.set_maximum_message_size(url, limit)  # the template gives the queues and the functions one size
     with app.use(store=store, sqs_client=sqs, dynamodb_client=dynamodb_client, clock=clock,
                  random=random or _random.Random(0), sleep=clock.advance, emit_metrics=metrics.append,
-                 settings=overrides, scheduler_client=scheduler):
-        yield JobTester(app, sqs=sqs, store=store, clock=clock, metrics=metrics, scheduler=scheduler)
+                 settings=overrides, scheduler_client=scheduler, callback_sender=callbacks):
+        yield JobTester(app, sqs=sqs, store=store, clock=clock, metrics=metrics, scheduler=scheduler,
+                        callbacks=callbacks)
 
 
 def _sent_job(message: QueuedMessage) -> SentJob:

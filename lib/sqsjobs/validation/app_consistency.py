@@ -57,6 +57,7 @@ def check_app_consistency(document: Mapping[str, Any], base: Path, wired: Any) -
     ``wired`` is the rules' reading of the template (``sqsjobs_rules._wiring.Wiring``): its resolver, and
     which queues feed which function.
     """
+    from sqsjobs.validation.callbacks import callback_problems
     from sqsjobs.validation.environment import Role, check_environment, features_of
 
     resolve = wired.resolve
@@ -99,6 +100,9 @@ def check_app_consistency(document: Mapping[str, Any], base: Path, wired: Any) -
             {Role.SCHEDULER} if routes.get(logical_id, Routes()).schedules else set())
         for app in answer.get("apps", []):
             problems += compare(logical_id, uri, routes.get(logical_id, Routes()), app)
+            if Role.WORKER in roles:
+                problems += callback_problems(logical_id, properties, document, resolve,
+                                              app.get("callback_jobs", []))
             problems += check_environment(logical_id, variables.get(logical_id, []), app, roles=roles,
                                           features=features, sources={**_likely_values(wired, logical_id),
                                                                       **written})

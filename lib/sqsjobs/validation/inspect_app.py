@@ -52,6 +52,8 @@ def _app(app: Any) -> dict[str, Any]:
         "queues": {queue: bool(settings.queues.get(queue)) for queue in
                    sorted({QUEUE.of(job.options) for job in app.jobs.values()} - {"default"})},
         "enqueues_on_schedule": any(spec.enqueue for spec in schedules.values()),
+        # the jobs workflows await (callbacks=True): their function's role must answer them
+        "callback_jobs": sorted(name for name, job in app.jobs.items() if job.options.sets("callbacks")),
     }
 
 

@@ -10,8 +10,9 @@ once where the handler may:
 1. items are taken in the batch's order; each passes the same checks a lone
    job does before it starts (time left, attempts, ``on_crash``, and the
    stages' ``before_run``: a limiter's slot, FIFO order), so limiters count
-   items, not calls (a rate limit's token is an item's; under a concurrency
-   limit a call holds one item, a slot holding one job at once); one that
+   items, not calls (under a rate limit a call holds one item, started at its
+   own slot; under a concurrency limit a call holds one item, a slot holding
+   one job at once); one that
    does not start gives its attempt back;
 2. up to N ready items make one call, under the stages' ``wrap_run`` of the
    call's first item (its ``time_limit`` bounds the whole call); on a FIFO

@@ -26,8 +26,9 @@ feature (features plug in as stages, ``worker/_stages.py``):
    next step), then each decision is *settled* against what its writes did;
 7. **send back** (``worker/_send_back.py``): re-send, schedule, or return
    each with its retry delay;
-8. write the batch's metrics (one EMF document a job,
-   ``worker/_batch_metrics.py``) and return ``batchItemFailures``.
+8. write the batch's metrics (one EMF document a job, with each job's share
+   of what the batch made AWS bill: ``worker/_batch_metrics.py``, counted by
+   ``_usage.UsageMeter``) and return ``batchItemFailures``.
 
 Attempts are the runs that *started* (the job's record counts them), not SQS
 receives: a record returned without running never burns one. This module must
@@ -41,7 +42,7 @@ import json
 import random as _random
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -49,11 +50,12 @@ from sqsjobs import _otel
 from sqsjobs._backoff import BackoffPolicy, RandomSource
 from sqsjobs._errors import PermanentError, RetryableError
 from sqsjobs._job_options import Classification, OnCrash
+from sqsjobs._usage import UsageMeter
 from sqsjobs.enqueue._batching import Sent, send_entries
 from sqsjobs.store._lease import Operation, Written, expiry
 from sqsjobs.worker import _job_records as records
 from sqsjobs.worker._batch import Batch
-from sqsjobs.worker._batch_metrics import write_metrics
+from sqsjobs.worker._batch_metrics import BatchUsage, job_name, write_metrics
 from sqsjobs.worker._budget import remaining_seconds
 from sqsjobs.worker._dead_letters import DeadLetter, evidence_of
 from sqsjobs.worker._decision import Action, Aftermath, Ending, settle
@@ -114,6 +116,11 @@ class Consumer:
         self.settings = settings
         self.jobs = jobs
         self.store = store
+        #: what the batch's DynamoDB and SQS requests bill (the store's client now, SQS's once built)
+        self.meter = UsageMeter()
+        if settings.cost_metrics:
+            self.meter.attach(getattr(store, "client", None))
+            sqs = self.meter.attaching(sqs)
         #: the SQS client, built on first use: a batch of successes never needs one
         self._sqs = sqs
         self.clock = clock
@@ -146,6 +153,8 @@ class Consumer:
         try:
             for d in batch.deliveries:
                 decode(batch, d, self.jobs)                              # 1. decode
+            if self.settings.cost_metrics:
+                self.meter.open(_named(batch.deliveries))
             if _otel.api() is None:
                 return self._process(batch)
             from sqsjobs.worker._spans import BatchTrace
@@ -166,9 +175,8 @@ class Consumer:
         RunStep(self, batch, firsts, self.runners).run()                 # 4. run, several at once
         self.stages.after_runs(batch)
         batch.writes.wait()
-        self._dead_letter(batch)                                         # 5. the DLQ, then its records
-        followups = self.stages.after_records(batch)                     # 6. groups, chains
-        self._settle(batch, followups)
+        refused = self._dead_letter(batch)                               # 5. the DLQ, then its records
+        self._settle(batch, refused)                                     # 6. groups, chains; settle
         self.send_back.run(batch)                                        # 7. re-send, schedule, return
         return self._finish(batch)                                       # 8. metrics, result
 
@@ -370,10 +378,12 @@ class Consumer:
         batch.conclude(d, Ending.FOLLOWS, first=first.decision)
 
     # ------------------------------------------------------------------ 5. dead letters
-    def _dead_letter(self, batch: Batch) -> None:
-        pending = [d for d in batch.deliveries if d.state is State.TO_DEAD_LETTER]
+    def _dead_letter(self, batch: Batch) -> dict[int, str]:
+        """Send the batch's dead letters, then write their records; the letters the DLQ refused (by index: why)."""
+        pending = [d for d in batch.deliveries if d.action is Action.DEAD_LETTER]
+        refused: dict[int, str] = {}
         if not pending:
-            return
+            return refused
         dlq_url = self.settings.dlq_url
         letters = [self._dead_letter_of(d) for d in pending]
         if dlq_url:
@@ -393,7 +403,7 @@ class Consumer:
             if why is not None:
                 self.log.error("DLQ send failed; leaving the message on its queue", extra={**self._fields(d),
                                                                                            "error": why})
-                d.settled(settle(d.decision, Aftermath(dead_letter_refused=why), batch.facts[d.index], self.random))
+                refused[d.index] = why
                 if d.holds_lease:
                     batch.writes.submit(d, records.retrying(d.key, batch.owner, now=now, expires_at=expires_at,
                                                             error=d.error))
@@ -413,6 +423,7 @@ class Consumer:
             if not written.ok and not (written.item and written.item.get("original_message_id") == d.message_id):
                 self.log.error("could not write a dead letter's evidence: status and redrive will show its reason "
                                "as none", extra={**self._fields(d), "error": written.error or "refused"})
+        return refused
 
     def _dead_letter_of(self, d: Delivery) -> DeadLetter:
         assert d.reason is not None and d.error is not None
@@ -424,20 +435,32 @@ class Consumer:
         )
 
     # ------------------------------------------------------------------ 6. settle
-    def _settle(self, batch: Batch, followups: Mapping[int, str]) -> None:
-        """Each decision, against what its record write and its follow-ups did."""
-        for d in batch.deliveries:
-            if d.decision is None or d.state not in (State.TO_ACK, State.TO_DEAD_LETTER, State.TO_RESEND,
-                                                     State.TO_SCHEDULE):
-                continue
-            after = Aftermath(record_failed=batch.writes.failure(d) if d.outcome is Outcome.SUCCEEDED else None,
-                              followup_failed=followups.get(d.index) or batch.followups_failed.get(d.index))
+    def _settle(self, batch: Batch, refused: Mapping[int, str]) -> None:
+        """Each decision against what carrying it out did: the one place a decision is settled."""
+        for d, after in self._aftermaths(batch, refused):
+            assert d.decision is not None
             d.settled(settle(d.decision, after, batch.facts[d.index], self.random))
+
+    def _aftermaths(self, batch: Batch, refused: Mapping[int, str]) -> Iterator[tuple[Delivery, Aftermath]]:
+        """What carrying each decision out did, in the order it must be settled: the letters the DLQ refused
+        first (they go back: the stages' ``after_records`` must not count them dead-lettered), then, once the
+        stages wrote their follow-ups (a group's count, a chain's next step), every delivery that leaves."""
+        for d in batch.deliveries:
+            if d.index in refused:
+                yield d, Aftermath(dead_letter_refused=refused[d.index])
+        followups = self.stages.after_records(batch)
+        for d in batch.deliveries:
+            if d.action is None or d.action is Action.RETURN:
+                continue
+            yield d, Aftermath(record_failed=batch.writes.failure(d) if d.outcome is Outcome.SUCCEEDED else None,
+                               followup_failed=followups.get(d.index) or batch.followups_failed.get(d.index))
 
     # ------------------------------------------------------------------ 8. metrics, result
     def _finish(self, batch: Batch) -> BatchResult:
+        usage = BatchUsage(elapsed_ms=(self.clock() - batch.now) * 1000, memory_mb=memory_mb(batch.context),
+                           metered=self.meter.close()) if self.settings.cost_metrics else None
         write_metrics(batch.deliveries, namespace=self.settings.namespace, service=self.settings.service,
-                      emit=self.emit)
+                      emit=self.emit, usage=usage, clock=self.clock)
         writes = batch.writes
         for fence in writes.lost:
             self.log.warning("fence lost: the lease ran out and another invocation took the key over",
@@ -479,6 +502,38 @@ class Consumer:
             url = queue_url_from_arn(arn, self.settings.queue_url, self.sqs.meta.endpoint_url)
             self._queue_urls[arn] = url
         return url
+
+
+def memory_mb(context: Any) -> int | None:
+    """The function's memory: the Lambda context's, else the runtime's environment; None off Lambda.
+
+    Example:
+        >>> from sqsjobs.testing import FakeContext
+        >>> memory_mb(FakeContext(memory_limit_in_mb=128)), memory_mb(None) is None or memory_mb(None) > 0
+        (128, True)
+    """
+    import os
+
+    value = getattr(context, "memory_limit_in_mb", None) or os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")
+    try:
+        return int(value) if value else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _named(deliveries: Sequence[Delivery]) -> dict[str, str]:
+    """What a request may name of each delivery (its key, body, receipt handle, message id) → its job
+    (``_usage.UsageMeter``)."""
+    named: dict[str, str] = {}
+    for d in deliveries:
+        job = job_name(d)
+        named[d.receipt_handle] = job
+        named[d.message_id] = job
+        if d.body:
+            named[d.body] = job
+        if d.key:
+            named[d.key] = job
+    return named
 
 
 def _loggable(text: str) -> str:

@@ -120,6 +120,16 @@ class Action(StrEnum):
     DEAD_LETTER = "dead_letter"  #: to the DLQ with ``reason`` (then it leaves)
 
 
+#: what ``settle`` may turn each action into once the writes answered (anything else is a bug)
+SETTLES_TO: dict[Action, frozenset[Action]] = {
+    Action.ACK: frozenset({Action.RETURN, Action.RESEND}),  # a follow-up failed; a completion not recorded
+    Action.DEAD_LETTER: frozenset({Action.RETURN, Action.RESEND, Action.SCHEDULE}),  # the DLQ refused it
+    Action.RESEND: frozenset({Action.RETURN}),
+    Action.SCHEDULE: frozenset({Action.RETURN}),
+    Action.RETURN: frozenset(),
+}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Facts:
     """What the consumer knows of one delivery when its fate is decided."""
@@ -146,6 +156,8 @@ class Facts:
     can_schedule: bool = False
     #: the limiter that deferred it
     limiter: str | None = None
+    #: DEFERRED to a reserved slot: the slots its copy carries (flow/_schedule.py)
+    reservation: str | None = None
     #: FOLLOWS: the decision of the key's first copy in the batch
     first: Decision | None = None
 
@@ -163,6 +175,8 @@ class Decision:
     ran: bool = False
     #: the limiter that deferred it
     limiter: str | None = None
+    #: the slots a deferred job's copy carries back (flow/_schedule.py)
+    reservation: str | None = None
     notes: tuple[str, ...] = ()
 
     @property
@@ -235,6 +249,11 @@ def _first(f: Facts, random: RandomSource | None) -> Decision:
     if e is Ending.BUSY:
         delay = min(max(f.wait + 1.0, 1.0), float(MAX_VISIBILITY_SECONDS))
         return Decision(action=Action.RETURN, outcome=Outcome.UNSTARTED, delay=delay, notes=("lease held elsewhere",))
+    if e is Ending.DEFERRED and f.reservation is not None:
+        # Its slot is reserved: a copy carries it back, timed to come just before it (a returned message
+        # could not carry it). A deferral is not a re-send (worker/_send_back.py).
+        return Decision(action=Action.RESEND, outcome=Outcome.DEFERRED, delay=f.wait, limiter=f.limiter,
+                        reservation=f.reservation)
     if e is Ending.DEFERRED:
         return Decision(action=Action.RETURN, outcome=Outcome.DEFERRED, delay=f.wait, limiter=f.limiter)
     if e is Ending.FOLLOWS:

@@ -4,15 +4,19 @@
 
     RECEIVED ──decoded──▶ DECODED ──claimed──▶ CLAIMED
        │                     │                    │
-       └──────────┬──────────┴─────────┬──────────┘
-                  │ decided (worker/_decision.py: decide)
-                  ▼                    ▼
-     TO_ACK  TO_RETURN  TO_RESEND  TO_SCHEDULE  TO_DEAD_LETTER
-       │  \\      │          │ │        │ │         │  │   \
-       │   settled (decision.settle): TO_ACK → TO_RETURN (a follow-up failed) or → TO_RESEND (a
-       │   finish copy); TO_DEAD_LETTER → TO_RETURN / TO_RESEND / TO_SCHEDULE (the DLQ refused it)
-       ▼         ▼          ▼ ▼        ▼ ▼         ▼
-     ACKED    RETURNED    ACKED / RETURNED (the send or the schedule failed)   ACKED
+       └──────────┬──────────┴────────────────────┘
+                  │ decided (worker/_decision.py: decide): the decision's Action
+                  ▼
+               DECIDED   ack | return | resend | schedule | dead_letter
+                  │      settled (decision.settle) may turn the action by SETTLES_TO: ack → return (a
+                  │      follow-up failed) or resend (a finish copy); dead_letter → return / resend /
+                  │      schedule (the DLQ refused it); resend, schedule → return
+                  ▼
+           ACKED | RETURNED   (a resend or schedule that failed is RETURNED)
+
+One vocabulary from claim to acknowledgement: a claim's verdict becomes an
+``Ending``, ``decide`` turns the ending into a ``Decision`` (an ``Action``,
+an ``Outcome``, a ``Reason``), and the state only says how far the batch got.
 
 A delivery changes state only through the transition methods below; each
 checks where the delivery is and raises ``IllegalTransition`` otherwise, so a
@@ -34,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import InvalidEventError
 from sqsjobs.enqueue._message import ATTR_TRACE_ID
-from sqsjobs.worker._decision import Decision
+from sqsjobs.worker._decision import SETTLES_TO, Action, Decision
 from sqsjobs.worker._decision import Outcome as Outcome  # decided there; re-exported where the states are
 
 if TYPE_CHECKING:
@@ -45,32 +49,23 @@ if TYPE_CHECKING:
 
 
 class State(StrEnum):
-    """Where a delivery is in its batch."""
+    """Where a delivery is in its batch; once ``DECIDED``, its decision's ``Action`` says what carries it out."""
 
     RECEIVED = "received"  #: parsed from the event
     DECODED = "decoded"  #: its job, arguments and key are known
     CLAIMED = "claimed"  #: this invocation holds the key's lease: the job may run
-    TO_ACK = "to_ack"  #: will leave the queue
-    TO_DEAD_LETTER = "to_dead_letter"  #: goes to the DLQ with its reason, then leaves the queue
-    TO_RETURN = "to_return"  #: goes back to the queue, visible again after ``delay``
-    TO_RESEND = "to_resend"  #: re-sent as a fresh message (SQS's redrive would move it), then leaves
-    #: re-sent later by a one-time schedule (its retry delay is longer than SQS can hold it back), then leaves
-    TO_SCHEDULE = "to_schedule"
+    #: its fate is decided (``worker/_decision.py``): ``Delivery.action`` is what the batch still does with it
+    DECIDED = "decided"
     ACKED = "acked"  #: left the queue (final)
     RETURNED = "returned"  #: reported in ``batchItemFailures`` (final)
 
 
-_DECIDED = frozenset({State.TO_ACK, State.TO_RETURN, State.TO_RESEND, State.TO_SCHEDULE, State.TO_DEAD_LETTER})
-#: the legal moves; anything else is a bug in the consumer
+#: the legal moves; anything else is a bug in the consumer (a decided delivery's action moves by ``SETTLES_TO``)
 TRANSITIONS: dict[State, frozenset[State]] = {
-    State.RECEIVED: frozenset({State.DECODED}) | _DECIDED,
-    State.DECODED: frozenset({State.CLAIMED}) | _DECIDED,
-    State.CLAIMED: _DECIDED,
-    State.TO_ACK: frozenset({State.ACKED, State.TO_RETURN, State.TO_RESEND}),
-    State.TO_DEAD_LETTER: frozenset({State.ACKED, State.TO_RETURN, State.TO_RESEND, State.TO_SCHEDULE}),
-    State.TO_RETURN: frozenset({State.RETURNED}),
-    State.TO_RESEND: frozenset({State.ACKED, State.RETURNED, State.TO_RETURN}),
-    State.TO_SCHEDULE: frozenset({State.ACKED, State.RETURNED, State.TO_RETURN}),
+    State.RECEIVED: frozenset({State.DECODED, State.DECIDED}),
+    State.DECODED: frozenset({State.CLAIMED, State.DECIDED}),
+    State.CLAIMED: frozenset({State.DECIDED}),
+    State.DECIDED: frozenset({State.ACKED, State.RETURNED}),
     State.ACKED: frozenset(),
     State.RETURNED: frozenset(),
 }
@@ -200,33 +195,36 @@ class Delivery:
         self.attempt, self.took_over, self.previous, self.holds_lease = attempt, took_over, previous, True
 
     def decided(self, decision: Decision) -> None:
-        """``worker/_decision.py`` decided its fate: it moves to the state that carries the decision out."""
+        """``worker/_decision.py`` decided its fate: its ``action`` is what the batch does with it."""
         if self.state not in (State.RECEIVED, State.DECODED, State.CLAIMED):
             raise IllegalTransition(f"{self.message_id}: decided twice ({self.state.value})")
-        self._move(_STATE_OF[decision.action])
+        self._move(State.DECIDED)
         self.decision = decision
         self.notes.extend(decision.notes)
 
     def settled(self, decision: Decision) -> None:
-        """Its decision, once the writes answered (``decision.settle``): the same, or another move."""
-        to = _STATE_OF[decision.action]
-        if to is not self.state:
-            self._move(to)
+        """Its decision, once the writes answered (``decision.settle``): the same action, or one ``SETTLES_TO``."""
+        assert self.decision is not None
+        was = self.decision.action
+        if self.state is not State.DECIDED or (decision.action is not was and decision.action not in SETTLES_TO[was]):
+            raise IllegalTransition(f"{self.message_id}: {self.state.value} {was.value} -> {decision.action.value} "
+                                    "is not a legal move")
         self.notes.extend(n for n in decision.notes if n not in self.notes)
         self.decision = decision
 
     def to_schedule(self, name: str) -> None:
         """The one-time schedule ``name`` re-sends it at its delay."""
-        if self.state is not State.TO_SCHEDULE:
+        if self.action is not Action.SCHEDULE:
             raise IllegalTransition(f"{self.message_id}: {self.state.value} is not a delivery to schedule")
         self.schedule_name = name
 
     def finished(self, *, sent: bool = True, why: str = "") -> None:
         """The batch is over for it: acknowledged, dead-lettered, re-sent, scheduled, or returned."""
-        if self.state is State.TO_RETURN:
+        action = self.action
+        if action is Action.RETURN:
             self._move(State.RETURNED)
-        elif self.state in (State.TO_RESEND, State.TO_SCHEDULE):
-            what = "re-send" if self.state is State.TO_RESEND else "schedule"
+        elif action in (Action.RESEND, Action.SCHEDULE):
+            what = "re-send" if action is Action.RESEND else "schedule"
             self._move(State.ACKED if sent else State.RETURNED)
             if not sent:
                 self.notes.append(f"{what} failed: {why}")
@@ -239,6 +237,11 @@ class Delivery:
         self.state = to
 
     # ------------------------------------------------------------ reading
+    @property
+    def action(self) -> Action | None:
+        """What the batch still does with it once decided (None before, and once it is acknowledged or returned)."""
+        return self.decision.action if self.state is State.DECIDED and self.decision is not None else None
+
     @property
     def outcome(self) -> Outcome | None:
         """What the worker did with it (None until it is decided)."""
@@ -277,11 +280,6 @@ class Delivery:
     def acknowledged(self) -> bool:
         """Whether the record leaves the queue (is not reported in ``batchItemFailures``)."""
         return self.state is State.ACKED
-
-
-#: the state that carries out each action of ``worker/_decision.py`` (``Action`` values)
-_STATE_OF: dict[str, State] = {"ack": State.TO_ACK, "return": State.TO_RETURN, "resend": State.TO_RESEND,
-                               "schedule": State.TO_SCHEDULE, "dead_letter": State.TO_DEAD_LETTER}
 
 
 def _dict(value: Any) -> dict[str, Any]:

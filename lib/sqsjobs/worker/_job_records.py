@@ -43,7 +43,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import InvalidArgumentsError
-from sqsjobs.enqueue._debounce import DEBOUNCE, DEDUPE
 from sqsjobs.enqueue._envelope import MAX_KEY_BYTES
 from sqsjobs.enqueue._message import ATTR_RESENDS
 from sqsjobs.store._lease import RESERVED_PREFIXES, LeaseItem, LeaseState, LeaseStore, Written, is_reserved
@@ -213,9 +212,9 @@ def may_be_new(d: Delivery) -> bool:
     envelope, job = d.envelope, d.job
     if envelope is None or job is None:
         return True
-    if envelope.debounce is not None and DEBOUNCE.of(job.options) is not None:
+    if envelope.debounce is not None and job.options.sets("debounce"):  # enqueue/_debounce.py's options
         return False
-    reserved = DEDUPE.of(job.options) is not None and envelope.member_of is None and envelope.step_of is None
+    reserved = job.options.sets("dedupe") and envelope.member_of is None and envelope.step_of is None
     return not reserved
 
 

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._job import args_digest
-from sqsjobs.enqueue._debounce import DEBOUNCE
 from sqsjobs.store._item import LeaseState
 
 if TYPE_CHECKING:
@@ -76,7 +75,7 @@ class Request:
         """The request ``d`` carries (None until it is decoded)."""
         if d.job is None or d.args is None:
             return None
-        coalesces = DEBOUNCE.of(d.job.options) is not None
+        coalesces = d.job.options.sets("debounce")  # enqueue/_debounce.py's option
         token = d.envelope.debounce if d.envelope is not None and coalesces else None
         return cls(job=d.job.name, args=args_digest(d.job.name, d.args), token=token, coalesces=coalesces)
 

@@ -170,6 +170,8 @@ class RunStep:
         #: the deadline margin passed; and a round is choosing what starts (the deadline then waits for its end)
         self._past_deadline = False
         self._in_round = False
+        #: a round held a delivery back until what it readied has begun (``Stage.waits_for_start``)
+        self._again = False
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
@@ -212,6 +214,9 @@ class RunStep:
                         self._conclude_unstarted()
                 for unit in started:
                     self._dispatch(unit)
+                if self._again and self.running and inline is None:
+                    self._turn()  # what was readied begins; then the deliveries held for it are readied in turn
+                    continue
                 if inline is not None:
                     if self.running:
                         self._turn()  # the units just started send their requests before this one holds the thread
@@ -230,6 +235,7 @@ class RunStep:
         """What starts now (the lock is held): units to dispatch, and at most one inline unit to run after them."""
         room = self.bound - len(self.running)
         heads = self._group_heads()
+        self._again = False
         started: list[Unit] = []
         inline: Unit | None = None
         kept: list[Delivery] = []
@@ -247,6 +253,10 @@ class RunStep:
             else:
                 mode = mode_of(d.job)
                 idle = not self.running and not started and inline is None  # a stage's wait needs a job to end
+                if started and self.consumer.stages.waits_for_start(self.batch, d):
+                    kept.append(d)  # a rate slot: readied once the job readied before it has begun
+                    self._again = True
+                    continue
                 if room <= 0 or (mode is Mode.INLINE and inline is not None) or (
                         not idle and self.consumer.stages.must_wait(self.batch, d)):
                     kept.append(d)

@@ -34,11 +34,20 @@ from sqsjobs._backoff import visibility_seconds
 from sqsjobs._errors import ConfigurationError, ScheduleError
 from sqsjobs.enqueue._batching import batches, send_entries
 from sqsjobs.enqueue._delays import retry_schedule_name
-from sqsjobs.enqueue._message import ATTR_FINISH, ATTR_JOB, ATTR_RESENDS, ATTR_RESULT, ATTR_TRACE_ID, MAX_DELAY_SECONDS
+from sqsjobs.enqueue._message import (
+    ATTR_FINISH,
+    ATTR_JOB,
+    ATTR_RESENDS,
+    ATTR_RESULT,
+    ATTR_SLOTS,
+    ATTR_TRACE_ID,
+    MAX_DELAY_SECONDS,
+)
 from sqsjobs.store._lease import expiry
 from sqsjobs.worker import _job_records as records
 from sqsjobs.worker._batch import resends
 from sqsjobs.worker._dead_letters import NAMESPACE, carry_redrive_counts, sqs_attribute
+from sqsjobs.worker._decision import Action
 from sqsjobs.worker._delivery import Delivery, Outcome, State
 
 if TYPE_CHECKING:
@@ -86,13 +95,13 @@ class SendBack:
     def run(self, batch: Batch) -> None:
         """Finish every delivery: acknowledge, schedule, re-send, or return it with its delay."""
         for d in batch.deliveries:
-            if d.state in (State.TO_ACK, State.TO_DEAD_LETTER):
+            if d.action in (Action.ACK, Action.DEAD_LETTER):
                 d.finished()
-        scheduling = [d for d in batch.deliveries if d.state is State.TO_SCHEDULE]
+        scheduling = [d for d in batch.deliveries if d.action is Action.SCHEDULE]
         self._schedule(batch, scheduling)
-        resending = [d for d in batch.deliveries if d.state is State.TO_RESEND]
+        resending = [d for d in batch.deliveries if d.action is Action.RESEND]
         self._resend(batch, resending)
-        returning = [d for d in batch.deliveries if d.state is State.TO_RETURN]
+        returning = [d for d in batch.deliveries if d.action is Action.RETURN]
         for d in returning:
             d.finished()
         # A message whose re-send or schedule failed goes back too, with its delay (12 hours at most).
@@ -233,6 +242,9 @@ def resend_entry(d: Delivery, entry_id: str, fifo: bool, *, finish: str | None =
         stored = json.dumps(d.result, separators=(",", ":")) if ran else finish_result(d)
         if stored is not None:
             attributes[ATTR_RESULT] = {"DataType": "String", "StringValue": stored}
+    reservation = d.decision.reservation if d.decision is not None else None
+    if reservation is not None:  # a deferred job's slots (flow/_schedule.py): its next delivery starts at them
+        attributes[ATTR_SLOTS] = {"DataType": "String", "StringValue": reservation}
     entry: dict[str, Any] = {"Id": entry_id, "MessageBody": d.body or "", "MessageAttributes": attributes}
     if fifo:
         entry["MessageGroupId"] = d.group_id or d.message_id

@@ -34,7 +34,9 @@ the hook           what becomes of the deliveries it concerns
 =================  ===========================================================
 ``before_claim``   those not decided yet go back unclaimed (``stage_failed``)
 ``claim_data``     that delivery goes back unclaimed (``stage_failed``)
-``must_wait``      holds nothing back; the stage is broken for the batch
+``must_wait``,     holds nothing back; the stage is broken for the batch
+``waits_for_start``
+``items_per_call`` a call of one item; the stage is broken for the batch
 ``before_run``     that delivery goes back unstarted, its attempt given back
 ``wrap_run``       before the job was called: as ``before_run``; once it was
                    called, the job's own outcome stands (logged)
@@ -57,6 +59,7 @@ task (``_guarded``).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -114,6 +117,12 @@ class Stage:
         limiter's slots the batch took): the run step (``worker/_run_step.py``) starts it once one ends."""
         return False
 
+    def waits_for_start(self, batch: Batch, d: Delivery) -> bool:
+        """True while ``d`` may not be readied because another job of the batch was readied and has not begun
+        yet (a rate limit's slots: a start must happen before the next one is waited for). The run step starts
+        what it readied and comes back at once, without waiting for a job to end."""
+        return False
+
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         """``d`` holds its key and is about to run: the facts that keep it from running, or None."""
         return None
@@ -146,6 +155,115 @@ class Stage:
         and why: they go back, and their redelivery writes it.
         """
         return {}
+
+
+class OnDemand(Stage):
+    """A feature's stage, imported and built when the first delivery it concerns arrives; until then, nothing.
+
+    ``concerns`` must answer as the built stage's ``concerns`` does, without importing the feature (it reads
+    the delivery's job options or envelope), and the stage must do nothing with a batch none of whose
+    deliveries it concerns: then a worker whose app never uses the feature neither imports nor builds it
+    (its first invocation is billed for neither: BENCHMARKS.md, "First invocation"), and one that does
+    gets the same stage as before, from its first concerned batch on.
+
+    Example:
+        >>> built = []
+        >>> class Counting(Stage):
+        ...     def after_runs(self, batch): built.append(len(batch.deliveries))
+        >>> stage = OnDemand("Counting", lambda d: d == "mine", lambda: Counting())
+        >>> class B: deliveries = ["other"]
+        >>> stage.after_runs(B()); built, stage.built
+        ([], False)
+        >>> B.deliveries = ["other", "mine"]
+        >>> stage.after_runs(B()); built, stage.built, stage.name, type(stage.stage).__name__
+        ([2], True, 'Counting', 'Counting')
+    """
+
+    def __init__(self, name: str, concerns: Callable[[Delivery], bool], build: Callable[[], Stage]) -> None:
+        self._name = name
+        self._concerns = concerns
+        self._build = build
+        self._stage: Stage | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def built(self) -> bool:
+        """Whether a concerned delivery has arrived (and the stage was built)."""
+        return self._stage is not None
+
+    @property
+    def stage(self) -> Stage:
+        """The feature's stage: built now if no concerned delivery has built it yet."""
+        return self._made()
+
+    def _made(self) -> Stage:
+        with self._lock:
+            if self._stage is None:
+                self._stage = self._build()
+            return self._stage
+
+    def _for(self, d: Delivery) -> Stage | None:
+        return self._stage if self._stage is not None or not self._concerns(d) else self._made()
+
+    def _for_batch(self, batch: Batch) -> Stage | None:
+        if self._stage is not None or not any(self._concerns(d) for d in batch.deliveries):
+            return self._stage
+        return self._made()
+
+    def concerns(self, d: Delivery) -> bool:
+        return self._stage.concerns(d) if self._stage is not None else self._concerns(d)
+
+    def before_claim(self, batch: Batch) -> None:
+        stage = self._for_batch(batch)
+        if stage is not None:
+            stage.before_claim(batch)
+
+    def claim_data(self, d: Delivery) -> Mapping[str, Any]:
+        stage = self._for(d)
+        return stage.claim_data(d) if stage is not None else {}
+
+    def must_wait(self, batch: Batch, d: Delivery) -> bool:
+        stage = self._for(d)
+        return stage.must_wait(batch, d) if stage is not None else False
+
+    def waits_for_start(self, batch: Batch, d: Delivery) -> bool:
+        stage = self._for(d)
+        return stage.waits_for_start(batch, d) if stage is not None else False
+
+    def items_per_call(self, batch: Batch, d: Delivery, wanted: int) -> int:
+        stage = self._for(d)
+        return stage.items_per_call(batch, d, wanted) if stage is not None else wanted
+
+    def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
+        stage = self._for(d)
+        return stage.before_run(batch, d) if stage is not None else None
+
+    def wrap_run(self, d: Delivery, call: Callable[[], Any]) -> Callable[[], Any]:
+        stage = self._for(d)
+        return stage.wrap_run(d, call) if stage is not None else call
+
+    def after_run(self, batch: Batch, d: Delivery) -> None:
+        stage = self._for(d)
+        if stage is not None:
+            stage.after_run(batch, d)
+
+    def after_decision(self, batch: Batch, d: Delivery) -> None:
+        stage = self._for(d)
+        if stage is not None:
+            stage.after_decision(batch, d)
+
+    def after_runs(self, batch: Batch) -> None:
+        stage = self._for_batch(batch)
+        if stage is not None:
+            stage.after_runs(batch)
+
+    def after_records(self, batch: Batch) -> Mapping[int, str]:
+        stage = self._for_batch(batch)
+        return stage.after_records(batch) if stage is not None else {}
 
 
 class Stages(Stage):
@@ -247,6 +365,18 @@ class Stages(Stage):
                 self._failed(batch, stage, "items_per_call", error, d)
                 allowed = 1
         return max(1, allowed)
+
+    def waits_for_start(self, batch: Batch, d: Delivery) -> bool:
+        """Whether any stage holds ``d`` back until the jobs already readied have begun (one that raises: none)."""
+        for stage in self.stages:
+            if self._broken(batch, stage) is not None:
+                continue
+            try:
+                if stage.waits_for_start(batch, d):
+                    return True
+            except Exception as error:
+                self._failed(batch, stage, "waits_for_start", error, d)
+        return False
 
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         for stage in self.stages:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sqsjobs._errors import EnqueueError, GroupError
-from sqsjobs.enqueue._envelope import MAX_MEMBER_INDEX, MemberOf
+from sqsjobs.enqueue._envelope import MAX_MEMBER_INDEX, CallbackTo, MemberOf, as_callback
 from sqsjobs.workflows._groups import MAX_CALLBACK_BYTES, MAX_NAME, MAX_SHARDS, Callback, GroupRecords, shard_count
 from sqsjobs.workflows._members import job_of, new_id, related, stored
 
@@ -51,6 +51,8 @@ class Group:
     on_success: JobMessage | None = None
     on_complete: JobMessage | None = None
     name: str | None = None
+    #: the workflow that awaits the whole group: answered once, with the counts, when no member is pending
+    callback: CallbackTo | None = None
     id: str = field(default_factory=new_id)
     _members: list[JobMessage] = field(default_factory=list, init=False, repr=False)
     _keys: set[str] = field(default_factory=set, init=False, repr=False)
@@ -62,6 +64,8 @@ class Group:
     def __post_init__(self) -> None:
         if self.name is not None and (not isinstance(self.name, str) or not 0 < len(self.name) <= MAX_NAME):
             raise GroupError(f"a group's name is text of 1..{MAX_NAME} characters, got {self.name!r}")
+        if self.callback is not None:
+            as_callback(self.callback, f"group {self.label}", GroupError)
         self._callbacks: dict[Callback, JobMessage] = {}
         for kind, message in ((Callback.ON_SUCCESS, self.on_success), (Callback.ON_COMPLETE, self.on_complete)):
             if message is None:
@@ -124,7 +128,7 @@ class Group:
                 for i, m in enumerate(self._members))
             GroupRecords(self.runtime.store, ttl=self.runtime.settings.record_ttl).create(
                 self.id, [m.key for m in self.messages], name=self.name, callbacks=self._callbacks,
-                now=self.runtime.clock())
+                now=self.runtime.clock(), awaited_by=self.callback.wire() if self.callback is not None else None)
             self._recorded = True
             self._unsent = list(self.messages)
         pending = self._unsent or []

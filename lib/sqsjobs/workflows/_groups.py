@@ -325,8 +325,11 @@ class GroupRecords:
 
     # ------------------------------------------------------------ creating
     def create(self, group_id: str, keys: list[str], *, name: str | None, callbacks: Mapping[Callback, JobMessage],
-               now: float) -> None:
-        """Write the member lists, the shards, then the head (the group exists once its head does)."""
+               now: float, awaited_by: Mapping[str, Any] | None = None) -> None:
+        """Write the member lists, the shards, then the head (the group exists once its head does).
+
+        ``awaited_by``: the workflow callback the head keeps (``workflows/_callback_stage.py``), as its wire.
+        """
         expires_at = expiry(now, self.ttl)
         shards = shard_count(len(keys))
         pages = _pages(keys)
@@ -339,7 +342,8 @@ class GroupRecords:
             _created(written, group_id)
         head = {"name": name, "group_state": GroupState.RUNNING.value, "total": len(keys), "shards": shards,
                 "member_pages": len(pages), "created_at": now,
-                **{c.value: stored(m) for c, m in callbacks.items()}}
+                **{c.value: stored(m) for c, m in callbacks.items()},
+                **({"workflow_callback": json.dumps(awaited_by, separators=(",", ":"))} if awaited_by else {})}
         _created(self.store.write(Close(key=head_key(group_id), now=now, expires_at=expires_at, data=head)), group_id)
 
     # ------------------------------------------------------------ reading

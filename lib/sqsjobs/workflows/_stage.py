@@ -25,10 +25,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs.enqueue._envelope import MemberOf
-from sqsjobs.worker._delivery import Delivery, Outcome, State
+from sqsjobs.worker._decision import Action
+from sqsjobs.worker._delivery import Delivery, Outcome
 from sqsjobs.worker._stages import Stage
 from sqsjobs.workflows._chains import ChainRecords
-from sqsjobs.workflows._groups import Count, Counted, GroupRecords, count
+from sqsjobs.workflows._groups import Count, Counted, GroupRecords, GroupState, count
 from sqsjobs.workflows._members import restored
 
 if TYPE_CHECKING:
@@ -52,9 +53,9 @@ def counts_as(d: Delivery, *, recorded: bool = True) -> str | None:
         >>> counts_as(d) is None
         True
     """
-    if d.state is State.TO_DEAD_LETTER:
+    if d.action is Action.DEAD_LETTER:
         return "dead_lettered"  # the DLQ has it (a refused send went back before this stage)
-    if d.state is not State.TO_ACK or d.outcome is None:
+    if d.action is not Action.ACK or d.outcome is None:
         return None
     if d.outcome is Outcome.DUPLICATE:
         return d.counts_as or "succeeded"
@@ -74,8 +75,11 @@ class WorkflowStage(Stage):
     """Groups' counts and callbacks, chains' next steps (``send`` sends messages to the jobs queue)."""
 
     def __init__(self, *, store: LeaseStore, send: Callable[[Sequence[JobMessage]], list[bool]], record_ttl: float,
-                 clock: Callable[[], float], logger: Any) -> None:
+                 clock: Callable[[], float], logger: Any,
+                 answer_group: Callable[[str, GroupState, float], str | None] | None = None) -> None:
         self.store = store
+        #: answers a finished group's workflow callback (``workflows/_callback_stage.py``): None, or why not yet
+        self.answer_group = answer_group
         self.send = send
         self.clock = clock
         self.log = logger
@@ -138,6 +142,12 @@ class WorkflowStage(Stage):
             return
         if state is None:
             return
+        if self.answer_group is not None:
+            why = self.answer_group(group_id, state, now)
+            if why is not None:  # the members come back and finish it: the workflow first, then the callbacks
+                for d in members:
+                    failed.setdefault(d.index, why)
+                return
         callbacks = [restored(text) for _, text in due]
         if batch.trace is not None:  # each callback's run links to the member runs that finished the group
             done = [d for d in members if d.outcome is not None]
@@ -160,7 +170,7 @@ class WorkflowStage(Stage):
         for d in related:
             step = d.envelope.step_of if d.envelope is not None else None
             recorded = batch.writes.failure(d) is None
-            if step is None or d.state is not State.TO_ACK or counts_as(d, recorded=recorded) != "succeeded":
+            if step is None or d.action is not Action.ACK or counts_as(d, recorded=recorded) != "succeeded":
                 continue
             try:
                 if step.chain not in steps:

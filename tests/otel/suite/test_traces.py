@@ -342,7 +342,7 @@ def test_a_group_s_callback_links_to_a_member_run_that_finished_the_group(
 
 def test_a_superseded_burst_and_a_deferral_say_so_on_their_spans(spans: InMemorySpanExporter) -> None:
     app = JobApp()
-    app.rate_limit("search", rate=2)
+    app.rate_limit("search", rate=2, per=3.0)  # slots 1.5 s apart: two within the batch's 2 s wait
 
     @app.job("reindex", key="reindex:{product_id}", debounce=30)
     def reindex(product_id: int, title: str) -> None: ...

@@ -13,6 +13,11 @@ during: list = []
 def make_app() -> JobApp:
     """The app; one per Lambda container."""
     app = JobApp()
+    app.rate_limit("mail", rate=1, per=60.0)  # the mail provider's quota: one a minute
+
+    @app.job("newsletter", key="newsletter:{user_id}", limits=["mail"])
+    def send_newsletter(user_id: int) -> None:
+        sent.append(user_id)
 
     @app.job("receipt", key="receipt:{order_id}")
     def send_receipt(order_id: int) -> None:
@@ -27,3 +32,4 @@ def make_app() -> JobApp:
 
 app = make_app()
 send_receipt = app.jobs["receipt"]
+send_newsletter = app.jobs["newsletter"]

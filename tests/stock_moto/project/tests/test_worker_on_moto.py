@@ -96,6 +96,38 @@ def test_a_stale_owner_s_completions_are_refused(cloud: Any) -> None:
         assert status is not None and status.state == "succeeded"
 
 
+def test_a_rate_limit_reserves_one_slot_a_job_and_defers_the_rest_once_to_their_slots(cloud: Any) -> None:
+    # One a minute: the first starts, the next two get slots a minute and two minutes on, carried by their copies.
+    for user in (1, 2, 3):
+        shop.send_newsletter.enqueue(user_id=user)
+    copies: list[dict[str, Any]] = []
+    cloud.sqs.meta.events.register("provide-client-params.sqs.SendMessageBatch",
+                                   lambda params, **kwargs: copies.extend(params["Entries"]))
+    result = shop.app.process_batch(cloud.event(cloud.receive()))
+    assert shop.sent == [1]
+    assert [d.outcome for d in result.deliveries] == [Outcome.SUCCEEDED, Outcome.DEFERRED, Outcome.DEFERRED]
+    assert result.failures == ()  # the deferred left as copies (DelaySeconds), none used an attempt
+    assert shop.app.status("newsletter:2") is None
+    assert [c["DelaySeconds"] for c in copies] == [59, 119]  # back half a second before their slots, or more
+    schedule = cloud.dynamodb.get_item(TableName=cloud.table, Key={"pk": {"S": "limit#mail#gcra"}},
+                                       ConsistentRead=True)["Item"]
+    assert float(schedule["tat"]["N"]) > cloud.clock() + 3 * 60  # three slots, a minute and a bit apart
+    assert cloud.receive() == []  # both copies wait their DelaySeconds
+
+    # The first copy back, a moment before its slot (SQS's delay is real time: the test builds its delivery): it
+    # starts at its slot, and the limiter's item is not written.
+    (name, slot), = (pair.split("=") for pair in [copies[0]["MessageAttributes"]["sqsjobs.slots"]["StringValue"]])
+    assert name == "mail"
+    back = {"MessageId": "copy-2", "ReceiptHandle": "r", "MD5OfBody": "", "Body": copies[0]["MessageBody"],
+            "Attributes": {"ApproximateReceiveCount": "1"}, "MessageAttributes": copies[0]["MessageAttributes"]}
+    cloud.clock.now = float(slot)
+    again = shop.app.process_batch(cloud.event([back]))
+    assert [d.outcome for d in again.deliveries] == [Outcome.SUCCEEDED] and shop.sent == [1, 2]
+    after = cloud.dynamodb.get_item(TableName=cloud.table, Key={"pk": {"S": "limit#mail#gcra"}},
+                                    ConsistentRead=True)["Item"]
+    assert after["tat"] == schedule["tat"]
+
+
 @pytest.mark.parametrize("endpoint", ["mock_aws", "ThreadedMotoServer"], indirect=True)
 @pytest.mark.usefixtures("sqsjobs_moto_partiql")
 def test_moto_partiql_keeps_the_batched_path_where_moto_runs_in_this_process(cloud: Any, endpoint: str | None,
