@@ -59,7 +59,9 @@ class JobOption(Generic[T]):
 
     ``check(declaring, value)`` returns what the job keeps (or raises ``ConfigurationError``, one per bad
     option); ``against_settings(job, value, settings, final)``, when given, refuses values the app's settings
-    make impossible (``check_against_settings``). Declaring one registers it with ``declare_options``.
+    make impossible (``check_against_settings``); neither runs for a job that leaves the option at its default.
+    Declaring one registers it with ``declare_options``; a feature's module is also named in ``OPTION_HOMES``, so
+    the first job that sets the option imports it.
 
     Example:
         >>> LEVEL = JobOption("example_level", 0, lambda declaring, value: int(value))

@@ -53,6 +53,8 @@ from sqsjobs._job_options import check_against_settings
 from sqsjobs._settings import DEFAULT_QUEUE
 from sqsjobs._with_block import check_entered
 from sqsjobs.enqueue._delays import schedule_name
+from sqsjobs.enqueue._producer import Producer
+from sqsjobs.enqueue._routing import QueueRouter
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -64,8 +66,7 @@ if TYPE_CHECKING:
     from sqsjobs._settings import Settings, SettingsSource
     from sqsjobs.enqueue._dispatch import Dispatcher
     from sqsjobs.enqueue._message import EnqueueRequest, JobMessage
-    from sqsjobs.enqueue._producer import EnqueueReport, Producer
-    from sqsjobs.enqueue._routing import QueueRouter
+    from sqsjobs.enqueue._producer import EnqueueReport
     from sqsjobs.flow._limits import Limiter
     from sqsjobs.schedules._one_time import OneTimeSchedules
     from sqsjobs.schedules._periodic import Scheduler, ScheduleSpec
@@ -308,9 +309,6 @@ class Runtime:
     def router(self) -> QueueRouter:
         """Sends each message to its job's queue (one producer per queue, built on first use)."""
         def build() -> QueueRouter:
-            from sqsjobs.enqueue._producer import Producer
-            from sqsjobs.enqueue._routing import QueueRouter
-
             return QueueRouter(self.settings.queue_urls(), make_producer=lambda url: Producer(
                 self.sqs, url, random=self.random, sleep=self.sleep, max_message_bytes=self.settings.max_message_bytes))
 

@@ -115,7 +115,7 @@ def test_options_left_at_their_defaults_are_not_kept() -> None:
 ])
 def test_bad_feature_options_get_one_clear_configuration_error(options: dict[str, Any], fragment: str) -> None:
     app = JobApp(queue_url=QUEUE_URL)
-    with pytest.raises(ConfigurationError, match="^job 'j': ") as caught:
+    with pytest.raises(ConfigurationError, match=r"^job 'j': ") as caught:
         app.job("j", **options)
     assert fragment in str(caught.value)
 
