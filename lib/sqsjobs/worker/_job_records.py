@@ -42,8 +42,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs._errors import InvalidArgumentsError
+from sqsjobs.enqueue._envelope import MAX_KEY_BYTES
 from sqsjobs.enqueue._message import ATTR_RESENDS
-from sqsjobs.store._lease import LeaseItem, LeaseState, LeaseStore, Written
+from sqsjobs.store._lease import RESERVED_PREFIXES, LeaseItem, LeaseState, LeaseStore, Written, is_reserved
 from sqsjobs.store._lease_ops import LETTERS, Acquire, Annotate, Close, Complete, Release, letter_number
 from sqsjobs.worker._dead_letters import ATTR_REASON, ATTR_REDRIVE_COUNT
 from sqsjobs.worker._request import Request
@@ -210,9 +212,9 @@ def may_be_new(d: Delivery) -> bool:
     envelope, job = d.envelope, d.job
     if envelope is None or job is None:
         return True
-    if envelope.debounce is not None and job.options.debounce is not None:
+    if envelope.debounce is not None and job.options.sets("debounce"):  # enqueue/_debounce.py's options
         return False
-    reserved = job.options.dedupe is not None and envelope.member_of is None and envelope.step_of is None
+    reserved = job.options.sets("dedupe") and envelope.member_of is None and envelope.step_of is None
     return not reserved
 
 
@@ -373,10 +375,6 @@ def checked_key(key: Any) -> str:
         ...     print(str(error)[:63])
         the key 'lock#nightly-report:2026-01-02' starts with a reserved
     """
-    from sqsjobs._errors import InvalidArgumentsError
-    from sqsjobs.enqueue._envelope import MAX_KEY_BYTES
-    from sqsjobs.store._lease import RESERVED_PREFIXES, is_reserved
-
     if not isinstance(key, str) or not key:
         raise InvalidArgumentsError(f"a job key must be non-empty text, got {key!r}")
     try:

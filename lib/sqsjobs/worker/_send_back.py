@@ -33,6 +33,7 @@ from sqsjobs import _otel
 from sqsjobs._backoff import visibility_seconds
 from sqsjobs._errors import ConfigurationError, ScheduleError
 from sqsjobs.enqueue._batching import batches, send_entries
+from sqsjobs.enqueue._delays import retry_schedule_name
 from sqsjobs.enqueue._message import (
     ATTR_FINISH,
     ATTR_JOB,
@@ -111,7 +112,6 @@ class SendBack:
         """Re-send each retry through a one-time schedule at its time; acknowledge it once the schedule exists."""
         if not deliveries:
             return
-        from sqsjobs.enqueue._delays import retry_schedule_name
         from sqsjobs.schedules._one_time import DelayedMessage
 
         assert self.schedules is not None
