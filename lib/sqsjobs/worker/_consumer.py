@@ -67,7 +67,7 @@ from sqsjobs.worker._job_runners import JobRunners
 from sqsjobs.worker._record_writes import RecordWrites
 from sqsjobs.worker._request import Request
 from sqsjobs.worker._run_step import RunStep
-from sqsjobs.worker._send_back import SendBack, finish_result, finish_token
+from sqsjobs.worker._send_back import SendBack, finish_result, finish_token, letter_of
 from sqsjobs.worker._stages import Stage, StageFailed, Stages
 from sqsjobs.worker._timer import timer_for
 
@@ -98,8 +98,7 @@ class Consumer:
     """Runs one SQS batch through the guard (the runtime builds one per cold start)."""
 
     def __init__(
-        self,
-        *,
+        self, *,
         settings: Settings,
         jobs: Mapping[str, Job[Any, Any]],
         store: LeaseStore,
@@ -254,19 +253,19 @@ class Consumer:
             key=d.key, job=d.job.name, owner=batch.owner, now=batch.now, lease_until=batch.lease_until,
             expires_at=expiry(batch.now, self.settings.record_ttl, batch.lease_until),
             fingerprint=d.job.fingerprint(d.args or {}), fp_version=d.job.options.version,
-            message_id=d.message_id, enqueued_at=d.envelope.enqueued_at, extra=self.stages.claim_data(d),
-            fresh=records.may_be_new(d), request=Request.of(d),
-        )
+            message_id=letter_of(d) or d.message_id, enqueued_at=d.envelope.enqueued_at,
+            extra=self.stages.claim_data(d), fresh=records.may_be_new(d), request=Request.of(d))
 
     def _on_claim(self, batch: Batch, d: Delivery, claim: ClaimResult) -> None:
         if claim.verdict is Verdict.CLAIMED:
             d.claimed(attempt=claim.attempt, took_over=claim.took_over, previous=claim.previous)
             return
         ending = VERDICT_ENDINGS[claim.verdict]
-        if ending in (Ending.DUPLICATE, Ending.ALREADY_DEAD_LETTERED, Ending.CANCELLED) and claim.previous:
+        if ending in (Ending.DUPLICATE, Ending.CANCELLED) and claim.previous:
             d.counts_as = RECORD_COUNTS.get(str(claim.previous.get("outcome")), "succeeded")
-        if ending is Ending.ALREADY_DEAD_LETTERED:
-            d.notes.append("this message is already in the DLQ (its acknowledgement was lost)")
+        if ending is Ending.ALREADY_DEAD_LETTERED:  # whatever the record says now (a redrive may retry it)
+            d.counts_as, d.letter_of = "dead_lettered", letter_of(d) or d.message_id
+            d.notes.append("this message is already in the DLQ (its acknowledgement was lost or withheld)")
         if ending is Ending.KEY_CONFLICT:
             assert d.job is not None
             text = records.conflict_text(d.key, d.job.name, claim.previous, d.job.fingerprint(d.args or {}))
@@ -408,6 +407,7 @@ class Consumer:
                     batch.writes.submit(d, records.retrying(d.key, batch.owner, now=now, expires_at=expires_at,
                                                             error=d.error))
                 continue
+            d.letter_of = d.message_id  # the DLQ has it: a copy held back for a follow-up is this letter
             self.log.warning("dead-lettered", extra={**self._fields(d), "reason": d.reason.value})
             if answer is not None and answer.message_id:  # the proof that the reason is the worker's
                 op = evidence_of(letters[i], answer.message_id, now=now, expires_at=expires_at)

@@ -42,10 +42,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs._errors import InvalidArgumentsError
 from sqsjobs._frozen import per_message
+from sqsjobs.enqueue._envelope import MAX_KEY_BYTES
 from sqsjobs.enqueue._message import ATTR_RESENDS
-from sqsjobs.store._lease import LeaseItem, LeaseState, LeaseStore, Written
-from sqsjobs.store._lease_ops import Acquire, Annotate, Close, Complete, Release
+from sqsjobs.store._lease import RESERVED_PREFIXES, LeaseItem, LeaseState, LeaseStore, Written, is_reserved
+from sqsjobs.store._lease_ops import LETTERS, Acquire, Annotate, Close, Complete, Release, letter_number
 from sqsjobs.worker._dead_letters import ATTR_REASON, ATTR_REDRIVE_COUNT
 from sqsjobs.worker._request import Request
 
@@ -158,7 +160,7 @@ class ClaimResult:
             return cls(key=claim.key, verdict=Verdict.ERROR, error=written.error)
         if item is None:  # gone between the condition and the answer: another claim will tell
             return cls(key=claim.key, verdict=Verdict.BUSY, lease_until=claim.now)
-        if item.state is LeaseState.RELEASED and item.get("dead_letter_of") == claim.message_id:
+        if item.state is LeaseState.RELEASED and lettered(item, claim.message_id):
             return cls(key=claim.key, verdict=Verdict.ALREADY_DEAD_LETTERED, previous=item)
         owner = item.get("job")
         if owner is not None and owner != claim.job:
@@ -211,9 +213,9 @@ def may_be_new(d: Delivery) -> bool:
     envelope, job = d.envelope, d.job
     if envelope is None or job is None:
         return True
-    if envelope.debounce is not None and job.options.debounce is not None:
+    if envelope.debounce is not None and job.options.sets("debounce"):  # enqueue/_debounce.py's options
         return False
-    reserved = job.options.dedupe is not None and envelope.member_of is None and envelope.step_of is None
+    reserved = job.options.sets("dedupe") and envelope.member_of is None and envelope.step_of is None
     return not reserved
 
 
@@ -253,7 +255,15 @@ def dead_lettered(key: str, owner: str, *, now: float, expires_at: float, error:
     return Release(key=key, owner=owner, expires_at=expires_at, attempts_delta=0 if ran else -1,
                    data={"outcome": JobState.DEAD_LETTERED.value, "updated_at": now, "finished_at": now,
                          "last_error": error_text(error), "reason": reason, "dead_letter_of": message_id,
-                         "spent_attempts": spent})
+                         "spent_attempts": spent}, add={LETTERS: letter_number(message_id)})
+
+
+def lettered(item: LeaseItem, message_id: str) -> bool:
+    """Whether the record dead-lettered ``message_id``, last or ever (``LETTERS``)."""
+    if item.get("dead_letter_of") == message_id:
+        return True
+    letters = item.get(LETTERS)
+    return bool(letters) and letter_number(message_id) in {int(n) for n in letters}
 
 
 def conflict_text(key: str, job: str, stored: LeaseItem | None, fingerprint: str | None) -> str:
@@ -366,10 +376,6 @@ def checked_key(key: Any) -> str:
         ...     print(str(error)[:63])
         the key 'lock#nightly-report:2026-01-02' starts with a reserved
     """
-    from sqsjobs._errors import InvalidArgumentsError
-    from sqsjobs.enqueue._envelope import MAX_KEY_BYTES
-    from sqsjobs.store._lease import RESERVED_PREFIXES, is_reserved
-
     if not isinstance(key, str) or not key:
         raise InvalidArgumentsError(f"a job key must be non-empty text, got {key!r}")
     try:

@@ -33,9 +33,11 @@ from sqsjobs import _otel
 from sqsjobs._backoff import visibility_seconds
 from sqsjobs._errors import ConfigurationError, ScheduleError
 from sqsjobs.enqueue._batching import batches, send_entries
+from sqsjobs.enqueue._delays import retry_schedule_name
 from sqsjobs.enqueue._message import (
     ATTR_FINISH,
     ATTR_JOB,
+    ATTR_LETTER,
     ATTR_RESENDS,
     ATTR_RESULT,
     ATTR_SLOTS,
@@ -110,7 +112,6 @@ class SendBack:
         """Re-send each retry through a one-time schedule at its time; acknowledge it once the schedule exists."""
         if not deliveries:
             return
-        from sqsjobs.enqueue._delays import retry_schedule_name
         from sqsjobs.schedules._one_time import DelayedMessage
 
         assert self.schedules is not None
@@ -194,6 +195,18 @@ def finish_token(d: Delivery) -> str | None:
     return text if isinstance(text, str) and len(text) == 32 and text.isalnum() else None
 
 
+def letter_of(d: Delivery) -> str | None:
+    """The dead-lettered message ``d`` is a copy of (``sqsjobs.letter``), or None for any other message.
+
+    Its claim is refused as that message's would be: a sender who sets it on a
+    message of its own only makes that message wait for (or follow) a letter
+    of the same key with that very id.
+    """
+    attr = d.message_attributes.get(ATTR_LETTER)
+    text = attr.get("stringValue") if isinstance(attr, dict) else None
+    return text if isinstance(text, str) and 0 < len(text) <= 128 else None
+
+
 def finish_result(d: Delivery) -> str | None:
     """The stored result a finish copy carries (``sqsjobs.result``)."""
     attr = d.message_attributes.get(ATTR_RESULT)
@@ -242,6 +255,9 @@ def resend_entry(d: Delivery, entry_id: str, fifo: bool, *, finish: str | None =
         stored = json.dumps(d.result, separators=(",", ":")) if ran else finish_result(d)
         if stored is not None:
             attributes[ATTR_RESULT] = {"DataType": "String", "StringValue": stored}
+    letter = d.letter_of or letter_of(d)
+    if letter is not None:  # a dead letter held back for a follow-up: its copy is that letter, never a new run
+        attributes[ATTR_LETTER] = {"DataType": "String", "StringValue": letter}
     reservation = d.decision.reservation if d.decision is not None else None
     if reservation is not None:  # a deferred job's slots (flow/_schedule.py): its next delivery starts at them
         attributes[ATTR_SLOTS] = {"DataType": "String", "StringValue": reservation}
