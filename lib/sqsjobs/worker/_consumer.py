@@ -58,11 +58,11 @@ from sqsjobs.worker._batch import Batch
 from sqsjobs.worker._batch_metrics import BatchUsage, job_name, write_metrics
 from sqsjobs.worker._budget import remaining_seconds
 from sqsjobs.worker._dead_letters import DeadLetter, evidence_of
-from sqsjobs.worker._decision import Action, Aftermath, Ending, settle
+from sqsjobs.worker._decision import Action, Aftermath, Ending, Facts, settle
 from sqsjobs.worker._delivery import BatchResult, Delivery, Outcome, State
 from sqsjobs.worker._event import decode, parse_event, queue_url_from_arn
 from sqsjobs.worker._job_call import JobCalls
-from sqsjobs.worker._job_records import Claim, ClaimResult, Verdict
+from sqsjobs.worker._job_records import Claim, ClaimResult
 from sqsjobs.worker._job_runners import JobRunners
 from sqsjobs.worker._record_writes import RecordWrites
 from sqsjobs.worker._request import Request
@@ -80,16 +80,8 @@ if TYPE_CHECKING:
     from sqsjobs.store._lease import LeaseStore
     from sqsjobs.worker._timer import Timer
 
-#: a claim's verdict → how the delivery ends without running
-VERDICT_ENDINGS = {
-    Verdict.DUPLICATE: Ending.DUPLICATE,
-    Verdict.ALREADY_DEAD_LETTERED: Ending.ALREADY_DEAD_LETTERED,
-    Verdict.CANCELLED: Ending.CANCELLED,
-    Verdict.CONFLICT: Ending.KEY_CONFLICT,
-    Verdict.BUSY: Ending.BUSY,
-    Verdict.ERROR: Ending.STORE_FAILED,
-    Verdict.ANOTHER_REQUEST: Ending.ANOTHER_REQUEST,
-}
+#: a claimed delivery that ends unstarted with these is dead-lettered: the DLQ step writes its record
+DEAD_UNSTARTED = frozenset({Ending.PREVIOUS_RUN_DIED, Ending.ATTEMPTS_USED})
 #: what a group counts a delivery that was not run as, by the outcome of the record it found
 RECORD_COUNTS = {"succeeded": "succeeded", "cancelled": "cancelled", "dead_lettered": "dead_lettered"}
 
@@ -204,49 +196,53 @@ class Consumer:
     def _claim(self, batch: Batch) -> dict[str, Delivery]:
         """Claim each distinct key once (one round trip); later records of a key follow the first."""
         firsts: dict[str, Delivery] = {}
-        claims: list[tuple[Delivery, Claim | None, Operation]] = []
+        asked: list[tuple[Delivery, Claim | None, Operation]] = []
+        ended: list[tuple[Delivery, Facts]] = []  # concluded once the claims answered, in this order
         if batch.lease_until is not None:
             for d in batch.deliveries:
                 if d.state is not State.DECODED or d.key in firsts or d.job is None or d.envelope is None:
                     continue
                 firsts[d.key] = d
                 token = finish_token(d)
-                if token is None:
-                    asked = self._asked(batch, d)
-                    if asked is not None:
-                        claims.append((d, asked, asked.operation()))
-                else:
-                    claims.append((d, None, records.succeeded(
+                if token is not None:  # a finish copy: its completion, fenced on the lease of the run that succeeded
+                    asked.append((d, None, records.succeeded(
                         d.key, token, now=batch.now, expires_at=expiry(batch.now, self.settings.record_ttl),
                         result=finish_result(d), request=Request.of(d))))
-        wave = [op for *_, op in claims] + [op for _, op in batch.claim_wave]
-        written = self.store.write_batch(wave)
+                    continue
+                mine = self._asked(batch, d)
+                if isinstance(mine, Claim):
+                    asked.append((d, mine, mine.operation()))
+                else:
+                    ended.append((d, mine))
+        wave = [op for *_, op in asked] + [op for _, op in batch.claim_wave]
         late: list[tuple[Delivery, Claim]] = []
-        for (d, claim, _), answer in zip(claims, written, strict=False):
-            if claim is None:  # a finish copy: its completion, fenced on the lease of the run that succeeded
-                if answer.ok:
-                    d.counts_as = "succeeded"
-                    batch.conclude(d, Ending.DUPLICATE)
-                elif answer.error is not None:  # still a finish copy: it comes back and tries again
-                    batch.conclude(d, Ending.STORE_FAILED, error=RetryableError(
-                        f"idempotency store unavailable: {answer.error}"))
-                elif (asked := self._asked(batch, d)) is not None:
-                    late.append((d, asked))  # not that lease any more: an ordinary delivery
-                continue
-            self._on_claim(batch, d, ClaimResult.of(claim, answer))
+        for (d, claim, _), answer in zip(asked, self.store.write_batch(wave), strict=False):
+            if claim is not None:
+                ended.extend(self._on_claim(batch, d, ClaimResult.of(claim, answer)))
+            elif answer.ok:
+                d.counts_as = "succeeded"
+                ended.append((d, Facts(ending=Ending.DUPLICATE)))
+            elif answer.error is not None:  # still a finish copy: it comes back and tries again
+                ended.append((d, Facts(ending=Ending.STORE_FAILED, error=RetryableError(
+                    f"idempotency store unavailable: {answer.error}"))))
+            elif isinstance(again := self._asked(batch, d), Claim):
+                late.append((d, again))  # not that lease any more: an ordinary delivery
+            else:
+                ended.append((d, again))
         if late:
             for (d, claim), answer in zip(late, self.store.write_batch([c.operation() for _, c in late]),
                                           strict=True):
-                self._on_claim(batch, d, ClaimResult.of(claim, answer))
+                ended.extend(self._on_claim(batch, d, ClaimResult.of(claim, answer)))
+        for d, facts in ended:
+            batch.conclude(d, facts)
         return firsts
 
-    def _asked(self, batch: Batch, d: Delivery) -> Claim | None:
-        """``d``'s claim, or None when a stage failed to give its part (``d`` goes back unclaimed)."""
+    def _asked(self, batch: Batch, d: Delivery) -> Claim | Facts:
+        """``d``'s claim, or why it is not claimed (a stage failed to give its part: ``d`` goes back unclaimed)."""
         try:
             return self._claim_of(batch, d)
         except StageFailed as failed:
-            batch.conclude(d, Ending.STAGE_FAILED, error=failed.retryable())
-            return None
+            return Facts(ending=Ending.STAGE_FAILED, error=failed.retryable())
 
     def _claim_of(self, batch: Batch, d: Delivery) -> Claim:
         assert d.job is not None and d.envelope is not None and batch.lease_until is not None
@@ -258,50 +254,41 @@ class Consumer:
             fresh=records.may_be_new(d), request=Request.of(d),
         )
 
-    def _on_claim(self, batch: Batch, d: Delivery, claim: ClaimResult) -> None:
-        if claim.verdict is Verdict.CLAIMED:
+    def _on_claim(self, batch: Batch, d: Delivery, claim: ClaimResult) -> list[tuple[Delivery, Facts]]:
+        """``d`` holds its key (nothing ends), or how it ends unrun."""
+        if claim.claimed:
             d.claimed(attempt=claim.attempt, took_over=claim.took_over, previous=claim.previous)
-            return
-        ending = VERDICT_ENDINGS[claim.verdict]
-        if ending in (Ending.DUPLICATE, Ending.ALREADY_DEAD_LETTERED, Ending.CANCELLED) and claim.previous:
+            return []
+        if claim.ending in (Ending.DUPLICATE, Ending.ALREADY_DEAD_LETTERED, Ending.CANCELLED) and claim.previous:
             d.counts_as = RECORD_COUNTS.get(str(claim.previous.get("outcome")), "succeeded")
-        if ending is Ending.ALREADY_DEAD_LETTERED:
+        if claim.ending is Ending.ALREADY_DEAD_LETTERED:
             d.notes.append("this message is already in the DLQ (its acknowledgement was lost)")
-        if ending is Ending.KEY_CONFLICT:
-            assert d.job is not None
-            text = records.conflict_text(d.key, d.job.name, claim.previous, d.job.fingerprint(d.args or {}))
-            batch.conclude(d, ending, error=PermanentError(text))
-        elif ending is Ending.BUSY:
-            batch.conclude(d, ending, wait=(claim.lease_until or batch.now) - batch.now)
-        elif ending is Ending.STORE_FAILED:
-            batch.conclude(d, ending, error=RetryableError(f"idempotency store unavailable: {claim.error}"))
-        else:
-            batch.conclude(d, ending)
+        return [(d, claim.facts(batch.now))]
 
     # ------------------------------------------------------------------ 4. run (worker/_run_step.py)
     def ready(self, batch: Batch, d: Delivery) -> bool:
         """True when claimed ``d`` may start now; else it is concluded without starting (its attempt given back)."""
+        kept = self._kept_from_start(batch, d)
+        if kept is not None:
+            self._unstarted(batch, d, kept)
+        return kept is None
+
+    def _kept_from_start(self, batch: Batch, d: Delivery) -> Facts | None:
+        """What keeps claimed ``d`` from starting now: no time left, its previous run died (``on_crash``), its
+        attempts used up, or a stage's ``before_run`` (FIFO order, a limiter at its start); None: it may start."""
         assert d.job is not None and d.args is not None
         if not self._time_left(batch.context):
-            self._unstarted(batch, d, Ending.NO_TIME)
-            return False
+            return Facts(ending=Ending.NO_TIME)
         last_error = d.previous.get("last_error") if d.previous is not None else None
         if d.took_over and d.job.options.on_crash is OnCrash.DEAD_LETTER:
-            batch.conclude(d, Ending.PREVIOUS_RUN_DIED, error=PermanentError(
+            return Facts(ending=Ending.PREVIOUS_RUN_DIED, error=PermanentError(
                 f"the previous run of {d.key!r} died mid-way (on_crash='dead_letter'); last error: {last_error}"))
-            return False
         limit = batch.job_attempts(d)
         if d.attempt > limit:
             what = "never reported (a timeout, a crash or running out of memory)" if d.took_over else "failed"
-            batch.conclude(d, Ending.ATTEMPTS_USED, error=RetryableError(
+            return Facts(ending=Ending.ATTEMPTS_USED, error=RetryableError(
                 f"attempt {d.attempt - 1} of {limit} {what}; last error: {last_error}"))
-            return False
-        held_back = self.stages.before_run(batch, d)
-        if held_back is not None:  # a stage keeps it from starting (FIFO order, a limiter at its start)
-            self._unstarted(batch, d, held_back.ending, wait=held_back.wait, limiter=held_back.limiter,
-                            error=held_back.error)
-            return False
-        return True
+        return self.stages.before_run(batch, d)
 
     def record_ending(self, batch: Batch, d: Delivery, error: BaseException | None,
                       ended_at: float | None = None) -> None:
@@ -309,46 +296,48 @@ class Consumer:
         wait for the write counts from then (``worker/_record_writes.py``)."""
         assert d.job is not None
         if isinstance(error, StageFailed):  # a stage failed before the job was called: it did not start
-            self._unstarted(batch, d, Ending.STAGE_FAILED, error=error.retryable())
+            self._unstarted(batch, d, Facts(ending=Ending.STAGE_FAILED, error=error.retryable()))
             return
         now = self.clock() if ended_at is None else ended_at
         expires_at = expiry(now, self.settings.record_ttl)
+        facts, stored = self._ran(d, error)
+        decision = batch.conclude(d, facts)
+        if facts.ending is Ending.SUCCEEDED:
+            batch.writes.submit(d, records.succeeded(d.key, batch.owner, now=now, expires_at=expires_at,
+                                                     result=stored, request=Request.of(d)), at=now)
+        elif error is not None and decision.action is not Action.DEAD_LETTER:
+            batch.writes.submit(d, records.retrying(d.key, batch.owner, now=now, expires_at=expires_at,
+                                                    error=error), at=now)
+
+    def _ran(self, d: Delivery, error: BaseException | None) -> tuple[Facts, str | None]:
+        """How ``d``'s run ended, and its result as JSON for its record (``store_result``)."""
+        assert d.job is not None
+        options = d.job.options
         if error is not None:
-            options = d.job.options
             requested = error.delay if isinstance(error, RetryableError) else None
-            decision = batch.conclude(d, Ending.FAILED, error=error, requested_delay=requested,
-                                      permanent=options.classify(error) is Classification.PERMANENT)
-            if decision.action is not Action.DEAD_LETTER:
-                batch.writes.submit(d, records.retrying(d.key, batch.owner, now=now, expires_at=expires_at,
-                                                        error=error), at=now)
-            return
-        stored, unstorable = self._stored_result(d) if d.job.options.store_result else (None, None)
-        if unstorable is not None:
-            batch.conclude(d, unstorable[0], error=unstorable[1])
-            return
-        batch.conclude(d, Ending.SUCCEEDED)
-        batch.writes.submit(d, records.succeeded(d.key, batch.owner, now=now, expires_at=expires_at, result=stored,
-                                                 request=Request.of(d)), at=now)
-
-    def _unstarted(self, batch: Batch, d: Delivery, ending: Ending, **known: Any) -> None:
-        """A claimed delivery that does not start: its record gives the attempt back."""
-        now = self.clock()
-        batch.writes.submit(d, records.not_started(d.key, batch.owner, now=now, previous=d.previous,
-                                                   expires_at=expiry(now, self.settings.record_ttl)))
-        batch.conclude(d, ending, **known)
-
-    def _stored_result(self, d: Delivery) -> tuple[str | None, tuple[Ending, BaseException] | None]:
-        """The job's return value as JSON for its record, or why it cannot be stored."""
+            return Facts(ending=Ending.FAILED, error=error, requested_delay=requested,
+                         permanent=options.classify(error) is Classification.PERMANENT), None
+        if not options.store_result:
+            return Facts(ending=Ending.SUCCEEDED), None
         try:
             text = json.dumps(d.result, separators=(",", ":"), allow_nan=False)
-        except (TypeError, ValueError) as error:
-            return None, (Ending.RESULT_NOT_JSON, PermanentError(
-                f"job {d.job_name!r} returned a value that is not JSON ({error}); store_result=True needs one"))
+        except (TypeError, ValueError) as unjson:
+            return Facts(ending=Ending.RESULT_NOT_JSON, error=PermanentError(
+                f"job {d.job_name!r} returned a value that is not JSON ({unjson}); store_result=True needs one")), None
         if len(text.encode()) > records.MAX_RESULT_BYTES:
-            return None, (Ending.RESULT_TOO_LARGE, PermanentError(
+            return Facts(ending=Ending.RESULT_TOO_LARGE, error=PermanentError(
                 f"job {d.job_name!r} returned {len(text.encode())} bytes of JSON; store_result keeps at most "
-                f"{records.MAX_RESULT_BYTES}: return an ID and store the rest where it belongs"))
-        return text, None
+                f"{records.MAX_RESULT_BYTES}: return an ID and store the rest where it belongs")), None
+        return Facts(ending=Ending.SUCCEEDED), text
+
+    def _unstarted(self, batch: Batch, d: Delivery, facts: Facts) -> None:
+        """A claimed delivery that does not start: its record gives the attempt back (one dead-lettered unstarted
+        has its record written by the DLQ step)."""
+        if facts.ending not in DEAD_UNSTARTED:
+            now = self.clock()
+            batch.writes.submit(d, records.not_started(d.key, batch.owner, now=now, previous=d.previous,
+                                                       expires_at=expiry(now, self.settings.record_ttl)))
+        batch.conclude(d, facts)
 
     def _follow(self, batch: Batch, d: Delivery, first: Delivery | None) -> None:
         """A record that was not claimed: a copy of the first request of its key follows it, else it did not start.
@@ -356,26 +345,25 @@ class Consumer:
         Only the *same request* follows (``worker/_request.py``): another request of a debounced key (another
         burst token, a member's own arguments) goes back unstarted and is claimed on its own, after the first.
         """
+        batch.conclude(d, self._following(batch, d, first))
+
+    def _following(self, batch: Batch, d: Delivery, first: Delivery | None) -> Facts:
         if first is None or first is d or first.decision is None:
-            batch.conclude(d, Ending.NO_TIME)  # too close to the deadline to claim anything
-            return
+            return Facts(ending=Ending.NO_TIME)  # too close to the deadline to claim anything
         request, firsts = Request.of(d), Request.of(first)
         if request != firsts and not (request is not None and firsts is not None and request.coalesces
                                       and request.job == firsts.job):
-            batch.conclude(d, Ending.KEY_CONFLICT, error=PermanentError(
+            return Facts(ending=Ending.KEY_CONFLICT, error=PermanentError(
                 f"key {d.key!r} came twice in one batch for different calls ({first.job_name}, {d.job_name}): "
                 "give each job call its own key"))
-            return
         if request != firsts:
-            batch.conclude(d, Ending.ANOTHER_REQUEST)
-            return
+            return Facts(ending=Ending.ANOTHER_REQUEST)
         if batch.facts[first.index].ending is Ending.ALREADY_DEAD_LETTERED and d.message_id != first.message_id:
             # The first was a dead letter delivered again: that verdict is of its message, not of this new
             # request, which goes back unstarted and is claimed on its own next time (found by tests/model).
-            batch.conclude(d, Ending.ANOTHER_REQUEST)
-            return
+            return Facts(ending=Ending.ANOTHER_REQUEST)
         d.counts_as = first.counts_as
-        batch.conclude(d, Ending.FOLLOWS, first=first.decision)
+        return Facts(ending=Ending.FOLLOWS, first=first.decision)
 
     # ------------------------------------------------------------------ 5. dead letters
     def _dead_letter(self, batch: Batch) -> dict[int, str]:

@@ -19,7 +19,7 @@ from sqsjobs._errors import (
     UnknownJobError,
 )
 from sqsjobs.enqueue._envelope import Envelope
-from sqsjobs.worker._decision import Ending
+from sqsjobs.worker._decision import Ending, Facts
 from sqsjobs.worker._delivery import Delivery
 
 if TYPE_CHECKING:
@@ -55,22 +55,29 @@ def decode(batch: Batch, d: Delivery, jobs: Mapping[str, Job[Any, Any]]) -> None
             raise UnknownJobError(f"no job named {envelope.job!r} is registered in this worker")
         args = job.signature.bind(job.upcast(envelope.job_version, envelope.args))
         key = envelope.key or job.key_for(args)
-    except MalformedMessageError as error:
-        batch.conclude(d, Ending.MALFORMED, error=error)
-        return
-    except (UnknownJobError, InvalidArgumentsError) as error:
-        batch.conclude(d, Ending.MALFORMED, error=MalformedMessageError(f"{type(error).__name__}: {error}"))
-        return
-    except RetryableError as error:
-        # A newer job_version than this deploy knows: back after the backoff, no attempt used, until new
-        # code takes it.
-        batch.conclude(d, Ending.TOO_NEW, error=error)
-        return
-    except Exception as error:  # an upcaster that raised is user code failing on this body
-        batch.conclude(d, Ending.MALFORMED,
-                       error=MalformedMessageError(f"{type(error).__name__} while decoding: {error}"))
+    except Exception as error:
+        batch.conclude(d, undecodable(error))
         return
     d.decoded(envelope=envelope, job=job, args=args, key=key)
+
+
+def undecodable(error: Exception) -> Facts:
+    """How a delivery whose body did not decode ends: malformed, or (a newer ``job_version`` than this deploy
+    knows) back after the backoff with no attempt used, until new code takes it.
+
+    Example:
+        >>> undecodable(UnknownJobError("no job named 'x'")).error
+        MalformedMessageError("UnknownJobError: no job named 'x'")
+    """
+    if isinstance(error, MalformedMessageError):
+        return Facts(ending=Ending.MALFORMED, error=error)
+    if isinstance(error, (UnknownJobError, InvalidArgumentsError)):
+        return Facts(ending=Ending.MALFORMED, error=MalformedMessageError(f"{type(error).__name__}: {error}"))
+    if isinstance(error, RetryableError):
+        return Facts(ending=Ending.TOO_NEW, error=error)
+    # an upcaster that raised is user code failing on this body
+    return Facts(ending=Ending.MALFORMED,
+                 error=MalformedMessageError(f"{type(error).__name__} while decoding: {error}"))
 
 
 def queue_url_from_arn(arn: str, configured_url: str | None, endpoint_url: str) -> str:

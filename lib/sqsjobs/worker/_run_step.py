@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sqsjobs.worker._batch_handler import ItemRunner, end_call, gather_call, invoke_call
 from sqsjobs.worker._budget import remaining_seconds
-from sqsjobs.worker._decision import Ending
+from sqsjobs.worker._decision import Ending, Facts
 from sqsjobs.worker._delivery import State
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ class Runner(ItemRunner, Protocol):
 
     def _fields(self, d: Delivery) -> dict[str, Any]: ...
 
-    def _unstarted(self, batch: Batch, d: Delivery, ending: Ending, **known: Any) -> None: ...
+    def _unstarted(self, batch: Batch, d: Delivery, facts: Facts) -> None: ...
 
 
 
@@ -414,7 +414,7 @@ class RunStep:
     def _conclude_unstarted(self) -> None:
         for d in self.waiting:
             if d.state is State.CLAIMED and d.decision is None and d.index not in self.taken:
-                self.consumer._unstarted(self.batch, d, Ending.NO_TIME)
+                self.consumer._unstarted(self.batch, d, Facts(ending=Ending.NO_TIME))
         self.waiting = [d for d in self.waiting if d.decision is None]  # a copy that follows one stays
 
 
