@@ -37,13 +37,11 @@ never raise out of a batch for a record's sake.
 
 from __future__ import annotations
 
-import functools
 import json
 import random as _random
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs import _otel
@@ -51,23 +49,21 @@ from sqsjobs._backoff import BackoffPolicy, RandomSource
 from sqsjobs._errors import PermanentError, RetryableError
 from sqsjobs._job_options import Classification, OnCrash
 from sqsjobs._usage import UsageMeter
-from sqsjobs.enqueue._batching import Sent, send_entries
-from sqsjobs.store._lease import Operation, Written, expiry
+from sqsjobs.store._lease import Operation, expiry
 from sqsjobs.worker import _job_records as records
 from sqsjobs.worker._batch import Batch
 from sqsjobs.worker._batch_metrics import BatchUsage, job_name, write_metrics
 from sqsjobs.worker._budget import remaining_seconds
-from sqsjobs.worker._dead_letters import DeadLetter, evidence_of
 from sqsjobs.worker._decision import Action, Aftermath, Ending, Facts, settle
 from sqsjobs.worker._delivery import BatchResult, Delivery, Outcome, State
-from sqsjobs.worker._event import decode, parse_event, queue_url_from_arn
+from sqsjobs.worker._event import decode, parse_event
 from sqsjobs.worker._job_call import JobCalls
 from sqsjobs.worker._job_records import Claim, ClaimResult
 from sqsjobs.worker._job_runners import JobRunners
 from sqsjobs.worker._record_writes import RecordWrites
 from sqsjobs.worker._request import Request
 from sqsjobs.worker._run_step import RunStep
-from sqsjobs.worker._send_back import SendBack, finish_result, finish_token
+from sqsjobs.worker._send_back import SendBack
 from sqsjobs.worker._stages import Stage, StageFailed, Stages
 from sqsjobs.worker._timer import timer_for
 
@@ -113,8 +109,6 @@ class Consumer:
         if settings.cost_metrics:
             self.meter.attach(getattr(store, "client", None))
             sqs = self.meter.attaching(sqs)
-        #: the SQS client, built on first use: a batch of successes never needs one
-        self._sqs = sqs
         self.clock = clock
         self.random = random
         self.log = logger
@@ -129,14 +123,11 @@ class Consumer:
         self.calls = JobCalls(stages=self.stages, log=logger, clock=clock)
         self.runners = JobRunners(settings.concurrency)
         self.default_backoff = BackoffPolicy(base=settings.backoff_base, cap=settings.backoff_cap)
-        self._queue_urls: dict[str, str] = {}
+        #: what the batch sends (dead letters, re-sends, schedules, retry delays): its SQS client is built on
+        #: first use, so a batch of successes never needs one
         self.send_back = SendBack(sqs=sqs, store=store, clock=clock, record_ttl=settings.record_ttl,
-                                  schedules=schedules, queue_url=self._queue_url, log=logger, fields=self._fields)
-
-    @property
-    def sqs(self) -> SQSClient:
-        """The SQS client (dead letters; ``send_back`` has the re-sends and retry delays)."""
-        return self._sqs()
+                                  schedules=schedules, queue_url=settings.queue_url, dlq_url=settings.dlq_url,
+                                  max_message_bytes=settings.max_message_bytes, log=logger)
 
     # ------------------------------------------------------------------ the flow
     def run(self, event: Any, context: Any) -> BatchResult:
@@ -167,7 +158,7 @@ class Consumer:
         RunStep(self, batch, firsts, self.runners).run()                 # 4. run, several at once
         self.stages.after_runs(batch)
         batch.writes.wait()
-        refused = self._dead_letter(batch)                               # 5. the DLQ, then its records
+        refused = self.send_back.dead_letters(batch)                     # 5. the DLQ, then its records
         self._settle(batch, refused)                                     # 6. groups, chains; settle
         self.send_back.run(batch)                                        # 7. re-send, schedule, return
         return self._finish(batch)                                       # 8. metrics, result
@@ -198,16 +189,15 @@ class Consumer:
         firsts: dict[str, Delivery] = {}
         asked: list[tuple[Delivery, Claim | None, Operation]] = []
         ended: list[tuple[Delivery, Facts]] = []  # concluded once the claims answered, in this order
+        expires_at = expiry(batch.now, self.settings.record_ttl)
         if batch.lease_until is not None:
             for d in batch.deliveries:
                 if d.state is not State.DECODED or d.key in firsts or d.job is None or d.envelope is None:
                     continue
                 firsts[d.key] = d
-                token = finish_token(d)
-                if token is not None:  # a finish copy: its completion, fenced on the lease of the run that succeeded
-                    asked.append((d, None, records.succeeded(
-                        d.key, token, now=batch.now, expires_at=expiry(batch.now, self.settings.record_ttl),
-                        result=finish_result(d), request=Request.of(d))))
+                finish = records.finish_copy(d, now=batch.now, expires_at=expires_at)
+                if finish is not None:  # its completion, fenced on the lease of the run that succeeded
+                    asked.append((d, None, finish))
                     continue
                 mine = self._asked(batch, d)
                 if isinstance(mine, Claim):
@@ -365,63 +355,6 @@ class Consumer:
         d.counts_as = first.counts_as
         return Facts(ending=Ending.FOLLOWS, first=first.decision)
 
-    # ------------------------------------------------------------------ 5. dead letters
-    def _dead_letter(self, batch: Batch) -> dict[int, str]:
-        """Send the batch's dead letters, then write their records; the letters the DLQ refused (by index: why)."""
-        pending = [d for d in batch.deliveries if d.action is Action.DEAD_LETTER]
-        refused: dict[int, str] = {}
-        if not pending:
-            return refused
-        dlq_url = self.settings.dlq_url
-        letters = [self._dead_letter_of(d) for d in pending]
-        if dlq_url:
-            fifo = dlq_url.endswith(".fifo")
-            limit = self.settings.max_message_bytes
-            sent = send_entries(self.sqs, dlq_url, [letter.entry(str(i), fifo, max_bytes=limit)
-                                                    for i, letter in enumerate(letters)])
-        else:
-            sent = {str(i): Sent(error="no DLQ configured (SQSJOBS_DLQ_URL)") for i in range(len(pending))}
-        now = self.clock()
-        expires_at = expiry(now, self.settings.record_ttl)
-        evidence: list[tuple[Delivery, Future[Written]]] = []
-        for i, d in enumerate(pending):
-            assert d.decision is not None and d.reason is not None and d.error is not None
-            answer = sent.get(str(i))
-            why = answer.error if answer is not None else "no answer"
-            if why is not None:
-                self.log.error("DLQ send failed; leaving the message on its queue", extra={**self._fields(d),
-                                                                                           "error": why})
-                refused[d.index] = why
-                if d.holds_lease:
-                    batch.writes.submit(d, records.retrying(d.key, batch.owner, now=now, expires_at=expires_at,
-                                                            error=d.error))
-                continue
-            self.log.warning("dead-lettered", extra={**self._fields(d), "reason": d.reason.value})
-            if answer is not None and answer.message_id:  # the proof that the reason is the worker's
-                op = evidence_of(letters[i], answer.message_id, now=now, expires_at=expires_at)
-                evidence.append((d, self.store.run(functools.partial(batch.writes.write_now, op))))
-            if d.holds_lease:
-                batch.writes.submit(d, records.dead_lettered(
-                    d.key, batch.owner, now=now, expires_at=expires_at, error=d.error, reason=d.reason.value,
-                    message_id=d.message_id, ran=d.duration_ms is not None, previous=d.previous))
-        batch.writes.wait()
-        for d, future in evidence:
-            written = future.result()
-            # A FIFO DLQ that deduplicated a second send names the first copy: its evidence is there already.
-            if not written.ok and not (written.item and written.item.get("original_message_id") == d.message_id):
-                self.log.error("could not write a dead letter's evidence: status and redrive will show its reason "
-                               "as none", extra={**self._fields(d), "error": written.error or "refused"})
-        return refused
-
-    def _dead_letter_of(self, d: Delivery) -> DeadLetter:
-        assert d.reason is not None and d.error is not None
-        return DeadLetter(
-            message_id=d.message_id, body=d.body or "", reason=d.reason, error_type=type(d.error).__name__,
-            error_message=str(d.error), job=d.job_name, attempts=d.attempt or d.receive_count,
-            first_receive_time=d.first_receive_ms, source_queue=self._queue_url(d),
-            source_attributes=d.message_attributes, group_id=d.group_id, key=d.key or None,
-        )
-
     # ------------------------------------------------------------------ 6. settle
     def _settle(self, batch: Batch, refused: Mapping[int, str]) -> None:
         """Each decision against what carrying it out did: the one place a decision is settled."""
@@ -452,9 +385,9 @@ class Consumer:
         writes = batch.writes
         for fence in writes.lost:
             self.log.warning("fence lost: the lease ran out and another invocation took the key over",
-                             extra=self._fields(fence))
+                             extra=fence.log_fields)
         for failed, error in writes.failed:
-            self.log.error("could not write the job's record, even after retries", extra={**self._fields(failed),
+            self.log.error("could not write the job's record, even after retries", extra={**failed.log_fields,
                                                                                         "error": error})
         unrecorded = tuple(d.key for d, _ in writes.failed if d.outcome is Outcome.SUCCEEDED)
         failures = tuple(d.message_id for d in batch.deliveries if d.state is State.RETURNED)
@@ -462,13 +395,6 @@ class Consumer:
                            store_errors=len(writes.failed), unrecorded=unrecorded)
 
     # ------------------------------------------------------------------ helpers
-    def _fields(self, d: Delivery) -> dict[str, Any]:
-        # A message sent without a trace id starts a trace named by its message id (what _execute makes current).
-        # Job names and keys come from message bodies: a lone surrogate there would make the JSON
-        # log line unwritable (logging drops it), so it is logged escaped.
-        return {"job": _loggable(d.job_name), "key": _loggable(d.key), "message_id": d.message_id,
-                "attempt": d.attempt or None, "trace_id": d.trace_id or d.message_id}
-
     def _time_left(self, context: Any) -> bool:
         remaining = remaining_seconds(context)
         return remaining is None or remaining >= self.settings.deadline_margin
@@ -480,17 +406,6 @@ class Consumer:
             return None
         default = self.settings.function_timeout or 900.0
         return now + (remaining if remaining is not None else default) + self.settings.lease_margin
-
-    def _queue_url(self, d: Delivery) -> str:
-        arn = d.event_source_arn
-        if not arn:
-            return self.settings.queue_url or ""
-        url = self._queue_urls.get(arn)
-        if url is None:
-            url = queue_url_from_arn(arn, self.settings.queue_url, self.sqs.meta.endpoint_url)
-            self._queue_urls[arn] = url
-        return url
-
 
 def memory_mb(context: Any) -> int | None:
     """The function's memory: the Lambda context's, else the runtime's environment; None off Lambda.
@@ -522,7 +437,3 @@ def _named(deliveries: Sequence[Delivery]) -> dict[str, str]:
         if d.key:
             named[d.key] = job
     return named
-
-
-def _loggable(text: str) -> str:
-    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")

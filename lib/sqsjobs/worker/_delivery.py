@@ -277,9 +277,25 @@ class Delivery:
         return "?"
 
     @property
+    def log_fields(self) -> dict[str, Any]:
+        """What its log lines carry: its job, key, message id, attempt and trace id.
+
+        A message sent without a trace id starts a trace named by its message id (what the run step makes
+        current). Job names and keys come from message bodies: a lone surrogate there would make the JSON log
+        line unwritable (logging drops it), so it is logged escaped.
+        """
+        return {"job": loggable(self.job_name), "key": loggable(self.key), "message_id": self.message_id,
+                "attempt": self.attempt or None, "trace_id": self.trace_id or self.message_id}
+
+    @property
     def acknowledged(self) -> bool:
         """Whether the record leaves the queue (is not reported in ``batchItemFailures``)."""
         return self.state is State.ACKED
+
+
+def loggable(text: str) -> str:
+    """``text`` with lone surrogates escaped (they come from message bodies and cannot be written as JSON)."""
+    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _dict(value: Any) -> dict[str, Any]:

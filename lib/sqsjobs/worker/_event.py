@@ -3,7 +3,7 @@
 ``parse_event`` refuses an event that is not an SQS batch (the one error the
 consumer raises); ``decode`` turns a body into its job call, or concludes the
 delivery when it is not one (malformed, or a ``job_version`` newer than this
-deploy knows); ``queue_url_from_arn`` names the queue a record came from.
+deploy knows).
 """
 
 from __future__ import annotations
@@ -78,19 +78,3 @@ def undecodable(error: Exception) -> Facts:
     # an upcaster that raised is user code failing on this body
     return Facts(ending=Ending.MALFORMED,
                  error=MalformedMessageError(f"{type(error).__name__} while decoding: {error}"))
-
-
-def queue_url_from_arn(arn: str, configured_url: str | None, endpoint_url: str) -> str:
-    """The queue URL for an event source ARN (the configured URL when it names the same queue).
-
-    Example:
-        >>> queue_url_from_arn("arn:aws:sqs:eu-west-1:123456789012:jobs", None, "https://sqs.eu-west-1.amazonaws.com")
-        'https://sqs.eu-west-1.amazonaws.com/123456789012/jobs'
-    """
-    parts = arn.split(":")
-    if len(parts) < 6:
-        return configured_url or ""
-    account, name = parts[4], parts[5]
-    if configured_url and configured_url.rstrip("/").endswith(f"/{account}/{name}"):
-        return configured_url
-    return f"{endpoint_url.rstrip('/')}/{account}/{name}"

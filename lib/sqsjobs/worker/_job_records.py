@@ -43,7 +43,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import PermanentError, RetryableError
-from sqsjobs.enqueue._message import ATTR_RESENDS
+from sqsjobs.enqueue._message import ATTR_FINISH, ATTR_RESENDS, ATTR_RESULT
 from sqsjobs.store._lease import LeaseItem, LeaseState, LeaseStore, Written
 from sqsjobs.store._lease_ops import Acquire, Annotate, Close, Complete, Release
 from sqsjobs.worker._dead_letters import ATTR_REASON, ATTR_REDRIVE_COUNT
@@ -248,6 +248,29 @@ def succeeded(key: str, owner: str, *, now: float, expires_at: float, result: st
     return Complete(key=key, owner=owner, expires_at=expires_at,
                     data={"outcome": JobState.SUCCEEDED.value, "finished_at": now, "updated_at": now,
                           "result": result, "last_error": None, **fields}, add=numbers)
+
+
+def finish_copy(d: Delivery, *, now: float, expires_at: float) -> Complete | None:
+    """A finish copy's claim: the completion its run could not write, with the result it carries, fenced on
+    that run's lease (``worker/_send_back.py`` re-sent it); None for any other delivery."""
+    token = finish_token(d)
+    if token is None:
+        return None
+    return succeeded(d.key, token, now=now, expires_at=expires_at, result=finish_result(d), request=Request.of(d))
+
+
+def finish_token(d: Delivery) -> str | None:
+    """The lease of the run a finish copy completes (``sqsjobs.finish``), or None for any other message."""
+    attr = d.message_attributes.get(ATTR_FINISH)
+    text = attr.get("stringValue") if isinstance(attr, dict) else None
+    return text if isinstance(text, str) and len(text) == 32 and text.isalnum() else None
+
+
+def finish_result(d: Delivery) -> str | None:
+    """The stored result a finish copy carries (``sqsjobs.result``)."""
+    attr = d.message_attributes.get(ATTR_RESULT)
+    text = attr.get("stringValue") if isinstance(attr, dict) else None
+    return text if isinstance(text, str) and len(text.encode()) <= MAX_RESULT_BYTES else None
 
 
 def retrying(key: str, owner: str, *, now: float, expires_at: float, error: BaseException) -> Release:

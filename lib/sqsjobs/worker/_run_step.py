@@ -100,8 +100,6 @@ class Runner(ItemRunner, Protocol):
 
     def _follow(self, batch: Batch, d: Delivery, first: Delivery | None) -> None: ...
 
-    def _fields(self, d: Delivery) -> dict[str, Any]: ...
-
     def _unstarted(self, batch: Batch, d: Delivery, facts: Facts) -> None: ...
 
 
@@ -295,7 +293,7 @@ class RunStep:
             self.taken.add(d.index)
             args = d.args
             return Unit(deliveries=[d], mode=mode, invoke=lambda: job.fn(**args),
-                        fields=self.consumer._fields(d))
+                        fields=d.log_fields)
         candidates = [o for o in self.waiting if o.index >= d.index and o.job is job and o.state is State.CLAIMED
                       and o.decision is None and o.index not in self.taken
                       and (o.group_id is None or heads.get(o.group_id, o.index) >= o.index)]
@@ -305,7 +303,7 @@ class RunStep:
             return None
         self.taken.update(o.index for o in items)
         return Unit(deliveries=items, mode=mode, invoke=invoke_call(job, items), is_call=True,
-                    fields={**self.consumer._fields(items[0]), "batch_items": len(items)})
+                    fields={**items[0].log_fields, "batch_items": len(items)})
 
     # ------------------------------------------------------------------ running
     def _context(self, unit: Unit) -> contextvars.Context:
