@@ -78,8 +78,6 @@ if TYPE_CHECKING:
 
 #: a claimed delivery that ends unstarted with these is dead-lettered: the DLQ step writes its record
 DEAD_UNSTARTED = frozenset({Ending.PREVIOUS_RUN_DIED, Ending.ATTEMPTS_USED})
-#: what a group counts a delivery that was not run as, by the outcome of the record it found
-RECORD_COUNTS = {"succeeded": "succeeded", "cancelled": "cancelled", "dead_lettered": "dead_lettered"}
 
 
 class Consumer:
@@ -189,7 +187,8 @@ class Consumer:
         firsts: dict[str, Delivery] = {}
         asked: list[tuple[Delivery, Claim | None, Operation]] = []
         ended: list[tuple[Delivery, Facts]] = []  # concluded once the claims answered, in this order
-        expires_at = expiry(batch.now, self.settings.record_ttl)
+        expires_at = expiry(batch.now, self.settings.record_ttl)  # a completion's; a claim's outlasts its lease
+        held_until = expiry(batch.now, self.settings.record_ttl, batch.lease_until)
         if batch.lease_until is not None:
             for d in batch.deliveries:
                 if d.state is not State.DECODED or d.key in firsts or d.job is None or d.envelope is None:
@@ -199,7 +198,7 @@ class Consumer:
                 if finish is not None:  # its completion, fenced on the lease of the run that succeeded
                     asked.append((d, None, finish))
                     continue
-                mine = self._asked(batch, d)
+                mine = self._asked(batch, d, held_until)
                 if isinstance(mine, Claim):
                     asked.append((d, mine, mine.operation()))
                 else:
@@ -208,52 +207,40 @@ class Consumer:
         late: list[tuple[Delivery, Claim]] = []
         for (d, claim, _), answer in zip(asked, self.store.write_batch(wave), strict=False):
             if claim is not None:
-                ended.extend(self._on_claim(batch, d, ClaimResult.of(claim, answer)))
+                ended.extend(records.answered(d, ClaimResult.of(claim, answer), now=batch.now))
             elif answer.ok:
                 d.counts_as = "succeeded"
                 ended.append((d, Facts(ending=Ending.DUPLICATE)))
             elif answer.error is not None:  # still a finish copy: it comes back and tries again
                 ended.append((d, Facts(ending=Ending.STORE_FAILED, error=RetryableError(
                     f"idempotency store unavailable: {answer.error}"))))
-            elif isinstance(again := self._asked(batch, d), Claim):
+            elif isinstance(again := self._asked(batch, d, held_until), Claim):
                 late.append((d, again))  # not that lease any more: an ordinary delivery
             else:
                 ended.append((d, again))
         if late:
             for (d, claim), answer in zip(late, self.store.write_batch([c.operation() for _, c in late]),
                                           strict=True):
-                ended.extend(self._on_claim(batch, d, ClaimResult.of(claim, answer)))
+                ended.extend(records.answered(d, ClaimResult.of(claim, answer), now=batch.now))
         for d, facts in ended:
             batch.conclude(d, facts)
         return firsts
 
-    def _asked(self, batch: Batch, d: Delivery) -> Claim | Facts:
+    def _asked(self, batch: Batch, d: Delivery, expires_at: float) -> Claim | Facts:
         """``d``'s claim, or why it is not claimed (a stage failed to give its part: ``d`` goes back unclaimed)."""
         try:
-            return self._claim_of(batch, d)
+            return self._claim_of(batch, d, expires_at)
         except StageFailed as failed:
             return Facts(ending=Ending.STAGE_FAILED, error=failed.retryable())
 
-    def _claim_of(self, batch: Batch, d: Delivery) -> Claim:
+    def _claim_of(self, batch: Batch, d: Delivery, expires_at: float) -> Claim:
         assert d.job is not None and d.envelope is not None and batch.lease_until is not None
         return Claim(
             key=d.key, job=d.job.name, owner=batch.owner, now=batch.now, lease_until=batch.lease_until,
-            expires_at=expiry(batch.now, self.settings.record_ttl, batch.lease_until),
-            fingerprint=d.job.fingerprint(d.args or {}), fp_version=d.job.options.version,
+            expires_at=expires_at, fingerprint=d.fingerprint, fp_version=d.job.options.version,
             message_id=d.message_id, enqueued_at=d.envelope.enqueued_at, extra=self.stages.claim_data(d),
             fresh=records.may_be_new(d), request=Request.of(d),
         )
-
-    def _on_claim(self, batch: Batch, d: Delivery, claim: ClaimResult) -> list[tuple[Delivery, Facts]]:
-        """``d`` holds its key (nothing ends), or how it ends unrun."""
-        if claim.claimed:
-            d.claimed(attempt=claim.attempt, took_over=claim.took_over, previous=claim.previous)
-            return []
-        if claim.ending in (Ending.DUPLICATE, Ending.ALREADY_DEAD_LETTERED, Ending.CANCELLED) and claim.previous:
-            d.counts_as = RECORD_COUNTS.get(str(claim.previous.get("outcome")), "succeeded")
-        if claim.ending is Ending.ALREADY_DEAD_LETTERED:
-            d.notes.append("this message is already in the DLQ (its acknowledgement was lost)")
-        return [(d, claim.facts(batch.now))]
 
     # ------------------------------------------------------------------ 4. run (worker/_run_step.py)
     def ready(self, batch: Batch, d: Delivery) -> bool:

@@ -71,12 +71,6 @@ TRANSITIONS: dict[State, frozenset[State]] = {
 }
 
 
-#: outcomes that leave the queue at once
-ACKNOWLEDGED_OUTCOMES = frozenset({Outcome.SUCCEEDED, Outcome.DUPLICATE, Outcome.CANCELLED, Outcome.EXPIRED})
-#: outcomes that go back to the queue
-RETURNED_OUTCOMES = frozenset({Outcome.RETRY, Outcome.UNSTARTED, Outcome.GROUP_BLOCKED, Outcome.DEFERRED})
-
-
 #: a receive count beyond any queue's maxReceiveCount (1000) is garbage: it is read as this
 MAX_RECEIVE_COUNT = 1_000_000
 #: epoch milliseconds up to the year 5138: any larger time is garbage, read as this
@@ -126,6 +120,8 @@ class Delivery:
     job: Job[Any, Any] | None = None
     args: dict[str, Any] | None = None
     key: str = ""
+    #: what its key's record remembers of the call (``Job.fingerprint``: a hash of the job and its arguments)
+    fingerprint: str = ""
     # -- claimed
     #: the attempt this delivery runs (1 = first): attempts that *started*, from the job's record
     attempt: int = 0
@@ -184,10 +180,11 @@ class Delivery:
         )
 
     # ------------------------------------------------------------ transitions
-    def decoded(self, *, envelope: Envelope, job: Job[Any, Any], args: dict[str, Any], key: str) -> None:
+    def decoded(self, *, envelope: Envelope, job: Job[Any, Any], args: dict[str, Any], key: str,
+                fingerprint: str) -> None:
         """The body is a call of a registered job."""
         self._move(State.DECODED)
-        self.envelope, self.job, self.args, self.key = envelope, job, args, key
+        self.envelope, self.job, self.args, self.key, self.fingerprint = envelope, job, args, key, fingerprint
 
     def claimed(self, *, attempt: int, took_over: bool, previous: LeaseItem | None) -> None:
         """This invocation holds the key's lease; the job may run as attempt ``attempt``."""

@@ -47,18 +47,20 @@ def parse_event(event: Any) -> list[Delivery]:
 
 
 def decode(batch: Batch, d: Delivery, jobs: Mapping[str, Job[Any, Any]]) -> None:
-    """Decode ``d``'s body to its job call (job, upcast arguments, key); a body that is not one concludes ``d``."""
+    """Decode ``d``'s body to its job call (job, upcast arguments, their fingerprint, key); a body that is not one
+    concludes ``d``."""
     try:
         envelope = d.envelope = Envelope.decode(d.body)  # kept even if what follows fails: it names the job
         job = jobs.get(envelope.job)
         if job is None:
             raise UnknownJobError(f"no job named {envelope.job!r} is registered in this worker")
         args = job.signature.bind(job.upcast(envelope.job_version, envelope.args))
+        fingerprint = job.fingerprint(args)
         key = envelope.key or job.key_for(args)
     except Exception as error:
         batch.conclude(d, undecodable(error))
         return
-    d.decoded(envelope=envelope, job=job, args=args, key=key)
+    d.decoded(envelope=envelope, job=job, args=args, key=key, fingerprint=fingerprint)
 
 
 def undecodable(error: Exception) -> Facts:

@@ -201,6 +201,26 @@ class ClaimResult:
         return cls(key=claim.key, ending=Ending.BUSY, lease_until=item.lease_until, previous=item)
 
 
+#: what a group counts a delivery that was not run as, by the outcome of the record its claim found
+RECORD_COUNTS = {"succeeded": "succeeded", "cancelled": "cancelled", "dead_lettered": "dead_lettered"}
+
+
+def answered(d: Delivery, claim: ClaimResult, *, now: float) -> list[tuple[Delivery, Facts]]:
+    """What ``claim``'s answer does to ``d``: it holds its key (claimed, nothing ends), or how it ends unrun.
+
+    A duplicate, a cancelled key or a letter already dead-lettered counts, for its group, as what the record it
+    found says (``worker/_request.py``: a debounced key's other requests come back instead).
+    """
+    if not claim.claimed:
+        if claim.ending in (Ending.DUPLICATE, Ending.ALREADY_DEAD_LETTERED, Ending.CANCELLED) and claim.previous:
+            d.counts_as = RECORD_COUNTS.get(str(claim.previous.get("outcome")), "succeeded")
+        if claim.ending is Ending.ALREADY_DEAD_LETTERED:
+            d.notes.append("this message is already in the DLQ (its acknowledgement was lost)")
+        return [(d, claim.facts(now))]
+    d.claimed(attempt=claim.attempt, took_over=claim.took_over, previous=claim.previous)
+    return []
+
+
 def may_be_new(d: Delivery) -> bool:
     """Whether ``d``'s key may have no record yet, so its claim is marked ``fresh`` (an ``INSERT`` first).
 
