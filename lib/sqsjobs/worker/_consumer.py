@@ -4,14 +4,15 @@
 and decides nothing itself (``worker/_decision.py`` does), and it names no
 feature (features plug in as stages, ``worker/_stages.py``):
 
-1. parse the event, and decode every body (its job, arguments and key;
-   ``worker/_event.py``);
+1. parse the event, and decode every body (its job, arguments, their
+   fingerprint and key; ``worker/_event.py``);
 2. the stages' ``before_claim`` (too old to run, over a limiter);
 3. **claim** every distinct key at once: one ``BatchExecuteStatement`` for the
    first deliveries (``store/_statements.py``), the others beside it
    (``worker/_job_records.py``), which also tells duplicates, cancelled
    keys, keys held by a live run elsewhere, and keys that belong to another
-   job or to other arguments; a *finish copy* (a success whose completion a
+   job or to other arguments, each answer an ``Ending`` already
+   (``ClaimResult``); a *finish copy* (a success whose completion a
    previous invocation could not write) writes that completion instead;
 4. **run** the claimed jobs (``worker/_run_step.py``): plain functions one
    at a time, async jobs and ``threads=True`` jobs up to ``concurrency`` at
@@ -19,9 +20,9 @@ feature (features plug in as stages, ``worker/_stages.py``):
    they have run, one more call, or within ``flush_after`` of each job's end
    (``worker/_record_writes.py``: the crash window is bounded in time, by a
    timer); a batch handler's items run N to a call (``worker/_batch_handler.py``);
-5. **dead-letter** what failed for good (``SendMessageBatch`` to the DLQ),
-   then write those records, so a redelivery of a dead-lettered message (a
-   lost acknowledgement) is not run again;
+5. **dead-letter** what failed for good (``SendMessageBatch`` to the DLQ,
+   ``worker/_send_back.py``), then write those records, so a redelivery of a
+   dead-lettered message (a lost acknowledgement) is not run again;
 6. the stages' ``after_records`` (a group's count, its callbacks, a chain's
    next step), then each decision is *settled* against what its writes did;
 7. **send back** (``worker/_send_back.py``): re-send, schedule, or return
@@ -29,6 +30,12 @@ feature (features plug in as stages, ``worker/_stages.py``):
 8. write the batch's metrics (one EMF document a job, with each job's share
    of what the batch made AWS bill: ``worker/_batch_metrics.py``, counted by
    ``_usage.UsageMeter``) and return ``batchItemFailures``.
+
+Each step hands a delivery's fate to ``Batch.conclude`` from one place, as
+``Facts`` (``worker/_decision.py``): decoding, the stages' ``before_claim``
+(``worker/_stages.py``), the claim (``_claim``), a claimed delivery kept from
+its start (``_unstarted``), a run's end (``record_ending``), a later copy of a
+key (``_follow``).
 
 Attempts are the runs that *started* (the job's record counts them), not SQS
 receives: a record returned without running never burns one. This module must
@@ -336,7 +343,7 @@ class Consumer:
         if request != firsts:
             return Facts(ending=Ending.ANOTHER_REQUEST)
         if batch.facts[first.index].ending is Ending.ALREADY_DEAD_LETTERED and d.message_id != first.message_id:
-            # The first was a dead letter delivered again: that verdict is of its message, not of this new
+            # The first was a dead letter delivered again: that ending is of its message, not of this new
             # request, which goes back unstarted and is claimed on its own next time (found by tests/model).
             return Facts(ending=Ending.ANOTHER_REQUEST)
         d.counts_as = first.counts_as

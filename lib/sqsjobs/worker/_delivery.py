@@ -14,9 +14,10 @@
                   ▼
            ACKED | RETURNED   (a resend or schedule that failed is RETURNED)
 
-One vocabulary from claim to acknowledgement: a claim's verdict becomes an
-``Ending``, ``decide`` turns the ending into a ``Decision`` (an ``Action``,
-an ``Outcome``, a ``Reason``), and the state only says how far the batch got.
+One vocabulary from claim to acknowledgement: what a claim found, or how a
+run ended, is an ``Ending`` (``worker/_decision.py``); ``decide`` turns it into
+a ``Decision`` (an ``Action``, an ``Outcome``, a ``Reason``), and the state
+only says how far the batch got.
 
 A delivery changes state only through the transition methods below; each
 checks where the delivery is and raises ``IllegalTransition`` otherwise, so a
