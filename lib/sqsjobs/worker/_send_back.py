@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from sqsjobs import _otel
 from sqsjobs._backoff import visibility_seconds
 from sqsjobs._errors import ConfigurationError, ScheduleError
-from sqsjobs.enqueue._batching import Sent, batches, send_entries
+from sqsjobs.enqueue._batching import batches, send_entries
 from sqsjobs.enqueue._message import (
     ATTR_FINISH,
     ATTR_JOB,
@@ -113,20 +113,17 @@ class SendBack:
             return refused
         dlq_url = self.dlq_url
         letters = [self._letter(d) for d in pending]
-        if dlq_url:
-            fifo = dlq_url.endswith(".fifo")
-            limit = self.max_message_bytes
-            sent = send_entries(self.sqs, dlq_url, [letter.entry(str(i), fifo, max_bytes=limit)
-                                                    for i, letter in enumerate(letters)])
-        else:
-            sent = {str(i): Sent(error="no DLQ configured (SQSJOBS_DLQ_URL)") for i in range(len(pending))}
+        sent = send_entries(self.sqs, dlq_url, [
+            letter.entry(str(i), dlq_url.endswith(".fifo"), max_bytes=self.max_message_bytes)
+            for i, letter in enumerate(letters)]) if dlq_url else {}
+        unanswered = "no answer" if dlq_url else "no DLQ configured (SQSJOBS_DLQ_URL)"
         now = self.clock()
         expires_at = expiry(now, self.record_ttl)
         evidence: list[tuple[Delivery, Future[Written]]] = []
         for i, d in enumerate(pending):
             assert d.decision is not None and d.reason is not None and d.error is not None
             answer = sent.get(str(i))
-            why = answer.error if answer is not None else "no answer"
+            why = answer.error if answer is not None else unanswered
             if why is not None:
                 self.log.error("DLQ send failed; leaving the message on its queue", extra={**d.log_fields,
                                                                                            "error": why})

@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import JobError, RetryableError
 from sqsjobs.worker._decision import Ending, Facts
+from sqsjobs.worker._delivery import State
 
 if TYPE_CHECKING:
     from sqsjobs.worker._batch import Batch
@@ -311,8 +312,6 @@ class Stages(Stage):
     # ------------------------------------------------------------ the hooks
     def before_claim(self, batch: Batch) -> Iterable[tuple[Delivery, Facts]]:
         """Each stage's ``before_claim``, in order; what one ends is concluded before the next one looks."""
-        from sqsjobs.worker._delivery import State
-
         for stage in self.stages:
             try:
                 for d, facts in stage.before_claim(batch) or ():
