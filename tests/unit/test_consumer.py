@@ -326,7 +326,7 @@ def test_a_new_request_beside_a_redelivered_dead_letter_of_its_key_runs() -> Non
 def test_without_a_dlq_a_permanent_failure_stays_on_its_queue_and_says_why() -> None:
     # worker/_send_back.py SendBack.dead_letters: no SQSJOBS_DLQ_URL, so nothing can hold the letter. The message
     # is not acknowledged (nothing is, unless it ran, was a duplicate, or reached the DLQ with a reason): it goes
-    # back, its note names the missing setting, and no SQS call is made for it.
+    # back, and its note names the missing setting.
     from fuzz.strategies import RecordingSQS
 
     from sqsjobs.store._memory import InMemoryStore
