@@ -19,6 +19,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent / "lib"
 
 
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """Write ``files`` (path under ``root`` → text) for a checker's own test, every package's ``__init__`` too."""
+    for name, text in files.items():
+        path = root / name
+        for parent in path.relative_to(root).parents:
+            if parent != Path("."):
+                (root / parent).mkdir(parents=True, exist_ok=True)
+                (root / parent / "__init__.py").touch()
+        path.write_text(text)
+    return root
+
+
 def modules(root: Path = ROOT) -> dict[str, tuple[Path, bool]]:
     """Every module under ``root/sqsjobs``: dotted name → (file, whether it is a package's ``__init__``)."""
     found = {}

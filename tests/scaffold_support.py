@@ -171,18 +171,21 @@ MAX_ZIPPED = 8 * 1024 * 1024
 LAYER = "SqsjobsLayer"
 
 
-def lean_build(build: Path, roots: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+def lean_build(build: Path, roots: tuple[str, ...], *,
+               own_layers: tuple[str, ...] = ()) -> dict[str, tuple[int, int]]:
     """Check ``sam build``'s output of a project (``.aws-sam/build``); each artifact's (unzipped, zipped) bytes.
 
     Each function holds only its handlers (no tool, no package: those are the layer's); the layer holds the
     runtime only; a function with its layer is at most :data:`MAX_ZIPPED` zipped; no file names any of
-    ``roots`` or the scratch directories sam and pip build in.
+    ``roots`` or the scratch directories sam and pip build in. ``own_layers`` are layers of the project's own
+    (the durable function's SDK): measured and scanned for paths, not held to sqsjobs' budget.
     """
     from bench.bundle import bundle_sizes, not_runtime_entries
 
     sizes = {b.function: b for b in bundle_sizes(build)}
     assert LAYER in sizes, f"no {LAYER} in {sorted(sizes)}"
     layer = sizes.pop(LAYER)
+    others = {name: sizes.pop(name) for name in own_layers}
     assert not_runtime_entries(build / LAYER / "python") == []
     assert {"sqsjobs", "botocore", "boto3", "aws_lambda_powertools", "pynamodb"} <= {
         p.name for p in (build / LAYER / "python").iterdir()}
@@ -196,4 +199,4 @@ def lean_build(build: Path, roots: tuple[str, ...]) -> dict[str, tuple[int, int]
         content = path.read_bytes()
         named = [root for root in roots if root.encode() in content] + scratch.findall(content)
         assert not named, f"{path} names {named}"
-    return {name: (b.unzipped, b.zipped) for name, b in {**sizes, LAYER: layer}.items()}
+    return {name: (b.unzipped, b.zipped) for name, b in {**sizes, **others, LAYER: layer}.items()}

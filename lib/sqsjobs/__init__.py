@@ -7,6 +7,7 @@ Example:
     ... def send_invoice_email(invoice_id: int) -> None: ...
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Final
 
 from sqsjobs._app import JobApp
@@ -200,8 +201,6 @@ def __getattr__(name: str) -> object:
         >>> sqsjobs.Group.__module__
         'sqsjobs.workflows._group'
     """
-    from importlib import import_module
-
     lazy = LAZY.get(name)
     if lazy is not None:
         value: object = getattr(import_module(lazy), name)

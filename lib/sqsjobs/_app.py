@@ -12,6 +12,7 @@ the environment changed (``_runtime.py``), unless they were given.
 
 from __future__ import annotations
 
+import inspect
 import random as _random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -22,8 +23,8 @@ from sqsjobs._errors import ConfigurationError
 from sqsjobs._job import Job
 from sqsjobs._job_options import declare_options
 from sqsjobs._runtime import Parts, Registry, Runtime
-from sqsjobs._settings import Settings, SettingsSource
-from sqsjobs.enqueue._message import DEFAULT_QUEUE
+from sqsjobs._settings import DEFAULT_QUEUE, Settings, SettingsSource
+from sqsjobs._with_block import Block
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -147,7 +148,7 @@ class JobApp:
             3
         """
         source = self.runtime.parts.settings  # what the code says; the environment's part is checked on first use
-        declared = declare_options(name, source.declared, self.runtime.registry.limiters, chunked=chunked,
+        declared = declare_options(name, source.declared, {"limiters": self.runtime.registry.limiters}, chunked=chunked,
                                    final=source.final, **options)
 
         def register(fn: Callable[P, R]) -> Job[P, R]:
@@ -199,8 +200,6 @@ class JobApp:
         declare = self.job(name, key=job_options.pop("key", f"{name}:{{{PERIOD}}}"), **job_options)
 
         def register(fn: Callable[P, R]) -> Job[P, R]:
-            import inspect
-
             if PERIOD not in inspect.signature(fn).parameters:
                 raise ConfigurationError(f"scheduled job {name!r}: the function needs a 'period: str' parameter "
                                          "(the period the tick belongs to, e.g. '2026-08-05')")
@@ -225,10 +224,10 @@ class JobApp:
             RateLimit(name='ses', rate=14, per=1.0)
             >>> @app.job("invoice-email", limits=["ses"])
             ... def send_invoice_email(invoice_id: int) -> None: ...
-            >>> send_invoice_email.options.limits
+            >>> send_invoice_email.options.features["limits"]
             ('ses',)
         """
-        from sqsjobs.flow._limits import rate_limit
+        from sqsjobs.flow._limits import rate_limit  # flow/ is loaded by an app that declares a limiter
 
         return self._declare_limiter(rate_limit(name, rate, per))
 
@@ -277,7 +276,7 @@ class JobApp:
         if not isinstance(job, str):
             if kwargs:
                 raise ConfigurationError("enqueue(message) takes no other arguments: the message carries them")
-            from sqsjobs.enqueue._debounce import send_prepared
+            from sqsjobs.enqueue._request import send_prepared  # loaded by the first enqueue, not at import
 
             return send_prepared(self.runtime, job)
         return self.runtime.job(job).enqueue(**kwargs)  # debounce and dedupe are the job's: Job.enqueue has them
@@ -299,13 +298,13 @@ class JobApp:
             ...     report.sent, report.calls
             (25, 3)
         """
-        from sqsjobs.enqueue._debounce import dedupe_many
         from sqsjobs.enqueue._progress import progress_bar
+        from sqsjobs.enqueue._request import send_many
 
         with self.runtime.pinned():  # one configuration (and one look at the environment) for all of them
             batch = list(messages)
             with progress_bar(len(batch), "enqueueing", show=progress) as advance:
-                return dedupe_many(self.runtime, batch, lambda kept: self.runtime.send_many(kept, on_progress=advance))
+                return send_many(self.runtime, batch, on_progress=advance)
 
     def transaction(self, *, client: DynamoDBClient | None = None, outbox_table: str | None = None) -> Transaction:
         """Business writes and job enqueues in one DynamoDB transaction (the outbox).
@@ -407,7 +406,7 @@ class JobApp:
             >>> app.status("invoice-email:42") is None
             True
         """
-        from sqsjobs.worker import _job_records as guard
+        from sqsjobs.worker import _job_records as guard  # the worker's modules: loaded by a batch, not at import
 
         return guard.status(self.runtime.store, key)
 
@@ -509,8 +508,6 @@ class JobApp:
             >>> app.settings.max_attempts
             5
         """
-        from sqsjobs._with_block import Block
-
         @contextmanager
         def block() -> Iterator[JobApp]:
             with self.runtime.using(settings=settings, **parts):
@@ -535,6 +532,5 @@ class JobApp:
             (['succeeded'], 'greet:7')
         """
         from sqsjobs._harness import harness
-        from sqsjobs._with_block import Block
 
         return Block(self.runtime, harness("testing")(self, **options), "app.testing()")  # outside `with`: an error

@@ -22,9 +22,11 @@ Example:
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqsjobs._errors import ConfigurationError, PermanentError
@@ -134,9 +136,6 @@ def run_to_end(fn: Callable[..., Any], kwargs: Mapping[str, Any], what: str) -> 
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(fn(**kwargs))
-    import contextvars
-    from concurrent.futures import ThreadPoolExecutor
-
     here = contextvars.copy_context()  # the caller's trace id and budget go with it
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqsjobs-run") as pool:
         return pool.submit(here.run, asyncio.run, fn(**kwargs)).result()

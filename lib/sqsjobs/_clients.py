@@ -310,8 +310,6 @@ class ServiceLoader(Loader):
     @classmethod
     def for_session(cls, owner: Session) -> ServiceLoader:
         """The loader botocore's session would build (same search path: ``AWS_DATA_PATH`` honoured)."""
-        import os
-
         paths = owner.get_config_variable("data_path")
         return cls(extra_search_paths=[p for p in (paths or "").split(os.pathsep) if p])
 

@@ -2,31 +2,49 @@
 
 Declaring a job only records metadata and validates options
 (``_job_options.py``); it never calls AWS (Chalice's rule). A job depends on
-its app's runtime (``_runtime.py``: the clock, and the sender of messages),
-never on the app.
+what it uses of its app's runtime (``JobRuntime``: the clock, the settings,
+and the one call it hands an enqueue to), never on the app, nor on the
+features an enqueue may go through (debounce, dedupe, long delays: the
+runtime's ``enqueue``, ``enqueue/_dispatch.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import string
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
 from sqsjobs._calls import check_function, check_sync, is_async
 from sqsjobs._environment import pinned_runtime
-from sqsjobs._errors import ConfigurationError, InvalidArgumentsError, MalformedMessageError, RetryableError
+from sqsjobs._errors import (
+    ConfigurationError,
+    InvalidArgumentsError,
+    InvalidDelayError,
+    MalformedMessageError,
+    RetryableError,
+)
 from sqsjobs._job_options import JobOptions
+from sqsjobs._tracing import current_trace_id
 from sqsjobs.enqueue._arguments import Signature
-from sqsjobs.enqueue._envelope import CallbackTo, Envelope
-from sqsjobs.enqueue._message import JobMessage
+from sqsjobs.enqueue._delays import plan_delay
+from sqsjobs.enqueue._envelope import CallbackTo, Envelope, as_callback
+from sqsjobs.enqueue._message import EnqueueRequest, JobMessage
+from sqsjobs.enqueue._routing import QUEUE, check_tenant
+from sqsjobs.enqueue._sizes import check_key, check_message
 from sqsjobs.store._lease import RESERVED_PREFIXES, is_reserved
 
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
-    from sqsjobs._runtime import Runtime
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from sqsjobs._backoff import RandomSource
+    from sqsjobs._settings import Settings
+    from sqsjobs.enqueue._producer import EnqueueReport
+    from sqsjobs.store._lease import LeaseStore
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -45,6 +63,66 @@ CELERY_ENQUEUE_NAMES = {
 }
 
 
+class Services(Protocol):
+    """The runtime's collaborators a job and a feature read: settings, the injected clock, random and sleep, the
+    store, the logger and the senders (see ``_runtime.Runtime`` for each). The features (``enqueue/``,
+    ``workflows/``, ``schedules/``) and ``Job`` sit below the runtime in the layering (docs/architecture.md,
+    tests/unit/test_layering.py), so they name this protocol, never ``_runtime``; ``JobRuntime`` adds what needs
+    the job itself."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    def clock(self) -> float: ...
+
+    @property
+    def random(self) -> RandomSource: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+    def emit_metrics(self, line: str) -> None: ...
+
+    @property
+    def store(self) -> LeaseStore: ...
+
+    @property
+    def logger(self) -> Any: ...
+
+    @property
+    def dynamodb(self) -> DynamoDBClient: ...
+
+    def send(self, message: JobMessage) -> str: ...
+
+    def send_many(self, messages: Sequence[JobMessage],
+                  on_progress: Callable[[int], None] | None = None) -> EnqueueReport: ...
+
+    def unschedule(self, key: str) -> bool: ...
+
+
+class Registered(Protocol):
+    """What an app declared, as a job's runtime shows it (``_runtime.Registry``)."""
+
+    @property
+    def jobs(self) -> Mapping[str, Job[Any, Any]]: ...
+
+    @property
+    def schedules(self) -> Mapping[str, Any]: ...
+
+    @property
+    def limiters(self) -> Mapping[str, Any]: ...
+
+
+class JobRuntime(Services, Protocol):
+    """What a job (and a feature that finds jobs by name) uses of its app's runtime (``_runtime.Runtime``)."""
+
+    @property
+    def registry(self) -> Registered: ...
+
+    def job(self, name: str) -> Job[Any, Any]: ...
+
+    def enqueue(self, job: Job[Any, Any], request: EnqueueRequest) -> str: ...
+
+
 class Job(Generic[P, R]):
     """A function registered with ``@app.job``; call it directly to run it in-process.
 
@@ -57,7 +135,7 @@ class Job(Generic[P, R]):
         'invoice-email:42'
     """
 
-    def __init__(self, runtime: Runtime, name: str, fn: Callable[P, R], options: JobOptions) -> None:
+    def __init__(self, runtime: JobRuntime, name: str, fn: Callable[P, R], options: JobOptions) -> None:
         #: the app's runtime: the clock a message is stamped with, and the sender it goes through
         self.runtime = runtime
         self.name = name
@@ -133,8 +211,6 @@ class Job(Generic[P, R]):
                 f"sqsjobs takes {CELERY_ENQUEUE_NAMES[celery[0]]}"
             )
         bound = self.signature.bind(args)
-        from sqsjobs.enqueue._delays import plan_delay
-
         now = self.runtime.clock()
         plan = plan_delay(self.name, delay=delay, eta=eta, now=now)
         if type(replace) is not bool:
@@ -145,10 +221,8 @@ class Job(Generic[P, R]):
         _check_due_before_expiry(self.name, plan.due_at - now if plan.due_at is not None else plan.delay_seconds,
                                  expires_in or self.options.expires_in)
         if callback is not None:
-            from sqsjobs.workflows._callbacks import as_callback
-
             as_callback(callback, f"job {self.name!r}", InvalidArgumentsError)
-            if not self.options.callbacks:
+            if not self.options.sets("callbacks"):  # workflows/_callbacks.py's option
                 raise InvalidArgumentsError(
                     f"job {self.name!r}: declare it with callbacks=True to enqueue it with a callback (its "
                     "function's role then needs the callback permissions, and `sqsjobs check` verifies it)")
@@ -161,9 +235,6 @@ class Job(Generic[P, R]):
             expires_in=expires_in, callback=callback,
         )
         group = group or (self._format(self.options.group, bound) if self.options.group else None)
-        from sqsjobs._tracing import current_trace_id
-        from sqsjobs.enqueue._sizes import check_message
-
         message = JobMessage(
             job=self.name,
             key=key,
@@ -173,8 +244,8 @@ class Job(Generic[P, R]):
             trace_id=trace_id or current_trace_id(),
             due_at=plan.due_at,
             replace=replace,
-            queue=self.options.queue,
-            tenant=None if tenant is None else _check_tenant(self.name, tenant),
+            queue=QUEUE.of(self.options),
+            tenant=None if tenant is None else check_tenant(self.name, tenant),
             source=self,
         )
         check_message(message, bound, limit=self.runtime.settings.max_message_bytes)
@@ -227,35 +298,9 @@ class Job(Generic[P, R]):
             reindex 7 edit 19
             (1, 19)
         """
-        from sqsjobs.enqueue._debounce import debounce_seconds, dedupe_hold, send_debounced, send_deduplicated
-
-        if debounce is not None and self.options.debounce is None:
-            raise InvalidArgumentsError(
-                f"job {self.name!r}: debounce= overrides the window of a job declared with debounce=SECONDS; "
-                "declare this one with it (its bursts' arguments differ, so its key may not hash them)")
-        window = debounce_seconds(self.name, debounce, error=InvalidArgumentsError) if debounce is not None \
-            else self.options.debounce
-        if callback is not None and (window is not None or self.options.dedupe is not None):
-            raise InvalidArgumentsError(
-                f"job {self.name!r}: a {'debounced' if window is not None else 'deduplicated'} enqueue may send "
-                "nothing (a later one replaces it, or the key is queued already), so it takes no callback=")
-        if window is not None:
-            if self.options.dedupe is not None:
-                raise InvalidArgumentsError(f"job {self.name!r}: debounce does not combine with dedupe")
-            if delay or eta is not None:
-                raise InvalidArgumentsError(f"job {self.name!r}: a debounced enqueue is due a window after it "
-                                            "(debounce=); it takes no delay or eta")
-            return send_debounced(self.runtime, self.message(
-                delay=window, replace=True, group=group, trace_id=trace_id, expires_in=expires_in, tenant=tenant,
-                **args))
-        message = self.message(delay=delay, eta=eta, replace=replace, group=group, trace_id=trace_id,
-                               expires_in=expires_in, tenant=tenant, callback=callback, **args)
-        if self.options.dedupe is not None:
-            now = self.runtime.clock()
-            wait = message.due_at - now if message.due_at is not None else float(message.delay)
-            return send_deduplicated(self.runtime, message, self.options.dedupe,
-                                     dedupe_hold(self.options, self.runtime.settings, wait))
-        return self.runtime.send(message)
+        return self.runtime.enqueue(self, EnqueueRequest(
+            args=args, delay=delay, eta=eta, replace=replace, group=group, trace_id=trace_id, expires_in=expires_in,
+            tenant=tenant, debounce=debounce, callback=callback))
 
     def key_for(self, args: Mapping[str, Any]) -> str:
         """The idempotency key for these (already validated) arguments.
@@ -284,8 +329,6 @@ class Job(Generic[P, R]):
                     f"{values.get(empty[0])!r}: an empty key field would make different jobs share one key"
                 )
             key = self._format(self.options.key, args)
-        from sqsjobs.enqueue._sizes import check_key
-
         check_key(self.name, key, template=self.options.key, args=args)
         if is_reserved(key):
             raise InvalidArgumentsError(
@@ -300,7 +343,7 @@ class Job(Generic[P, R]):
         A debounced job's bursts of one key carry different arguments by design
         (the last enqueue's win), so its fingerprint is the job's alone.
         """
-        return args_digest(self.name, {} if self.options.debounce is not None else args)
+        return args_digest(self.name, {} if self.options.sets("debounce") else args)
 
     def _format(self, template: str, args: Mapping[str, Any]) -> str:
         return template.format_map({**self._defaults, **args})
@@ -369,8 +412,6 @@ def args_digest(job: str, args: Mapping[str, Any]) -> str:
 def _check_due_before_expiry(job: str, wait: float, expires_in: float | None) -> None:
     """A job due after its own expiry would only ever be acknowledged as expired: refuse it now."""
     if expires_in is not None and wait >= expires_in:
-        from sqsjobs._errors import InvalidDelayError
-
         raise InvalidDelayError(
             f"job {job!r}: it is due in {wait:g} s but expires {expires_in:g} s after its enqueue "
             "(expires_in counts from the enqueue, not from when it is due): it would never run; "
@@ -389,8 +430,6 @@ def _fields(template: str) -> list[str]:
 
 
 def _defaults(fn: Callable[..., Any]) -> dict[str, Any]:
-    import inspect
-
     return {
         p.name: p.default for p in inspect.signature(fn).parameters.values() if p.default is not inspect.Parameter.empty
     }
@@ -412,10 +451,3 @@ def _check_template(job: str, label: str, template: str, names: tuple[str, ...])
             f"job {job!r}: group={template!r} is a constant, which puts every message in one FIFO group "
             "and serialises all work on one consumer; use an argument such as '{account_id}'"
         )
-
-
-def _check_tenant(job: str, tenant: Any) -> str:
-    """``enqueue/_routing.py``'s check, imported with the first tenant (a worker that enqueues none never loads it)."""
-    from sqsjobs.enqueue._routing import check_tenant
-
-    return check_tenant(job, tenant)

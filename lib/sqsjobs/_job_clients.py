@@ -30,6 +30,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from sqsjobs._environment import AWS, environment_key
+
 #: the clients kept at most (one per service and arguments: a job uses a few)
 MAX_SHARED = 64
 
@@ -61,8 +63,6 @@ def client(service_name: str, **kwargs: Any) -> Any:
         False
     """
     global _shared
-    from sqsjobs._environment import AWS, environment_key
-
     environment = environment_key(prefixes=AWS)
     try:
         wanted = (service_name, frozenset(kwargs.items()))

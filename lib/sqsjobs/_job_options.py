@@ -7,25 +7,112 @@ own. Declaring never calls AWS, nor reads the environment: the checks that
 depend on the app's settings (``check_against_settings``) run at declaration
 for what the code decided, and for the rest when the settings are resolved
 (``sqsjobs._runtime``, on first use).
+
+This module holds only what every job has. A feature declares its own
+options, as a dramatiq middleware declares its actor options: a module-level
+``JobOption`` (``enqueue/_debounce.py``: ``debounce``, ``dedupe``;
+``enqueue/_routing.py``: ``queue``, ``tenant_metrics``; ``flow/_limits.py``:
+``limits``; ``workflows/_callbacks.py``: ``callbacks``) with its check, and
+reads it back with ``OPTION.of(job.options)``. ``OPTION_HOMES`` names the
+module of each, as text: ``declare_options`` imports a feature's module only
+for a job that sets one of its options, so an app whose jobs set none loads
+no feature (tests/unit/test_feature_imports.py), and ``JobOptions.sets`` tells
+the worker whether a job uses a feature without importing it. So this module
+imports no feature, and a new feature adds an option with one line here.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, cast
 
 from sqsjobs._backoff import BackoffPolicy
 from sqsjobs._errors import ConfigurationError, PermanentError, RetryableError
-from sqsjobs._settings import QUEUE_NAME
-from sqsjobs.enqueue._message import DEFAULT_QUEUE
 
 if TYPE_CHECKING:
     from sqsjobs._settings import Settings
-    from sqsjobs.enqueue._debounce import Dedupe
-    from sqsjobs.flow._limits import Limiter
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Declaring:
+    """What a feature's option check may read: the job, the app's settings so far, the options every job has,
+    and what the app declared by name before the job (``named["limiters"]``: ``app.rate_limit``...)."""
+
+    job: str
+    settings: Settings
+    chunked: bool = False
+    store_result: bool = False
+    batch: int | None = None
+    named: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    #: the features' options as the declaration gave them (unchecked): for a check that two options combine
+    given: Mapping[str, Any] = field(default_factory=dict)
+
+
+class JobOption(Generic[T]):
+    """One option a feature declares for every job: its name, its default, and its check.
+
+    ``check(declaring, value)`` returns what the job keeps (or raises ``ConfigurationError``, one per bad
+    option); ``against_settings(job, value, settings, final)``, when given, refuses values the app's settings
+    make impossible (``check_against_settings``); neither runs for a job that leaves the option at its default.
+    Declaring one registers it with ``declare_options``; a feature's module is also named in ``OPTION_HOMES``, so
+    the first job that sets the option imports it.
+
+    Example:
+        >>> LEVEL = JobOption("example_level", 0, lambda declaring, value: int(value))
+        >>> options = declare_options("sync", __import__("sqsjobs").Settings(), example_level="3")
+        >>> LEVEL.of(options), LEVEL.of(JobOptions())
+        (3, 0)
+        >>> del FEATURE_OPTIONS["example_level"]
+    """
+
+    def __init__(self, name: str, default: T, check: Callable[[Declaring, Any], T], *,
+                 against_settings: Callable[[str, T, Settings, Collection[str]], None] | None = None) -> None:
+        self.name = name
+        self.default = default
+        self.check = check
+        self.against_settings = against_settings
+        FEATURE_OPTIONS[name] = self
+
+    def of(self, options: JobOptions) -> T:
+        """The job's value of this option (its default when the job did not set it)."""
+        return cast(T, options.features.get(self.name, self.default))
+
+    def __repr__(self) -> str:
+        return f"<JobOption {self.name!r}>"
+
+
+#: the options features declared (``JobOption``), by name, in the order their modules were imported
+FEATURE_OPTIONS: dict[str, JobOption[Any]] = {}
+#: the module that declares each feature's option, imported for the first job that sets it (tests/unit/
+#: test_job_options.py checks each module declares what it is named for, and every option is named here)
+OPTION_HOMES: Final = {
+    "callbacks": "sqsjobs.workflows._callbacks",
+    "debounce": "sqsjobs.enqueue._debounce",
+    "dedupe": "sqsjobs.enqueue._debounce",
+    "limits": "sqsjobs.flow._limits",
+    "queue": "sqsjobs.enqueue._routing",
+    "tenant_metrics": "sqsjobs.enqueue._routing",
+}
+
+
+def feature_option(name: str) -> JobOption[Any] | None:
+    """The feature's option ``name``, its module imported if no job needed it yet; None for no such option.
+
+    Example:
+        >>> feature_option("limits")
+        <JobOption 'limits'>
+        >>> feature_option("max_retries") is None
+        True
+    """
+    if name not in FEATURE_OPTIONS and name in OPTION_HOMES:
+        import_module(OPTION_HOMES[name])
+    return FEATURE_OPTIONS.get(name)
 
 
 class Classification(StrEnum):
@@ -44,7 +131,7 @@ class OnCrash(StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class JobOptions:
-    """A job's retry, time and routing options (validated when the job is declared).
+    """The options every job has: its key, retries and time (validated when the job is declared).
 
     Example:
         >>> JobOptions(max_attempts=3, retry_on=(TimeoutError,)).classify(TimeoutError()).value
@@ -64,23 +151,22 @@ class JobOptions:
     #: a delivery older than this (seconds since enqueue) is acknowledged without running
     expires_in: float | None = None
     on_crash: OnCrash = OnCrash.RETRY
-    #: limiters (``app.rate_limit``/``app.concurrency_limit`` names) every run must hold (docs/flow-control.md)
-    limits: tuple[str, ...] = ()
-    #: the queue the job is sent to (``JobApp(queues=...)``, ``SQSJOBS_QUEUE_URL_<NAME>``)
-    queue: str = DEFAULT_QUEUE
-    #: add a ``Tenant`` dimension (the enqueue's ``tenant=``) to the job's metrics
-    tenant_metrics: bool = False
-    #: coalesce a burst of enqueues of one key: run once, this many seconds after the last (enqueue/_debounce.py)
-    debounce: float | None = None
-    #: refuse an enqueue of a key already queued (``until_started``) or not yet done (``until_done``)
-    dedupe: Dedupe | None = None
     #: a batch handler's most items per call (worker/_batch_handler.py); None: one job per call
     batch: int | None = None
+    #: the features' options the job set to other than their defaults (``JobOption.of`` reads them): name → value
+    features: Mapping[str, Any] = field(default_factory=dict)
     #: a sync job that may run on a thread, beside the batch's other jobs (worker/_run_step.py); off: one at a time
     threads: bool = False
-    #: workflows await it (``enqueue(callback=...)``, docs/durable.md): its function's role must answer them,
-    #: and ``sqsjobs check`` says so when it cannot
-    callbacks: bool = False
+
+    def sets(self, option: str) -> bool:
+        """Whether the job set the feature's option ``option`` (to other than its default): the worker and the
+        enqueue ask this to learn that a job uses a feature, without importing the feature.
+
+        Example:
+            >>> JobOptions(features={"limits": ("ses",)}).sets("limits"), JobOptions().sets("limits")
+            (True, False)
+        """
+        return option in self.features
 
     def classify(self, error: BaseException) -> Classification:
         """``'retry'`` or ``'permanent'`` for an exception the job raised.
@@ -135,16 +221,21 @@ CELERY_NAMES = {
 #: what a job name may be: it travels in message bodies, attributes, log lines, metric dimensions and keys
 JOB_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 MAX_JOB_NAME = 80
-#: the options ``JobApp.job`` takes, for error messages
+#: the options every job has (``JobApp.job`` takes these and the features' ``JobOption``s), for error messages
 JOB_OPTIONS = ("key", "group", "max_attempts", "backoff_base", "backoff_cap", "jitter", "retry_on", "permanent_on",
-               "time_limit", "version", "chunked", "store_result", "expires_in", "on_crash", "limits", "queue",
-               "tenant_metrics", "debounce", "dedupe", "batch", "threads", "callbacks")
+               "time_limit", "version", "chunked", "store_result", "expires_in", "on_crash", "batch",
+               "threads")
+
+
+def option_names() -> tuple[str, ...]:
+    """Every option ``JobApp.job`` takes: those every job has, then the features', alphabetically."""
+    return JOB_OPTIONS + tuple(sorted({*OPTION_HOMES, *FEATURE_OPTIONS}))
 
 
 def declare_options(
     name: str,
     settings: Settings,
-    limiters: Mapping[str, Limiter],
+    named: Mapping[str, Mapping[str, object]] | None = None,
     *,
     key: str | None = None,
     group: str | None = None,
@@ -160,41 +251,39 @@ def declare_options(
     store_result: bool = False,
     expires_in: float | None = None,
     on_crash: OnCrash | str = OnCrash.RETRY,
-    limits: Iterable[str] = (),
-    queue: str = DEFAULT_QUEUE,
-    tenant_metrics: bool = False,
-    debounce: float | None = None,
-    dedupe: Dedupe | str | None = None,
     batch: int | None = None,
     threads: bool = False,
-    callbacks: bool = False,
     final: Collection[str] = ("max_attempts", "function_timeout", "queues"),
-    **unknown: Any,
+    **features: Any,
 ) -> JobOptions:
-    """The options of job ``name``, checked against the app's settings and limiters (docs/jobs.md lists them).
+    """The options of job ``name``, checked against the app's settings (docs/jobs.md lists them).
 
-    ``final`` names the settings that are already decided (``check_against_settings``); the app passes
-    those its code fixed, and checks the others once it reads the environment.
+    ``features`` are the features' options (``FEATURE_OPTIONS``), each checked by its own ``JobOption``;
+    ``named`` is what the app declared by name that they may refer to (its limiters). ``final`` names
+    the settings that are already decided (``check_against_settings``); the app passes those its code
+    fixed, and checks the others once it reads the environment.
 
     Example:
         >>> from sqsjobs import Settings
-        >>> declare_options("sync-account", Settings(), {}, max_attempts=3).max_attempts
+        >>> declare_options("sync-account", Settings(), max_attempts=3).max_attempts
         3
-        >>> declare_options("sync-account", Settings(), {}, max_retries=2)
+        >>> declare_options("sync-account", Settings(), max_retries=2)
         Traceback (most recent call last):
         ...
         sqsjobs.ConfigurationError: job 'sync-account': unknown option(s) 'max_retries' (Celery) → use \
 max_attempts (= max_retries + 1: sqsjobs counts the first run). Options: key, group, max_attempts, backoff_base, \
-backoff_cap, jitter, retry_on, permanent_on, time_limit, version, chunked, store_result, expires_in, on_crash, limits, \
-queue, tenant_metrics, debounce, dedupe, batch, threads, callbacks
+backoff_cap, jitter, retry_on, permanent_on, time_limit, version, chunked, store_result, expires_in, on_crash, batch, \
+threads, callbacks, debounce, dedupe, limits, queue, tenant_metrics
     """
-    if "expires" in unknown and expires_in is None:
-        expires_in = unknown.pop("expires")  # Celery's name for it
+    if "expires" in features and expires_in is None:
+        expires_in = features.pop("expires")  # Celery's name for it
+    given = {k: feature_option(k) for k in features}
+    unknown = [k for k, option in given.items() if option is None]
     if unknown:
         hints = [f"{k!r} (Celery) → use {CELERY_NAMES[k]}" for k in unknown if k in CELERY_NAMES]
         others = [repr(k) for k in unknown if k not in CELERY_NAMES]
         raise ConfigurationError(
-            f"job {name!r}: unknown option(s) {'; '.join(hints + others)}. Options: {', '.join(JOB_OPTIONS)}"
+            f"job {name!r}: unknown option(s) {'; '.join(hints + others)}. Options: {', '.join(option_names())}"
         )
     options = _options(
         name, settings, key=key, group=group, max_attempts=max_attempts, backoff_base=backoff_base,
@@ -202,22 +291,17 @@ queue, tenant_metrics, debounce, dedupe, batch, threads, callbacks
         permanent_on=_exception_classes(name, "permanent_on", permanent_on), time_limit=time_limit,
         version=version, store_result=store_result, expires_in=expires_in, on_crash=on_crash, chunked=chunked,
     )
-    options = _flow_options(name, options, limiters, limits=limits, queue=queue, tenant_metrics=tenant_metrics)
-    options = _coalescing(name, options, debounce=debounce, dedupe=dedupe, chunked=chunked)
-    check_against_settings(name, options, settings, final)
-    from dataclasses import replace
-
+    if batch is not None:
+        options = replace(options, batch=batch_size(name, batch, store_result=store_result, chunked=chunked))
     options = replace(options, threads=threads_option(name, threads, time_limit=time_limit))
-    if type(callbacks) is not bool:
-        raise ConfigurationError(f"job {name!r}: callbacks must be True or False, got {callbacks!r}")
-    if callbacks and (debounce is not None or dedupe is not None):
-        raise ConfigurationError(f"job {name!r}: callbacks=True does not combine with debounce or dedupe (an "
-                                 "enqueue of those may send nothing, so no callback could travel with it)")
-    if callbacks:
-        options = replace(options, callbacks=True)
-    if batch is None:
-        return options
-    return replace(options, batch=batch_size(name, batch, store_result=store_result, chunked=chunked))
+    declaring = Declaring(job=name, settings=settings, chunked=chunked, store_result=store_result,
+                          batch=options.batch, named=named or {}, given=features)
+    # Only what the job set is checked and kept: an option at its default needs no check, and no feature.
+    checked = {k: (option, option.check(declaring, features[k])) for k, option in given.items() if option is not None}
+    options = replace(options, features={k: value for k, (option, value) in checked.items()
+                                         if value != option.default})
+    check_against_settings(name, options, settings, final)
+    return options
 
 
 def threads_option(name: str, threads: Any, *, time_limit: float | None) -> bool:
@@ -248,7 +332,8 @@ def check_against_settings(name: str, options: JobOptions, settings: Settings,
     """Refuse options the app's settings make impossible; only the settings named in ``final`` are checked.
 
     ``max_attempts`` bounds the job's (the queue's redrive moves a message after that many receives),
-    ``function_timeout`` its ``time_limit``, and ``queues`` the queue it names.
+    ``function_timeout`` its ``time_limit``; each feature's ``JobOption.against_settings`` checks its own
+    (``queues``: the queue the job names, ``enqueue/_routing.py``).
 
     Example:
         >>> from sqsjobs import Settings
@@ -276,24 +361,10 @@ def check_against_settings(name: str, options: JobOptions, settings: Settings,
             f"{timeout} s minus the {settings.deadline_margin} s deadline margin; lower the limit "
             "or raise the worker's Timeout (and the queue's visibility with it)"
         )
-    if "queues" in final or options.queue in settings.queue_urls():
-        from sqsjobs.enqueue._routing import job_queue
-
-        job_queue(name, options.queue, settings.queue_urls())
-
-
-def _coalescing(name: str, options: JobOptions, *, debounce: Any, dedupe: Any, chunked: bool) -> JobOptions:
-    """``options`` with ``debounce``/``dedupe`` checked (enqueue/_debounce.py, imported only for a job with them)."""
-    from dataclasses import replace
-
-    if debounce is None and dedupe is None:
-        return options
-
-    from sqsjobs.enqueue._debounce import check_coalescing, debounce_seconds, dedupe_mode
-
-    window, mode = debounce_seconds(name, debounce), dedupe_mode(name, dedupe)
-    check_coalescing(name, debounce=window, dedupe=mode, chunked=chunked)
-    return replace(options, debounce=window, dedupe=mode)
+    for feature, value in options.features.items():  # an option left at its default fits any settings
+        option = feature_option(feature)
+        if option is not None and option.against_settings is not None:
+            option.against_settings(name, value, settings, final)
 
 
 def _options(name: str, settings: Settings, *, backoff_base: float | None, backoff_cap: float | None,
@@ -354,25 +425,6 @@ def _options(name: str, settings: Settings, *, backoff_base: float | None, backo
                       store_result=store_result, expires_in=None if expires_in is None else float(expires_in),
                       on_crash=crash)
 
-def _flow_options(name: str, options: JobOptions, limiters: Mapping[str, Limiter], *,
-                  limits: Any, queue: Any, tenant_metrics: Any) -> JobOptions:
-    """``options`` with the job's limiters, queue and tenant metrics, each checked (the queue's URL: later).
-
-    flow/ and the router are imported only for a job that names limiters or a queue that is not one."""
-    from dataclasses import replace
-
-    if type(tenant_metrics) is not bool:
-        raise ConfigurationError(f"job {name!r}: tenant_metrics must be True or False, got {tenant_metrics!r}")
-    if not isinstance(queue, str) or (queue != DEFAULT_QUEUE and not QUEUE_NAME.fullmatch(queue)):
-        from sqsjobs.enqueue._routing import job_queue
-
-        job_queue(name, queue, {DEFAULT_QUEUE: None})  # not a queue name at all: refused now, with its hint
-    if isinstance(limits, tuple) and not limits:
-        return replace(options, queue=queue, tenant_metrics=tenant_metrics)
-    from sqsjobs.flow._limits import job_limits
-
-    return replace(options, limits=job_limits(name, limits, limiters), queue=queue, tenant_metrics=tenant_metrics)
-
 
 def _exception_classes(job: str, label: str, kinds: Any) -> tuple[type[Exception], ...]:
     """``retry_on``/``permanent_on`` as a tuple of exception classes (one bare class is accepted too)."""
@@ -394,8 +446,6 @@ def _exception_classes(job: str, label: str, kinds: Any) -> tuple[type[Exception
 def _check_exception_rules(job: str, retry_on: tuple[type[BaseException], ...],
                            permanent_on: tuple[type[BaseException], ...]) -> None:
     """Refuse rules that can never apply, given the order ``JobOptions.classify`` checks them in."""
-    from sqsjobs._errors import PermanentError, RetryableError
-
     for kind in retry_on:
         if issubclass(kind, PermanentError):
             raise ConfigurationError(

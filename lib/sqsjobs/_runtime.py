@@ -49,8 +49,12 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs._environment import environment_key
 from sqsjobs._errors import UnknownJobError
+from sqsjobs._job_options import check_against_settings
+from sqsjobs._settings import DEFAULT_QUEUE
 from sqsjobs._with_block import check_entered
-from sqsjobs.enqueue._message import DEFAULT_QUEUE
+from sqsjobs.enqueue._delays import schedule_name
+from sqsjobs.enqueue._producer import Producer
+from sqsjobs.enqueue._routing import QueueRouter
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -61,9 +65,8 @@ if TYPE_CHECKING:
     from sqsjobs._job import Job
     from sqsjobs._settings import Settings, SettingsSource
     from sqsjobs.enqueue._dispatch import Dispatcher
-    from sqsjobs.enqueue._message import JobMessage
-    from sqsjobs.enqueue._producer import EnqueueReport, Producer
-    from sqsjobs.enqueue._routing import QueueRouter
+    from sqsjobs.enqueue._message import EnqueueRequest, JobMessage
+    from sqsjobs.enqueue._producer import EnqueueReport
     from sqsjobs.flow._limits import Limiter
     from sqsjobs.schedules._one_time import OneTimeSchedules
     from sqsjobs.schedules._periodic import Scheduler, ScheduleSpec
@@ -166,8 +169,6 @@ class Runtime:
 
     def _check_jobs(self, configured: Configured) -> None:
         """Check the jobs not checked yet against the settings of the code and the environment (``app.use``'s aside)."""
-        from sqsjobs._job_options import check_against_settings
-
         source = self._parts.settings
         base = source.base() if source.patches else configured.settings
         jobs = list(self.registry.jobs.values())
@@ -308,9 +309,6 @@ class Runtime:
     def router(self) -> QueueRouter:
         """Sends each message to its job's queue (one producer per queue, built on first use)."""
         def build() -> QueueRouter:
-            from sqsjobs.enqueue._producer import Producer
-            from sqsjobs.enqueue._routing import QueueRouter
-
             return QueueRouter(self.settings.queue_urls(), make_producer=lambda url: Producer(
                 self.sqs, url, random=self.random, sleep=self.sleep, max_message_bytes=self.settings.max_message_bytes))
 
@@ -427,7 +425,13 @@ class Runtime:
         scheduler: Scheduler = self._once("scheduler", build)
         return scheduler
 
-    # ------------------------------------------------------------ what features need
+    # ------------------------------------------------------------ what jobs and features need
+    def enqueue(self, job: Job[Any, Any], request: EnqueueRequest) -> str:
+        """Send one ``job.enqueue(...)`` the way the job's options say (``enqueue/_request.py``)."""
+        from sqsjobs.enqueue._request import enqueue  # loaded by the first enqueue: a worker may send none
+
+        return enqueue(self, job, request)
+
     def send(self, message: JobMessage) -> str:
         """Send a prepared message to its job's queue, or into a schedule when it is due beyond 900 s."""
         return self.dispatcher.send(message)
@@ -467,8 +471,7 @@ class Runtime:
             ...     app.runtime.unschedule("invoice-email:42"), app.runtime.unschedule("invoice-email:42")
             (True, False)
         """
-        from sqsjobs.enqueue._delays import schedule_name
-        from sqsjobs.worker._job_records import checked_key
+        from sqsjobs.worker._job_records import checked_key  # the worker's: loaded by a batch, not at import
 
         return self.one_time_schedules.delete(schedule_name(checked_key(key)))
 
@@ -498,11 +501,11 @@ class Runtime:
 # Each answers as its stage's ``concerns`` does (enqueue/_debounce_stage.py, flow/_stage.py,
 # workflows/_stage.py) without importing the feature: the stage is built on the first that holds.
 def _coalesced(d: Any) -> bool:
-    return d.job is not None and (d.job.options.debounce is not None or d.job.options.dedupe is not None)
+    return d.job is not None and (d.job.options.sets("debounce") or d.job.options.sets("dedupe"))
 
 
 def _limited(d: Any) -> bool:
-    return d.job is not None and bool(d.job.options.limits)
+    return d.job is not None and d.job.options.sets("limits")
 
 
 def _in_a_workflow(d: Any) -> bool:

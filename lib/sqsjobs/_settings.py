@@ -17,11 +17,12 @@ from typing import Any
 from sqsjobs._backoff import MAX_VISIBILITY_SECONDS
 from sqsjobs._errors import ConfigurationError
 from sqsjobs._metrics import DEFAULT_NAMESPACE
-from sqsjobs.enqueue._message import DEFAULT_QUEUE
 
 ENV_QUEUE_URL = "SQSJOBS_QUEUE_URL"
 #: ``SQSJOBS_QUEUE_URL_<NAME>``: the URL of named queue ``<name>`` (``sqsjobs.enqueue._routing``)
 ENV_QUEUE_URL_PREFIX = ENV_QUEUE_URL + "_"
+#: the queue a job goes to unless it names another (``SQSJOBS_QUEUE_URL``; ``sqsjobs.enqueue._routing``)
+DEFAULT_QUEUE = "default"
 ENV_DLQ_URL = "SQSJOBS_DLQ_URL"
 ENV_TABLE = "SQSJOBS_TABLE"
 ENV_OUTBOX_TABLE = "SQSJOBS_OUTBOX_TABLE"

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqsjobs import JobApp
 from sqsjobs.enqueue._delays import schedule_name
-from sqsjobs.local.control import cloud_actions
+from sqsjobs.local.cloud import cloud_actions
 from sqsjobs.local.pytest_plugin import LocalCloudSession
 from sqsjobs.schedules._one_time import DelayedMessage, ScheduledJob
 

@@ -28,9 +28,12 @@ def test_without_awaiting_functions_the_worker_answers_none(template: dict[str, 
     assert "resize" in message and "callbacks=True" in message
 
 
-@pytest.mark.parametrize("parameter", ["AwaitingFunctions", "AwaitingStateMachines"])
-def test_a_named_function_or_state_machine_lets_the_worker_answer(template: dict[str, Any], parameter: str) -> None:
-    assert problems(template, **{parameter: "orders-flow"}) == []
+@pytest.mark.parametrize(("parameter", "value"), [
+    ("AwaitingFunctions", "arn:aws:lambda:us-east-1:123456789012:function:orders-flow"),
+    ("AwaitingStateMachines", "orders-flow")])
+def test_a_named_function_or_state_machine_lets_the_worker_answer(template: dict[str, Any], parameter: str,
+                                                                  value: str) -> None:
+    assert problems(template, **{parameter: value}) == []
 
 
 def test_an_app_without_callback_jobs_needs_nothing(template: dict[str, Any]) -> None:

@@ -43,8 +43,8 @@ def test_queues_and_tables_are_encrypted_at_rest(template: dict[str, Any]) -> No
             assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}, name
 
 
-#: the one statement on "*": IAM cannot scope a task token to a state machine (docs/durable.md); it exists only
-#: when AwaitingStateMachines names one
+#: the one statement on "*": states:SendTask* have no resource type in IAM (docs/durable.md, "Deploying"); it exists
+#: only when AwaitingStateMachines names a state machine
 ANY_RESOURCE = {"AnswerTaskTokens": ("AnswersTaskTokens", ["states:SendTaskSuccess", "states:SendTaskFailure",
                                                            "states:SendTaskHeartbeat"])}
 
@@ -78,13 +78,68 @@ def test_function_policies_are_least_privilege(template: dict[str, Any]) -> None
 
 def test_the_worker_answers_only_the_durable_functions_the_parameter_names(template: dict[str, Any]) -> None:
     policy = template["Resources"]["WorkerFunction"]["Properties"]["Policies"][0]
-    (answer,) = [s for c, s in statements(policy) if s["Sid"] == "AnswerDurableCallbacks"]
     assert [c for c, s in statements(policy) if s["Sid"] == "AnswerDurableCallbacks"] == ["AnswersDurableCallbacks"]
     assert template["Conditions"]["AnswersDurableCallbacks"] == {
         "Fn::Not": [{"Fn::Equals": [{"Ref": "AwaitingFunctions"}, ""]}]}
-    # Resource: one ARN per name, NAME:* (a durable execution is authorized against its versioned function ARN)
-    split = answer["Resource"]["Fn::Split"]
-    assert split[0] == ","
-    text, names = split[1]["Fn::Sub"]
-    assert text.endswith(":function:${Names}:*")
-    assert names["Names"]["Fn::Join"][1] == {"Fn::Split": [",", {"Ref": "AwaitingFunctions"}]}
+
+
+#: an account's functions, and a durable execution's ARN: the resource IAM authorizes SendDurableExecutionCallback*
+#: against (docs/durable.md, "Deploying"): the function's ARN, then $LATEST or a version number, never an alias
+FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:"
+
+
+def execution(function: str, version: str = "3") -> str:
+    return f"{FUNCTION}{function}:{version}/durable-execution/run-1/0f3c"
+
+
+def test_the_callback_grant_matches_the_named_functions_executions_and_no_other(template: dict[str, Any]) -> None:
+    import fnmatch
+
+    from sqsjobs.local.intrinsics import Resolver
+
+    policy = template["Resources"]["WorkerFunction"]["Properties"]["Policies"][0]
+    (answer,) = [s for _, s in statements(policy) if s["Sid"] == "AnswerDurableCallbacks"]
+    # The local cloud's resolver, which refuses what CloudFormation refuses (a function as a delimiter).
+    resolver = Resolver(parameters={"AwaitingFunctions": f"{FUNCTION}publish,{FUNCTION}publish-album"})
+    granted = resolver.resolve(answer["Resource"])
+    assert granted == [f"{FUNCTION}publish:*", f"{FUNCTION}publish-album:*"]
+
+    def allowed(arn: str) -> bool:  # IAM's Resource match: `*` stands for any run of characters, `/` and `:` too
+        return any(fnmatch.fnmatchcase(arn, pattern) for pattern in granted)
+
+    assert allowed(execution("publish")) and allowed(execution("publish", "$LATEST"))
+    assert allowed(execution("publish-album", "12"))
+    assert not allowed(execution("publisher")) and not allowed(execution("other"))
+    assert not allowed(execution("publish").replace("123456789012", "210987654321"))
+
+
+@pytest.mark.parametrize(("value", "ok"), [
+    ("", True), (f"{FUNCTION}publish", True), (f"{FUNCTION}publish,{FUNCTION}publish-album", True),
+    ("arn:aws-cn:lambda:cn-north-1:123456789012:function:publish", True),
+    ("publish", False), (f"{FUNCTION}publish, {FUNCTION}publish-album", False), (f"{FUNCTION}publish:live", False),
+    (f"{FUNCTION}publish:3", False)])
+def test_awaiting_functions_takes_unqualified_function_arns(template: dict[str, Any], value: str, ok: bool) -> None:
+    # A name, an alias, a version or a space would be granted as an ARN that matches no durable execution: every
+    # answer refused at run time. The parameter's AllowedPattern refuses them at `sqsjobs check`, `local up`, deploy.
+    from sqsjobs.validation.parameters import check_parameters
+
+    problems = check_parameters(template["Parameters"], {"AwaitingFunctions": value})
+    assert (problems == []) is ok, [p.message for p in problems]
+
+
+def delimiters(value: Any) -> list[Any]:
+    """Every Fn::Join and Fn::Split delimiter in ``value``."""
+    if isinstance(value, list):
+        return [d for item in value for d in delimiters(item)]
+    if not isinstance(value, dict):
+        return []
+    found = [v[0] for k, v in value.items() if k in ("Fn::Join", "Fn::Split") and isinstance(v, list) and v]
+    return found + [d for v in value.values() for d in delimiters(v)]
+
+
+def test_every_join_and_split_delimiter_is_a_literal_string(template: dict[str, Any]) -> None:
+    # CloudFormation takes no function as a delimiter, and cfn-lint checks none inside a SAM function's Policies
+    # (it validates SAM resources against SAM's schema, untransformed).
+    found = delimiters(template)
+    assert len(found) >= 2
+    assert [d for d in found if not isinstance(d, str)] == []

@@ -754,6 +754,11 @@ class World:
         for d in result.deliveries:
             if d.outcome is Outcome.DEFERRED and d.deferred_by == "rate":
                 self.ledger.rate_deferrals[d.key] += 1
+            if d.outcome is Outcome.DEAD_LETTERED:
+                # The DLQ accepted its letter: the key's job ended for good once, even when the acknowledgement
+                # is withheld for a follow-up (its group's count or answer, workflows/_stage.py) and a redrive
+                # runs it again before that copy comes back.
+                self.ledger.ended.add(d.key)
             if d.message_id in failed:
                 continue
             self.ledger.acked[d.message_id] = d.outcome
@@ -871,7 +876,12 @@ class World:
                 led.violations.append(f"{d.message_id} ({d.job_name}) acknowledged as a duplicate of {owner}'s "
                                       f"record of {d.key}")
             done = item is not None and item.state is LeaseState.DONE and d.job_name != "deb"
-            if not done and not item_dead_lettered(item, d.message_id) and not led.effects[ran]:
+            # a letter delivered again (or its copy, re-sent at its backstop): the DLQ has it, whatever the record
+            # says since (a redrive may have run it again)
+            copy_of = (d.message_attributes.get("sqsjobs.letter") or {}).get("stringValue")
+            letter = copy_of or d.message_id
+            if not done and not item_dead_lettered(item, letter) and not self._lettered(letter) \
+                    and not led.effects[ran]:
                 led.violations.append(f"{d.message_id} ({ran}) acknowledged as a duplicate, but its request never "
                                       "ran")
         elif d.outcome is Outcome.CANCELLED:

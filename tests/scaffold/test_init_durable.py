@@ -4,7 +4,8 @@ Alone and with every other extra: the template validates with the lint rules and
 checks (which import handlers/flow.py, the durable SDK installed here as the project's dev extra installs
 it); the worker's role answers only the project's own durable function, and without that statement
 `sqsjobs check` refuses the app; the durable SDK is only in FlowFunction's layer; and the project's own
-pytest passes (the durable function on the SDK's local runner, its jobs in-process).
+pytest passes (the durable function on the SDK's local runner, its jobs in-process). Its `sam build` is in
+test_init_projects.py, beside the standard project's.
 """
 
 from __future__ import annotations

@@ -7,13 +7,16 @@
   `local env`, an edit that reloads the workers, `local down`;
 - FIFO with every extra: `sam validate --lint`, its pytest with the e2e test (each extra exercised on the
   local cloud), `sqsjobs local up` and `sqsjobs local fire daily-summary`;
-- standard with every extra: `sam validate --lint` and its pytest with the e2e test.
+- standard with every extra: `sam validate --lint` and its pytest with the e2e test;
+- durable (`--with durable`), carrying the same wheel: `sam build`, lean as the first, and its durable function's
+  SDK in a layer of its own (its validation and its tests: test_init_durable.py).
 
 The first two projects' pytest runs their tests/test_moto.py too: the worker on stock moto, as the user's own
 tests would (the third's is the first's, on the same queues).
 
-`sam build` runs on the standard project here and on issue 30's user's project in tests/dist; test_init_matrix.py
-proves every combination has the same layer/ and functions holding only handlers/, so those builds stand for all.
+`sam build` runs on the standard and the durable project here and on issue 30's user's project in tests/dist;
+test_init_matrix.py proves every combination has the same layer/ and functions holding only handlers/, so those
+builds stand for all (the durable project's own layer, durable-layer/, is built only here).
 
 Every combination gets the cheap checks in test_init_matrix.py.
 """
@@ -95,11 +98,12 @@ def wheel(dist: Dist) -> Path:
     return dist.wheel
 
 
-def built_lean(project: Path, *roots: str) -> dict[str, tuple[int, int]]:
+def built_lean(project: Path, *roots: str, own_layers: tuple[str, ...] = ()) -> dict[str, tuple[int, int]]:
     """`sam build` of ``project``, checked by lean_build; each artifact's (unzipped, zipped) bytes."""
     built = sam("build", "--template", "template.yaml", cwd=project)
     assert built.returncode == 0, built.stdout[-5000:] + built.stderr[-5000:]
-    return lean_build(project / ".aws-sam" / "build", (*this_machine(), str(project.parent), *roots))
+    return lean_build(project / ".aws-sam" / "build", (*this_machine(), str(project.parent), *roots),
+                      own_layers=own_layers)
 
 
 @pytest.mark.timeout(1200)  # a wheel, a sam build and two local clouds, on a loaded machine
@@ -195,3 +199,26 @@ def test_standard_project_with_every_extra(tmp_path: Path) -> None:
     tested = run_pytest(project, "-m", "not moto")
     assert tested.returncode == 0 and f"{unit_tests_of(project) + 1} passed, {MOTO_TESTS} deselected" in (
         tested.stdout), tested.stdout + tested.stderr
+
+
+@pytest.mark.timeout(900)  # a sam build of two layers on a loaded machine
+def test_durable_project_builds_with_the_sdk_in_its_own_layer(tmp_path: Path, wheel: Path) -> None:
+    from samtranslator.yaml_helper import yaml_parse
+
+    project = generate(tmp_path, ProjectOptions(name="books", extras=frozenset({Extra.DURABLE}),
+                                                source=parse_spec(str(wheel))))
+    sizes = built_lean(project, str(wheel.parent), own_layers=("DurableSdkLayer",))
+    assert sorted(sizes) == ["DurableSdkLayer", "FlowFunction", "SqsjobsLayer", "WorkerFunction"]
+    build = project / ".aws-sam" / "build"
+    assert (build / "FlowFunction" / "flow.py").is_file()
+    # The SDK is FlowFunction's layer's alone, with the boto3 it needs (durable-layer/requirements.txt).
+    sdk = build / "DurableSdkLayer" / "python"
+    assert (sdk / "aws_durable_execution_sdk_python").is_dir()
+    assert not (build / "SqsjobsLayer" / "python" / "aws_durable_execution_sdk_python").exists()
+    (boto3,) = sdk.glob("boto3-*.dist-info")
+    assert tuple(int(part) for part in boto3.name[len("boto3-"):-len(".dist-info")].split(".")[:3]) >= (1, 43, 114)
+    # SAM kept the durable function's properties in the template it built (its DurableConfig, its own layer).
+    flow = yaml_parse((build / "template.yaml").read_text())["Resources"]["FlowFunction"]["Properties"]
+    assert flow["DurableConfig"] == {"ExecutionTimeout": 86400, "RetentionPeriodInDays": 7}
+    assert flow["Layers"] == [{"Ref": "DurableSdkLayer"}]
+    print(f"\n`sqsjobs init books --with durable`, sam build (unzipped, zipped bytes): {sorted(sizes.items())}")

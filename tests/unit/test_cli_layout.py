@@ -52,3 +52,11 @@ def test_the_assembled_cli_has_every_command() -> None:
     root = typer.main.get_command(build_app())
     assert list(root.commands) == COMMANDS
     assert list(root.commands["local"].commands) == LOCAL_COMMANDS
+
+
+def test_init_s_help_names_every_extra() -> None:
+    from sqsjobs.scaffold import Extra
+
+    init = typer.main.get_command(build_app()).commands["init"]
+    (extras,) = [param for param in init.params if "--with" in param.opts]
+    assert [extra.value for extra in Extra if f"{extra.value} (" not in (extras.help or "")] == []

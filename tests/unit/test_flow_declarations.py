@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sqsjobs import ConfigurationError, InMemoryStore, InvalidArgumentsError, JobApp
-from sqsjobs.flow._limits import ConcurrencyLimit, RateLimit
+from sqsjobs.flow._limits import LIMITS, ConcurrencyLimit, RateLimit
 
 
 @pytest.fixture
@@ -164,7 +164,7 @@ def test_a_scheduled_job_that_runs_in_the_scheduler_cannot_be_limited(app: JobAp
     @app.scheduled("nightly", schedule="cron(0 2 * * ? *)", limits=["warehouse"], enqueue=True)
     def nightly(period: str) -> None: ...
 
-    assert nightly.options.limits == ("warehouse",)
+    assert LIMITS.of(nightly.options) == ("warehouse",)
 
 
 def test_celerys_rate_limit_and_priority_point_to_flow_control(app: JobApp) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sqsjobs._job_options import JobOptions
 from sqsjobs.flow._limiter_memory import LimiterMemory
 from sqsjobs.flow._limits import ConcurrencyLimit, RateLimit
 from sqsjobs.flow._permits import CONTENDED_SECONDS, SLOT_PROBES, Permits
@@ -79,7 +80,7 @@ class Clock:
 
 
 def limited_batch(size: int, first: int, limiter: str = "pdf") -> list[Delivery]:
-    job = SimpleNamespace(is_async=False, options=SimpleNamespace(limits=(limiter,), threads=False))
+    job = SimpleNamespace(is_async=False, options=JobOptions(features={"limits": (limiter,)}))
     batch = []
     for i in range(size):
         d = Delivery.parse(sqs_record({"v": 1}, message_id=f"m-{first + i}"), i)

@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pynamodb.expressions.operand import Value
 
-from sqsjobs.store import _dynamodb as dynamodb_store
+from sqsjobs.store import _expressions as expressions
 from sqsjobs.store import _rules as r
-from sqsjobs.store._dynamodb import prepare
+from sqsjobs.store._dynamodb import DynamoDBStore
 from sqsjobs.store._enqueue_ops import Debounce, Rearm, Reserve
+from sqsjobs.store._expressions import prepare
 from sqsjobs.store._lease import LeaseState, Operation
 from sqsjobs.store._lease_ops import (
     Acquire,
@@ -43,7 +44,7 @@ def per_call(op: Operation, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         return Value({value} if attribute.attr_type == "NS" else value, attribute=attribute)
 
     with monkeypatch.context() as patched:
-        patched.setattr(dynamodb_store, "_operand", direct)
+        patched.setattr(expressions, "_operand", direct)
         built = prepare(op.rule())
     return built.bind("t", op.key, {})
 
@@ -80,7 +81,7 @@ def test_a_bound_request_equals_the_one_pynamodb_builds_per_call(op: Operation) 
 
 
 def test_a_request_is_built_once_per_shape() -> None:
-    store = dynamodb_store.DynamoDBStore(client=None, table_name="t")  # type: ignore[arg-type]
+    store = DynamoDBStore(client=None, table_name="t")  # type: ignore[arg-type]
     first = Complete(key="a", owner="o", expires_at=1.0, data={"outcome": "succeeded"})
     second = Complete(key="b", owner="p", expires_at=2.0, data={"outcome": "succeeded"})
     assert store._prepare(first.rule()) is store._prepare(second.rule())

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from import_support import import_graph, imports_of, modules
+from import_support import import_graph, imports_of, modules, write_tree
 
 import sqsjobs
 from sqsjobs import JobApp, _errors, _harness
@@ -45,14 +45,11 @@ def upward_edges(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_the_checker_counts_type_checking_and_function_imports_when_asked(tmp_path: Path) -> None:
-    package = tmp_path / "sqsjobs"
-    (package / "cli").mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "cli" / "__init__.py").write_text("")
-    (package / "cli" / "tool.py").write_text("")
-    (package / "core.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                                      "    from sqsjobs.cli import tool\n")
-    (package / "app.py").write_text("def f():\n    from sqsjobs.cli.tool import x\n")
+    write_tree(tmp_path, {
+        "sqsjobs/cli/tool.py": "",
+        "sqsjobs/core.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from sqsjobs.cli import tool\n",
+        "sqsjobs/app.py": "def f():\n    from sqsjobs.cli.tool import x\n",
+    })
     assert import_graph(tmp_path)["sqsjobs.core"] == set()
     graph = import_graph(tmp_path, type_checking=True)
     assert graph["sqsjobs.core"] == {"sqsjobs.cli.tool"}

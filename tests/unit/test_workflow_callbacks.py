@@ -252,6 +252,49 @@ def test_a_group_callback_that_failed_to_send_is_answered_by_a_members_redeliver
         assert len(fake.answers_to(CB)) == 1 and json.loads(fake.told[0].answer.payload or "")["succeeded"] == 3
 
 
+def _letters_app() -> tuple[JobApp, list[int]]:
+    app, runs = JobApp(), []
+
+    @app.job("lettered", key="lettered:{n}", callbacks=True)
+    def lettered(n: int) -> None:
+        runs.append(n)
+        raise PermanentError(f"{n} is broken")
+
+    return app, runs
+
+
+def test_a_letter_held_back_past_its_backstop_is_re_sent_as_that_letter_and_never_runs_again() -> None:
+    app, runs = _letters_app()
+    fake = FakeCallbacks()
+    fake.fail_next(8)  # the group's answer fails until after the member's backstop receive (a re-send)
+    with app.testing(callbacks=fake) as t:
+        group = app.group(callback=CB)
+        group.add(app.jobs["lettered"].message(n=1))
+        group.enqueue()
+        t.drain(max_batches=30)
+        assert runs == [1] and len(t.sqs.messages(t.dlq_url)) == 1
+        assert [o.outcome for o in t.outcomes].count(Outcome.DEAD_LETTERED) == 1
+        assert len(fake.answers_to(CB)) == 1 and json.loads(fake.told[0].answer.payload or "")["dead_lettered"] == 1
+
+
+def test_a_held_back_letter_does_not_run_after_a_redrive_lettered_its_key_again() -> None:
+    app, runs = _letters_app()
+    fake = FakeCallbacks()
+    fake.fail_next(3)
+    with app.testing(callbacks=fake) as t:
+        group = app.group(callback=CB)
+        group.add(app.jobs["lettered"].message(n=1))
+        group.enqueue()
+        (message,) = t.sqs.messages(t.queue_url)
+        with pytest.raises(AssertionError, match="still hold 1 message"):
+            t.drain(max_batches=1)  # dead-lettered; the group's answer fails: the member is held back
+        (letter,) = t.sqs.messages(t.dlq_url)
+        t.run(letter.body)  # an operator's redrive while it is held back: dead-lettered again, as another message
+        assert runs == [1, 1] and t.store.get("lettered:1").get("dead_letter_of") != message.message_id
+        t.drain()  # the held-back copy comes back: that letter, not a request to run
+        assert runs == [1, 1] and len(fake.answers_to(CB)) == 1
+
+
 def test_a_cancelled_group_fails_its_callback(app: JobApp) -> None:
     fake = FakeCallbacks()
     with app.testing(callbacks=fake) as t:

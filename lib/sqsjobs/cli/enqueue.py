@@ -35,6 +35,7 @@ from sqsjobs._settings import (
 )
 from sqsjobs.cli.exits import EXIT_FAILED, EXIT_USAGE, exit_with, fail
 from sqsjobs.cli.options import DEFAULT_TEMPLATE, AppSpec, ProjectTemplate, Region, parse_pairs
+from sqsjobs.schedules._receipt import ScheduledJob
 
 if TYPE_CHECKING:
     from sqsjobs._app import JobApp
@@ -281,8 +282,6 @@ def _send_settings(job_app: JobApp) -> dict[str, Any]:
 
 def _enqueue_one(job_app: JobApp, job: str, arguments: dict[str, Any], options: dict[str, Any]) -> None:
     """Send one job; print its message id (or its schedule), or on stderr the request that holds its key."""
-    from sqsjobs.schedules._receipt import ScheduledJob
-
     message_id = job_app.enqueue(job, **arguments, **options)
     if getattr(message_id, "duplicate", False):  # a deduplicated job's Receipt: nothing was sent
         key = job_app.message(job, **arguments).key

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NoReturn
 
+from sqsjobs._errors import SqsJobsError
 from sqsjobs._extras import Extra, install_hint, missing
 
 if TYPE_CHECKING:
@@ -42,8 +43,6 @@ def exit_on_errors(console: Console) -> Iterator[None]:
     import typer  # here, not at the top: ``sqsjobs.cli.main`` reads the codes before typer is known to exist
     from botocore.exceptions import BotoCoreError, ClientError
     from rich.markup import escape
-
-    from sqsjobs._errors import SqsJobsError
 
     try:
         yield

@@ -20,6 +20,7 @@ from sqsjobs.cli.exits import exit_on_errors
 from sqsjobs.cli.lifecycle import show, table_app
 from sqsjobs.cli.options import EndpointUrl, JsonStatus, RecordTable, Region
 from sqsjobs.cli.render import command_console, iso_time, print_fields, titled_table
+from sqsjobs.workflows._groups import GroupRecords
 
 if TYPE_CHECKING:
     from sqsjobs.workflows._chains import ChainStatus
@@ -38,8 +39,6 @@ def group_command(
     region: Region = None,
 ) -> None:
     """Show a job group's counts and state, and its members that did not succeed, with their reasons."""
-
-    from sqsjobs.workflows._groups import GroupRecords
 
     console = command_console(stderr=json_output)
     with exit_on_errors(console):

@@ -39,7 +39,8 @@ Extras = Annotated[
     typer.Option("--with", help="Also: outbox (transactional enqueue), chunked (page-by-page job), "
                                 "scheduled (a daily job), delays (a job two days later), groups (a job "
                                 "group and its callback), limits (a rate limit), critical (a queue of "
-                                "its own); comma-separated."),
+                                "its own), durable (a durable function awaiting a job and a group); "
+                                "comma-separated."),
 ]
 SqsjobsSpec = Annotated[
     str | None,

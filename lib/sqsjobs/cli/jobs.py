@@ -20,6 +20,9 @@ from sqsjobs._loading import DEFAULT_APP, load_app
 from sqsjobs.cli.exits import EXIT_USAGE, exit_with
 from sqsjobs.cli.options import AppSpec
 from sqsjobs.cli.render import command_console, titled_table
+from sqsjobs.enqueue._debounce import DEBOUNCE, DEDUPE
+from sqsjobs.enqueue._routing import QUEUE, TENANT_METRICS
+from sqsjobs.flow._limits import LIMITS
 
 if TYPE_CHECKING:
     from sqsjobs._app import JobApp
@@ -62,11 +65,11 @@ def describe_jobs(app: JobApp) -> list[dict[str, Any]]:
             "version": options.version,
             "chunked": type(job).__name__ == "ChunkedJob",
             "schedule": schedule.expression if schedule else None,
-            "queue": options.queue,
-            "limits": list(options.limits),
-            "tenant_metrics": options.tenant_metrics,
-            "debounce": options.debounce,
-            "dedupe": None if options.dedupe is None else options.dedupe.value,
+            "queue": QUEUE.of(options),
+            "limits": list(LIMITS.of(options)),
+            "tenant_metrics": TENANT_METRICS.of(options),
+            "debounce": DEBOUNCE.of(options),
+            "dedupe": None if (dedupe := DEDUPE.of(options)) is None else dedupe.value,
             "batch": options.batch,
         })
     return rows

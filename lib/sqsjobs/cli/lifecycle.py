@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from sqsjobs._env_names import did_you_mean
+from sqsjobs._errors import ConfigurationError
 from sqsjobs._settings import ENV_SCHEDULE_GROUP, ENV_TABLE
 from sqsjobs.cli.exits import exit_on_errors
 from sqsjobs.cli.options import EndpointUrl, JsonStatus, RecordTable, Region, ScheduleGroup
 from sqsjobs.cli.render import command_console, iso_time, print_fields
+from sqsjobs.enqueue._debounce import coalescing
 
 if TYPE_CHECKING:
     from sqsjobs._app import JobApp
@@ -108,7 +110,6 @@ def unschedule_command(
 
     from sqsjobs._app import JobApp
     from sqsjobs._clients import operator_client
-    from sqsjobs._errors import ConfigurationError
 
     console = command_console()
     with exit_on_errors(console):
@@ -147,8 +148,6 @@ def render(console: Any, status: JobStatus) -> None:
 
 def waiting_view(app: JobApp, key: str) -> Any:
     """A debounced key's waiting burst, or a deduplicated key's reservation (enqueue/_debounce.py), or None."""
-    from sqsjobs.enqueue._debounce import coalescing
-
     item = app.runtime.store.get(key)
     return None if item is None else coalescing(item, now=app.runtime.clock())
 
@@ -186,7 +185,6 @@ def table_app(table: str | None, endpoint_url: str | None, region: str | None) -
     """An app with no jobs, on ``table``: enough to read and write job records."""
     from sqsjobs._app import JobApp
     from sqsjobs._clients import operator_client
-    from sqsjobs._errors import ConfigurationError
 
     if not table:
         raise ConfigurationError(f"which idempotency table? pass --table or set {ENV_TABLE}"

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
@@ -271,8 +272,6 @@ def _print_notes(console: Console, summary: RedriveSummary) -> None:
 
 
 def _print_plan(console: Console, summary: RedriveSummary) -> None:
-    from collections import Counter
-
     def action(p: PlannedMove) -> str:
         return p.action if p.action != "move" else f"move → {p.target}"
 

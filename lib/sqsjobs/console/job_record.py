@@ -21,10 +21,14 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
+from sqsjobs.enqueue._debounce import coalescing
+from sqsjobs.enqueue._delays import schedule_name
 from sqsjobs.enqueue._envelope import MAX_KEY_BYTES
+from sqsjobs.worker import _job_records as guard
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -72,11 +76,7 @@ def job_status(dynamodb: DynamoDBClient, table: str, key: str, now: float | None
     A debounced key's waiting burst (due time, requests coalesced) and a deduplicated
     key's holding request come with it, as ``sqsjobs job KEY`` shows them (``cli/lifecycle.py``).
     """
-    from dataclasses import replace
-
-    from sqsjobs.enqueue._debounce import coalescing
     from sqsjobs.store._dynamodb import DynamoDBStore
-    from sqsjobs.worker import _job_records as guard
 
     item = DynamoDBStore(dynamodb, table).get(guard.checked_key(key))  # one read for the status and the burst
     if item is None:
@@ -108,8 +108,6 @@ class ScheduledJobView:
     @property
     def due_text(self) -> str:
         """The due time in ISO 8601, UTC ("?" when unknown)."""
-        from datetime import UTC, datetime
-
         return "?" if self.due is None else datetime.fromtimestamp(self.due, UTC).isoformat()
 
     def to_dict(self) -> dict[str, object]:
@@ -120,9 +118,6 @@ class ScheduledJobView:
 
 def scheduled_job(scheduler: EventBridgeSchedulerClient, group: str, key: str) -> ScheduledJobView | None:
     """The delayed enqueue of ``key`` pending in schedule group ``group``, or None."""
-    import time
-
-    from sqsjobs.enqueue._delays import schedule_name
     from sqsjobs.schedules._one_time import OneTimeSchedules
 
     pending = OneTimeSchedules(group=group, clock=time.time, client=scheduler).get(schedule_name(key))

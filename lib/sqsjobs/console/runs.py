@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from sqsjobs._app import JobApp
 from sqsjobs.schedules._period_locks import PeriodLocks
 from sqsjobs.store._dynamodb import DynamoDBStore
 from sqsjobs.store._lease import LeaseItem
@@ -103,8 +104,6 @@ def read_run(dynamodb: DynamoDBClient, table: str, job: str, run_id: str) -> Run
 
 def read_group(dynamodb: DynamoDBClient, table: str, group_id: str) -> GroupStatus | None:
     """One job group by its id (exact, no scan): its counts and state, as ``app.group_status`` answers."""
-    from sqsjobs._app import JobApp
-
     return JobApp(table_name=table, dynamodb_client=dynamodb).group_status(group_id)
 
 

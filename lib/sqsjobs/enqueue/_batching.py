@@ -26,6 +26,20 @@ SQS_MAX_ENTRIES = 10
 SQS_MAX_BYTES = 1024 * 1024
 
 
+def entry_size(entry: dict[str, Any]) -> int:
+    """Bytes SQS counts for a send entry: the body plus every attribute's name, type and value.
+
+    Example:
+        >>> entry_size({"MessageBody": "abc", "MessageAttributes": {"a": {"DataType": "String", "StringValue": "x"}}})
+        11
+    """
+    size = len(str(entry.get("MessageBody", "")).encode("utf-8", "surrogatepass"))
+    for name, attr in entry.get("MessageAttributes", {}).items():
+        size += len(name.encode("utf-8", "surrogatepass")) + len(str(attr.get("DataType") or "").encode())
+        size += len(str(attr.get("StringValue") or "").encode("utf-8", "surrogatepass"))
+    return size
+
+
 def batches(
     items: Iterable[T],
     *,
@@ -88,8 +102,6 @@ def send_entries(sqs: SQSClient, queue_url: str, entries: Sequence[dict[str, Any
     the others. An Id missing from the answer was not answered: treat it as not sent.
     """
     from botocore.exceptions import BotoCoreError, ClientError
-
-    from sqsjobs.worker._dead_letters import entry_size
 
     outcome: dict[str, Sent] = {}
     for chunk in batches(entries, max_bytes=SQS_MAX_BYTES, size_of=entry_size):

@@ -57,13 +57,19 @@ from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs import _metrics as m
 from sqsjobs._errors import ConfigurationError, EnqueueError, InvalidArgumentsError
+from sqsjobs._job_options import Declaring, JobOption
+from sqsjobs.enqueue._envelope import Envelope
+from sqsjobs.store._enqueue_ops import Debounce, Reserve
+from sqsjobs.store._lease import LeaseState, expiry
+from sqsjobs.store._lease_ops import Amend
 
 if TYPE_CHECKING:
+    from sqsjobs._job import Job, Services
     from sqsjobs._job_options import JobOptions
-    from sqsjobs._runtime import Runtime
     from sqsjobs._settings import Settings
-    from sqsjobs.enqueue._message import JobMessage
+    from sqsjobs.enqueue._message import EnqueueRequest, JobMessage
     from sqsjobs.enqueue._producer import EnqueueReport
     from sqsjobs.store._lease import LeaseItem
 
@@ -158,6 +164,25 @@ def check_coalescing(job: str, *, debounce: float | None, dedupe: Dedupe | None,
         raise ConfigurationError(f"job {job!r}: a chunked job's pages are not debounced or deduplicated")
 
 
+def _declared_debounce(declaring: Declaring, value: Any) -> float | None:
+    window = debounce_seconds(declaring.job, value)
+    check_coalescing(declaring.job, debounce=window, dedupe=None, chunked=declaring.chunked)
+    return window
+
+
+def _declared_dedupe(declaring: Declaring, value: Any) -> Dedupe | None:
+    mode = dedupe_mode(declaring.job, value)
+    check_coalescing(declaring.job, debounce=debounce_seconds(declaring.job, declaring.given.get("debounce")),
+                     dedupe=mode, chunked=declaring.chunked)
+    return mode
+
+
+#: coalesce a burst of enqueues of one key: run once, this many seconds after the last
+DEBOUNCE: JobOption[float | None] = JobOption("debounce", None, _declared_debounce)
+#: refuse an enqueue of a key already queued (``until_started``) or not yet done (``until_done``)
+DEDUPE: JobOption[Dedupe | None] = JobOption("dedupe", None, _declared_dedupe)
+
+
 def dedupe_hold(options: JobOptions, settings: Settings, delay: float) -> float:
     """How long a deduplicated request holds its key at most: what a lost message blocks.
 
@@ -177,8 +202,6 @@ def dedupe_hold(options: JobOptions, settings: Settings, delay: float) -> float:
 
 def with_token(message: JobMessage, token: str) -> JobMessage:
     """``message`` with its envelope carrying the burst token."""
-    from sqsjobs.enqueue._envelope import Envelope
-
     envelope = replace(Envelope.decode(message.body), debounce=token)
     return replace(message, body=envelope.encode())
 
@@ -187,11 +210,8 @@ def _due(message: JobMessage, now: float) -> float:
     return message.due_at if message.due_at is not None else now + message.delay
 
 
-def send_debounced(runtime: Runtime, message: JobMessage) -> str:
+def send_debounced(runtime: Services, message: JobMessage) -> str:
     """Write the burst's token (1 WCU), then send ``message`` carrying it (delayed by the window)."""
-    from sqsjobs.store._enqueue_ops import Debounce
-    from sqsjobs.store._lease import expiry
-
     now = runtime.clock()
     token = uuid.uuid4().hex
     written = runtime.store.write(Debounce(
@@ -207,17 +227,13 @@ def send_debounced(runtime: Runtime, message: JobMessage) -> str:
     return runtime.send(with_token(message, token))
 
 
-def reserve(runtime: Runtime, messages: Sequence[JobMessage], modes: Sequence[Dedupe],
+def reserve(runtime: Services, messages: Sequence[JobMessage], modes: Sequence[Dedupe],
             holds: Sequence[float]) -> list[Receipt]:
     """Take each message's key (one write each, concurrently): a ``Receipt`` per message, ``duplicate`` if refused.
 
     A repeated key within ``messages`` is refused without a write: the first
     one holds the key. A refusal counts in ``JobDeduplicated``.
     """
-    from sqsjobs import _metrics as m
-    from sqsjobs.store._enqueue_ops import Reserve
-    from sqsjobs.store._lease import LeaseState, expiry
-
     now = runtime.clock()
     first: dict[str, int] = {}
     ops: list[tuple[int, Reserve]] = []
@@ -260,15 +276,13 @@ def reserve(runtime: Runtime, messages: Sequence[JobMessage], modes: Sequence[De
     return receipts
 
 
-def unreserve(runtime: Runtime, message: JobMessage, receipt: Receipt) -> None:
+def unreserve(runtime: Services, message: JobMessage, receipt: Receipt) -> None:
     """The send failed: give the key back (only while this request still holds it)."""
-    from sqsjobs.store._lease_ops import Amend
-
     runtime.store.write(Amend(key=message.key, data={"queued_until": None, "queued_id": None, "queued_mode": None},
                               expect={"queued_id": str(receipt)}))
 
 
-def send_deduplicated(runtime: Runtime, message: JobMessage, mode: Dedupe, hold: float) -> Receipt:
+def send_deduplicated(runtime: Services, message: JobMessage, mode: Dedupe, hold: float) -> Receipt:
     """Reserve the key (1 WCU), then send; a refused request sends nothing (a holder's receipt, a cancelled key)."""
     receipt = reserve(runtime, [message], [mode], [hold])[0]
     if receipt.refused:
@@ -281,26 +295,59 @@ def send_deduplicated(runtime: Runtime, message: JobMessage, mode: Dedupe, hold:
     return Receipt(receipt, message_id=str(sent))
 
 
+def enqueue_coalesced(runtime: Services, job: Job[..., Any], request: EnqueueRequest) -> str:
+    """One ``job.enqueue`` of a debounced or deduplicated job (``enqueue/_request.py`` sends the others here only
+    with ``debounce=``): into its key's burst, or through the key's reservation (a ``Receipt``)."""
+    debounce, dedupe = DEBOUNCE.of(job.options), DEDUPE.of(job.options)
+    if request.debounce is not None and debounce is None:
+        raise InvalidArgumentsError(
+            f"job {job.name!r}: debounce= overrides the window of a job declared with debounce=SECONDS; "
+            "declare this one with it (its bursts' arguments differ, so its key may not hash them)")
+    window = debounce if request.debounce is None else \
+        debounce_seconds(job.name, request.debounce, error=InvalidArgumentsError)
+    if request.callback is not None:
+        raise InvalidArgumentsError(
+            f"job {job.name!r}: a {'debounced' if window is not None else 'deduplicated'} enqueue may send "
+            "nothing (a later one replaces it, or the key is queued already), so it takes no callback=")
+    if window is not None:
+        if dedupe is not None:
+            raise InvalidArgumentsError(f"job {job.name!r}: debounce does not combine with dedupe")
+        if request.delay or request.eta is not None:
+            raise InvalidArgumentsError(f"job {job.name!r}: a debounced enqueue is due a window after it "
+                                        "(debounce=); it takes no delay or eta")
+        return send_debounced(runtime, job.message(
+            delay=window, replace=True, group=request.group, trace_id=request.trace_id,
+            expires_in=request.expires_in, tenant=request.tenant, **request.args))
+    assert dedupe is not None  # enqueue/_request.py sends only a job that sets one of the two here
+    message = job.message(delay=request.delay, eta=request.eta, replace=request.replace, group=request.group,
+                          trace_id=request.trace_id, expires_in=request.expires_in, tenant=request.tenant,
+                          **request.args)
+    now = runtime.clock()
+    wait = message.due_at - now if message.due_at is not None else float(message.delay)
+    return send_deduplicated(runtime, message, dedupe, dedupe_hold(job.options, runtime.settings, wait))
+
+
 def refuse_debounced(message: JobMessage) -> None:
     """A prepared message of a debounced job would carry no burst token: only ``job.enqueue`` writes one."""
-    if message.source is not None and message.source.options.debounce is not None:
+    if message.source is not None and DEBOUNCE.of(message.source.options) is not None:
         raise InvalidArgumentsError(
             f"job {message.job!r} is debounced: enqueue it with {message.job}.enqueue(...) (or "
             f"app.enqueue({message.job!r}, ...)), which writes its burst's token; a prepared message has none")
 
 
-def send_prepared(runtime: Runtime, message: JobMessage) -> str:
+def send_prepared(runtime: Services, message: JobMessage) -> str:
     """``app.enqueue(message)``: a deduplicated job's key is reserved first; a debounced job's is refused."""
     refuse_debounced(message)
     source = message.source
-    if source is None or source.options.dedupe is None:
+    mode = None if source is None else DEDUPE.of(source.options)
+    if source is None or mode is None:
         return runtime.send(message)
     now = runtime.clock()
-    return send_deduplicated(runtime, message, source.options.dedupe,
+    return send_deduplicated(runtime, message, mode,
                              dedupe_hold(source.options, runtime.settings, _due(message, now) - now))
 
 
-def dedupe_many(runtime: Runtime, messages: Sequence[JobMessage],
+def dedupe_many(runtime: Services, messages: Sequence[JobMessage],
                 send: Callable[[list[JobMessage]], EnqueueReport]) -> EnqueueReport:
     """``enqueue_many``: deduplicated jobs' keys reserved first (repeats in the list refused too), the rest sent.
 
@@ -312,11 +359,11 @@ def dedupe_many(runtime: Runtime, messages: Sequence[JobMessage],
     for message in messages:
         refuse_debounced(message)
 
-    dedup = [i for i, m in enumerate(messages) if m.source is not None and m.source.options.dedupe is not None]
+    dedup = [i for i, m in enumerate(messages) if m.source is not None and DEDUPE.of(m.source.options) is not None]
     if not dedup:
         return send(list(messages))
     chosen = [messages[i] for i in dedup]
-    modes = [m.source.options.dedupe for m in chosen if m.source is not None and m.source.options.dedupe]
+    modes = [mode for m in chosen if m.source is not None and (mode := DEDUPE.of(m.source.options)) is not None]
     now = runtime.clock()
     holds = [dedupe_hold(m.source.options, runtime.settings, _due(m, now) - now) for m in chosen
              if m.source is not None]

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import RetryableError, StoreError
-from sqsjobs.enqueue._debounce import Dedupe
+from sqsjobs.enqueue._debounce import DEBOUNCE, DEDUPE, Dedupe
 from sqsjobs.store._enqueue_ops import FreshAttempts, Rearm
 from sqsjobs.store._lease import LeaseState
 from sqsjobs.worker._decision import Ending, Facts
@@ -49,7 +49,7 @@ def token_of(d: Delivery) -> str | None:
 
 def coalesces(d: Delivery) -> bool:
     """``d`` is of a debounced job: a burst, or a request without a token (a member, a step, a callback)."""
-    return d.job is not None and d.job.options.debounce is not None
+    return d.job is not None and DEBOUNCE.of(d.job.options) is not None
 
 
 class DebounceStage(Stage):
@@ -62,7 +62,7 @@ class DebounceStage(Stage):
         self._counts: dict[str, int] = {}
 
     def concerns(self, d: Delivery) -> bool:
-        return coalesces(d) or (d.job is not None and d.job.options.dedupe is not None)
+        return coalesces(d) or (d.job is not None and DEDUPE.of(d.job.options) is not None)
 
     def before_claim(self, batch: Batch) -> Iterator[tuple[Delivery, Facts]]:
         waiting = [d for d in batch.deliveries if d.state is State.DECODED and coalesces(d)]
@@ -123,7 +123,7 @@ class DebounceStage(Stage):
         data: dict[str, Any] = {"ran_token": token} if token is not None else {}
         if d.message_id in self._counts:
             data["debounce_base"] = self._counts[d.message_id]
-        if d.job is not None and d.job.options.dedupe is Dedupe.UNTIL_STARTED:
+        if d.job is not None and DEDUPE.of(d.job.options) is Dedupe.UNTIL_STARTED:
             data.update(UNRESERVED)
         return data
 

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs import _metrics as m
 from sqsjobs import _otel
 from sqsjobs._errors import ConfigurationError, ScheduleError
 from sqsjobs.enqueue._delays import remaining_delay, schedule_name
@@ -185,8 +186,6 @@ class Dispatcher:
 
     def _count(self, scheduled: Sequence[ScheduledJob]) -> None:
         """``JobScheduled`` per job for schedules created or moved (not for keys already scheduled)."""
-        from sqsjobs import _metrics as m
-
         counted = [s for s in scheduled if s.outcome is not ScheduleOutcome.ALREADY_SCHEDULED]
         if not counted:
             return

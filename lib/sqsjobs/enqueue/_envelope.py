@@ -153,6 +153,21 @@ def callback_problem(service: Any, ident: Any, heartbeat: Any = False) -> str | 
     return None
 
 
+def as_callback(value: Any, what: str, error: type[Exception]) -> CallbackTo:
+    """``value`` as a callback (a ``DurableCallback`` or ``TaskToken``, ``workflows/_callbacks.py``), else ``error``.
+
+    Example:
+        >>> as_callback("Y2FsbGJhY2s=", "job 'resize'", TypeError)
+        Traceback (most recent call last):
+        ...
+        TypeError: job 'resize': callback= takes DurableCallback(callback_id) or TaskToken(token), got str
+    """
+    if not isinstance(value, CallbackTo):
+        raise error(f"{what}: callback= takes DurableCallback(callback_id) or TaskToken(token), "
+                    f"got {type(value).__name__}")
+    return value
+
+
 @dataclass(frozen=True, kw_only=True)
 class Envelope:
     """A decoded job message.

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqsjobs._errors import ReservedAttributeError
+from sqsjobs._settings import DEFAULT_QUEUE
 
 if TYPE_CHECKING:
-    from sqsjobs._job import Job
+    from datetime import datetime, timedelta
+
+    from sqsjobs._job_options import JobOptions
+    from sqsjobs.enqueue._envelope import CallbackTo
 
 #: the attribute namespace only sqsjobs writes (compared without case: SQS names are case-sensitive, people are not)
 RESERVED_PREFIX = "sqsjobs."
@@ -28,12 +32,42 @@ ATTR_RESENDS = "sqsjobs.resends"
 #: on a finish copy (worker/_decision.py): the lease of the run that succeeded, and the result it stored
 ATTR_FINISH = "sqsjobs.finish"
 ATTR_RESULT = "sqsjobs.result"
+#: on a dead letter's copy (re-sent at its backstop while a follow-up of it failed): the message its record
+#: dead-lettered; the copy's claim is refused as that message's would be (store/_lease_ops.py LETTERS)
+ATTR_LETTER = "sqsjobs.letter"
 #: on a deferred job's copy: the start slot it reserved of each rate limiter (flow/_schedule.py)
 ATTR_SLOTS = "sqsjobs.slots"
 #: SQS's largest DelaySeconds; longer delays need a scheduler, not a queue.
 MAX_DELAY_SECONDS = 900
-#: the queue a job goes to unless it names another (``SQSJOBS_QUEUE_URL``; ``sqsjobs.enqueue._routing``)
-DEFAULT_QUEUE = "default"
+
+
+class MessageSource(Protocol):
+    """The job a message was built by, as the enqueue side reads it (``_job.Job`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def options(self) -> JobOptions: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnqueueRequest:
+    """One ``job.enqueue(...)`` call as the job hands it to its runtime (``Runtime.enqueue``): the arguments and
+    the enqueue's options, not yet checked (``Job.message`` checks them)."""
+
+    args: dict[str, Any]
+    delay: float | timedelta = 0
+    eta: datetime | None = None
+    replace: bool = False
+    group: str | None = None
+    trace_id: str | None = None
+    expires_in: float | None = None
+    tenant: str | None = None
+    #: overrides the job's debounce window (``enqueue/_debounce.py``)
+    debounce: float | None = None
+    #: the workflow awaiting the request (``workflows/_callbacks.py``)
+    callback: CallbackTo | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,7 +102,7 @@ class JobMessage:
     #: a standard queue's ``MessageGroupId`` (SQS fair queues); never set on a FIFO queue
     tenant: str | None = None
     #: the job that built it (``Job.message``); groups and chains check members against their app with it
-    source: Job[Any, Any] | None = field(default=None, compare=False, repr=False)
+    source: MessageSource | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         reserved = sorted(n for n in self.extra_attributes if n.lower().startswith(RESERVED_PREFIX))

@@ -23,14 +23,20 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import ConfigurationError, InvalidArgumentsError
-from sqsjobs._settings import ENV_QUEUE_URL, ENV_QUEUE_URL_PREFIX, QUEUE_NAME, check_queue_name
-from sqsjobs.enqueue._message import DEFAULT_QUEUE, JobMessage
+from sqsjobs._job_options import Declaring, JobOption
+from sqsjobs._settings import DEFAULT_QUEUE, ENV_QUEUE_URL, ENV_QUEUE_URL_PREFIX, QUEUE_NAME, check_queue_name
+from sqsjobs.enqueue._message import JobMessage
 from sqsjobs.enqueue._producer import MESSAGE_GROUP_ID, EnqueueReport, FailedEntry
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from sqsjobs._settings import Settings
     from sqsjobs.enqueue._producer import Producer
 
-__all__ = ["DEFAULT_QUEUE", "QUEUE_NAME", "QueueRouter", "check_queue_name", "check_tenant", "job_queue"]
+__all__ = ["DEFAULT_QUEUE", "QUEUE", "QUEUE_NAME", "TENANT_METRICS", "QueueRouter", "check_queue_name", "check_tenant",
+           "job_queue"]
+
 
 def check_tenant(job: str, tenant: Any) -> str:
     """``tenant`` if SQS takes it as a ``MessageGroupId``, else an ``InvalidArgumentsError``.
@@ -66,6 +72,31 @@ def job_queue(job: str, queue: Any, known: Mapping[str, str | None]) -> str:
             hint = f"; pass JobApp(queues={{{queue!r}: url}}) or set {ENV_QUEUE_URL_PREFIX}{queue.upper()}"
         raise ConfigurationError(f"job {job!r}: unknown queue {queue!r} (known: {', '.join(sorted(known))}){hint}")
     return queue
+
+
+def _declared_queue(declaring: Declaring, queue: Any) -> str:
+    """A job's ``queue=``: a queue name (whether the app knows it: ``_queue_against_settings``)."""
+    if not isinstance(queue, str) or (queue != DEFAULT_QUEUE and not QUEUE_NAME.fullmatch(queue)):
+        job_queue(declaring.job, queue, {DEFAULT_QUEUE: None})  # not a queue name at all: refused now, with its hint
+    return str(queue)
+
+
+def _queue_against_settings(job: str, queue: str, settings: Settings, final: Collection[str]) -> None:
+    """The job's queue is one the app knows, once its ``queues`` are decided (or already named)."""
+    if "queues" in final or queue in settings.queue_urls():
+        job_queue(job, queue, settings.queue_urls())
+
+
+def _declared_tenant_metrics(declaring: Declaring, value: Any) -> bool:
+    if type(value) is not bool:
+        raise ConfigurationError(f"job {declaring.job!r}: tenant_metrics must be True or False, got {value!r}")
+    return value
+
+
+#: the queue the job is sent to (``JobApp(queues=...)``, ``SQSJOBS_QUEUE_URL_<NAME>``)
+QUEUE = JobOption("queue", DEFAULT_QUEUE, _declared_queue, against_settings=_queue_against_settings)
+#: add a ``Tenant`` dimension (the enqueue's ``tenant=``) to the job's metrics
+TENANT_METRICS = JobOption("tenant_metrics", False, _declared_tenant_metrics)
 
 
 class QueueRouter:

@@ -36,9 +36,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from sqsjobs._errors import ConfigurationError
+from sqsjobs._job_options import Declaring, JobOption
 
 #: the reserved prefix of every limiter item (``sqsjobs.store._lease.RESERVED_PREFIXES`` has it)
 LIMIT_PREFIX = "limit#"
@@ -189,3 +190,12 @@ def job_limits(job: str, limits: Any, known: Mapping[str, Limiter]) -> tuple[str
     if len(set(names)) < len(names):
         raise ConfigurationError(f"job {job!r}: limits names a limiter twice: {list(names)}")
     return names
+
+
+def _declared_limits(declaring: Declaring, limits: Any) -> tuple[str, ...]:
+    known = cast("Mapping[str, Limiter]", declaring.named.get("limiters", {}))
+    return job_limits(declaring.job, limits, known)
+
+
+#: limiters (``app.rate_limit``/``app.concurrency_limit`` names) every run must hold (docs/flow-control.md)
+LIMITS: JobOption[tuple[str, ...]] = JobOption("limits", (), _declared_limits)

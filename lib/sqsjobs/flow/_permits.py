@@ -71,7 +71,7 @@ from sqsjobs._backoff import MAX_VISIBILITY_SECONDS, RandomSource
 from sqsjobs._errors import StoreError
 from sqsjobs.flow import _schedule as schedule
 from sqsjobs.flow._limiter_memory import LimiterMemory
-from sqsjobs.flow._limits import ConcurrencyLimit, Limiter, RateLimit
+from sqsjobs.flow._limits import LIMITS, ConcurrencyLimit, Limiter, RateLimit
 from sqsjobs.store import _lease as lease
 from sqsjobs.store._lease import Operation, Written, expiry
 from sqsjobs.store._lease_ops import Acquire, Release
@@ -186,7 +186,7 @@ class Permits:
         followers: list[tuple[Delivery, Delivery]] = []
         limited: list[Delivery] = []
         for d in deliveries:
-            if d.state is not State.DECODED or d.job is None or not d.job.options.limits:
+            if d.state is not State.DECODED or d.job is None or not LIMITS.of(d.job.options):
                 continue
             if d.key in firsts:
                 followers.append((d, firsts[d.key]))  # a second copy of a key in the batch never runs itself
@@ -216,7 +216,7 @@ class Permits:
                 refusals[d.index] = refusal
                 continue
             self._starts[d.index] = starts.get(d.index, {})
-            for name in d.job.options.limits:
+            for name in LIMITS.of(d.job.options):
                 if name in slots:
                     self._slots.setdefault(name, _Slots(keys=slots[name])).users.add(d.index)
         outcome = [(d, refusals[d.index]) for d in limited if d.index in refusals]
@@ -231,7 +231,7 @@ class Permits:
         needs: dict[str, tuple[int, int]] = {}
         for d in limited:
             assert d.job is not None
-            for name in d.job.options.limits:
+            for name in LIMITS.of(d.job.options):
                 if isinstance(self.limiters[name], ConcurrencyLimit):
                     count, together = needs.get(name, (0, 0))
                     needs[name] = (count + 1, together + (d.job.is_async or d.job.options.threads))
@@ -245,7 +245,7 @@ class Permits:
         for d in limited:
             assert d.job is not None
             kept = schedule.carried(d.message_attributes)
-            for name in d.job.options.limits:
+            for name in LIMITS.of(d.job.options):
                 limiter = self.limiters[name]
                 if not isinstance(limiter, RateLimit):
                     continue
@@ -276,7 +276,7 @@ class Permits:
                  carrying: set[str]) -> Refusal | None:
         """Why ``d`` may not start in this batch (None: it may, at its latest slot)."""
         assert d.job is not None
-        for name in d.job.options.limits:
+        for name in LIMITS.of(d.job.options):
             limiter = self.limiters[name]
             if isinstance(limiter, ConcurrencyLimit) and name not in slots:
                 return Refusal(limiter=name, delay=self._retry_delay(SLOT_RETRY_SECONDS))
@@ -450,7 +450,7 @@ class Permits:
                 self._release(slots.keys.pop())
 
     def _slots_of(self, d: Delivery) -> list[_Slots]:
-        limits = d.job.options.limits if d.job is not None else ()
+        limits = LIMITS.of(d.job.options) if d.job is not None else ()
         return [self._slots[name] for name in limits if name in self._slots]
 
     def close(self) -> PermitCalls:

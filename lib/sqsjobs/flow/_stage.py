@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from sqsjobs.flow._limiter_memory import LimiterMemory
-from sqsjobs.flow._limits import Limiter
+from sqsjobs.flow._limits import LIMITS, Limiter
 from sqsjobs.flow._permits import Permits
 from sqsjobs.store._lease import LeaseStore
 from sqsjobs.worker._batch import Batch
@@ -51,7 +51,7 @@ class LimitsStage(Stage):
         return permits
 
     def concerns(self, d: Delivery) -> bool:
-        return d.job is not None and bool(d.job.options.limits)
+        return d.job is not None and bool(LIMITS.of(d.job.options))
 
     def before_claim(self, batch: Batch) -> Iterator[tuple[Delivery, Facts]]:
         if not self.limiters:
@@ -69,8 +69,14 @@ class LimitsStage(Stage):
         # together (async, threads) would all begin at the last slot waited for.
         return bool(self.limiters) and self._permits(batch).has_slots(d)
 
+    def items_per_call(self, batch: Batch, d: Delivery, wanted: int) -> int:
+        """One item a call under any limiter: a concurrency limiter's slot (``flow/_permits.py``) holds one running
+        job, so a call of more items would run more at once than the batch's slots allow; a rate limiter's start
+        slots are apart (``flow/_schedule.py``), so an item starts at its own slot, alone."""
+        return 1 if d.job is not None and LIMITS.of(d.job.options) else wanted
+
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
-        if not self.limiters or d.job is None or not d.job.options.limits:
+        if not self.limiters or d.job is None or not LIMITS.of(d.job.options):
             return None
         refusal = self._permits(batch).start(d, now=self.clock())
         if refusal is None:

@@ -8,6 +8,7 @@ every thread and child process and frees the ports.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import threading
 import time
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sqsjobs._settings import ENV_LOG_LEVEL
 from sqsjobs.local.alarms import AlarmTransition
 from sqsjobs.local.aws import Clients, local_environment
-from sqsjobs.local.control import ControlServer, cloud_actions, remove_state, write_state
+from sqsjobs.local.control import Action, ControlServer, remove_state, write_state
 from sqsjobs.local.deploy import deploy
 from sqsjobs.local.errors import LocalCloudError, ServerDiedError, TemplateError
 from sqsjobs.local.inventory import Inventory, inventory
@@ -463,8 +464,6 @@ def _check_parameters(template: Template, parameters: dict[str, str]) -> None:
 
 def _read_positions(path: Path | None) -> dict[str, dict[str, str]]:
     """The stream positions saved beside a snapshot (none when there is no such file)."""
-    import json
-
     if path is None:
         return {}
     try:
@@ -482,3 +481,36 @@ def running(template: str | Path, **options: Any) -> Iterator[LocalCloud]:
         yield cloud
     finally:
         cloud.stop()
+
+
+def cloud_actions(cloud: LocalCloud) -> dict[str, Action]:
+    """What the control endpoint of ``local up`` does for other processes: fire, drain, reload, stop ``cloud``."""
+
+    def fire(payload: dict[str, Any]) -> dict[str, Any]:
+        name = str(payload["name"])
+        try:
+            result = cloud.fire(name)
+        except KeyError as exc:
+            # Not a schedule of the template: the key of a delayed job, fired early?
+            fired = cloud.fire_delayed(name)
+            if not fired:
+                return {"error": f"{exc.args[0]}; and no delayed job with key {name!r} is pending"}
+            return {"ok": all(f.ok for f in fired), "delayed": [f.to_dict() for f in fired]}
+        return {"ok": result.ok, "request_id": result.request_id, "payload": result.payload,
+                "error_type": result.error_type, "error_message": result.error_message,
+                "duration_ms": result.duration_ms}
+
+    def drain(payload: dict[str, Any]) -> dict[str, Any]:
+        cloud.drain(float(payload.get("timeout", 120)))
+        return {"drained": True}
+
+    def reload(payload: dict[str, Any]) -> dict[str, Any]:
+        broken = cloud.reload()
+        return {"functions": len(cloud.pools), "broken": broken}
+
+    def stop(payload: dict[str, Any]) -> dict[str, Any]:
+        # The process that runs the cloud stops it (its main thread waits on this event).
+        cloud.stop_requested.set()
+        return {"stopping": True, "pid": os.getpid()}
+
+    return {"fire": fire, "drain": drain, "stop": stop, "reload": reload}

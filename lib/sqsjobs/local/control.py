@@ -19,18 +19,16 @@ import hashlib
 import json
 import os
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from sqsjobs.local.errors import AlreadyRunningError, LocalCloudError, NotRunningError
-
-if TYPE_CHECKING:
-    from sqsjobs.local.cloud import LocalCloud
 
 STATE_ENV = "SQSJOBS_LOCAL_STATE"
 #: the template a command looks for when none is given
@@ -294,39 +292,6 @@ class ControlServer:
         self._thread.join(timeout=5)
 
 
-def cloud_actions(cloud: LocalCloud) -> dict[str, Action]:
-    """What the control endpoint of ``local up`` does for other processes: fire, drain, reload, stop ``cloud``."""
-
-    def fire(payload: dict[str, Any]) -> dict[str, Any]:
-        name = str(payload["name"])
-        try:
-            result = cloud.fire(name)
-        except KeyError as exc:
-            # Not a schedule of the template: the key of a delayed job, fired early?
-            fired = cloud.fire_delayed(name)
-            if not fired:
-                return {"error": f"{exc.args[0]}; and no delayed job with key {name!r} is pending"}
-            return {"ok": all(f.ok for f in fired), "delayed": [f.to_dict() for f in fired]}
-        return {"ok": result.ok, "request_id": result.request_id, "payload": result.payload,
-                "error_type": result.error_type, "error_message": result.error_message,
-                "duration_ms": result.duration_ms}
-
-    def drain(payload: dict[str, Any]) -> dict[str, Any]:
-        cloud.drain(float(payload.get("timeout", 120)))
-        return {"drained": True}
-
-    def reload(payload: dict[str, Any]) -> dict[str, Any]:
-        broken = cloud.reload()
-        return {"functions": len(cloud.pools), "broken": broken}
-
-    def stop(payload: dict[str, Any]) -> dict[str, Any]:
-        # The process that runs the cloud stops it (its main thread waits on this event).
-        cloud.stop_requested.set()
-        return {"stopping": True, "pid": os.getpid()}
-
-    return {"fire": fire, "drain": drain, "stop": stop, "reload": reload}
-
-
 def stop_running(path: Path | None = None, *, timeout: float = 60.0) -> int:
     """Ask the running local cloud to stop (its control endpoint, else SIGTERM) and wait until it has; its pid.
 
@@ -337,7 +302,6 @@ def stop_running(path: Path | None = None, *, timeout: float = 60.0) -> int:
         sqsjobs.local.errors.NotRunningError: no local cloud is running (no /nonexistent/state.json) for ...
     """
     import signal
-    import time
 
     state = read_state(path)
     pid = int(state["pid"])

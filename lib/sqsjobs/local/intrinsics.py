@@ -117,7 +117,7 @@ def _sub(r: Resolver, argument: Any) -> Any:
 
 def _join(r: Resolver, argument: Any) -> Any:
     delimiter, items = argument
-    return str(delimiter).join(str(v) for v in r.resolve(items))
+    return _delimiter("Fn::Join", delimiter).join(str(v) for v in r.resolve(items))
 
 
 def _select(r: Resolver, argument: Any) -> Any:
@@ -127,7 +127,14 @@ def _select(r: Resolver, argument: Any) -> Any:
 
 def _split(r: Resolver, argument: Any) -> Any:
     delimiter, text = argument
-    return str(r.resolve(text)).split(delimiter)
+    return str(r.resolve(text)).split(_delimiter("Fn::Split", delimiter))
+
+
+def _delimiter(function: str, delimiter: Any) -> str:
+    """A delimiter as CloudFormation takes it: a literal string, never a function (a deploy would refuse one)."""
+    if not isinstance(delimiter, str):
+        raise TemplateError(f"{function}'s delimiter must be a literal string, not {delimiter!r}")
+    return delimiter
 
 
 def _if(r: Resolver, argument: Any) -> Any:

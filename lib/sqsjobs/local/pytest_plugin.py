@@ -24,11 +24,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sqsjobs._settings import Settings
 from sqsjobs.local.errors import LocalCloudError
 
 DEFAULT_APP = "handlers.app:app"
@@ -88,10 +90,6 @@ class LocalCloudSession:
             with local_cloud.use_app() as app:
                 run_id = reindex.start()
         """
-        from dataclasses import asdict
-
-        from sqsjobs._settings import Settings
-
         settings = asdict(Settings.from_env(self.cloud.app_environment()))
         with self.cloud.producing(self.app, settings=settings) as app:
             yield app

@@ -13,6 +13,8 @@ This is a workaround for the emulator only; the runtime (``sqsjobs`` outside
 
 from __future__ import annotations
 
+import logging
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -63,7 +65,6 @@ def serve(host: str, port: int, snapshot: Path | None = None) -> None:
     saying why on its output. The parent (``server.MotoServer.stop``) waits for that.
     """
     import signal
-    import sys
 
     from moto.moto_server.werkzeug_app import MotoRequestHandler
     from werkzeug.serving import make_server
@@ -141,8 +142,6 @@ def threaded_server() -> Any:
 @contextmanager
 def serving() -> Iterator[str]:
     """``threaded_server()`` started on 127.0.0.1 for the block; yields its endpoint URL (quiet access log)."""
-    import logging
-
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = threaded_server()
     server.start()

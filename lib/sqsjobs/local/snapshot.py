@@ -23,6 +23,7 @@ backends. Written to a temporary file and renamed, so a reader never sees half a
 from __future__ import annotations
 
 import copyreg
+import io
 import os
 import pickle
 import threading
@@ -158,8 +159,6 @@ _REDUCERS = {**copyreg.dispatch_table, threading.Condition: _fresh_condition, ty
 
 
 def _dumps(value: Any) -> bytes:
-    import io
-
     buffer = io.BytesIO()
     pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
     pickler.dispatch_table = _REDUCERS

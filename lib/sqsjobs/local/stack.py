@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs._settings import ENV_QUEUE_URL
+from sqsjobs._settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_QUEUE_URL_PREFIX, ENV_SCHEDULE_GROUP, Settings
+from sqsjobs.enqueue._producer import Producer
 from sqsjobs.local.aws import Clients, local_environment
 from sqsjobs.local.errors import LocalCloudError
 from sqsjobs.local.metric_store import parse_emf
@@ -62,8 +63,6 @@ class StackQueues:
 
     def app_queue(self, name: str = "default") -> str:
         """Logical id of the app's queue ``name``: ``SQSJOBS_QUEUE_URL`` (or ``..._<NAME>``) in the functions' env."""
-        from sqsjobs._settings import ENV_QUEUE_URL, ENV_QUEUE_URL_PREFIX
-
         variable = ENV_QUEUE_URL if name == "default" else f"{ENV_QUEUE_URL_PREFIX}{name.upper()}"
         for spec in self.deployment.functions.values():
             url = spec.environment.get(variable)
@@ -85,8 +84,6 @@ class StackQueues:
         ``app.enqueue(..., delay=timedelta(hours=2))`` creates its schedule here, and nothing made in
         the block reaches AWS. The app's EMF lines go to this cloud's metrics, as a function's do.
         """
-        from sqsjobs._settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, Settings
-
         if settings is None:
             # The function that knows the most: the queue, then the schedule group and the DLQ (the worker, here).
             producers = [dict(f.environment) for f in self.deployment.functions.values()
@@ -110,8 +107,6 @@ class StackQueues:
 
     def send_job(self, message: Any, queue: str | None = None) -> str:
         """Send a prepared ``JobMessage`` (from ``app.message(...)``) to its job's queue, as the producer would."""
-        from sqsjobs.enqueue._producer import Producer
-
         url = self.queue_url(queue or self.app_queue(getattr(message, "queue", "default")))
         return Producer(self.clients.get("sqs"), url).send(message)
 

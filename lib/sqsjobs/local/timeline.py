@@ -21,6 +21,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from sqsjobs import _metrics as m
+
 #: the log message the reference app's stand-in providers write (handlers/app.py)
 PROVIDER_CALLED = "provider called"
 
@@ -72,8 +74,6 @@ def busy_seconds(cloud: Any, function: str, since: float, until: float) -> float
 
 def metric_total(cloud: Any, name: str, **dimensions: str) -> int:
     """The sum of framework metric ``name`` over the set ``{service, Job, ...dimensions}`` with these values."""
-    from sqsjobs import _metrics as m
-
     wanted = {m.DIMENSION_SERVICE, m.DIMENSION_JOB, *dimensions}
     total = 0.0
     for (_, metric, dims), series in cloud.metrics.series().items():

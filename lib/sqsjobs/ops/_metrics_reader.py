@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from sqsjobs import _metrics as m
@@ -211,8 +212,6 @@ def _stat(query_id: str, namespace: str, metric: str, dims: dict[str, str], stat
 
 def _get(cloudwatch: CloudWatchClient, queries: list[dict[str, Any]], window: Window) -> dict[str, list[tuple[float,
                                                                                                               float]]]:
-    from datetime import UTC, datetime
-
     series: dict[str, list[tuple[float, float]]] = {}
     kwargs: dict[str, Any] = {
         "MetricDataQueries": queries,

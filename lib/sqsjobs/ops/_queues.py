@@ -8,6 +8,7 @@ resolves them). The clients are passed in: the operator tools make theirs with
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from sqsjobs.enqueue._addresses import resolve_queue_url
@@ -72,8 +73,6 @@ def dead_letter_queue_of(sqs_client: SQSClient, queue_url: str) -> str | None:
         ...     dead_letter_queue_of(sqs, jobs["QueueUrl"])
         'https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq'
     """
-    import json
-
     attrs = sqs_client.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["RedrivePolicy"])
     policy = attrs.get("Attributes", {}).get("RedrivePolicy")
     if not policy:

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs._settings import Settings
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
@@ -78,8 +80,6 @@ class RedriveFunction:
     @cached_property
     def records(self) -> LeaseStore | None:
         """The idempotency table (``SQSJOBS_TABLE``) as a store: the letters' evidence and cancelled keys."""
-        from sqsjobs._settings import Settings
-
         table = Settings.from_env(self._environ).table_name
         if not table:
             return None

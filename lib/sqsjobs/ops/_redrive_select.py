@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
+from sqsjobs._errors import StoreError
 from sqsjobs.ops._dlq_letters import ignored_line
 from sqsjobs.ops._redrive_options import RedriveOptions, letter_matches
 from sqsjobs.ops._redrive_report import NoteKind, SkipReason
+from sqsjobs.store._lease import LeaseState, is_reserved
+from sqsjobs.worker._job_records import JobState
 
 if TYPE_CHECKING:
     from sqsjobs.ops._dlq_letters import DlqMessage
@@ -73,10 +76,6 @@ def cancelled(records: LeaseStore | None, letter: DlqMessage) -> tuple[bool, str
     """
     if records is None or letter.key is None:
         return False, None
-    from sqsjobs._errors import StoreError
-    from sqsjobs.store._lease import LeaseState, is_reserved
-    from sqsjobs.worker._job_records import JobState
-
     if is_reserved(letter.key):
         return False, None
     try:

@@ -27,6 +27,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Final
 
+from sqsjobs._errors import ScheduleError
 from sqsjobs._settings import (
     ENV_DLQ_URL,
     ENV_NAMESPACE,
@@ -54,7 +55,7 @@ from sqsjobs.ops._status_report import (
     group_dead_letters,
     recent_failures,
 )
-from sqsjobs.workflows._chunked import RunStatus
+from sqsjobs.workflows._chunked import RunStatus, RunStore
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -233,7 +234,6 @@ def _delayed(client: EventBridgeSchedulerClient | None, group: str | None, sampl
     """The schedule group's pending delayed jobs; a failure to read them is a note (the queues still show)."""
     if not group or client is None:
         return None
-    from sqsjobs._errors import ScheduleError
     from sqsjobs.schedules._one_time import OneTimeSchedules
 
     try:
@@ -295,7 +295,6 @@ def _runs(runs: Sequence[tuple[str, str]], client: DynamoDBClient | None, table:
         raise StatusError(f"--run needs the idempotency table: pass --table or set {ENV_TABLE}"
                           f"{did_you_mean(ENV_TABLE)}")
     from sqsjobs.store._dynamodb import DynamoDBStore
-    from sqsjobs.workflows._chunked import RunStore
 
     # The TTL only matters to writes, which status never makes.
     store = RunStore(DynamoDBStore(client, table), ttl=0.0)

@@ -38,6 +38,7 @@ from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 
+from sqsjobs import __version__
 from sqsjobs._errors import ConfigurationError
 from sqsjobs.scaffold.names import check_name, suggest_name
 from sqsjobs.scaffold.source import VENDORED, SqsjobsSource, running_source
@@ -124,15 +125,11 @@ def default_name(directory: Path) -> str:
 
 def source_of(options: ProjectOptions) -> SqsjobsSource:
     """Where the project installs sqsjobs from: the options' source, else where the running sqsjobs came from."""
-    from sqsjobs import __version__
-
     return options.source or running_source(__version__)
 
 
 def render(options: ProjectOptions) -> dict[str, str]:
     """Every text file of the project, by path relative to its directory (a vendored wheel is ``write``'s)."""
-    from sqsjobs import __version__
-
     source = source_of(options)
     values = {
         "name": options.name,

@@ -32,6 +32,7 @@ from __future__ import annotations
 import keyword
 import re
 from functools import lru_cache
+from importlib import metadata
 
 from sqsjobs._errors import ConfigurationError
 
@@ -112,8 +113,6 @@ def installed_names() -> frozenset[str]:
         >>> {"sqsjobs", "boto3", "pytest"} <= installed_names()
         True
     """
-    from importlib import metadata
-
     seen: set[str] = set()
     pending = list(_ROOTS)
     while pending:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -92,8 +93,6 @@ def running_source(version: str) -> SqsjobsSource:
         >>> running_source("0.1.0").requirement().startswith("sqsjobs")
         True
     """
-    from importlib import metadata
-
     try:
         recorded = metadata.distribution(NAME).read_text("direct_url.json")
     except metadata.PackageNotFoundError:

@@ -41,13 +41,16 @@ nothing here runs at import. Example with botocore's Stubber:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 from sqsjobs._errors import ConfigurationError, ScheduleError
+from sqsjobs._settings import ENV_NAMES
 from sqsjobs.enqueue._delays import ENQUEUE_PREFIX, RETRY_PREFIX, at_expression, due_of
 from sqsjobs.schedules._receipt import ScheduledJob, ScheduleOutcome
 
@@ -101,8 +104,6 @@ class PendingSchedule:
         return self._envelope_text("key")
 
     def _envelope_text(self, name: str) -> str | None:
-        import json
-
         try:
             value = json.loads(self.body).get(name)
         except (ValueError, AttributeError):
@@ -358,7 +359,6 @@ def missing_settings(settings: Settings, *, to_create: bool) -> str:
         (pass dlq_url= to JobApp or set SQSJOBS_DLQ_URL)'
     """
     from sqsjobs._env_names import did_you_mean
-    from sqsjobs._settings import ENV_NAMES
 
     names = ["schedule_group", "scheduler_role_arn", "dlq_url"] if to_create else ["schedule_group"]
     missing = [f"{name} (pass {name}= to JobApp or set {ENV_NAMES[name]}{did_you_mean(ENV_NAMES[name])})"
@@ -379,8 +379,6 @@ def queue_arn(url: str, *, default_region: str, role_arn: str | None) -> str:
         ...           role_arn="arn:aws-cn:iam::123456789012:role/r")
         'arn:aws-cn:sqs:us-east-1:123456789012:jobs'
     """
-    from urllib.parse import urlparse
-
     from sqsjobs.enqueue._addresses import queue_identity
 
     identity = queue_identity(url)

@@ -45,8 +45,7 @@ from sqsjobs.store._lease import expiry
 from sqsjobs.worker._budget import remaining_seconds
 
 if TYPE_CHECKING:
-    from sqsjobs._job import Job
-    from sqsjobs._runtime import Runtime
+    from sqsjobs._job import Job, JobRuntime
 
 PERIOD = "period"
 DAILY = "%Y-%m-%d"
@@ -158,7 +157,7 @@ class Scheduler:
     #: a bound on the looks, whatever the clock does (a 15-minute invocation polls ~180 times)
     MAX_LOOKS = 1000
 
-    def __init__(self, runtime: Runtime, *, locks: PeriodLocks | None = None) -> None:
+    def __init__(self, runtime: JobRuntime, *, locks: PeriodLocks | None = None) -> None:
         self.runtime = runtime
         self._locks = locks
         #: the invocation of the tick being fired (its deadline bounds the retries of the period's writes)
@@ -211,7 +210,7 @@ class Scheduler:
         owner = uuid.uuid4().hex
         fields = {"job": job, "period": period, "key": key, "owner": owner}
         if spec.enqueue:  # the worker claims the key: a second tick's message is a duplicate there
-            enqueued = self.runtime.send(target.message(**{PERIOD: period}))  # type: ignore[arg-type]
+            enqueued = self.runtime.send(target.message(**{PERIOD: period}))
             self.runtime.logger.info("scheduled job enqueued", extra={**fields, "enqueued": enqueued})
             return FireResult(job=job, period=period, fired=True, owner=owner, reason="enqueued", enqueued=enqueued)
         self._context = context

@@ -117,17 +117,23 @@ class LeaseStore(ABC):
     can overlap the write with its next piece of work. Failures come back as
     ``Written.error``.
 
+    An app writes its records through one (``JobApp(store=...)``; by default
+    the DynamoDB store its settings name, an ``InMemoryStore`` under
+    ``app.testing()``). The operations are the framework's own: a user passes
+    a store and reads what the app wrote with ``get``.
+
     Example:
-        >>> from sqsjobs.store._lease_ops import Acquire, Complete
-        >>> from sqsjobs import InMemoryStore
+        >>> from sqsjobs import InMemoryStore, JobApp
+        >>> app = JobApp()
+        >>> @app.job("greet", key="greet:{user_id}")
+        ... def greet(user_id: int) -> None: ...
         >>> store = InMemoryStore()
-        >>> take = Acquire(key="k", owner="a", now=0.0, lease_until=60.0, expires_at=1000.0)
-        >>> [w.ok for w in store.write_many([take, take])]
-        [True, False]
-        >>> store.write(Complete(key="k", owner="a", expires_at=1000.0)).ok
-        True
-        >>> store.get("k").state
-        <LeaseState.DONE: 'DONE'>
+        >>> with app.testing(store=store) as t:  # two deliveries of one key: one runs
+        ...     _ = t.run(greet.message(user_id=7), greet.message(user_id=7))
+        ...     [o.outcome.value for o in t.outcomes]
+        ['succeeded', 'duplicate']
+        >>> store.get("greet:7").state.value, store.get("greet:8")
+        ('DONE', None)
     """
 
     def write(self, op: Operation) -> Written:

@@ -16,6 +16,7 @@ them. This module must not import boto3 or pynamodb.
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,10 @@ FieldValue = str | int | float | bool | frozenset[int] | None
 DataShape = tuple[tuple[str, bool], ...]
 #: rules kept per shape builder (a deployment has a handful of shapes: a job's claim, its endings)
 RULES_KEPT = 256
+#: the number set of the messages a key's record dead-lettered (``letter_number`` of each): a copy of a letter
+#: (one held back, or re-sent at its backstop, by a follow-up that failed) never claims the key again, even
+#: after a redrive dead-lettered it once more as another message
+LETTERS = "letters"
 
 
 # ---------------------------------------------------------------- the parts rules share
@@ -117,7 +122,8 @@ class Acquire:
     ``fingerprint`` (with ``fp_version``) says what the lease is taken for: a
     stored fingerprint of the same version that differs refuses the acquire
     (the key belongs to other work). ``not_for_message`` refuses an item that
-    was dead-lettered as that message (a redelivery after a lost acknowledgement).
+    dead-lettered that message, last or ever (``LETTERS``): a redelivery after a
+    lost acknowledgement, a letter's copy held back for a follow-up.
     ``count_attempt`` adds one to ``attempts``. ``not_equal`` and
     ``not_in_set`` refuse an item whose field has that value, or whose number
     set holds that number (a debounced key that completed this very request:
@@ -155,6 +161,7 @@ class Acquire:
         return {**data_values(self.data), "owner": self.owner, "now": self.now, "lease_until": self.lease_until,
                 "expires_at": self.expires_at, "fingerprint": self.fingerprint, "fp_version": self.fp_version,
                 "not_for_message": self.not_for_message, "expect_job": self.job,
+                "not_letter": letter_number(self.not_for_message) if self.not_for_message else None,
                 **{f"not_{name}": v for name, v in self.not_equal.items()},
                 **{f"not_in_{name}": v for name, v in self.not_in_set.items()}}
 
@@ -168,7 +175,8 @@ def _acquire_rule(data: DataShape, *, endless: bool, fingerprinted: bool, for_jo
         fits = Or(Missing("fingerprint"), Eq("fingerprint", Param("fingerprint")),
                   Not(Eq("fp_version", Param("fp_version"))))
     same_job = Or(Missing("job"), Eq("job", Param("expect_job"))) if for_job else None
-    not_dead_lettered_as = Not(Eq("dead_letter_of", Param("not_for_message"))) if not_for_message else None
+    not_dead_lettered_as = all_of(Not(Eq("dead_letter_of", Param("not_for_message"))),
+                                  Not(Contains(LETTERS, Param("not_letter")))) if not_for_message else None
     updates: list[Update] = [*shaped_data_updates(data), Set("status", HELD), Set("owner", Param("owner")),
                              Set("expires_at", Param("expires_at")),
                              Remove("lease_until") if endless else Set("lease_until", Param("lease_until"))]
@@ -217,20 +225,24 @@ class Complete:
 
 @dataclass(frozen=True, kw_only=True)
 class Release:
-    """HELD → RELEASED, fenced on ``owner``; ``attempts_delta`` corrects the attempt count."""
+    """HELD → RELEASED, fenced on ``owner``; ``attempts_delta`` corrects the attempt count; ``add`` puts one
+    number in each named number set (a dead letter's in ``letters``)."""
 
     key: str
     owner: str
     expires_at: float
     attempts_delta: int = 0
     data: Mapping[str, FieldValue] = field(default_factory=dict)
+    add: Mapping[str, int] = field(default_factory=dict)
 
     def rule(self) -> Rule:
-        return _fenced_rule(data_shape(self.data), _RELEASES_COUNTED if self.attempts_delta else _RELEASES)
+        added = tuple(AddToSet(name, Param(f"add_{name}")) for name in sorted(self.add))
+        return _fenced_rule(data_shape(self.data), (*added, *(_RELEASES_COUNTED if self.attempts_delta
+                                                               else _RELEASES)))
 
     def values(self) -> dict[str, Any]:
-        return {**data_values(self.data), "owner": self.owner, "expires_at": self.expires_at,
-                "attempts_delta": self.attempts_delta}
+        return {**data_values(self.data), **{f"add_{name}": n for name, n in self.add.items()},
+                "owner": self.owner, "expires_at": self.expires_at, "attempts_delta": self.attempts_delta}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -401,3 +413,15 @@ class Transact:
     def key(self) -> str:
         """The first operation's key (what a failure is reported under)."""
         return self.ops[0].key
+
+
+def letter_number(message_id: str) -> int:
+    """The number that stands for a dead-lettered message in its record's ``LETTERS`` (48 bits of its hash).
+
+    Example:
+        >>> letter_number("m-1") == letter_number("m-1") != letter_number("m-2")
+        True
+        >>> letter_number("m-1") < 2 ** 48
+        True
+    """
+    return int(hashlib.sha256(message_id.encode("utf-8", "surrogatepass")).hexdigest()[:12], 16)

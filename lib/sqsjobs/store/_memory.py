@@ -27,12 +27,15 @@ class InMemoryStore(LeaseStore):
     statement's guard: ``sqsjobs.store._statements``).
 
     Example:
-        >>> from sqsjobs.store._lease_ops import Close
+        >>> from sqsjobs import InMemoryStore, JobApp
+        >>> app = JobApp()
+        >>> @app.job("greet", key="greet:{user_id}")
+        ... def greet(user_id: int) -> None: ...
         >>> store = InMemoryStore()
-        >>> store.write(Close(key="k", now=0.0, expires_at=100.0, data={"outcome": "cancelled"})).ok
-        True
-        >>> store.get("k").get("outcome"), store.calls
-        ('cancelled', 1)
+        >>> with app.testing(store=store) as t:  # one batch of 30 jobs
+        ...     _ = t.run(*[greet.message(user_id=n) for n in range(30)])
+        >>> len(store.items()), store.calls  # taken in statements of 25 + 5, completed in 25 + 5
+        (30, 4)
     """
 
     def __init__(self) -> None:

@@ -73,6 +73,8 @@ class TableItem(Model):
     updated_at = NumberAttribute(null=True)
     #: the SQS message id this record's job was dead-lettered with (a redelivery of it is not run again)
     dead_letter_of = UnicodeAttribute(null=True)
+    #: every message it was dead-lettered with, as numbers (store/_lease_ops.py LETTERS): no copy of one runs it
+    letters = NumberSetAttribute(null=True)
     cancel_requested = BooleanAttribute(null=True)
     #: a scheduled job's record: the period its tick claimed (schedules/_period_locks.py)
     period = UnicodeAttribute(null=True)

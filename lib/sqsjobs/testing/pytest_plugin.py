@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from sqsjobs.testing.moto import moto_partiql
+
 if TYPE_CHECKING:
     from sqsjobs._app import JobApp
     from sqsjobs.testing import JobTester
@@ -90,7 +92,5 @@ def sqsjobs_moto_partiql() -> Iterator[None]:
         @pytest.mark.usefixtures("sqsjobs_moto_partiql")
         def test_a_batch_is_two_calls(...): ...
     """
-    from sqsjobs.testing.moto import moto_partiql
-
     with moto_partiql():
         yield

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sqsjobs.enqueue._envelope import Envelope
+from sqsjobs.store._lease import expiry
+from sqsjobs.store._lease_ops import Release
+from sqsjobs.worker._job_records import Claim, JobState
+
 if TYPE_CHECKING:
     from sqsjobs._app import JobApp
     from sqsjobs.enqueue._message import JobMessage
@@ -30,11 +35,6 @@ def given_attempts(app: JobApp, message: JobMessage, attempts: int, *, last_erro
         >>> app.status("sync:1").state, app.status("sync:1").attempts
         ('retrying', 2)
     """
-    from sqsjobs.enqueue._envelope import Envelope
-    from sqsjobs.store._lease import expiry
-    from sqsjobs.store._lease_ops import Release
-    from sqsjobs.worker._job_records import Claim, JobState
-
     envelope = Envelope.decode(message.body)
     job = app.runtime.job(envelope.job)
     args = job.signature.bind(job.upcast(envelope.job_version, envelope.args))

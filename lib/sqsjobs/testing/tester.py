@@ -45,9 +45,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs.enqueue._message import ATTR_TRACE_ID
+from sqsjobs.store._memory import InMemoryStore
 from sqsjobs.testing.events import FakeContext, record_from_message
 from sqsjobs.testing.fake_scheduler import FakeSchedule, FakeScheduler
 from sqsjobs.testing.fake_sqs import FakeSQS, QueuedMessage, SqsCall
+from sqsjobs.testing.records import given_attempts
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -232,7 +234,6 @@ class JobTester:
         if attempt < 1:
             raise ValueError(f"attempt counts deliveries from 1, got {attempt}")
         from sqsjobs.enqueue._message import JobMessage
-        from sqsjobs.testing.records import given_attempts
 
         if attempt > 1:
             for sent in messages:
@@ -358,8 +359,7 @@ def use(
     Workflow callbacks (``callback=``, docs/durable.md) are answered into ``callbacks``: a
     ``FakeCallbacks`` unless given (``RunnerCallbacks(runner)`` routes them to a durable test runner).
     """
-    from sqsjobs.store._memory import InMemoryStore
-    from sqsjobs.testing.callbacks import FakeCallbacks
+    from sqsjobs.testing.callbacks import FakeCallbacks  # workflows' modules: only for a test that drives an app
 
     clock = clock or ManualClock()
     sqs = sqs or FakeSQS(clock=clock)

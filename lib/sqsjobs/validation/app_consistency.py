@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqsjobs._settings import ENV_AWS_DEFAULT_REGION
+from sqsjobs._settings import ENV_AWS_DEFAULT_REGION, ENV_DLQ_URL, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_TABLE
 from sqsjobs.validation.layout import code_location, handler_module, module_exists, serverless_functions
 from sqsjobs.validation.problems import Problem, Severity
 
@@ -260,8 +260,6 @@ def _environment(wired: Any, logical_id: str) -> dict[str, str]:
 
 def _stand_in(wired: Any, value: Any) -> str | None:
     """What ``!Ref X`` / ``!GetAtt X.Arn`` of a resource of the template will be, in its shape."""
-    from sqsjobs._settings import ENV_AWS_DEFAULT_REGION
-
     if not isinstance(value, Mapping) or len(value) != 1:
         return None
     region = os.environ.get(ENV_AWS_DEFAULT_REGION, "us-east-1")
@@ -307,8 +305,6 @@ def _describe(code_dir: Path, module: str, environment: Mapping[str, str]) -> di
 
 def _relays_a_table(wired: Any) -> bool:
     """Whether a DynamoDB table's stream feeds a function that sends jobs: the outbox's relay."""
-    from sqsjobs._settings import ENV_QUEUE_URL
-
     streams: list[tuple[Any, Any]] = []  # (stream ARN, function id): mappings, and SAM DynamoDB events
     for logical_id, resource in wired.resources.items():
         props = _mapping(resource.get("Properties"))
@@ -330,8 +326,6 @@ def _relays_a_table(wired: Any) -> bool:
 
 def _likely_values(wired: Any, function_id: str) -> dict[str, str]:
     """What a function's missing variables most likely are, from the template alone (for a fix)."""
-    from sqsjobs._settings import ENV_DLQ_URL, ENV_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_TABLE
-
     found: dict[str, str] = {}
     fed = [s.queue_id for s in wired.sources if s.function_id == function_id and s.queue_id]
     if fed:

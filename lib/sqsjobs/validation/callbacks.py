@@ -5,7 +5,7 @@ Functions task token (``states:SendTask*``) from the function that consumes the 
 (``workflows/_callback_stage.py``). Without the permission the answer is refused with AccessDenied, the
 delivery comes back until SQS moves it, and the workflow waits until its timeout: ``sqsjobs check``
 says so before the deploy. A statement under ``Fn::If`` counts when its condition holds with the
-template's parameters (``--parameter``: ``AwaitingFunctions=my-durable-fn``).
+template's parameters (``--parameter``: ``AwaitingFunctions=arn:aws:lambda:...:function:my-durable-fn``).
 
 Example:
     >>> props = {"Policies": [{"Statement": [{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "q"}]}]}
@@ -36,7 +36,7 @@ def callback_problems(function: str, properties: Mapping[str, Any], document: Ma
         message=f"job(s) {', '.join(callback_jobs)} are declared with callbacks=True, but {function}'s role may "
                 "answer no workflow (it grants neither lambda:SendDurableExecutionCallbackSuccess nor "
                 "states:SendTaskSuccess)",
-        fix="name the durable functions in the AwaitingFunctions parameter (or the state machines in "
+        fix="name the durable functions (their ARNs) in the AwaitingFunctions parameter (or the state machines in "
             "AwaitingStateMachines), or grant the SendDurableExecutionCallback*/SendTask* actions (docs/durable.md)")]
 
 

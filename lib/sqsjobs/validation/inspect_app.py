@@ -21,6 +21,9 @@ import json
 import sys
 from typing import Any
 
+from sqsjobs._app import JobApp
+from sqsjobs.enqueue._routing import QUEUE
+
 
 def describe(module_name: str) -> dict[str, Any]:
     """The jobs and schedules of every ``JobApp`` the module holds at top level.
@@ -29,8 +32,6 @@ def describe(module_name: str) -> dict[str, Any]:
         >>> describe("sqsjobs.validation.inspect_app")["apps"]
         []
     """
-    from sqsjobs._app import JobApp
-
     module = importlib.import_module(module_name)
     apps = {id(v): v for v in vars(module).values() if isinstance(v, JobApp)}
     return {"ok": True, "apps": [_app(app) for app in apps.values()]}
@@ -49,10 +50,10 @@ def _app(app: Any) -> dict[str, Any]:
         "settings": {name: bool(getattr(settings, name)) for name in SETTINGS},
         # every named queue a job declares, and whether the app has its URL
         "queues": {queue: bool(settings.queues.get(queue)) for queue in
-                   sorted({job.options.queue for job in app.jobs.values()} - {"default"})},
+                   sorted({QUEUE.of(job.options) for job in app.jobs.values()} - {"default"})},
         "enqueues_on_schedule": any(spec.enqueue for spec in schedules.values()),
         # the jobs workflows await (callbacks=True): their function's role must answer them
-        "callback_jobs": sorted(name for name, job in app.jobs.items() if job.options.callbacks),
+        "callback_jobs": sorted(name for name, job in app.jobs.items() if job.options.sets("callbacks")),
     }
 
 

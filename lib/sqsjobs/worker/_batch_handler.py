@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sqsjobs.worker._stages import StageFailed
 
 if TYPE_CHECKING:
-    from sqsjobs._batch_job import BatchJob
     from sqsjobs._job import Job
     from sqsjobs.worker._batch import Batch
     from sqsjobs.worker._delivery import Delivery
@@ -50,11 +49,8 @@ if TYPE_CHECKING:
 class ItemRunner(Protocol):
     """What running a batch handler's items needs of the consumer (``worker/_consumer.py`` is the one)."""
 
-    @property
-    def stages(self) -> Stages: ...
-
-    @property
-    def log(self) -> Any: ...
+    stages: Stages
+    log: Any
 
     def ready(self, batch: Batch, d: Delivery) -> bool: ...
 
@@ -72,7 +68,7 @@ def gather_call(consumer: ItemRunner, batch: Batch, candidates: Sequence[Deliver
         return []
     job = candidates[0].job
     assert isinstance(job, BatchJob) and job.options.batch is not None
-    per_call = _items_per_call(job)
+    per_call = consumer.stages.items_per_call(batch, candidates[0], job.options.batch)
     chunk: list[Delivery] = []
     groups: set[str] = set()
     for d in candidates:
@@ -117,16 +113,3 @@ def end_call(consumer: ItemRunner, batch: Batch, chunk: Sequence[Delivery], ran:
         d.duration_ms = share
         consumer.stages.after_run(batch, d)
         consumer.record_ending(batch, d, error, ended_at=ran.ended_at)
-
-
-def _items_per_call(job: BatchJob[..., object]) -> int:
-    """The items one call may hold: ``batch=N``, or one under a limiter.
-
-    A concurrency limiter's slot (``flow/_permits.py``) holds one running job: a call of more items would run more at
-    once than the slots the batch holds allow. A rate limiter's start slots are apart (``flow/_schedule.py``): an
-    item starts at its own slot, so a call holds one.
-    """
-    if job.options.limits:
-        return 1
-    assert job.options.batch is not None
-    return job.options.batch

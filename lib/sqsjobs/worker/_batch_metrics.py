@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from sqsjobs import _metrics as m
 from sqsjobs._usage import Metered, message_bytes, poller_requests
+from sqsjobs.enqueue._routing import TENANT_METRICS
 from sqsjobs.worker._delivery import Delivery, Outcome, State
 
 #: the counter each final outcome adds one to (re-sent records count as what they were: a retry still comes back)
@@ -152,7 +153,7 @@ def job_name(d: Delivery) -> str:
 def count(batch: m.BatchMetrics, d: Delivery) -> None:
     """Add ``d`` to the batch's metrics: its duration, its outcome's counter, a schedule, a failure."""
     job = job_name(d)
-    tenant = d.tenant if d.job is not None and d.job.options.tenant_metrics else None
+    tenant = d.tenant if d.job is not None and TENANT_METRICS.of(d.job.options) else None
     dims = {m.DIMENSION_TENANT: tenant} if tenant else {}
     if d.duration_ms is not None:
         # To the microsecond: the digits past it are noise, and bytes CloudWatch Logs bills.

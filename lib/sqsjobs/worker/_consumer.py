@@ -91,8 +91,7 @@ class Consumer:
     """Runs one SQS batch through the guard (the runtime builds one per cold start)."""
 
     def __init__(
-        self,
-        *,
+        self, *,
         settings: Settings,
         jobs: Mapping[str, Job[Any, Any]],
         store: LeaseStore,
@@ -245,9 +244,8 @@ class Consumer:
         return Claim(
             key=d.key, job=d.job.name, owner=batch.owner, now=batch.now, lease_until=batch.lease_until,
             expires_at=expires_at, fingerprint=d.fingerprint, fp_version=d.job.options.version,
-            message_id=d.message_id, enqueued_at=d.envelope.enqueued_at, extra=self.stages.claim_data(d),
-            fresh=records.may_be_new(d), request=Request.of(d),
-        )
+            message_id=records.letter_of(d) or d.message_id, enqueued_at=d.envelope.enqueued_at,
+            extra=self.stages.claim_data(d), fresh=records.may_be_new(d), request=Request.of(d))
 
     # ------------------------------------------------------------------ 4. run (worker/_run_step.py)
     def ready(self, batch: Batch, d: Delivery) -> bool:

@@ -38,6 +38,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import StoreError
+from sqsjobs.enqueue._batching import entry_size
 from sqsjobs.enqueue._envelope import DEFAULT_MESSAGE_BYTES
 from sqsjobs.enqueue._message import ATTR_JOB, ATTR_TRACE_ID
 from sqsjobs.store._lease_ops import Close
@@ -333,20 +334,6 @@ def _whole(value: Any) -> int:
 def _clean(value: str) -> str:
     # Text decoded from a body may hold lone surrogates; DynamoDB takes only UTF-8.
     return _NOT_SQS_TEXT.sub("\ufffd", value)
-
-
-def entry_size(entry: dict[str, Any]) -> int:
-    """Bytes SQS counts for a send entry: the body plus every attribute's name, type and value.
-
-    Example:
-        >>> entry_size({"MessageBody": "abc", "MessageAttributes": {"a": {"DataType": "String", "StringValue": "x"}}})
-        11
-    """
-    size = len(str(entry.get("MessageBody", "")).encode("utf-8", "surrogatepass"))
-    for name, attr in entry.get("MessageAttributes", {}).items():
-        size += len(name.encode("utf-8", "surrogatepass")) + len(str(attr.get("DataType") or "").encode())
-        size += len(str(attr.get("StringValue") or "").encode("utf-8", "surrogatepass"))
-    return size
 
 
 def _string(value: str) -> dict[str, str]:

@@ -141,6 +141,9 @@ class Delivery:
     schedule_name: str | None = None
     #: what its group counts it as (a terminal outcome: succeeded, dead_lettered, cancelled, expired)
     counts_as: str | None = None
+    #: the dead-lettered message it is: its own id once the DLQ has it, the letter it is a copy of (a re-send
+    #: keeps it: worker/_job_records.py ``letter_of``)
+    letter_of: str | None = None
     notes: list[str] = field(default_factory=list)
 
     @classmethod

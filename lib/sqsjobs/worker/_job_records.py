@@ -42,10 +42,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs._errors import PermanentError, RetryableError
-from sqsjobs.enqueue._message import ATTR_FINISH, ATTR_RESENDS, ATTR_RESULT
-from sqsjobs.store._lease import LeaseItem, LeaseState, LeaseStore, Written
-from sqsjobs.store._lease_ops import Acquire, Annotate, Close, Complete, Release
+from sqsjobs._errors import InvalidArgumentsError, PermanentError, RetryableError
+from sqsjobs.enqueue._envelope import MAX_KEY_BYTES
+from sqsjobs.enqueue._message import ATTR_FINISH, ATTR_LETTER, ATTR_RESENDS, ATTR_RESULT
+from sqsjobs.store._lease import RESERVED_PREFIXES, LeaseItem, LeaseState, LeaseStore, Written, is_reserved
+from sqsjobs.store._lease_ops import LETTERS, Acquire, Annotate, Close, Complete, Release, letter_number
 from sqsjobs.worker._dead_letters import ATTR_REASON, ATTR_REDRIVE_COUNT
 from sqsjobs.worker._decision import Ending, Facts
 from sqsjobs.worker._request import Request
@@ -178,7 +179,7 @@ class ClaimResult:
             return cls(key=claim.key, ending=Ending.STORE_FAILED, error=written.error)
         if item is None:  # gone between the condition and the answer: another claim will tell
             return cls(key=claim.key, ending=Ending.BUSY, lease_until=claim.now)
-        if item.state is LeaseState.RELEASED and item.get("dead_letter_of") == claim.message_id:
+        if item.state is LeaseState.RELEASED and lettered(item, claim.message_id):
             return cls(key=claim.key, ending=Ending.ALREADY_DEAD_LETTERED, previous=item)
         owner = item.get("job")
         if (owner is not None and owner != claim.job) or (
@@ -208,14 +209,15 @@ RECORD_COUNTS = {"succeeded": "succeeded", "cancelled": "cancelled", "dead_lette
 def answered(d: Delivery, claim: ClaimResult, *, now: float) -> list[tuple[Delivery, Facts]]:
     """What ``claim``'s answer does to ``d``: it holds its key (claimed, nothing ends), or how it ends unrun.
 
-    A duplicate, a cancelled key or a letter already dead-lettered counts, for its group, as what the record it
-    found says (``worker/_request.py``: a debounced key's other requests come back instead).
+    A duplicate or a cancelled key counts, for its group, as what the record it found says; a letter already
+    in the DLQ counts as dead-lettered, and is that letter (``letter_of``: a re-send of it carries it).
     """
     if not claim.claimed:
-        if claim.ending in (Ending.DUPLICATE, Ending.ALREADY_DEAD_LETTERED, Ending.CANCELLED) and claim.previous:
+        if claim.ending in (Ending.DUPLICATE, Ending.CANCELLED) and claim.previous:
             d.counts_as = RECORD_COUNTS.get(str(claim.previous.get("outcome")), "succeeded")
-        if claim.ending is Ending.ALREADY_DEAD_LETTERED:
-            d.notes.append("this message is already in the DLQ (its acknowledgement was lost)")
+        if claim.ending is Ending.ALREADY_DEAD_LETTERED:  # whatever the record says now (a redrive may retry it)
+            d.counts_as, d.letter_of = "dead_lettered", letter_of(d) or d.message_id
+            d.notes.append("this message is already in the DLQ (its acknowledgement was lost or withheld)")
         return [(d, claim.facts(now))]
     d.claimed(attempt=claim.attempt, took_over=claim.took_over, previous=claim.previous)
     return []
@@ -251,9 +253,9 @@ def may_be_new(d: Delivery) -> bool:
     envelope, job = d.envelope, d.job
     if envelope is None or job is None:
         return True
-    if envelope.debounce is not None and job.options.debounce is not None:
+    if envelope.debounce is not None and job.options.sets("debounce"):  # enqueue/_debounce.py's options
         return False
-    reserved = job.options.dedupe is not None and envelope.member_of is None and envelope.step_of is None
+    reserved = job.options.sets("dedupe") and envelope.member_of is None and envelope.step_of is None
     return not reserved
 
 
@@ -286,6 +288,18 @@ def finish_token(d: Delivery) -> str | None:
     return text if isinstance(text, str) and len(text) == 32 and text.isalnum() else None
 
 
+def letter_of(d: Delivery) -> str | None:
+    """The dead-lettered message ``d`` is a copy of (``sqsjobs.letter``), or None for any other message.
+
+    Its claim is refused as that message's would be: a sender who sets it on a
+    message of its own only makes that message wait for (or follow) a letter
+    of the same key with that very id.
+    """
+    attr = d.message_attributes.get(ATTR_LETTER)
+    text = attr.get("stringValue") if isinstance(attr, dict) else None
+    return text if isinstance(text, str) and 0 < len(text) <= 128 else None
+
+
 def finish_result(d: Delivery) -> str | None:
     """The stored result a finish copy carries (``sqsjobs.result``)."""
     attr = d.message_attributes.get(ATTR_RESULT)
@@ -316,7 +330,15 @@ def dead_lettered(key: str, owner: str, *, now: float, expires_at: float, error:
     return Release(key=key, owner=owner, expires_at=expires_at, attempts_delta=0 if ran else -1,
                    data={"outcome": JobState.DEAD_LETTERED.value, "updated_at": now, "finished_at": now,
                          "last_error": error_text(error), "reason": reason, "dead_letter_of": message_id,
-                         "spent_attempts": spent})
+                         "spent_attempts": spent}, add={LETTERS: letter_number(message_id)})
+
+
+def lettered(item: LeaseItem, message_id: str) -> bool:
+    """Whether the record dead-lettered ``message_id``, last or ever (``LETTERS``)."""
+    if item.get("dead_letter_of") == message_id:
+        return True
+    letters = item.get(LETTERS)
+    return bool(letters) and letter_number(message_id) in {int(n) for n in letters}
 
 
 def conflict_text(key: str, job: str, stored: LeaseItem | None, fingerprint: str | None) -> str:
@@ -429,10 +451,6 @@ def checked_key(key: Any) -> str:
         ...     print(str(error)[:63])
         the key 'lock#nightly-report:2026-01-02' starts with a reserved
     """
-    from sqsjobs._errors import InvalidArgumentsError
-    from sqsjobs.enqueue._envelope import MAX_KEY_BYTES
-    from sqsjobs.store._lease import RESERVED_PREFIXES, is_reserved
-
     if not isinstance(key, str) or not key:
         raise InvalidArgumentsError(f"a job key must be non-empty text, got {key!r}")
     try:

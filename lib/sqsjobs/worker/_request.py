@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs._job import args_digest
 from sqsjobs.store._item import LeaseState
 
 if TYPE_CHECKING:
@@ -72,11 +73,9 @@ class Request:
     @classmethod
     def of(cls, d: Delivery) -> Request | None:
         """The request ``d`` carries (None until it is decoded)."""
-        from sqsjobs._job import args_digest
-
         if d.job is None or d.args is None:
             return None
-        coalesces = d.job.options.debounce is not None
+        coalesces = d.job.options.sets("debounce")  # enqueue/_debounce.py's option
         token = d.envelope.debounce if d.envelope is not None and coalesces else None
         return cls(job=d.job.name, args=args_digest(d.job.name, d.args), token=token, coalesces=coalesces)
 

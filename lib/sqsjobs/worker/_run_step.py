@@ -59,7 +59,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -87,14 +87,9 @@ class Runner(ItemRunner, Protocol):
     """What the run step drives of the consumer (``worker/_consumer.py`` is the one): its settings, clock and
     timer, how it calls a job, and how a claimed delivery that does not run ends."""
 
-    @property
-    def settings(self) -> Settings: ...
-
-    @property
-    def calls(self) -> JobCalls: ...
-
-    @property
-    def timer(self) -> Timer: ...
+    settings: Settings
+    calls: JobCalls
+    timer: Timer
 
     def clock(self) -> float: ...
 
@@ -378,7 +373,6 @@ class RunStep:
     def _stop(self) -> None:
         """The batch dies: nothing more starts; async jobs are cancelled, threads waited for."""
         import asyncio
-        from concurrent.futures import wait
 
         with self.lock:
             self.waiting = []

@@ -41,9 +41,11 @@ from sqsjobs import _otel
 from sqsjobs._backoff import visibility_seconds
 from sqsjobs._errors import ConfigurationError, ScheduleError
 from sqsjobs.enqueue._batching import batches, send_entries
+from sqsjobs.enqueue._delays import retry_schedule_name
 from sqsjobs.enqueue._message import (
     ATTR_FINISH,
     ATTR_JOB,
+    ATTR_LETTER,
     ATTR_RESENDS,
     ATTR_RESULT,
     ATTR_SLOTS,
@@ -132,6 +134,7 @@ class SendBack:
                     batch.writes.submit(d, records.retrying(d.key, batch.owner, now=now, expires_at=expires_at,
                                                             error=d.error))
                 continue
+            d.letter_of = d.message_id  # the DLQ has it: a copy held back for a follow-up is this letter
             self.log.warning("dead-lettered", extra={**d.log_fields, "reason": d.reason.value})
             if answer is not None and answer.message_id:  # the proof that the reason is the worker's
                 op = evidence_of(letters[i], answer.message_id, now=now, expires_at=expires_at)
@@ -188,7 +191,6 @@ class SendBack:
         """Re-send each retry through a one-time schedule at its time; acknowledge it once the schedule exists."""
         if not deliveries:
             return
-        from sqsjobs.enqueue._delays import retry_schedule_name
         from sqsjobs.schedules._one_time import DelayedMessage
 
         assert self.schedules is not None
@@ -306,6 +308,9 @@ def resend_entry(d: Delivery, entry_id: str, fifo: bool, *, finish: str | None =
         stored = json.dumps(d.result, separators=(",", ":")) if ran else records.finish_result(d)
         if stored is not None:
             attributes[ATTR_RESULT] = {"DataType": "String", "StringValue": stored}
+    letter = d.letter_of or records.letter_of(d)
+    if letter is not None:  # a dead letter held back for a follow-up: its copy is that letter, never a new run
+        attributes[ATTR_LETTER] = {"DataType": "String", "StringValue": letter}
     reservation = d.decision.reservation if d.decision is not None else None
     if reservation is not None:  # a deferred job's slots (flow/_schedule.py): its next delivery starts at them
         attributes[ATTR_SLOTS] = {"DataType": "String", "StringValue": reservation}

@@ -27,6 +27,8 @@ import random as _random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from sqsjobs._calls import check_sync
+
 if TYPE_CHECKING:
     from sqsjobs._app import JobApp
 
@@ -57,8 +59,6 @@ def prepare_snapstart(app: JobApp, *factories: Callable[[], object]) -> bool:
         (True, ['warm', 'reseed'])
         >>> del sys.modules["snapshot_restore_py"]
     """
-    from sqsjobs._calls import check_sync
-
     for factory in factories:
         check_sync("prepare_snapstart", factory, "it is called before the snapshot, outside any batch")
     try:

@@ -27,17 +27,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqsjobs import _otel
 from sqsjobs.enqueue._sizes import fits
 
 if TYPE_CHECKING:
     from sqsjobs.enqueue._message import JobMessage
-    from sqsjobs.worker._batch import Batch
     from sqsjobs.worker._delivery import Delivery
 
 MULTIPLE_SOURCES = "multiple_sources"
+
+
+class Batch(Protocol):
+    """What a batch's trace reads of it (``worker/_batch.py``'s ``Batch``, which holds the trace)."""
+
+    @property
+    def deliveries(self) -> Sequence[Delivery]: ...
+
+    @property
+    def context(self) -> Any: ...
+
 
 
 class BatchTrace:

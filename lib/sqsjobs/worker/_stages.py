@@ -34,7 +34,9 @@ the hook           what becomes of the deliveries it concerns
 =================  ===========================================================
 ``before_claim``   those not decided yet go back unclaimed (``stage_failed``)
 ``claim_data``     that delivery goes back unclaimed (``stage_failed``)
-``must_wait``      holds nothing back; the stage is broken for the batch
+``must_wait``,     holds nothing back; the stage is broken for the batch
+``waits_for_start``
+``items_per_call`` a call of one item; the stage is broken for the batch
 ``before_run``     that delivery goes back unstarted, its attempt given back
 ``wrap_run``       before the job was called: as ``before_run``; once it was
                    called, the job's own outcome stands (logged)
@@ -126,6 +128,10 @@ class Stage:
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         """``d`` holds its key and is about to run: the facts that keep it from running, or None."""
         return None
+
+    def items_per_call(self, batch: Batch, d: Delivery, wanted: int) -> int:
+        """How many items one call of ``d``'s batch handler may hold (``wanted``: its ``batch=N``), ``d`` first."""
+        return wanted
 
     def wrap_run(self, d: Delivery, call: Callable[[], Any]) -> Callable[[], Any]:
         """The job's call, wrapped (a time limit, a context the job reads).
@@ -228,6 +234,10 @@ class OnDemand(Stage):
     def waits_for_start(self, batch: Batch, d: Delivery) -> bool:
         stage = self._for(d)
         return stage.waits_for_start(batch, d) if stage is not None else False
+
+    def items_per_call(self, batch: Batch, d: Delivery, wanted: int) -> int:
+        stage = self._for(d)
+        return stage.items_per_call(batch, d, wanted) if stage is not None else wanted
 
     def before_run(self, batch: Batch, d: Delivery) -> Facts | None:
         stage = self._for(d)
@@ -345,6 +355,20 @@ class Stages(Stage):
             except Exception as error:
                 self._failed(batch, stage, "must_wait", error, d)
         return False
+
+    def items_per_call(self, batch: Batch, d: Delivery, wanted: int) -> int:
+        """The fewest items any stage allows; a stage that raises allows one (a call of one item is always
+        safe), and is broken for the batch."""
+        allowed = wanted
+        for stage in self.stages:
+            if self._broken(batch, stage) is not None:
+                continue
+            try:
+                allowed = min(allowed, stage.items_per_call(batch, d, wanted))
+            except Exception as error:
+                self._failed(batch, stage, "items_per_call", error, d)
+                allowed = 1
+        return max(1, allowed)
 
     def waits_for_start(self, batch: Batch, d: Delivery) -> bool:
         """Whether any stage holds ``d`` back until the jobs already readied have begun (one that raises: none)."""

@@ -30,8 +30,8 @@ a group, once no member is pending           success: the group's counts as JSON
 256 KiB (262,144 bytes: the Lambda API reference, botocore's models up to
 1.43.109, and ``SendTaskSuccess``'s ``output``). A job stores at most
 ``MAX_RESULT_BYTES`` (4 KiB, ``worker/_job_records.py``; ``LARGEST_RESULT_BYTES`` bounds it) and a group's answer
-is its counts, so every success fits; ``check_callback`` proves it when the
-callback is enqueued, and a failure's texts are cut to the service's limits
+is its counts, so every success fits; ``check_callback`` proves it when a
+job is declared with ``callbacks=True``, and a failure's texts are cut to the service's limits
 (``ErrorMessage`` 2 KiB here, a task's ``error`` 256 characters and ``cause``
 32,768: the cut is marked with ``…``).
 
@@ -51,6 +51,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs._errors import ConfigurationError
+from sqsjobs._job_options import Declaring, JobOption
 from sqsjobs.enqueue._envelope import CallbackTo
 from sqsjobs.enqueue._sizes import RESULT_ATTRIBUTE_BYTES
 
@@ -97,22 +99,6 @@ class TaskToken(CallbackTo):
         super().__init__("states", token, heartbeat)
 
 
-def as_callback(value: Any, what: str, error: type[Exception]) -> CallbackTo:
-    """``value`` as a callback (a ``DurableCallback`` or ``TaskToken``), else ``error`` saying why.
-
-    Example:
-        >>> as_callback("Y2FsbGJhY2s=", "job 'resize'", TypeError)
-        Traceback (most recent call last):
-        ...
-        TypeError: job 'resize': callback= takes DurableCallback(callback_id) or TaskToken(token), got str
-    """
-    if not isinstance(value, CallbackTo):
-        raise error(f"{what}: callback= takes DurableCallback(callback_id) or TaskToken(token), "
-                    f"got {type(value).__name__}")
-    check_callback(what, error)
-    return value
-
-
 #: the largest result a job's record keeps, bounded from above (``worker/_job_records.py`` ``MAX_RESULT_BYTES``,
 #: 4 KiB, plus the room ``enqueue/_sizes.py`` gives it; not imported from there: the worker imports the enqueue)
 LARGEST_RESULT_BYTES = RESULT_ATTRIBUTE_BYTES
@@ -130,6 +116,24 @@ def check_callback(what: str, error: type[Exception], result_bytes: int = LARGES
     if result_bytes + ANSWER_OVERHEAD > MAX_ANSWER_BYTES:
         raise error(f"{what}: its stored result may be {result_bytes} bytes, and a callback's answer is at most "
                     f"{MAX_ANSWER_BYTES} bytes (256 KiB): return an ID, not the data")
+
+
+def _declared_callbacks(declaring: Declaring, value: Any) -> bool:
+    """``callbacks=``: True or False; not with debounce or dedupe, and only for a job whose answer fits."""
+    what = f"job {declaring.job!r}"
+    if type(value) is not bool:
+        raise ConfigurationError(f"{what}: callbacks must be True or False, got {value!r}")
+    if value and (declaring.given.get("debounce") is not None or declaring.given.get("dedupe") is not None):
+        raise ConfigurationError(f"{what}: callbacks=True does not combine with debounce or dedupe (an enqueue "
+                                 "of those may send nothing, so no callback could travel with it)")
+    if value:
+        check_callback(what, ConfigurationError)
+    return value
+
+
+#: workflows await the job (``enqueue(callback=...)``, docs/durable.md): its function's role must answer them,
+#: and ``sqsjobs check`` says so when it cannot (``validation/callbacks.py``)
+CALLBACKS: JobOption[bool] = JobOption("callbacks", False, _declared_callbacks)
 
 
 def callback_number(callback: CallbackTo) -> int:

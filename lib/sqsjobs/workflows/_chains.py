@@ -26,15 +26,16 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import ChainError, StoreError
+from sqsjobs._job import Job
 from sqsjobs.enqueue._envelope import RELATION_ID, StepOf
+from sqsjobs.enqueue._message import JobMessage
 from sqsjobs.store._lease import LeaseStore, expiry
 from sqsjobs.store._lease_ops import Close
 from sqsjobs.worker._job_records import JobState, JobStatus
 from sqsjobs.workflows._members import job_of, new_id, related, restored, stored
 
 if TYPE_CHECKING:
-    from sqsjobs._runtime import Runtime
-    from sqsjobs.enqueue._message import JobMessage
+    from sqsjobs._job import JobRuntime
 
 CHAIN_PREFIX = "chain#"
 #: the chain's record keeps every step's message; it stays well under DynamoDB's 400 KB item limit
@@ -173,7 +174,7 @@ class Chain:
         ['fetch:7', 'fetch:8']
     """
 
-    runtime: Runtime = field(repr=False)
+    runtime: JobRuntime = field(repr=False)
     steps: tuple[JobMessage, ...]
     name: str | None = None
     id: str = field(default_factory=new_id)
@@ -213,9 +214,7 @@ def chain(*steps: JobMessage, name: str | None = None) -> Chain:
         ...
         sqsjobs.ChainError: a chain needs at least one step: chain(a.message(...), b.message(...))
     """
-    from sqsjobs.enqueue._message import JobMessage
-
-    runtime = next((s.source.runtime for s in steps if isinstance(s, JobMessage) and s.source is not None), None)
+    runtime = next((s.source.runtime for s in steps if isinstance(s, JobMessage) and isinstance(s.source, Job)), None)
     if runtime is None:
         if not steps:
             raise ChainError("a chain needs at least one step: chain(a.message(...), b.message(...))")

@@ -59,7 +59,7 @@ from sqsjobs.store._lease_ops import (
 )
 
 if TYPE_CHECKING:
-    from sqsjobs._runtime import Runtime
+    from sqsjobs._job import JobRuntime
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -135,7 +135,7 @@ class ChunkedJob(Job[P, R]):
         ('r1', ['reindex-products:r1:0', 'reindex-products:r1:500', 'reindex-products:r1:1000'])
     """
 
-    def __init__(self, runtime: Runtime, name: str, fn: Callable[P, R], options: JobOptions) -> None:
+    def __init__(self, runtime: JobRuntime, name: str, fn: Callable[P, R], options: JobOptions) -> None:
         super().__init__(runtime, name, fn, options)
         missing = [p for p in (RUN_ID, CURSOR) if p not in self.signature.names]
         if missing:

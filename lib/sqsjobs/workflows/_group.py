@@ -12,13 +12,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sqsjobs._errors import EnqueueError, GroupError
-from sqsjobs.enqueue._envelope import MAX_MEMBER_INDEX, CallbackTo, MemberOf
-from sqsjobs.workflows._callbacks import as_callback
+from sqsjobs.enqueue._envelope import MAX_MEMBER_INDEX, CallbackTo, MemberOf, as_callback
 from sqsjobs.workflows._groups import MAX_CALLBACK_BYTES, MAX_NAME, MAX_SHARDS, Callback, GroupRecords, shard_count
 from sqsjobs.workflows._members import job_of, new_id, related, stored
 
 if TYPE_CHECKING:
-    from sqsjobs._runtime import Runtime
+    from sqsjobs._job import JobRuntime
     from sqsjobs.enqueue._message import JobMessage
 
 __all__ = ["Group"]
@@ -48,7 +47,7 @@ class Group:
         sqsjobs.GroupError: group thumbnails: 'resize:1' is already a member; each member needs its own key
     """
 
-    runtime: Runtime = field(repr=False)
+    runtime: JobRuntime = field(repr=False)
     on_success: JobMessage | None = None
     on_complete: JobMessage | None = None
     name: str | None = None

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs.enqueue._envelope import MAX_BODY_BYTES, Envelope, MemberOf, StepOf
 from sqsjobs.enqueue._message import JobMessage
+from sqsjobs.workflows._chunked import ChunkedJob
 
 if TYPE_CHECKING:
-    from sqsjobs._job import Job
-    from sqsjobs._runtime import Runtime
+    from sqsjobs._job import Job, JobRuntime
 
 
 def new_id() -> str:
@@ -38,7 +38,7 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-def job_of(runtime: Runtime, message: Any, what: str, error: type[Exception]) -> Job[Any, Any]:
+def job_of(runtime: JobRuntime, message: Any, what: str, error: type[Exception]) -> Job[Any, Any]:
     """The registered job ``message`` was built by; ``error`` says why it is not one.
 
     Example:
@@ -50,8 +50,6 @@ def job_of(runtime: Runtime, message: Any, what: str, error: type[Exception]) ->
         ...
         sqsjobs.GroupError: member must be a job message (job.message(...)), got str
     """
-    from sqsjobs.workflows._chunked import ChunkedJob
-
     if not isinstance(message, JobMessage):
         raise error(f"{what} must be a job message (job.message(...)), got {type(message).__name__}")
     job = runtime.registry.jobs.get(message.job)

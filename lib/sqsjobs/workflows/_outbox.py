@@ -30,13 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 from sqsjobs import _otel
 from sqsjobs._errors import ConfigurationError, TransactionError
-from sqsjobs.enqueue._message import DEFAULT_QUEUE, JobMessage
+from sqsjobs._settings import DEFAULT_QUEUE
+from sqsjobs.enqueue._message import JobMessage
 from sqsjobs.enqueue._sizes import fits
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from sqsjobs._runtime import Runtime
+    from sqsjobs._job import JobRuntime
 
 #: DynamoDB's limit on the items of one TransactWriteItems call (writes + enqueues)
 MAX_TRANSACTION_ITEMS = 100
@@ -102,7 +103,7 @@ class Transaction:
         order 7 placed
     """
 
-    def __init__(self, runtime: Runtime, *, client: DynamoDBClient | None = None, outbox_table: str | None = None,
+    def __init__(self, runtime: JobRuntime, *, client: DynamoDBClient | None = None, outbox_table: str | None = None,
                  clock: Callable[[], float] | None = None, ttl: float = OUTBOX_TTL_SECONDS) -> None:
         self.runtime = runtime
         self._client = client

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import ConfigurationError, MalformedMessageError
+from sqsjobs._settings import DEFAULT_QUEUE, Settings
 from sqsjobs.enqueue._envelope import Envelope
-from sqsjobs.enqueue._message import DEFAULT_QUEUE, JobMessage
+from sqsjobs.enqueue._message import JobMessage
 from sqsjobs.workflows._outbox import outbox_item_model
 
 if TYPE_CHECKING:
@@ -78,8 +79,6 @@ class OutboxRelay:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OutboxRelay:
         """A relay for ``SQSJOBS_QUEUE_URL`` and ``SQSJOBS_QUEUE_URL_<NAME>`` (clients are created on first use)."""
-        from sqsjobs._settings import Settings
-
         settings = Settings.from_env(environ)
         return cls(queue_url=settings.require("queue_url"), queues=settings.queues)
 

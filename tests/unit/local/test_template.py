@@ -48,6 +48,17 @@ def test_intrinsics_resolve_to_local_values() -> None:
         r.resolve({"Fn::Cidr": ["10.0.0.0/16", 2, 8]})
 
 
+@pytest.mark.parametrize("function", ["Fn::Join", "Fn::Split"])
+def test_a_delimiter_is_a_literal_string_as_cloudformation_requires(function: str) -> None:
+    # CloudFormation refuses a function as Fn::Join's or Fn::Split's delimiter; cfn-lint does not see one inside
+    # a SAM function's Policies, so the local cloud refuses it rather than joining with the dict's text.
+    r = Resolver(parameters={"Names": "a,b"}, pseudo={"AWS::Region": "us-east-1"})
+    text = ["a", "b"] if function == "Fn::Join" else "a,b"
+    assert r.resolve({function: [",", text]}) in ("a,b", ["a", "b"])
+    with pytest.raises(TemplateError, match=f"{function}'s delimiter must be a literal string"):
+        r.resolve({function: [{"Fn::Sub": ",${AWS::Region}"}, text]})
+
+
 def test_find_in_map_keyed_by_a_number_parameter_like_cloudformation() -> None:
     # template.yaml's maxReceiveCount: !FindInMap [ReceivesPerMaxAttempts, !Ref MaxAttempts, MaxReceiveCount].
     # A YAML default is an int and an override a string; CloudFormation looks both up by their text.
