@@ -337,7 +337,13 @@ METHOD = """## Method
 - **Cost metrics**: `bench/metering.py` runs the same Stubber batches through two workers, one with the
   cost metrics and one with `SQSJOBS_COST_METRICS=false`, alternating batch by batch (the order swapped
   every batch) on the pinned core; the row is each one's CPU per message and the median of the pairs'
-  differences. `python -m bench.metering` measures it alone and rewrites that row.
+  differences. `python -m bench.metering` measures it alone and rewrites that row. Where that cost goes
+  (a CPU profile of 300 batches through each worker, the two profiles subtracted): about half is sizing
+  each statement a batch sends from its parameters (`_usage._statement`: a pass over some 20 attribute
+  values a message, on botocore's `provide-client-params` hook); the rest is spread over the batch's
+  shares (`_batch_metrics.share`: each delivery's job, its part of the poller's receive and delete, its
+  billed milliseconds), the map of keys and receipt handles to jobs, the hook calls themselves and the
+  longer EMF line. No single part is worth a cache: a statement's parameters differ per message.
 - **Capacity**: `bench/capacity.py` is arithmetic over stated assumptions, printed with its section.
 - **Local cloud**: `LocalCloud.start("template.yaml")` (the template deployed on a moto server child,
   the emulated SQS event source mapping invoking the real `handlers/worker.handler` in worker processes,

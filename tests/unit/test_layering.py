@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the error tree, and what every layer reads: settings and their names, clients, backoff, metrics' format
     ("errors", ("_errors", "_env_names", "_environment", "_extras", "_metrics", "_tracing", "_broken_code",
                 "_backoff", "_settings", "_clients", "_job_clients", "_with_block", "_calls", "_usage",
-                "_botocore_data")),
+                "_botocore_data", "_frozen")),
     # the lease primitive and its stores
     ("store", ("store",)),
     # a job and its request: the job, its options, what it uses of the runtime (a protocol), the message,

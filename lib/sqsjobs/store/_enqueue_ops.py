@@ -9,9 +9,9 @@ not import boto3 or pynamodb.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from sqsjobs._frozen import Value
 from sqsjobs.store._lease_ops import DONE, HELD, RELEASED
 from sqsjobs.store._rules import (
     Add,
@@ -32,8 +32,7 @@ from sqsjobs.store._rules import (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
-class Debounce:
+class Debounce(Value, kw_only=True):
     """A debounced enqueue: the key's latest burst token, due time and one more coalesced request (1 write).
 
     Written whoever holds the lease (a run of the previous burst may be going
@@ -64,8 +63,7 @@ class Debounce:
                 "expires_at": self.expires_at}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Rearm:
+class Rearm(Value, kw_only=True):
     """A debounced key whose last run completed another request, and this one waits: DONE → RELEASED.
 
     For a burst (``token``): only when ``token`` is the latest and the key's
@@ -102,8 +100,7 @@ class Rearm:
         return {"request": self.request, "job": self.job, "now": self.now, "spent": self.spent}
 
 
-@dataclass(frozen=True, kw_only=True)
-class FreshAttempts:
+class FreshAttempts(Value, kw_only=True):
     """A debounced key's latest burst (``token``) takes a record whose attempts a superseded burst spent.
 
     The superseded burst never runs again, so its attempts are spent (``spent_attempts``), as a dead letter's
@@ -127,8 +124,7 @@ class FreshAttempts:
         return {"token": self.token, "superseded": self.superseded, "attempts": self.attempts, "now": self.now}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Reserve:
+class Reserve(Value, kw_only=True):
     """A deduplicated enqueue takes its key (1 write), unless a request of it is queued or running.
 
     Refused while another request's reservation is live (``queued_until``

@@ -9,9 +9,11 @@ importing each other. It must not import boto3 or pynamodb.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Any
+
+from sqsjobs._frozen import per_message
 
 
 class LeaseState(StrEnum):
@@ -22,7 +24,7 @@ class LeaseState(StrEnum):
     DONE = "DONE"  #: finished: nobody acquires it until its TTL ends
 
 
-@dataclass(frozen=True, kw_only=True)
+@per_message
 class LeaseItem:
     """A stored lease: the lease fields, and the user's fields in ``data``.
 

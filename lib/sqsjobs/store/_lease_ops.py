@@ -1,7 +1,8 @@
 """The lease's own operations (``sqsjobs.store._lease`` draws their states): each a rule, stated once.
 
 ``Acquire``, ``Complete``, ``Release``, ``HandOver``, ``Renew``, ``Close``,
-``Annotate`` and ``Amend`` are frozen dataclasses; ``rule()`` says what must
+``Annotate`` and ``Amend`` are immutable values (``sqsjobs._frozen``: the three a batch makes per message
+are ``per_message`` dataclasses, the rest ``Value`` classes); ``rule()`` says what must
 hold and what changes (``sqsjobs.store._rules``), ``values()`` what its
 parameters take. A rule depends on an operation's *shape* only (which fields
 it writes or removes, which checks it makes), never on its values, so the
@@ -18,9 +19,10 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from sqsjobs._frozen import Value, per_message
 from sqsjobs.store._item import LeaseState
 from sqsjobs.store._rules import (
     KEY,
@@ -99,7 +101,18 @@ def shaped_data_updates(shape: DataShape) -> tuple[Update, ...]:
 
 
 def data_values(data: Mapping[str, FieldValue]) -> dict[str, Any]:
-    return {f"data_{name}": value for name, value in data.items() if value is not None}
+    """``data``'s parameters (``data_<name>``), the removed fields left out."""
+    names = _DATA_PARAMS
+    return {names.get(name) or _data_param(name): value for name, value in data.items() if value is not None}
+
+
+#: ``data_<name>`` by field name: a few dozen fields, named once each instead of once a message
+_DATA_PARAMS: dict[str, str] = {}
+
+
+def _data_param(name: str) -> str:
+    param = _DATA_PARAMS[name] = f"data_{name}"
+    return param
 
 
 def expecting(expect: Mapping[str, FieldValue]) -> tuple[Condition, ...]:
@@ -114,7 +127,7 @@ def expect_values(expect: Mapping[str, FieldValue]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- operations
-@dataclass(frozen=True, kw_only=True)
+@per_message
 class Acquire:
     """Take the lease when the item is absent, RELEASED, HELD past its lease, or past its TTL.
 
@@ -151,23 +164,27 @@ class Acquire:
 
     def rule(self) -> Rule:
         """Absent, or free and for the same work; then HELD by ``owner``."""
-        return _acquire_rule(data_shape(self.data), endless=self.lease_until is None,
-                             fingerprinted=self.fingerprint is not None, for_job=self.job is not None,
-                             not_for_message=self.not_for_message is not None, count_attempt=bool(self.count_attempt),
-                             not_equal=tuple(sorted(self.not_equal)), not_in_set=tuple(sorted(self.not_in_set)))
+        # Positional arguments: a cache key of keywords costs more to build than the rest of the lookup.
+        return _acquire_rule(data_shape(self.data), self.lease_until is None, self.fingerprint is not None,
+                             self.job is not None, self.not_for_message is not None, bool(self.count_attempt),
+                             tuple(sorted(self.not_equal)) if self.not_equal else (),
+                             tuple(sorted(self.not_in_set)) if self.not_in_set else ())
 
     def values(self) -> dict[str, Any]:
         """The values the rule's parameters take."""
-        return {**data_values(self.data), "owner": self.owner, "now": self.now, "lease_until": self.lease_until,
-                "expires_at": self.expires_at, "fingerprint": self.fingerprint, "fp_version": self.fp_version,
-                "not_for_message": self.not_for_message, "expect_job": self.job,
-                "not_letter": letter_number(self.not_for_message) if self.not_for_message else None,
-                **{f"not_{name}": v for name, v in self.not_equal.items()},
-                **{f"not_in_{name}": v for name, v in self.not_in_set.items()}}
+        values = data_values(self.data)
+        values.update(owner=self.owner, now=self.now, lease_until=self.lease_until, expires_at=self.expires_at,
+                      fingerprint=self.fingerprint, fp_version=self.fp_version,
+                      not_for_message=self.not_for_message, expect_job=self.job,
+                      not_letter=letter_number(self.not_for_message) if self.not_for_message else None)
+        if self.not_equal or self.not_in_set:
+            values.update({f"not_{name}": v for name, v in self.not_equal.items()})
+            values.update({f"not_in_{name}": v for name, v in self.not_in_set.items()})
+        return values
 
 
 @functools.lru_cache(maxsize=RULES_KEPT)
-def _acquire_rule(data: DataShape, *, endless: bool, fingerprinted: bool, for_job: bool, not_for_message: bool,
+def _acquire_rule(data: DataShape, endless: bool, fingerprinted: bool, for_job: bool, not_for_message: bool,
                   count_attempt: bool, not_equal: tuple[str, ...] = (), not_in_set: tuple[str, ...] = ()) -> Rule:
     """``Acquire.rule`` of every acquire of this shape."""
     fits = None
@@ -191,20 +208,29 @@ def _acquire_rule(data: DataShape, *, endless: bool, fingerprinted: bool, for_jo
 
 
 @functools.lru_cache(maxsize=RULES_KEPT)
-def _fenced_rule(data: DataShape, then: tuple[Update, ...]) -> Rule:
-    """The rule of a fenced write of this shape: ``data``'s updates, ``then`` the operation's own."""
-    return Rule(condition=fence(), updates=(*shaped_data_updates(data), *then))
+def _fenced_rule(data: DataShape, ending: str, added: tuple[str, ...] = ()) -> Rule:
+    """The rule of a fenced write of this shape: ``data``'s updates, a number put in each ``added`` set, then
+    the operation's own (``_ENDINGS[ending]``).
+
+    The cache key is names only: hashing the updates themselves (dataclasses, hashed in Python) cost more
+    than building the rule's key did.
+    """
+    added_updates = tuple(AddToSet(name, Param(f"add_{name}")) for name in added)
+    return Rule(condition=fence(), updates=(*shaped_data_updates(data), *added_updates, *_ENDINGS[ending]))
 
 
-#: what each fenced operation writes after its data (``_fenced_rule``)
-_COMPLETES = (Set("expires_at", Param("expires_at")), Set("status", DONE))
 _RELEASES = (Set("expires_at", Param("expires_at")), Set("status", RELEASED))
-_RELEASES_COUNTED = (*_RELEASES, Add("attempts", Param("attempts_delta")))
-_HANDS_OVER = (Set("expires_at", Param("expires_at")), Set("owner", Param("to_owner")))
-_RENEWS = (Set("expires_at", Param("expires_at")), Set("lease_until", Param("lease_until")))
+#: what each fenced operation writes after its data (``_fenced_rule``)
+_ENDINGS: dict[str, tuple[Update, ...]] = {
+    "complete": (Set("expires_at", Param("expires_at")), Set("status", DONE)),
+    "release": _RELEASES,
+    "release_counted": (*_RELEASES, Add("attempts", Param("attempts_delta"))),
+    "hand_over": (Set("expires_at", Param("expires_at")), Set("owner", Param("to_owner"))),
+    "renew": (Set("expires_at", Param("expires_at")), Set("lease_until", Param("lease_until"))),
+}
 
 
-@dataclass(frozen=True, kw_only=True)
+@per_message
 class Complete:
     """HELD → DONE, fenced on ``owner``; ``add`` puts one number in each named number set."""
 
@@ -215,15 +241,14 @@ class Complete:
     add: Mapping[str, int] = field(default_factory=dict)
 
     def rule(self) -> Rule:
-        added = tuple(AddToSet(name, Param(f"add_{name}")) for name in sorted(self.add))
-        return _fenced_rule(data_shape(self.data), (*added, *_COMPLETES))
+        return _fenced_rule(data_shape(self.data), "complete", tuple(sorted(self.add)) if self.add else ())
 
     def values(self) -> dict[str, Any]:
         return {**data_values(self.data), **{f"add_{name}": n for name, n in self.add.items()},
                 "owner": self.owner, "expires_at": self.expires_at}
 
 
-@dataclass(frozen=True, kw_only=True)
+@per_message
 class Release:
     """HELD → RELEASED, fenced on ``owner``; ``attempts_delta`` corrects the attempt count; ``add`` puts one
     number in each named number set (a dead letter's in ``letters``)."""
@@ -236,17 +261,15 @@ class Release:
     add: Mapping[str, int] = field(default_factory=dict)
 
     def rule(self) -> Rule:
-        added = tuple(AddToSet(name, Param(f"add_{name}")) for name in sorted(self.add))
-        return _fenced_rule(data_shape(self.data), (*added, *(_RELEASES_COUNTED if self.attempts_delta
-                                                               else _RELEASES)))
+        return _fenced_rule(data_shape(self.data), "release_counted" if self.attempts_delta else "release",
+                            tuple(sorted(self.add)) if self.add else ())
 
     def values(self) -> dict[str, Any]:
         return {**data_values(self.data), **{f"add_{name}": n for name, n in self.add.items()},
                 "owner": self.owner, "expires_at": self.expires_at, "attempts_delta": self.attempts_delta}
 
 
-@dataclass(frozen=True, kw_only=True)
-class HandOver:
+class HandOver(Value, kw_only=True):
     """The holder passes the lease to ``to_owner`` (stays HELD), fenced on ``owner``."""
 
     key: str
@@ -256,15 +279,14 @@ class HandOver:
     data: Mapping[str, FieldValue] = field(default_factory=dict)
 
     def rule(self) -> Rule:
-        return _fenced_rule(data_shape(self.data), _HANDS_OVER)
+        return _fenced_rule(data_shape(self.data), "hand_over")
 
     def values(self) -> dict[str, Any]:
         return {**data_values(self.data), "owner": self.owner, "to_owner": self.to_owner,
                 "expires_at": self.expires_at}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Renew:
+class Renew(Value, kw_only=True):
     """The holder moves the end of its lease to ``lease_until`` (it stays HELD), fenced on ``owner``."""
 
     key: str
@@ -274,15 +296,14 @@ class Renew:
     data: Mapping[str, FieldValue] = field(default_factory=dict)
 
     def rule(self) -> Rule:
-        return _fenced_rule(data_shape(self.data), _RENEWS)
+        return _fenced_rule(data_shape(self.data), "renew")
 
     def values(self) -> dict[str, Any]:
         return {**data_values(self.data), "owner": self.owner, "lease_until": self.lease_until,
                 "expires_at": self.expires_at}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Close:
+class Close(Value, kw_only=True):
     """Settle an item nobody holds: when absent, RELEASED, HELD past its lease, or past its TTL.
 
     It becomes DONE (a cancel marker: nothing acquires it any more) or
@@ -310,8 +331,7 @@ class Close:
                 "expires_at": self.expires_at}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Annotate:
+class Annotate(Value, kw_only=True):
     """Set fields on a lease somebody holds under a live lease (a cancel request)."""
 
     key: str
@@ -326,8 +346,7 @@ class Annotate:
         return {**data_values(self.data), "now": self.now}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Amend:
+class Amend(Value, kw_only=True):
     """Change an item that exists, held or not, when ``expect`` holds; the answer carries the item as it became.
 
     ``expect`` maps a field to the value it must have (``None``: the field
@@ -380,8 +399,7 @@ TransactedOperation = Complete | Release | HandOver | Renew | Close | Annotate |
 MAX_TRANSACTION_OPS = 100
 
 
-@dataclass(frozen=True, kw_only=True)
-class Transact:
+class Transact(Value, kw_only=True):
     """Operations on distinct keys, written together or not at all (one ``TransactWriteItems``).
 
     Each keeps its own condition; when one does not hold nothing is written,

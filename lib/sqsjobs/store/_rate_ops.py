@@ -28,9 +28,9 @@ module must not import boto3 or pynamodb.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any
 
+from sqsjobs._frozen import Value
 from sqsjobs.store._lease_ops import RELEASED
 from sqsjobs.store._rules import Add, Ge, Gt, ItemMissing, Lt, Missing, Not, Or, Param, Rule, Set, all_of
 
@@ -38,8 +38,7 @@ from sqsjobs.store._rules import Add, Ge, Gt, ItemMissing, Lt, Missing, Not, Or,
 TAT = "tat"
 
 
-@dataclass(frozen=True, kw_only=True)
-class TakeSlots:
+class TakeSlots(Value, kw_only=True):
     """Reserve start slots worth ``span`` seconds of a rate limiter's schedule, ``idle`` or ``busy`` form.
 
     ``latest`` is the furthest ``tat`` the busy form may leave (the horizon

@@ -31,9 +31,9 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, cast
 
+from sqsjobs._frozen import Value
 from sqsjobs.store._item import LeaseItem, LeaseState
 
 #: the fields the lease itself owns (``LeaseItem`` attributes); every other field is the user's ``data``
@@ -43,15 +43,13 @@ KEY = "pk"
 
 
 # ---------------------------------------------------------------- values
-@dataclass(frozen=True)
-class Param:
+class Param(Value):
     """A value bound per call, by name."""
 
     name: str
 
 
-@dataclass(frozen=True)
-class Const:
+class Const(Value):
     """A value fixed in the rule (a lease state, the number 1).
 
     Two constants are equal only when their values are of the same type: a
@@ -82,74 +80,64 @@ def _value(operand: Operand, values: Mapping[str, Any]) -> Any:
 
 
 # ---------------------------------------------------------------- conditions
-@dataclass(frozen=True)
-class ItemMissing:
+class ItemMissing(Value):
     """No item has the key."""
 
 
-@dataclass(frozen=True)
-class Missing:
+class Missing(Value):
     """The item has no ``field`` (or there is no item)."""
 
     field: str
 
 
-@dataclass(frozen=True)
-class Present:
+class Present(Value):
     """The item has ``field``."""
 
     field: str
 
 
-@dataclass(frozen=True)
-class Eq:
+class Eq(Value):
     """``field`` equals the operand."""
 
     field: str
     operand: Operand
 
 
-@dataclass(frozen=True)
-class Lt:
+class Lt(Value):
     """``field`` is below the operand (a number)."""
 
     field: str
     operand: Operand
 
 
-@dataclass(frozen=True)
-class Gt:
+class Gt(Value):
     """``field`` is above the operand (a number)."""
 
     field: str
     operand: Operand
 
 
-@dataclass(frozen=True)
-class Ge:
+class Ge(Value):
     """``field`` is at least the operand (a number)."""
 
     field: str
     operand: Operand
 
 
-@dataclass(frozen=True)
-class Contains:
+class Contains(Value):
     """The number set ``field`` holds the operand."""
 
     field: str
     operand: Operand
 
 
-@dataclass(frozen=True)
-class Not:
+class Not(Value):
     """``part`` does not hold."""
 
     part: Condition
 
 
-@dataclass(frozen=True)
-class And:
+class And(Value):
     """Every part holds."""
 
     parts: tuple[Condition, ...]
@@ -158,8 +146,7 @@ class And:
         object.__setattr__(self, "parts", tuple(parts))
 
 
-@dataclass(frozen=True)
-class Or:
+class Or(Value):
     """Some part holds."""
 
     parts: tuple[Condition, ...]
@@ -181,8 +168,7 @@ def all_of(*parts: Condition | None) -> Condition:
     return kept[0] if len(kept) == 1 else And(*kept)
 
 
-@dataclass(frozen=True)
-class Always:
+class Always(Value):
     """No condition."""
 
 
@@ -236,47 +222,41 @@ def holds(condition: Condition, item: Any, values: Mapping[str, Any]) -> bool:
 
 
 # ---------------------------------------------------------------- updates
-@dataclass(frozen=True)
-class Set:
+class Set(Value):
     """``field`` takes the operand's value."""
 
     field: str
     operand: Operand
 
 
-@dataclass(frozen=True)
-class Remove:
+class Remove(Value):
     """``field`` is removed."""
 
     field: str
 
 
-@dataclass(frozen=True)
-class Add:
+class Add(Value):
     """The number ``field`` grows by the operand (a missing field counts from 0)."""
 
     field: str
     operand: Operand
 
 
-@dataclass(frozen=True)
-class AddToSet:
+class AddToSet(Value):
     """The number set ``field`` gains the operand (a number)."""
 
     field: str
     operand: Operand
 
 
-@dataclass(frozen=True)
-class DeleteFromSet:
+class DeleteFromSet(Value):
     """The number set ``field`` loses the operand (a number); an emptied set is removed."""
 
     field: str
     operand: Operand
 
 
-@dataclass(frozen=True)
-class SetIfMissing:
+class SetIfMissing(Value):
     """``field`` takes the operand's value only when the item has no ``field`` (DynamoDB's ``if_not_exists``).
 
     One write can then create an item whole or touch an existing one without
@@ -290,8 +270,7 @@ class SetIfMissing:
 Update = Set | SetIfMissing | Remove | Add | AddToSet | DeleteFromSet
 
 
-@dataclass(frozen=True, kw_only=True)
-class Rule:
+class Rule(Value, kw_only=True):
     """What an operation means: when it may write (``condition``) and what it writes (``updates``).
 
     ``replaces_expired``: an item past its TTL counts as missing (DynamoDB

@@ -43,6 +43,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import InvalidArgumentsError, PermanentError, RetryableError
+from sqsjobs._frozen import per_message
 from sqsjobs.enqueue._envelope import MAX_KEY_BYTES
 from sqsjobs.enqueue._message import ATTR_FINISH, ATTR_LETTER, ATTR_RESENDS, ATTR_RESULT
 from sqsjobs.store._lease import RESERVED_PREFIXES, LeaseItem, LeaseState, LeaseStore, Written, is_reserved
@@ -82,7 +83,7 @@ class CancelResult(StrEnum):
     ALREADY_FINISHED = "already_finished"  #: it succeeded, or was cancelled, before
 
 
-@dataclass(frozen=True, kw_only=True)
+@per_message
 class Claim:
     """Ask for ``key`` for one delivery of ``job``."""
 
