@@ -366,8 +366,8 @@ class Runtime:
         """The features that plug into the batch flow, in the order their hooks run (worker/_stages.py).
 
         Debounce and dedupe, limiters, groups and chains are ``OnDemand``: imported and built when the first
-        delivery of a job using them (or a group member, a chain step) arrives, so a worker whose app never
-        uses them loads none of their modules (tests/unit/test_feature_imports.py).
+        delivery of a job using them (or a group member, a chain step) arrives, by ``_feature_stages.py``, so
+        a worker whose app never uses them loads none of their modules (tests/unit/test_feature_imports.py).
         """
         from sqsjobs.worker._cancellation import CancellationStage
         from sqsjobs.worker._expiry import ExpiryStage
@@ -375,43 +375,23 @@ class Runtime:
         from sqsjobs.worker._stages import OnDemand
         from sqsjobs.worker._time_limit import TimeLimitStage
 
-        def debounce() -> Any:
-            from sqsjobs.enqueue._debounce_stage import DebounceStage
+        def on_demand(name: str, concerns: Callable[[Any], bool]) -> OnDemand:
+            def build() -> Any:
+                from sqsjobs._feature_stages import build_stage  # loaded by the first delivery a feature concerns
 
-            return DebounceStage(store=self.store, clock=self.clock)
+                return build_stage(name, self)
 
-        def limits() -> Any:
-            from sqsjobs.flow._stage import LimitsStage
-
-            return LimitsStage(store=self.store, limiters=self.registry.limiters, clock=self.clock, sleep=self.sleep,
-                               logger=self.logger)
-
-        def workflows() -> Any:
-            from sqsjobs.workflows._callback_stage import GroupCallbacks
-            from sqsjobs.workflows._stage import WorkflowStage
-
-            return WorkflowStage(store=self.store, send=self.send_followups, record_ttl=self.settings.record_ttl,
-                                 clock=self.clock, logger=self.logger,
-                                 answer_group=GroupCallbacks(store=self.store, sender=sender,
-                                                             logger=self.logger).finished)
-
-        def callbacks() -> Any:
-            from sqsjobs.workflows._callback_stage import CallbackStage
-
-            return CallbackStage(store=self.store, sender=sender, clock=self.clock, logger=self.logger)
-
-        def sender() -> CallbackSender:
-            return self.callback_sender
+            return OnDemand(name, concerns, build)
 
         return [
             ExpiryStage(record_ttl=self.settings.record_ttl, clock=self.clock),
             FifoOrderStage(),
-            OnDemand("DebounceStage", _coalesced, debounce),
-            OnDemand("LimitsStage", _limited, limits),
+            on_demand("DebounceStage", _coalesced),
+            on_demand("LimitsStage", _limited),
             CancellationStage(self.store),
             TimeLimitStage(),
-            OnDemand("WorkflowStage", _in_a_workflow, workflows),
-            OnDemand("CallbackStage", _awaited, callbacks),
+            on_demand("WorkflowStage", _in_a_workflow),
+            on_demand("CallbackStage", _awaited),
         ]
 
     @property
@@ -440,18 +420,6 @@ class Runtime:
                   on_progress: Callable[[int], None] | None = None) -> EnqueueReport:
         """Send many: full ``SendMessageBatch`` calls, and a schedule each for those due beyond 900 s."""
         return self.dispatcher.send_many(messages, on_progress=on_progress)
-
-    def send_followups(self, messages: Sequence[JobMessage]) -> list[bool]:
-        """Send a group's callbacks or a chain's next steps; whether each was sent."""
-        batch = list(messages)
-        if not batch:
-            return []
-        report = self.send_many(batch)
-        failed = {f.index for f in report.failed}
-        for entry in report.failed:
-            self.logger.error("could not send a callback or a chain's next step",
-                              extra={"key": entry.key, "error": f"{entry.code}: {entry.message}"})
-        return [i not in failed for i in range(len(batch))]
 
     def unschedule(self, key: str) -> bool:
         """Delete the pending schedule of a delayed enqueue of ``key``; False when none was pending.
@@ -499,7 +467,7 @@ class Runtime:
 
 # ---------------------------------------------------------------- which deliveries a feature's stage concerns
 # Each answers as its stage's ``concerns`` does (enqueue/_debounce_stage.py, flow/_stage.py,
-# workflows/_stage.py) without importing the feature: the stage is built on the first that holds.
+# workflows/_stage.py) without importing the feature: the stage is built (_feature_stages.py) on the first that holds.
 def _coalesced(d: Any) -> bool:
     return d.job is not None and (d.job.options.sets("debounce") or d.job.options.sets("dedupe"))
 

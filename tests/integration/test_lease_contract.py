@@ -30,7 +30,8 @@ from sqsjobs.store._lease_ops import (
 )
 from sqsjobs.store._memory import InMemoryStore
 from sqsjobs.worker import _job_records as guard
-from sqsjobs.worker._job_records import Claim, ClaimResult, JobState, Verdict
+from sqsjobs.worker._decision import Ending
+from sqsjobs.worker._job_records import Claim, ClaimResult, JobState
 from sqsjobs.workflows._chunked import RunStore
 
 NOW = 1_000_000.0
@@ -308,16 +309,16 @@ def claim(store: LeaseStore, key: str, owner: str, *, now: float = NOW, fingerpr
     return ClaimResult.of(request, answer)
 
 
-def test_job_record_claim_verdicts(store: LeaseStore) -> None:
+def test_job_record_claim_endings(store: LeaseStore) -> None:
     first = claim(store, "k", "a")
-    assert first.verdict is Verdict.CLAIMED and first.attempt == 1 and not first.took_over
+    assert first.claimed and first.attempt == 1 and not first.took_over
     assert guard.status(store, "k").state == JobState.RUNNING
     busy = claim(store, "k", "b", now=NOW + 1)
-    assert busy.verdict is Verdict.BUSY and busy.lease_until == NOW + 60
-    assert claim(store, "k", "b", now=NOW + 1, fingerprint="other").verdict is Verdict.CONFLICT
+    assert busy.ending is Ending.BUSY and busy.lease_until == NOW + 60
+    assert claim(store, "k", "b", now=NOW + 1, fingerprint="other").ending is Ending.KEY_CONFLICT
     store.write(guard.succeeded("k", "a", now=NOW + 2, expires_at=NOW + TTL, result='{"ok":1}'))
-    assert claim(store, "k", "b", now=NOW + 3).verdict is Verdict.DUPLICATE
-    assert claim(store, "k", "b", now=NOW + 3, fingerprint="other").verdict is Verdict.CONFLICT
+    assert claim(store, "k", "b", now=NOW + 3).ending is Ending.DUPLICATE
+    assert claim(store, "k", "b", now=NOW + 3, fingerprint="other").ending is Ending.KEY_CONFLICT
     status = guard.status(store, "k")
     assert (status.state, status.attempts, status.result, status.job) == ("succeeded", 1, {"ok": 1}, "invoice-email")
     assert status.started_at == NOW and status.finished_at == NOW + 2 and status.enqueued_at == NOW - 1
@@ -329,10 +330,10 @@ def test_job_record_retry_takeover_and_attempts(store: LeaseStore) -> None:
     status = guard.status(store, "k")
     assert (status.state, status.attempts, status.last_error) == ("retrying", 1, "ConnectionError: down")
     second = claim(store, "k", "b", now=NOW + 2, message_id="m-1")
-    assert second.verdict is Verdict.CLAIMED and second.attempt == 2 and not second.took_over
+    assert second.claimed and second.attempt == 2 and not second.took_over
     # b dies: the next claim takes over and is told.
     third = claim(store, "k", "c", now=NOW + 63)
-    assert third.verdict is Verdict.CLAIMED and third.attempt == 3 and third.took_over
+    assert third.claimed and third.attempt == 3 and third.took_over
     assert third.previous.get("last_error") == "ConnectionError: down"
 
 
@@ -349,20 +350,20 @@ def test_job_record_dead_lettered_then_a_redelivery_and_a_redrive(store: LeaseSt
                                     reason="permanent", message_id="m-1", ran=True, previous=None))
     assert guard.status(store, "k").state == JobState.DEAD_LETTERED
     # The same message again (its acknowledgement was lost): not run again.
-    assert claim(store, "k", "b", now=NOW + 2, message_id="m-1").verdict is Verdict.ALREADY_DEAD_LETTERED
+    assert claim(store, "k", "b", now=NOW + 2, message_id="m-1").ending is Ending.ALREADY_DEAD_LETTERED
     # A redrive sends a new message: it runs, with fresh attempts; the status still counts every run.
     redriven = claim(store, "k", "b", now=NOW + 3, message_id="m-2")
-    assert redriven.verdict is Verdict.CLAIMED and redriven.attempt == 1
+    assert redriven.claimed and redriven.attempt == 1
     assert guard.status(store, "k").attempts == 2
 
 
 def test_job_record_cancel_expire(store: LeaseStore) -> None:
     assert store.write(guard.cancel_marker("k", now=NOW, expires_at=NOW + TTL, reason="closed")).ok
-    assert claim(store, "k", "a").verdict is Verdict.CANCELLED
+    assert claim(store, "k", "a").ending is Ending.CANCELLED
     assert guard.status(store, "k").state == JobState.CANCELLED
     store.write(guard.expired("e", job="invoice-email", now=NOW, expires_at=NOW + TTL))
     assert guard.status(store, "e").state == JobState.EXPIRED
-    assert claim(store, "e", "a").verdict is Verdict.CLAIMED  # a later enqueue of an expired key may still run
+    assert claim(store, "e", "a").claimed  # a later enqueue of an expired key may still run
     claim(store, "r", "a")
     assert store.write(guard.cancel_request("r", now=NOW + 1)).ok
     assert store.get("r").get("cancel_requested") is True

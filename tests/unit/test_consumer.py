@@ -321,3 +321,28 @@ def test_a_new_request_beside_a_redelivered_dead_letter_of_its_key_runs() -> Non
     w.check()
     w.settle()
     assert w.ledger.effects["k:0"] == 1
+
+
+def test_without_a_dlq_a_permanent_failure_stays_on_its_queue_and_says_why() -> None:
+    # worker/_send_back.py SendBack.dead_letters: no SQSJOBS_DLQ_URL, so nothing can hold the letter. The message
+    # is not acknowledged (nothing is, unless it ran, was a duplicate, or reached the DLQ with a reason): it goes
+    # back, and its note names the missing setting.
+    from fuzz.strategies import RecordingSQS
+
+    from sqsjobs.store._memory import InMemoryStore
+    from sqsjobs.testing import FakeContext, sqs_record
+
+    sqs = RecordingSQS()
+    app = JobApp(queue_url="https://sqs.us-east-1.amazonaws.com/1/q", store=InMemoryStore(), sqs_client=sqs,
+                 max_attempts=3, emit_metrics=lambda line: None, environ={})
+
+    @app.job("doomed", key="doomed:{n}")
+    def doomed(n: int) -> None:
+        raise PermanentError("invoice 42 does not exist")
+
+    body = app.runtime.job("doomed").message(n=1).body
+    result = app.process_batch({"Records": [sqs_record(body)]}, FakeContext(clock=lambda: 0.0))
+    (d,) = result.deliveries
+    assert d.outcome is Outcome.RETRY and not d.acknowledged and result.failures == (d.message_id,)
+    assert "DLQ send failed: no DLQ configured (SQSJOBS_DLQ_URL)" in d.notes
+    assert app.status("doomed:1").state == "retrying"

@@ -20,7 +20,7 @@ def delivery(**options: Any) -> Delivery:
 
 def decoded(**options: Any) -> Delivery:
     d = delivery(**options)
-    d.decoded(envelope=None, job=None, args={}, key="k")  # type: ignore[arg-type]
+    d.decoded(envelope=None, job=None, args={}, key="k", fingerprint="f")  # type: ignore[arg-type]
     return d
 
 

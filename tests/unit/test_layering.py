@@ -35,8 +35,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # features that plug into the worker as stages: limiters, groups, chains, chunked runs, the outbox,
     # periodic schedules, debounce's stage
     ("features", ("flow", "workflows", "schedules", "enqueue._debounce_stage")),
-    # every collaborator built once from the settings, and what acts on keys through it
-    ("runtime", ("_runtime", "_lifecycle")),
+    # every collaborator built once from the settings, the features' stages built from it on demand, and what
+    # acts on keys through it
+    ("runtime", ("_runtime", "_feature_stages", "_lifecycle")),
     # the app, the package's public names, loading an app, the SnapStart hooks that name the app
     ("app", ("", "_app", "_loading", "_harness", "worker._snapstart")),
     # the tools and the operator's side: they use the app, the app never imports them

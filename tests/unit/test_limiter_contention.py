@@ -84,7 +84,7 @@ def limited_batch(size: int, first: int, limiter: str = "pdf") -> list[Delivery]
     batch = []
     for i in range(size):
         d = Delivery.parse(sqs_record({"v": 1}, message_id=f"m-{first + i}"), i)
-        d.decoded(envelope=None, job=job, args={}, key=f"render:{first + i}")  # type: ignore[arg-type]
+        d.decoded(envelope=None, job=job, args={}, key=f"render:{first + i}", fingerprint="f")  # type: ignore[arg-type]
         batch.append(d)
     return batch
 

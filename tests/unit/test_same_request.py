@@ -141,21 +141,22 @@ def test_a_claim_tells_a_copy_from_another_request_whatever_the_records_state() 
     """worker/_job_records.py ClaimResult.of, the one rule at the claim: a completed key is a duplicate only of the
     request it completed; another request comes back to claim it once re-armed (a read raced by another run)."""
     from sqsjobs.store._lease import LeaseItem, LeaseState, Written
-    from sqsjobs.worker._job_records import Claim, ClaimResult, Verdict
+    from sqsjobs.worker._decision import Ending
+    from sqsjobs.worker._job_records import Claim, ClaimResult
     from sqsjobs.worker._request import Request
 
     burst = Request(job="reindex", args="ab" * 16, token="t2", coalesces=True)
     member = Request(job="reindex", args="cd" * 16, coalesces=True)
 
-    def verdict(request: Request, state: LeaseState, **data: object) -> Verdict:
+    def found(request: Request, state: LeaseState, **data: object) -> Ending | None:
         claim = Claim(key="reindex:1", job="reindex", owner="o", now=0.0, lease_until=60.0, expires_at=99.0,
                       fingerprint="f", fp_version=1, message_id="m", request=request)
         item = LeaseItem(key="reindex:1", state=state, data={"job": "reindex", "outcome": "succeeded", **data})
-        return ClaimResult.of(claim, Written(key="reindex:1", ok=False, item=item)).verdict
+        return ClaimResult.of(claim, Written(key="reindex:1", ok=False, item=item)).ending
 
-    assert verdict(burst, LeaseState.DONE, completed_token="t1") is Verdict.ANOTHER_REQUEST
-    assert verdict(burst, LeaseState.DONE, completed_token="t2") is Verdict.DUPLICATE
-    assert verdict(member, LeaseState.DONE, completed_token="t2") is Verdict.ANOTHER_REQUEST
-    assert verdict(member, LeaseState.DONE, ran_requests=frozenset({member.number})) is Verdict.DUPLICATE
+    assert found(burst, LeaseState.DONE, completed_token="t1") is Ending.ANOTHER_REQUEST
+    assert found(burst, LeaseState.DONE, completed_token="t2") is Ending.DUPLICATE
+    assert found(member, LeaseState.DONE, completed_token="t2") is Ending.ANOTHER_REQUEST
+    assert found(member, LeaseState.DONE, ran_requests=frozenset({member.number})) is Ending.DUPLICATE
     # Released since (another request failed): a request it completed is still a duplicate, not run again.
-    assert verdict(member, LeaseState.RELEASED, ran_requests=frozenset({member.number})) is Verdict.DUPLICATE
+    assert found(member, LeaseState.RELEASED, ran_requests=frozenset({member.number})) is Ending.DUPLICATE

@@ -19,7 +19,7 @@ import pytest
 from sqsjobs import JobApp, Outcome
 from sqsjobs.testing.tester import JobTester
 from sqsjobs.worker._batch import Batch
-from sqsjobs.worker._decision import Facts
+from sqsjobs.worker._decision import Ending, Facts
 from sqsjobs.worker._delivery import BatchResult, Delivery, State
 from sqsjobs.worker._stages import Stage
 
@@ -400,3 +400,37 @@ def test_with_several_jobs_in_flight_a_stage_that_raises_ends_only_what_it_conce
         critical = lines.critical_from("BrokenAround")
         assert critical and critical[0]["hook"] == ("wrap_run" if hook == "wrap_run_after" else hook)
         assert most[0] >= 2  # the jobs ran at once
+
+
+class YieldsThenRaises(Stage):
+    """Ends ``fragile:2`` before the claim (its facts yielded), checks it is decided at once, then raises."""
+
+    def __init__(self) -> None:
+        self.seen: list[State] = []
+
+    def concerns(self, d: Delivery) -> bool:
+        return d.job_name == "fragile"
+
+    def before_claim(self, batch: Batch) -> Iterator[tuple[Delivery, Facts]]:
+        first = next(d for d in batch.deliveries if d.key == "fragile:2")
+        yield first, Facts(ending=Ending.EXPIRED)
+        self.seen.append(first.state)  # Stages concluded it as it was yielded: the stage's next check sees it
+        raise KeyError("a bug after the first delivery")
+
+
+def test_what_a_stage_yields_before_the_claim_is_concluded_as_it_comes(
+        world: tuple[JobApp, Lines, list[str]]) -> None:
+    """worker/_stages.py ``Stages.before_claim``: a stage hands its deliveries' fates over one by one, so what it
+    ended before it raised stays ended; what it concerns that is still undecided goes back (``stage_failed``)."""
+    app, lines, ran = world
+    stage = YieldsThenRaises()
+    with_stage(app, stage)
+    with app.testing() as t:
+        steady, fragile = app.runtime.job("steady"), app.runtime.job("fragile")
+        got = outcomes(t.run(fragile.message(n=2), steady.message(n=3), fragile.message(n=4)))
+    assert stage.seen == [State.DECIDED]
+    assert got["fragile:2"] == (Outcome.EXPIRED, State.ACKED)
+    assert got["fragile:4"] == (Outcome.RETRY, State.RETURNED)
+    assert got["steady:3"] == (Outcome.SUCCEEDED, State.ACKED)
+    assert ran == ["steady:3"]
+    assert lines.critical_from("YieldsThenRaises")[0]["hook"] == "before_claim"

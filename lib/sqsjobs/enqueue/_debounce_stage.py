@@ -20,7 +20,7 @@ key whose last burst completed would take a later burst for a duplicate.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._errors import RetryableError, StoreError
@@ -64,7 +64,7 @@ class DebounceStage(Stage):
     def concerns(self, d: Delivery) -> bool:
         return coalesces(d) or (d.job is not None and DEDUPE.of(d.job.options) is not None)
 
-    def before_claim(self, batch: Batch) -> None:
+    def before_claim(self, batch: Batch) -> Iterator[tuple[Delivery, Facts]]:
         waiting = [d for d in batch.deliveries if d.state is State.DECODED and coalesces(d)]
         if not waiting:
             return
@@ -72,7 +72,7 @@ class DebounceStage(Stage):
             records = self.store.get_many(list(dict.fromkeys(d.key for d in waiting)))
         except StoreError as error:
             for d in waiting:
-                batch.conclude(d, Ending.STORE_FAILED,
+                yield d, Facts(ending=Ending.STORE_FAILED,
                                error=RetryableError(f"idempotency store unavailable: {error}"))
             return
         rearmed: set[str] = set()
@@ -89,10 +89,10 @@ class DebounceStage(Stage):
                 self._counts[d.message_id] = int(item.get("debounce_count") or 0)
                 if latest != token:
                     d.notes.append(SUPERSEDED_NOTE)
-                    batch.conclude(d, Ending.SUPERSEDED)
+                    yield d, Facts(ending=Ending.SUPERSEDED)
                     continue
             if d.key in unarmed:
-                batch.conclude(d, Ending.STORE_FAILED, error=RetryableError("its key's re-arm failed"))
+                yield d, Facts(ending=Ending.STORE_FAILED, error=RetryableError("its key's re-arm failed"))
                 continue
             request = Request.of(d)
             assert request is not None
@@ -106,7 +106,7 @@ class DebounceStage(Stage):
                                                  spent=item.attempts))
                 if written.error is not None:  # refused is fine: another copy re-armed it, or it ran
                     unarmed.add(d.key)
-                    batch.conclude(d, Ending.STORE_FAILED,
+                    yield d, Facts(ending=Ending.STORE_FAILED,
                                    error=RetryableError(f"idempotency store unavailable: {written.error}"))
                 continue
             superseded = item.get("ran_token")

@@ -17,7 +17,7 @@ back.
 from __future__ import annotations
 
 import random as _random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from sqsjobs.flow._limiter_memory import LimiterMemory
@@ -53,12 +53,12 @@ class LimitsStage(Stage):
     def concerns(self, d: Delivery) -> bool:
         return d.job is not None and bool(LIMITS.of(d.job.options))
 
-    def before_claim(self, batch: Batch) -> None:
+    def before_claim(self, batch: Batch) -> Iterator[tuple[Delivery, Facts]]:
         if not self.limiters:
             return
         for d, refusal in self._permits(batch).take(batch.deliveries, now=batch.now, lease_until=batch.lease_until,
                                                     concurrency=batch.concurrency):
-            batch.conclude(d, Ending.DEFERRED, wait=refusal.delay, limiter=refusal.limiter,
+            yield d, Facts(ending=Ending.DEFERRED, wait=refusal.delay, limiter=refusal.limiter,
                            reservation=refusal.reservation)
 
     def must_wait(self, batch: Batch, d: Delivery) -> bool:

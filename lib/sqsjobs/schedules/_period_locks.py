@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from sqsjobs._errors import StoreError
 from sqsjobs.store._lease import LeaseItem, LeaseState, LeaseStore, Operation, Written
 from sqsjobs.worker import _job_records as records
-from sqsjobs.worker._job_records import Claim, ClaimResult, Verdict
+from sqsjobs.worker._decision import Ending
+from sqsjobs.worker._job_records import Claim, ClaimResult
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,7 +34,7 @@ class Taken:
 
     Example:
         >>> done = LeaseItem(key="r:x", state=LeaseState.DONE, owner="a", lease_until=1.0)
-        >>> Taken(key="r:x", ok=False, current=done, verdict=Verdict.DUPLICATE).reason
+        >>> Taken(key="r:x", ok=False, current=done, ending=Ending.DUPLICATE).reason
         'already done by a'
     """
 
@@ -41,7 +42,8 @@ class Taken:
     ok: bool
     current: LeaseItem | None = None
     error: str | None = None
-    verdict: Verdict | None = None
+    #: why it was not taken (``worker/_decision.py``'s vocabulary: a duplicate, a key conflict...)
+    ending: Ending | None = None
 
     @property
     def done(self) -> bool:
@@ -51,7 +53,7 @@ class Taken:
     @property
     def conflict(self) -> bool:
         """The key's record belongs to another job, or to other arguments (``key_conflict``)."""
-        return self.verdict is Verdict.CONFLICT
+        return self.ending is Ending.KEY_CONFLICT
 
     @property
     def reason(self) -> str:
@@ -99,9 +101,9 @@ class PeriodLocks:
         claim = Claim(key=key, job=job, owner=owner, now=now, lease_until=lease_until, expires_at=expires_at,
                       fingerprint=fingerprint, fp_version=fp_version, message_id=f"schedule:{owner}", period=period)
         result = ClaimResult.of(claim, self.store.write(claim.operation()))
-        if result.verdict is Verdict.CLAIMED:
-            return Taken(key=key, ok=True, verdict=result.verdict)
-        return Taken(key=key, ok=False, current=result.previous, error=result.error, verdict=result.verdict)
+        if result.claimed:
+            return Taken(key=key, ok=True)
+        return Taken(key=key, ok=False, current=result.previous, error=result.error, ending=result.ending)
 
     def complete(self, key: str, *, owner: str, now: float, expires_at: float) -> bool:
         """The period's work is done; False if ``owner`` lost the lease first."""

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqsjobs._backoff import BackoffPolicy, RandomSource, Retries
 from sqsjobs._errors import StoreError
+from sqsjobs.store import _statement_answers as answers
 from sqsjobs.store import _statements as s
 from sqsjobs.store._dynamodb_errors import ConditionFailed, dynamodb_errors
 from sqsjobs.store._expressions import Prepared, prepare
@@ -276,7 +277,7 @@ class DynamoDBStore(ConcurrentStore):
             items = self.get_many([op.key for op in ops])
         except StoreError:
             return [None] * len(ops)
-        return [s.refusal(op, items.get(op.key)) for op in ops]
+        return [answers.refusal(op, items.get(op.key)) for op in ops]
 
     def _single(self, ops: Sequence[Operation], index: int) -> list[tuple[int, Written | _Unsent | None]]:
         return [(index, self.write(ops[index]))]
@@ -305,7 +306,7 @@ class DynamoDBStore(ConcurrentStore):
                 self.statements.lose(why)
                 results.append((index, UNSENT))
             else:
-                results.append((index, s.read(ops[index], answer, lease_item(refused.get("Item")))))
+                results.append((index, answers.read(ops[index], answer, lease_item(refused.get("Item")))))
         return results
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
+from sqsjobs.store import _statement_answers as statement_answers
 from sqsjobs.store import _statements as statements
 from sqsjobs.store._lease import LeaseItem, LeaseStore, Operation, Written, answer
 from sqsjobs.store._lease_ops import Acquire, Transact
@@ -63,9 +64,9 @@ class InMemoryStore(LeaseStore):
             op, current = ops[index], self._items.get(ops[index].key)
             if isinstance(op, Acquire):
                 read = read or current is not None  # DuplicateItem: the items are read together
-                alone += current is not None and statements.refusal(op, current) is None
+                alone += current is not None and statement_answers.refusal(op, current) is None
             elif not isinstance(op, Transact):
-                alone += not statements.guards_hold(op, current) and op.rule().holds(current, op.values())
+                alone += not statement_answers.guards_hold(op, current) and op.rule().holds(current, op.values())
         answers = [self.write(op) for op in ops]
         with self._lock:  # ``write`` counted each statement as a request of its own
             self.calls -= len(in_statements) - len(statements.chunks(batched)) - alone - read

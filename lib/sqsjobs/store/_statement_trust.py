@@ -64,6 +64,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from sqsjobs.store import _statement_answers as answers
 from sqsjobs.store import _statements as s
 from sqsjobs.store._lease_ops import Acquire, Complete
 
@@ -83,7 +84,7 @@ PASSING_CALL_ERRORS = frozenset({
     "ExpiredTokenException", "InvalidSignatureException", "MissingAuthenticationTokenException",
     "IncompleteSignatureException", "ServiceUnavailable", "ServiceUnavailableException",
 })
-#: a statement's own error codes that say nothing about the statements (retried: ``_statements.read``)
+#: a statement's own error codes that say nothing about the statements (retried: ``_statement_answers.read``)
 PASSING_STATEMENT_ERRORS = frozenset({
     "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded", "TransactionConflict",
     "InternalServerError", "ResourceNotFound", "ItemCollectionSizeLimitExceeded",
@@ -148,7 +149,7 @@ def statement_failure(error: Mapping[str, Any]) -> str | None:
         'ValidationError: Unexpected from source'
     """
     code = str(error.get("Code") or "")
-    if code in s.REFUSALS or code in PASSING_STATEMENT_ERRORS:
+    if code in answers.REFUSALS or code in PASSING_STATEMENT_ERRORS:
         return None
     return f"{code or 'no code'}: {_short(str(error.get('Message') or ''))}"
 

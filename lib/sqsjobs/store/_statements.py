@@ -72,12 +72,12 @@ import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from sqsjobs._frozen import Value
 from sqsjobs.store import _rules as r
 from sqsjobs.store._item import LeaseState
-from sqsjobs.store._lease import Operation, Written
+from sqsjobs.store._lease import Operation
 from sqsjobs.store._lease_ops import (
     Acquire,
     Annotate,
@@ -87,15 +87,10 @@ from sqsjobs.store._lease_ops import (
     Renew,
 )
 
-if TYPE_CHECKING:
-    from sqsjobs.store._lease import LeaseItem
-
 #: DynamoDB's limit on the statements of one BatchExecuteStatement
 MAX_STATEMENTS = 25
-#: per-statement codes that mean "the item is not what the statement expected" (the rest are failures)
-REFUSALS = frozenset({"ConditionalCheckFailed", "DuplicateItem"})
 #: the operations whose success answers nothing but ok: an ``UPDATE`` carries them
-_UPDATES = (Complete, Release, HandOver, Renew, Annotate)
+UPDATES = (Complete, Release, HandOver, Renew, Annotate)
 
 
 class StatementKind(StrEnum):
@@ -116,7 +111,7 @@ def kind_of(op: Operation) -> StatementKind | None:
     """
     if isinstance(op, Acquire):
         return StatementKind.INSERT if op.fresh else None
-    if isinstance(op, _UPDATES):
+    if isinstance(op, UPDATES):
         return _update_kind(op.rule())
     return None
 
@@ -183,7 +178,7 @@ def bind(op: Operation, table: str) -> dict[str, Any]:
     """
     if isinstance(op, Acquire):
         return bind_insert(op, table)
-    if not isinstance(op, _UPDATES):
+    if not isinstance(op, UPDATES):
         raise ValueError(f"{type(op).__name__} has no batched statement (store/_statements.py)")
     return bind_update(update_shape(op.rule(), table), op.key, op.values())
 
@@ -448,72 +443,3 @@ def bind_insert(op: Acquire, table: str) -> dict[str, Any]:
         [{'S': 'k'}, {'N': '99.0'}]
     """
     return insert_shape(op.rule(), table).bind(op.key, op.values())
-
-
-# ---------------------------------------------------------------- reading the answers
-def read(op: Operation, response: Mapping[str, Any], item: LeaseItem | None) -> Written | None:
-    """``op``'s answer from its statement's ``response`` (``item``: its ``Error.Item``, read); None: send it alone.
-
-    Example:
-        >>> done = Complete(key="k", owner="a", expires_at=9.0)
-        >>> read(done, {}, None).ok
-        True
-        >>> read(done, {"Error": {"Code": "ConditionalCheckFailed"}}, None).refused  # no item: nothing to fence
-        True
-        >>> read(done, {"Error": {"Code": "ThrottlingError", "Message": "slow down"}}, None).error
-        'DynamoDB BatchExecuteStatement statement on k failed: ThrottlingError: slow down'
-    """
-    error = response.get("Error")
-    if not error:
-        return Written(key=op.key, ok=True)
-    code = str(error.get("Code") or "")
-    if code not in REFUSALS:
-        return Written(key=op.key, ok=False,
-                       error=f"DynamoDB BatchExecuteStatement statement on {op.key} failed: {code}: "
-                             f"{error.get('Message', '')}")
-    if not isinstance(op, _UPDATES):  # an insert found an item: the single request decides (a takeover, past TTL)
-        return None
-    if op.rule().holds(item, op.values()):  # refused only by a statement's guard: the single request decides
-        return None
-    return Written(key=op.key, ok=False, item=item)
-
-
-def refusal(op: Operation, item: LeaseItem | None) -> Written | None:
-    """The refusal of a fresh ``Acquire`` whose ``INSERT`` met ``item`` (read after it), or None: send it alone.
-
-    A refusal read from the item is safe to answer without a second write: a
-    refused claim runs nothing, and an item that refuses it (DONE, held live,
-    another job's) answers exactly what the conditional update would have.
-    An item past its TTL, gone, or free is for the single request to take.
-
-    Example:
-        >>> from sqsjobs.store._lease import LeaseItem, LeaseState
-        >>> take = Acquire(key="k", owner="b", now=10.0, lease_until=60.0, expires_at=99.0, fresh=True)
-        >>> refusal(take, LeaseItem(key="k", state=LeaseState.DONE, expires_at=50.0)).refused
-        True
-        >>> refusal(take, LeaseItem(key="k", state=LeaseState.RELEASED, expires_at=50.0)) is None
-        True
-    """
-    if item is None or not isinstance(op, Acquire):
-        return None
-    values = op.values()
-    if item.past_ttl(values["now"]) or op.rule().holds(item, values):
-        return None
-    return Written(key=op.key, ok=False, item=item)
-
-
-def guards_hold(op: Operation, item: LeaseItem | None) -> bool:
-    """Whether a statement's own guards (an item, each added-to counter present) hold on ``item``.
-
-    An ``attempts`` of 0 counts as missing: the table does not store it (``store/_dynamodb.py`` ``table_item``).
-
-    Example:
-        >>> from sqsjobs.store._lease import LeaseItem, LeaseState
-        >>> held = LeaseItem(key="k", state=LeaseState.HELD, owner="a")
-        >>> give_back = Release(key="k", owner="a", expires_at=9.0, attempts_delta=-1)
-        >>> guards_hold(give_back, held), guards_hold(Release(key="k", owner="a", expires_at=9.0), held)
-        (False, True)
-    """
-    if item is None or isinstance(op, Acquire) or not isinstance(op, _UPDATES):
-        return item is not None
-    return all(r.field_of(item, u.field) not in (None, 0) for u in op.rule().updates if isinstance(u, r.Add))

@@ -2,15 +2,18 @@
 
 The consumer builds one ``Batch`` per invocation and hands it to every stage
 (``worker/_stages.py``). ``conclude`` is the only way a delivery's fate is set:
-it completes the facts a stage or the consumer knows with what every decision
-needs (the attempt, the receive counts, the job's backoff), asks the one
-decision (``worker/_decision.py``), and moves the delivery.
+it completes the facts a step of the flow knows (``Facts``: how the delivery
+ended, or why it did not run) with what every decision needs (the attempt, the
+receive counts, the job's backoff), asks the one decision
+(``worker/_decision.py``), and moves the delivery. It is called from one place
+per step: decoding, the stages' ``before_claim``, the claim, a claimed
+delivery that does not start, a run's end, and a later copy of a key.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs._backoff import BackoffPolicy, RandomSource
@@ -62,20 +65,24 @@ class Batch:
             self._scratch[id(stage)] = make()
         return self._scratch[id(stage)]
 
-    def conclude(self, d: Delivery, ending: Ending, **known: Any) -> Decision:
-        """Decide ``d``'s fate from ``ending`` and what is known, and move it there."""
+    def conclude(self, d: Delivery, known: Facts) -> Decision:
+        """Decide ``d``'s fate from what is ``known`` of how it ended, and move it there.
+
+        ``known`` is what the step or stage that ended ``d`` knows (its ending, an
+        error, a wait); the batch adds what every decision needs (the attempt, the
+        receive counts, the job's backoff).
+        """
         job = d.job
-        facts = Facts(
-            ending=ending,
+        facts = replace(
+            known,
             attempt=d.attempt,
             max_attempts=self.job_attempts(d),
             took_over=d.took_over,
             receive_count=d.receive_count,
             backstop=self.max_attempts + 1,
             resends=resends(d),
-            backoff=job.options.backoff if job is not None and ending is Ending.FAILED else self.default_backoff,
+            backoff=job.options.backoff if job is not None and known.ending is Ending.FAILED else self.default_backoff,
             can_schedule=self.can_schedule,
-            **known,
         )
         decision = decide(facts, self.random)
         self.facts[d.index] = facts

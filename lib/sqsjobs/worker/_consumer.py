@@ -4,14 +4,15 @@
 and decides nothing itself (``worker/_decision.py`` does), and it names no
 feature (features plug in as stages, ``worker/_stages.py``):
 
-1. parse the event, and decode every body (its job, arguments and key;
-   ``worker/_event.py``);
+1. parse the event, and decode every body (its job, arguments, their
+   fingerprint and key; ``worker/_event.py``);
 2. the stages' ``before_claim`` (too old to run, over a limiter);
 3. **claim** every distinct key at once: one ``BatchExecuteStatement`` for the
    first deliveries (``store/_statements.py``), the others beside it
    (``worker/_job_records.py``), which also tells duplicates, cancelled
    keys, keys held by a live run elsewhere, and keys that belong to another
-   job or to other arguments; a *finish copy* (a success whose completion a
+   job or to other arguments, each answer an ``Ending`` already
+   (``ClaimResult``); a *finish copy* (a success whose completion a
    previous invocation could not write) writes that completion instead;
 4. **run** the claimed jobs (``worker/_run_step.py``): plain functions one
    at a time, async jobs and ``threads=True`` jobs up to ``concurrency`` at
@@ -19,9 +20,9 @@ feature (features plug in as stages, ``worker/_stages.py``):
    they have run, one more call, or within ``flush_after`` of each job's end
    (``worker/_record_writes.py``: the crash window is bounded in time, by a
    timer); a batch handler's items run N to a call (``worker/_batch_handler.py``);
-5. **dead-letter** what failed for good (``SendMessageBatch`` to the DLQ),
-   then write those records, so a redelivery of a dead-lettered message (a
-   lost acknowledgement) is not run again;
+5. **dead-letter** what failed for good (``SendMessageBatch`` to the DLQ,
+   ``worker/_send_back.py``), then write those records, so a redelivery of a
+   dead-lettered message (a lost acknowledgement) is not run again;
 6. the stages' ``after_records`` (a group's count, its callbacks, a chain's
    next step), then each decision is *settled* against what its writes did;
 7. **send back** (``worker/_send_back.py``): re-send, schedule, or return
@@ -30,6 +31,12 @@ feature (features plug in as stages, ``worker/_stages.py``):
    of what the batch made AWS bill: ``worker/_batch_metrics.py``, counted by
    ``_usage.UsageMeter``) and return ``batchItemFailures``.
 
+Each step hands a delivery's fate to ``Batch.conclude`` from one place, as
+``Facts`` (``worker/_decision.py``): decoding, the stages' ``before_claim``
+(``worker/_stages.py``), the claim (``_claim``), a claimed delivery kept from
+its start (``_unstarted``), a run's end (``record_ending``), a later copy of a
+key (``_follow``).
+
 Attempts are the runs that *started* (the job's record counts them), not SQS
 receives: a record returned without running never burns one. This module must
 never raise out of a batch for a record's sake.
@@ -37,13 +44,11 @@ never raise out of a batch for a record's sake.
 
 from __future__ import annotations
 
-import functools
 import json
 import random as _random
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs import _otel
@@ -51,23 +56,21 @@ from sqsjobs._backoff import BackoffPolicy, RandomSource
 from sqsjobs._errors import PermanentError, RetryableError
 from sqsjobs._job_options import Classification, OnCrash
 from sqsjobs._usage import UsageMeter
-from sqsjobs.enqueue._batching import Sent, send_entries
-from sqsjobs.store._lease import Operation, Written, expiry
+from sqsjobs.store._lease import Operation, expiry
 from sqsjobs.worker import _job_records as records
 from sqsjobs.worker._batch import Batch
 from sqsjobs.worker._batch_metrics import BatchUsage, job_name, write_metrics
 from sqsjobs.worker._budget import remaining_seconds
-from sqsjobs.worker._dead_letters import DeadLetter, evidence_of
-from sqsjobs.worker._decision import Action, Aftermath, Ending, settle
+from sqsjobs.worker._decision import Action, Aftermath, Ending, Facts, settle
 from sqsjobs.worker._delivery import BatchResult, Delivery, Outcome, State
-from sqsjobs.worker._event import decode, parse_event, queue_url_from_arn
+from sqsjobs.worker._event import decode, parse_event
 from sqsjobs.worker._job_call import JobCalls
-from sqsjobs.worker._job_records import Claim, ClaimResult, Verdict
+from sqsjobs.worker._job_records import Claim, ClaimResult
 from sqsjobs.worker._job_runners import JobRunners
 from sqsjobs.worker._record_writes import RecordWrites
 from sqsjobs.worker._request import Request
 from sqsjobs.worker._run_step import RunStep
-from sqsjobs.worker._send_back import SendBack, finish_result, finish_token, letter_of
+from sqsjobs.worker._send_back import SendBack
 from sqsjobs.worker._stages import Stage, StageFailed, Stages
 from sqsjobs.worker._timer import timer_for
 
@@ -80,18 +83,8 @@ if TYPE_CHECKING:
     from sqsjobs.store._lease import LeaseStore
     from sqsjobs.worker._timer import Timer
 
-#: a claim's verdict → how the delivery ends without running
-VERDICT_ENDINGS = {
-    Verdict.DUPLICATE: Ending.DUPLICATE,
-    Verdict.ALREADY_DEAD_LETTERED: Ending.ALREADY_DEAD_LETTERED,
-    Verdict.CANCELLED: Ending.CANCELLED,
-    Verdict.CONFLICT: Ending.KEY_CONFLICT,
-    Verdict.BUSY: Ending.BUSY,
-    Verdict.ERROR: Ending.STORE_FAILED,
-    Verdict.ANOTHER_REQUEST: Ending.ANOTHER_REQUEST,
-}
-#: what a group counts a delivery that was not run as, by the outcome of the record it found
-RECORD_COUNTS = {"succeeded": "succeeded", "cancelled": "cancelled", "dead_lettered": "dead_lettered"}
+#: a claimed delivery that ends unstarted with these is dead-lettered: the DLQ step writes its record
+DEAD_UNSTARTED = frozenset({Ending.PREVIOUS_RUN_DIED, Ending.ATTEMPTS_USED})
 
 
 class Consumer:
@@ -120,8 +113,6 @@ class Consumer:
         if settings.cost_metrics:
             self.meter.attach(getattr(store, "client", None))
             sqs = self.meter.attaching(sqs)
-        #: the SQS client, built on first use: a batch of successes never needs one
-        self._sqs = sqs
         self.clock = clock
         self.random = random
         self.log = logger
@@ -136,14 +127,11 @@ class Consumer:
         self.calls = JobCalls(stages=self.stages, log=logger, clock=clock)
         self.runners = JobRunners(settings.concurrency)
         self.default_backoff = BackoffPolicy(base=settings.backoff_base, cap=settings.backoff_cap)
-        self._queue_urls: dict[str, str] = {}
+        #: what the batch sends (dead letters, re-sends, schedules, retry delays): its SQS client is built on
+        #: first use, so a batch of successes never needs one
         self.send_back = SendBack(sqs=sqs, store=store, clock=clock, record_ttl=settings.record_ttl,
-                                  schedules=schedules, queue_url=self._queue_url, log=logger, fields=self._fields)
-
-    @property
-    def sqs(self) -> SQSClient:
-        """The SQS client (dead letters; ``send_back`` has the re-sends and retry delays)."""
-        return self._sqs()
+                                  schedules=schedules, queue_url=settings.queue_url, dlq_url=settings.dlq_url,
+                                  max_message_bytes=settings.max_message_bytes, log=logger)
 
     # ------------------------------------------------------------------ the flow
     def run(self, event: Any, context: Any) -> BatchResult:
@@ -174,7 +162,7 @@ class Consumer:
         RunStep(self, batch, firsts, self.runners).run()                 # 4. run, several at once
         self.stages.after_runs(batch)
         batch.writes.wait()
-        refused = self._dead_letter(batch)                               # 5. the DLQ, then its records
+        refused = self.send_back.dead_letters(batch)                     # 5. the DLQ, then its records
         self._settle(batch, refused)                                     # 6. groups, chains; settle
         self.send_back.run(batch)                                        # 7. re-send, schedule, return
         return self._finish(batch)                                       # 8. metrics, result
@@ -203,104 +191,86 @@ class Consumer:
     def _claim(self, batch: Batch) -> dict[str, Delivery]:
         """Claim each distinct key once (one round trip); later records of a key follow the first."""
         firsts: dict[str, Delivery] = {}
-        claims: list[tuple[Delivery, Claim | None, Operation]] = []
+        asked: list[tuple[Delivery, Claim | None, Operation]] = []
+        ended: list[tuple[Delivery, Facts]] = []  # concluded once the claims answered, in this order
+        expires_at = expiry(batch.now, self.settings.record_ttl)  # a completion's; a claim's outlasts its lease
+        held_until = expiry(batch.now, self.settings.record_ttl, batch.lease_until)
         if batch.lease_until is not None:
             for d in batch.deliveries:
                 if d.state is not State.DECODED or d.key in firsts or d.job is None or d.envelope is None:
                     continue
                 firsts[d.key] = d
-                token = finish_token(d)
-                if token is None:
-                    asked = self._asked(batch, d)
-                    if asked is not None:
-                        claims.append((d, asked, asked.operation()))
+                finish = records.finish_copy(d, now=batch.now, expires_at=expires_at)
+                if finish is not None:  # its completion, fenced on the lease of the run that succeeded
+                    asked.append((d, None, finish))
+                    continue
+                mine = self._asked(batch, d, held_until)
+                if isinstance(mine, Claim):
+                    asked.append((d, mine, mine.operation()))
                 else:
-                    claims.append((d, None, records.succeeded(
-                        d.key, token, now=batch.now, expires_at=expiry(batch.now, self.settings.record_ttl),
-                        result=finish_result(d), request=Request.of(d))))
-        wave = [op for *_, op in claims] + [op for _, op in batch.claim_wave]
-        written = self.store.write_batch(wave)
+                    ended.append((d, mine))
+        wave = [op for *_, op in asked] + [op for _, op in batch.claim_wave]
         late: list[tuple[Delivery, Claim]] = []
-        for (d, claim, _), answer in zip(claims, written, strict=False):
-            if claim is None:  # a finish copy: its completion, fenced on the lease of the run that succeeded
-                if answer.ok:
-                    d.counts_as = "succeeded"
-                    batch.conclude(d, Ending.DUPLICATE)
-                elif answer.error is not None:  # still a finish copy: it comes back and tries again
-                    batch.conclude(d, Ending.STORE_FAILED, error=RetryableError(
-                        f"idempotency store unavailable: {answer.error}"))
-                elif (asked := self._asked(batch, d)) is not None:
-                    late.append((d, asked))  # not that lease any more: an ordinary delivery
-                continue
-            self._on_claim(batch, d, ClaimResult.of(claim, answer))
+        for (d, claim, _), answer in zip(asked, self.store.write_batch(wave), strict=False):
+            if claim is not None:
+                ended.extend(records.answered(d, ClaimResult.of(claim, answer), now=batch.now))
+            elif answer.ok:
+                d.counts_as = "succeeded"
+                ended.append((d, Facts(ending=Ending.DUPLICATE)))
+            elif answer.error is not None:  # still a finish copy: it comes back and tries again
+                ended.append((d, Facts(ending=Ending.STORE_FAILED, error=RetryableError(
+                    f"idempotency store unavailable: {answer.error}"))))
+            elif isinstance(again := self._asked(batch, d, held_until), Claim):
+                late.append((d, again))  # not that lease any more: an ordinary delivery
+            else:
+                ended.append((d, again))
         if late:
             for (d, claim), answer in zip(late, self.store.write_batch([c.operation() for _, c in late]),
                                           strict=True):
-                self._on_claim(batch, d, ClaimResult.of(claim, answer))
+                ended.extend(records.answered(d, ClaimResult.of(claim, answer), now=batch.now))
+        for d, facts in ended:
+            batch.conclude(d, facts)
         return firsts
 
-    def _asked(self, batch: Batch, d: Delivery) -> Claim | None:
-        """``d``'s claim, or None when a stage failed to give its part (``d`` goes back unclaimed)."""
+    def _asked(self, batch: Batch, d: Delivery, expires_at: float) -> Claim | Facts:
+        """``d``'s claim, or why it is not claimed (a stage failed to give its part: ``d`` goes back unclaimed)."""
         try:
-            return self._claim_of(batch, d)
+            return self._claim_of(batch, d, expires_at)
         except StageFailed as failed:
-            batch.conclude(d, Ending.STAGE_FAILED, error=failed.retryable())
-            return None
+            return Facts(ending=Ending.STAGE_FAILED, error=failed.retryable())
 
-    def _claim_of(self, batch: Batch, d: Delivery) -> Claim:
+    def _claim_of(self, batch: Batch, d: Delivery, expires_at: float) -> Claim:
         assert d.job is not None and d.envelope is not None and batch.lease_until is not None
         return Claim(
             key=d.key, job=d.job.name, owner=batch.owner, now=batch.now, lease_until=batch.lease_until,
-            expires_at=expiry(batch.now, self.settings.record_ttl, batch.lease_until),
-            fingerprint=d.job.fingerprint(d.args or {}), fp_version=d.job.options.version,
-            message_id=letter_of(d) or d.message_id, enqueued_at=d.envelope.enqueued_at,
+            expires_at=expires_at, fingerprint=d.fingerprint, fp_version=d.job.options.version,
+            message_id=records.letter_of(d) or d.message_id, enqueued_at=d.envelope.enqueued_at,
             extra=self.stages.claim_data(d), fresh=records.may_be_new(d), request=Request.of(d))
-
-    def _on_claim(self, batch: Batch, d: Delivery, claim: ClaimResult) -> None:
-        if claim.verdict is Verdict.CLAIMED:
-            d.claimed(attempt=claim.attempt, took_over=claim.took_over, previous=claim.previous)
-            return
-        ending = VERDICT_ENDINGS[claim.verdict]
-        if ending in (Ending.DUPLICATE, Ending.CANCELLED) and claim.previous:
-            d.counts_as = RECORD_COUNTS.get(str(claim.previous.get("outcome")), "succeeded")
-        if ending is Ending.ALREADY_DEAD_LETTERED:  # whatever the record says now (a redrive may retry it)
-            d.counts_as, d.letter_of = "dead_lettered", letter_of(d) or d.message_id
-            d.notes.append("this message is already in the DLQ (its acknowledgement was lost or withheld)")
-        if ending is Ending.KEY_CONFLICT:
-            assert d.job is not None
-            text = records.conflict_text(d.key, d.job.name, claim.previous, d.job.fingerprint(d.args or {}))
-            batch.conclude(d, ending, error=PermanentError(text))
-        elif ending is Ending.BUSY:
-            batch.conclude(d, ending, wait=(claim.lease_until or batch.now) - batch.now)
-        elif ending is Ending.STORE_FAILED:
-            batch.conclude(d, ending, error=RetryableError(f"idempotency store unavailable: {claim.error}"))
-        else:
-            batch.conclude(d, ending)
 
     # ------------------------------------------------------------------ 4. run (worker/_run_step.py)
     def ready(self, batch: Batch, d: Delivery) -> bool:
         """True when claimed ``d`` may start now; else it is concluded without starting (its attempt given back)."""
+        kept = self._kept_from_start(batch, d)
+        if kept is not None:
+            self._unstarted(batch, d, kept)
+        return kept is None
+
+    def _kept_from_start(self, batch: Batch, d: Delivery) -> Facts | None:
+        """What keeps claimed ``d`` from starting now: no time left, its previous run died (``on_crash``), its
+        attempts used up, or a stage's ``before_run`` (FIFO order, a limiter at its start); None: it may start."""
         assert d.job is not None and d.args is not None
         if not self._time_left(batch.context):
-            self._unstarted(batch, d, Ending.NO_TIME)
-            return False
+            return Facts(ending=Ending.NO_TIME)
         last_error = d.previous.get("last_error") if d.previous is not None else None
         if d.took_over and d.job.options.on_crash is OnCrash.DEAD_LETTER:
-            batch.conclude(d, Ending.PREVIOUS_RUN_DIED, error=PermanentError(
+            return Facts(ending=Ending.PREVIOUS_RUN_DIED, error=PermanentError(
                 f"the previous run of {d.key!r} died mid-way (on_crash='dead_letter'); last error: {last_error}"))
-            return False
         limit = batch.job_attempts(d)
         if d.attempt > limit:
             what = "never reported (a timeout, a crash or running out of memory)" if d.took_over else "failed"
-            batch.conclude(d, Ending.ATTEMPTS_USED, error=RetryableError(
+            return Facts(ending=Ending.ATTEMPTS_USED, error=RetryableError(
                 f"attempt {d.attempt - 1} of {limit} {what}; last error: {last_error}"))
-            return False
-        held_back = self.stages.before_run(batch, d)
-        if held_back is not None:  # a stage keeps it from starting (FIFO order, a limiter at its start)
-            self._unstarted(batch, d, held_back.ending, wait=held_back.wait, limiter=held_back.limiter,
-                            error=held_back.error)
-            return False
-        return True
+        return self.stages.before_run(batch, d)
 
     def record_ending(self, batch: Batch, d: Delivery, error: BaseException | None,
                       ended_at: float | None = None) -> None:
@@ -308,46 +278,48 @@ class Consumer:
         wait for the write counts from then (``worker/_record_writes.py``)."""
         assert d.job is not None
         if isinstance(error, StageFailed):  # a stage failed before the job was called: it did not start
-            self._unstarted(batch, d, Ending.STAGE_FAILED, error=error.retryable())
+            self._unstarted(batch, d, Facts(ending=Ending.STAGE_FAILED, error=error.retryable()))
             return
         now = self.clock() if ended_at is None else ended_at
         expires_at = expiry(now, self.settings.record_ttl)
+        facts, stored = self._ran(d, error)
+        decision = batch.conclude(d, facts)
+        if facts.ending is Ending.SUCCEEDED:
+            batch.writes.submit(d, records.succeeded(d.key, batch.owner, now=now, expires_at=expires_at,
+                                                     result=stored, request=Request.of(d)), at=now)
+        elif error is not None and decision.action is not Action.DEAD_LETTER:
+            batch.writes.submit(d, records.retrying(d.key, batch.owner, now=now, expires_at=expires_at,
+                                                    error=error), at=now)
+
+    def _ran(self, d: Delivery, error: BaseException | None) -> tuple[Facts, str | None]:
+        """How ``d``'s run ended, and its result as JSON for its record (``store_result``)."""
+        assert d.job is not None
+        options = d.job.options
         if error is not None:
-            options = d.job.options
             requested = error.delay if isinstance(error, RetryableError) else None
-            decision = batch.conclude(d, Ending.FAILED, error=error, requested_delay=requested,
-                                      permanent=options.classify(error) is Classification.PERMANENT)
-            if decision.action is not Action.DEAD_LETTER:
-                batch.writes.submit(d, records.retrying(d.key, batch.owner, now=now, expires_at=expires_at,
-                                                        error=error), at=now)
-            return
-        stored, unstorable = self._stored_result(d) if d.job.options.store_result else (None, None)
-        if unstorable is not None:
-            batch.conclude(d, unstorable[0], error=unstorable[1])
-            return
-        batch.conclude(d, Ending.SUCCEEDED)
-        batch.writes.submit(d, records.succeeded(d.key, batch.owner, now=now, expires_at=expires_at, result=stored,
-                                                 request=Request.of(d)), at=now)
-
-    def _unstarted(self, batch: Batch, d: Delivery, ending: Ending, **known: Any) -> None:
-        """A claimed delivery that does not start: its record gives the attempt back."""
-        now = self.clock()
-        batch.writes.submit(d, records.not_started(d.key, batch.owner, now=now, previous=d.previous,
-                                                   expires_at=expiry(now, self.settings.record_ttl)))
-        batch.conclude(d, ending, **known)
-
-    def _stored_result(self, d: Delivery) -> tuple[str | None, tuple[Ending, BaseException] | None]:
-        """The job's return value as JSON for its record, or why it cannot be stored."""
+            return Facts(ending=Ending.FAILED, error=error, requested_delay=requested,
+                         permanent=options.classify(error) is Classification.PERMANENT), None
+        if not options.store_result:
+            return Facts(ending=Ending.SUCCEEDED), None
         try:
             text = json.dumps(d.result, separators=(",", ":"), allow_nan=False)
-        except (TypeError, ValueError) as error:
-            return None, (Ending.RESULT_NOT_JSON, PermanentError(
-                f"job {d.job_name!r} returned a value that is not JSON ({error}); store_result=True needs one"))
+        except (TypeError, ValueError) as unjson:
+            return Facts(ending=Ending.RESULT_NOT_JSON, error=PermanentError(
+                f"job {d.job_name!r} returned a value that is not JSON ({unjson}); store_result=True needs one")), None
         if len(text.encode()) > records.MAX_RESULT_BYTES:
-            return None, (Ending.RESULT_TOO_LARGE, PermanentError(
+            return Facts(ending=Ending.RESULT_TOO_LARGE, error=PermanentError(
                 f"job {d.job_name!r} returned {len(text.encode())} bytes of JSON; store_result keeps at most "
-                f"{records.MAX_RESULT_BYTES}: return an ID and store the rest where it belongs"))
-        return text, None
+                f"{records.MAX_RESULT_BYTES}: return an ID and store the rest where it belongs")), None
+        return Facts(ending=Ending.SUCCEEDED), text
+
+    def _unstarted(self, batch: Batch, d: Delivery, facts: Facts) -> None:
+        """A claimed delivery that does not start: its record gives the attempt back (one dead-lettered unstarted
+        has its record written by the DLQ step)."""
+        if facts.ending not in DEAD_UNSTARTED:
+            now = self.clock()
+            batch.writes.submit(d, records.not_started(d.key, batch.owner, now=now, previous=d.previous,
+                                                       expires_at=expiry(now, self.settings.record_ttl)))
+        batch.conclude(d, facts)
 
     def _follow(self, batch: Batch, d: Delivery, first: Delivery | None) -> None:
         """A record that was not claimed: a copy of the first request of its key follows it, else it did not start.
@@ -355,84 +327,25 @@ class Consumer:
         Only the *same request* follows (``worker/_request.py``): another request of a debounced key (another
         burst token, a member's own arguments) goes back unstarted and is claimed on its own, after the first.
         """
+        batch.conclude(d, self._following(batch, d, first))
+
+    def _following(self, batch: Batch, d: Delivery, first: Delivery | None) -> Facts:
         if first is None or first is d or first.decision is None:
-            batch.conclude(d, Ending.NO_TIME)  # too close to the deadline to claim anything
-            return
+            return Facts(ending=Ending.NO_TIME)  # too close to the deadline to claim anything
         request, firsts = Request.of(d), Request.of(first)
         if request != firsts and not (request is not None and firsts is not None and request.coalesces
                                       and request.job == firsts.job):
-            batch.conclude(d, Ending.KEY_CONFLICT, error=PermanentError(
+            return Facts(ending=Ending.KEY_CONFLICT, error=PermanentError(
                 f"key {d.key!r} came twice in one batch for different calls ({first.job_name}, {d.job_name}): "
                 "give each job call its own key"))
-            return
         if request != firsts:
-            batch.conclude(d, Ending.ANOTHER_REQUEST)
-            return
+            return Facts(ending=Ending.ANOTHER_REQUEST)
         if batch.facts[first.index].ending is Ending.ALREADY_DEAD_LETTERED and d.message_id != first.message_id:
-            # The first was a dead letter delivered again: that verdict is of its message, not of this new
+            # The first was a dead letter delivered again: that ending is of its message, not of this new
             # request, which goes back unstarted and is claimed on its own next time (found by tests/model).
-            batch.conclude(d, Ending.ANOTHER_REQUEST)
-            return
+            return Facts(ending=Ending.ANOTHER_REQUEST)
         d.counts_as = first.counts_as
-        batch.conclude(d, Ending.FOLLOWS, first=first.decision)
-
-    # ------------------------------------------------------------------ 5. dead letters
-    def _dead_letter(self, batch: Batch) -> dict[int, str]:
-        """Send the batch's dead letters, then write their records; the letters the DLQ refused (by index: why)."""
-        pending = [d for d in batch.deliveries if d.action is Action.DEAD_LETTER]
-        refused: dict[int, str] = {}
-        if not pending:
-            return refused
-        dlq_url = self.settings.dlq_url
-        letters = [self._dead_letter_of(d) for d in pending]
-        if dlq_url:
-            fifo = dlq_url.endswith(".fifo")
-            limit = self.settings.max_message_bytes
-            sent = send_entries(self.sqs, dlq_url, [letter.entry(str(i), fifo, max_bytes=limit)
-                                                    for i, letter in enumerate(letters)])
-        else:
-            sent = {str(i): Sent(error="no DLQ configured (SQSJOBS_DLQ_URL)") for i in range(len(pending))}
-        now = self.clock()
-        expires_at = expiry(now, self.settings.record_ttl)
-        evidence: list[tuple[Delivery, Future[Written]]] = []
-        for i, d in enumerate(pending):
-            assert d.decision is not None and d.reason is not None and d.error is not None
-            answer = sent.get(str(i))
-            why = answer.error if answer is not None else "no answer"
-            if why is not None:
-                self.log.error("DLQ send failed; leaving the message on its queue", extra={**self._fields(d),
-                                                                                           "error": why})
-                refused[d.index] = why
-                if d.holds_lease:
-                    batch.writes.submit(d, records.retrying(d.key, batch.owner, now=now, expires_at=expires_at,
-                                                            error=d.error))
-                continue
-            d.letter_of = d.message_id  # the DLQ has it: a copy held back for a follow-up is this letter
-            self.log.warning("dead-lettered", extra={**self._fields(d), "reason": d.reason.value})
-            if answer is not None and answer.message_id:  # the proof that the reason is the worker's
-                op = evidence_of(letters[i], answer.message_id, now=now, expires_at=expires_at)
-                evidence.append((d, self.store.run(functools.partial(batch.writes.write_now, op))))
-            if d.holds_lease:
-                batch.writes.submit(d, records.dead_lettered(
-                    d.key, batch.owner, now=now, expires_at=expires_at, error=d.error, reason=d.reason.value,
-                    message_id=d.message_id, ran=d.duration_ms is not None, previous=d.previous))
-        batch.writes.wait()
-        for d, future in evidence:
-            written = future.result()
-            # A FIFO DLQ that deduplicated a second send names the first copy: its evidence is there already.
-            if not written.ok and not (written.item and written.item.get("original_message_id") == d.message_id):
-                self.log.error("could not write a dead letter's evidence: status and redrive will show its reason "
-                               "as none", extra={**self._fields(d), "error": written.error or "refused"})
-        return refused
-
-    def _dead_letter_of(self, d: Delivery) -> DeadLetter:
-        assert d.reason is not None and d.error is not None
-        return DeadLetter(
-            message_id=d.message_id, body=d.body or "", reason=d.reason, error_type=type(d.error).__name__,
-            error_message=str(d.error), job=d.job_name, attempts=d.attempt or d.receive_count,
-            first_receive_time=d.first_receive_ms, source_queue=self._queue_url(d),
-            source_attributes=d.message_attributes, group_id=d.group_id, key=d.key or None,
-        )
+        return Facts(ending=Ending.FOLLOWS, first=first.decision)
 
     # ------------------------------------------------------------------ 6. settle
     def _settle(self, batch: Batch, refused: Mapping[int, str]) -> None:
@@ -464,9 +377,9 @@ class Consumer:
         writes = batch.writes
         for fence in writes.lost:
             self.log.warning("fence lost: the lease ran out and another invocation took the key over",
-                             extra=self._fields(fence))
+                             extra=fence.log_fields)
         for failed, error in writes.failed:
-            self.log.error("could not write the job's record, even after retries", extra={**self._fields(failed),
+            self.log.error("could not write the job's record, even after retries", extra={**failed.log_fields,
                                                                                         "error": error})
         unrecorded = tuple(d.key for d, _ in writes.failed if d.outcome is Outcome.SUCCEEDED)
         failures = tuple(d.message_id for d in batch.deliveries if d.state is State.RETURNED)
@@ -474,13 +387,6 @@ class Consumer:
                            store_errors=len(writes.failed), unrecorded=unrecorded)
 
     # ------------------------------------------------------------------ helpers
-    def _fields(self, d: Delivery) -> dict[str, Any]:
-        # A message sent without a trace id starts a trace named by its message id (what _execute makes current).
-        # Job names and keys come from message bodies: a lone surrogate there would make the JSON
-        # log line unwritable (logging drops it), so it is logged escaped.
-        return {"job": _loggable(d.job_name), "key": _loggable(d.key), "message_id": d.message_id,
-                "attempt": d.attempt or None, "trace_id": d.trace_id or d.message_id}
-
     def _time_left(self, context: Any) -> bool:
         remaining = remaining_seconds(context)
         return remaining is None or remaining >= self.settings.deadline_margin
@@ -492,17 +398,6 @@ class Consumer:
             return None
         default = self.settings.function_timeout or 900.0
         return now + (remaining if remaining is not None else default) + self.settings.lease_margin
-
-    def _queue_url(self, d: Delivery) -> str:
-        arn = d.event_source_arn
-        if not arn:
-            return self.settings.queue_url or ""
-        url = self._queue_urls.get(arn)
-        if url is None:
-            url = queue_url_from_arn(arn, self.settings.queue_url, self.sqs.meta.endpoint_url)
-            self._queue_urls[arn] = url
-        return url
-
 
 def memory_mb(context: Any) -> int | None:
     """The function's memory: the Lambda context's, else the runtime's environment; None off Lambda.
@@ -534,7 +429,3 @@ def _named(deliveries: Sequence[Delivery]) -> dict[str, str]:
         if d.key:
             named[d.key] = job
     return named
-
-
-def _loggable(text: str) -> str:
-    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -40,6 +40,27 @@ the completion, fenced on this invocation's lease, so the job never runs again
 for a write that failed); anything whose follow-up (a group's count, a
 callback, a chain's next step) could not be written goes back so that its
 redelivery, a duplicate, writes it.
+
+One vocabulary, four words, each a different question (none maps one to one
+onto another, so none is derived from another):
+
+- ``Ending``: what happened to the delivery, the one input. Each step of the
+  flow names it where it knows it (``Batch.conclude`` is handed ``Facts``):
+  decoding, a stage before the claim, the claim itself (what a claim finds
+  *is* an ending: ``worker/_job_records.py``'s ``ClaimResult``), a check
+  before the start, the run's end, a later copy of a key;
+- ``Action``: what the batch does with it (the only word ``settle`` may
+  turn, by ``SETTLES_TO``): one ending leads to several (a failure returns,
+  is re-sent at its backstop, waits in a schedule, or is dead-lettered);
+- ``Outcome``: what is reported (the metrics, ``BatchResult``, the outcome
+  log): it stays when ``settle`` turns the action (a success re-sent as a
+  finish copy still succeeded), and several endings share one (a duplicate,
+  a copy that follows one, a letter already in the DLQ);
+- ``Reason``: why a letter is in the DLQ, on the wire (``sqsjobs.reason``,
+  read by ``ops/``): one ending gives several (a failure is ``permanent`` or
+  ``exhausted``) and several endings one.
+
+``worker/_delivery.py``'s ``State`` says only how far the batch got with it.
 """
 
 from __future__ import annotations

@@ -14,9 +14,10 @@
                   ▼
            ACKED | RETURNED   (a resend or schedule that failed is RETURNED)
 
-One vocabulary from claim to acknowledgement: a claim's verdict becomes an
-``Ending``, ``decide`` turns the ending into a ``Decision`` (an ``Action``,
-an ``Outcome``, a ``Reason``), and the state only says how far the batch got.
+One vocabulary from claim to acknowledgement: what a claim found, or how a
+run ended, is an ``Ending`` (``worker/_decision.py``); ``decide`` turns it into
+a ``Decision`` (an ``Action``, an ``Outcome``, a ``Reason``), and the state
+only says how far the batch got.
 
 A delivery changes state only through the transition methods below; each
 checks where the delivery is and raises ``IllegalTransition`` otherwise, so a
@@ -71,12 +72,6 @@ TRANSITIONS: dict[State, frozenset[State]] = {
 }
 
 
-#: outcomes that leave the queue at once
-ACKNOWLEDGED_OUTCOMES = frozenset({Outcome.SUCCEEDED, Outcome.DUPLICATE, Outcome.CANCELLED, Outcome.EXPIRED})
-#: outcomes that go back to the queue
-RETURNED_OUTCOMES = frozenset({Outcome.RETRY, Outcome.UNSTARTED, Outcome.GROUP_BLOCKED, Outcome.DEFERRED})
-
-
 #: a receive count beyond any queue's maxReceiveCount (1000) is garbage: it is read as this
 MAX_RECEIVE_COUNT = 1_000_000
 #: epoch milliseconds up to the year 5138: any larger time is garbage, read as this
@@ -126,6 +121,8 @@ class Delivery:
     job: Job[Any, Any] | None = None
     args: dict[str, Any] | None = None
     key: str = ""
+    #: what its key's record remembers of the call (``Job.fingerprint``: a hash of the job and its arguments)
+    fingerprint: str = ""
     # -- claimed
     #: the attempt this delivery runs (1 = first): attempts that *started*, from the job's record
     attempt: int = 0
@@ -145,7 +142,7 @@ class Delivery:
     #: what its group counts it as (a terminal outcome: succeeded, dead_lettered, cancelled, expired)
     counts_as: str | None = None
     #: the dead-lettered message it is: its own id once the DLQ has it, the letter it is a copy of (a re-send
-    #: keeps it: worker/_send_back.py ``letter_of``)
+    #: keeps it: worker/_job_records.py ``letter_of``)
     letter_of: str | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -187,10 +184,11 @@ class Delivery:
         )
 
     # ------------------------------------------------------------ transitions
-    def decoded(self, *, envelope: Envelope, job: Job[Any, Any], args: dict[str, Any], key: str) -> None:
+    def decoded(self, *, envelope: Envelope, job: Job[Any, Any], args: dict[str, Any], key: str,
+                fingerprint: str) -> None:
         """The body is a call of a registered job."""
         self._move(State.DECODED)
-        self.envelope, self.job, self.args, self.key = envelope, job, args, key
+        self.envelope, self.job, self.args, self.key, self.fingerprint = envelope, job, args, key, fingerprint
 
     def claimed(self, *, attempt: int, took_over: bool, previous: LeaseItem | None) -> None:
         """This invocation holds the key's lease; the job may run as attempt ``attempt``."""
@@ -280,9 +278,25 @@ class Delivery:
         return "?"
 
     @property
+    def log_fields(self) -> dict[str, Any]:
+        """What its log lines carry: its job, key, message id, attempt and trace id.
+
+        A message sent without a trace id starts a trace named by its message id (what the run step makes
+        current). Job names and keys come from message bodies: a lone surrogate there would make the JSON log
+        line unwritable (logging drops it), so it is logged escaped.
+        """
+        return {"job": loggable(self.job_name), "key": loggable(self.key), "message_id": self.message_id,
+                "attempt": self.attempt or None, "trace_id": self.trace_id or self.message_id}
+
+    @property
     def acknowledged(self) -> bool:
         """Whether the record leaves the queue (is not reported in ``batchItemFailures``)."""
         return self.state is State.ACKED
+
+
+def loggable(text: str) -> str:
+    """``text`` with lone surrogates escaped (they come from message bodies and cannot be written as JSON)."""
+    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _dict(value: Any) -> dict[str, Any]:

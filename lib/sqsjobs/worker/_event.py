@@ -3,7 +3,7 @@
 ``parse_event`` refuses an event that is not an SQS batch (the one error the
 consumer raises); ``decode`` turns a body into its job call, or concludes the
 delivery when it is not one (malformed, or a ``job_version`` newer than this
-deploy knows); ``queue_url_from_arn`` names the queue a record came from.
+deploy knows).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from sqsjobs._errors import (
     UnknownJobError,
 )
 from sqsjobs.enqueue._envelope import Envelope
-from sqsjobs.worker._decision import Ending
+from sqsjobs.worker._decision import Ending, Facts
 from sqsjobs.worker._delivery import Delivery
 
 if TYPE_CHECKING:
@@ -47,43 +47,36 @@ def parse_event(event: Any) -> list[Delivery]:
 
 
 def decode(batch: Batch, d: Delivery, jobs: Mapping[str, Job[Any, Any]]) -> None:
-    """Decode ``d``'s body to its job call (job, upcast arguments, key); a body that is not one concludes ``d``."""
+    """Decode ``d``'s body to its job call (job, upcast arguments, their fingerprint, key); a body that is not one
+    concludes ``d``."""
     try:
         envelope = d.envelope = Envelope.decode(d.body)  # kept even if what follows fails: it names the job
         job = jobs.get(envelope.job)
         if job is None:
             raise UnknownJobError(f"no job named {envelope.job!r} is registered in this worker")
         args = job.signature.bind(job.upcast(envelope.job_version, envelope.args))
+        fingerprint = job.fingerprint(args)
         key = envelope.key or job.key_for(args)
-    except MalformedMessageError as error:
-        batch.conclude(d, Ending.MALFORMED, error=error)
+    except Exception as error:
+        batch.conclude(d, undecodable(error))
         return
-    except (UnknownJobError, InvalidArgumentsError) as error:
-        batch.conclude(d, Ending.MALFORMED, error=MalformedMessageError(f"{type(error).__name__}: {error}"))
-        return
-    except RetryableError as error:
-        # A newer job_version than this deploy knows: back after the backoff, no attempt used, until new
-        # code takes it.
-        batch.conclude(d, Ending.TOO_NEW, error=error)
-        return
-    except Exception as error:  # an upcaster that raised is user code failing on this body
-        batch.conclude(d, Ending.MALFORMED,
-                       error=MalformedMessageError(f"{type(error).__name__} while decoding: {error}"))
-        return
-    d.decoded(envelope=envelope, job=job, args=args, key=key)
+    d.decoded(envelope=envelope, job=job, args=args, key=key, fingerprint=fingerprint)
 
 
-def queue_url_from_arn(arn: str, configured_url: str | None, endpoint_url: str) -> str:
-    """The queue URL for an event source ARN (the configured URL when it names the same queue).
+def undecodable(error: Exception) -> Facts:
+    """How a delivery whose body did not decode ends: malformed, or (a newer ``job_version`` than this deploy
+    knows) back after the backoff with no attempt used, until new code takes it.
 
     Example:
-        >>> queue_url_from_arn("arn:aws:sqs:eu-west-1:123456789012:jobs", None, "https://sqs.eu-west-1.amazonaws.com")
-        'https://sqs.eu-west-1.amazonaws.com/123456789012/jobs'
+        >>> undecodable(UnknownJobError("no job named 'x'")).error
+        MalformedMessageError("UnknownJobError: no job named 'x'")
     """
-    parts = arn.split(":")
-    if len(parts) < 6:
-        return configured_url or ""
-    account, name = parts[4], parts[5]
-    if configured_url and configured_url.rstrip("/").endswith(f"/{account}/{name}"):
-        return configured_url
-    return f"{endpoint_url.rstrip('/')}/{account}/{name}"
+    if isinstance(error, MalformedMessageError):
+        return Facts(ending=Ending.MALFORMED, error=error)
+    if isinstance(error, (UnknownJobError, InvalidArgumentsError)):
+        return Facts(ending=Ending.MALFORMED, error=MalformedMessageError(f"{type(error).__name__}: {error}"))
+    if isinstance(error, RetryableError):
+        return Facts(ending=Ending.TOO_NEW, error=error)
+    # an upcaster that raised is user code failing on this body
+    return Facts(ending=Ending.MALFORMED,
+                 error=MalformedMessageError(f"{type(error).__name__} while decoding: {error}"))

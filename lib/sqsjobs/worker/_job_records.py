@@ -42,13 +42,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from sqsjobs._errors import InvalidArgumentsError
+from sqsjobs._errors import InvalidArgumentsError, PermanentError, RetryableError
 from sqsjobs._frozen import per_message
 from sqsjobs.enqueue._envelope import MAX_KEY_BYTES
-from sqsjobs.enqueue._message import ATTR_RESENDS
+from sqsjobs.enqueue._message import ATTR_FINISH, ATTR_LETTER, ATTR_RESENDS, ATTR_RESULT
 from sqsjobs.store._lease import RESERVED_PREFIXES, LeaseItem, LeaseState, LeaseStore, Written, is_reserved
 from sqsjobs.store._lease_ops import LETTERS, Acquire, Annotate, Close, Complete, Release, letter_number
 from sqsjobs.worker._dead_letters import ATTR_REASON, ATTR_REDRIVE_COUNT
+from sqsjobs.worker._decision import Ending, Facts
 from sqsjobs.worker._request import Request
 
 if TYPE_CHECKING:
@@ -80,20 +81,6 @@ class CancelResult(StrEnum):
     NOT_FOUND = "not_found_but_cancelled"  #: no delivery yet: a marker waits for the first one
     RUNNING = "running"  #: it runs now: flagged for ``cancel_requested()``, never killed
     ALREADY_FINISHED = "already_finished"  #: it succeeded, or was cancelled, before
-
-
-class Verdict(StrEnum):
-    """What a claim found."""
-
-    CLAIMED = "claimed"  #: this invocation holds the key: run the job
-    DUPLICATE = "duplicate"  #: it succeeded before: acknowledge without running
-    BUSY = "busy"  #: a live run elsewhere holds it: come back after its lease
-    CANCELLED = "cancelled"  #: cancelled: acknowledge without running
-    CONFLICT = "conflict"  #: the key belongs to another job or other arguments: dead-letter
-    ALREADY_DEAD_LETTERED = "already_dead_lettered"  #: this very message is in the DLQ: acknowledge
-    #: the key completed another request of a debounced job (worker/_request.py): come back and claim it then
-    ANOTHER_REQUEST = "another_request"
-    ERROR = "error"  #: the store failed: come back later
 
 
 @per_message
@@ -134,19 +121,53 @@ class Claim:
 
 @dataclass(frozen=True, kw_only=True)
 class ClaimResult:
-    """A claim's verdict, with what the record said.
+    """What a claim found: the key is this invocation's (``ending`` None), or how the delivery ends unrun.
+
+    A claim speaks the decision's vocabulary (``worker/_decision.py``'s
+    ``Ending``): what it found that keeps the job from running *is* the
+    delivery's ending (a duplicate, a cancelled key, a key held elsewhere, a
+    key conflict, a letter already dead-lettered, another request, the store
+    failing), so nothing translates it on the way to ``decide``.
 
     ``attempt`` is the attempt the claimed run is (1 = first); ``took_over`` is
     True when the previous holder's lease ran out without a word (it died).
+
+    Example:
+        >>> busy = LeaseItem(key="k", state=LeaseState.HELD, owner="other", lease_until=130.0)
+        >>> asked = Claim(key="k", job="j", owner="me", now=100.0, lease_until=400.0, expires_at=9e9,
+        ...               fingerprint="f", fp_version=1, message_id="m-1")
+        >>> found = ClaimResult.of(asked, Written(key="k", ok=False, item=busy))
+        >>> found.claimed, found.ending.value, found.facts(now=100.0).wait
+        (False, 'busy', 30.0)
     """
 
     key: str
-    verdict: Verdict
+    #: None: claimed, the job may run; else how the delivery ends without running
+    ending: Ending | None = None
     attempt: int = 0
     took_over: bool = False
     previous: LeaseItem | None = None
     lease_until: float | None = None
+    #: the store's error (``STORE_FAILED``)
     error: str | None = None
+    #: whose the key is, in words (``KEY_CONFLICT``)
+    conflict: str | None = None
+
+    @property
+    def claimed(self) -> bool:
+        """This invocation holds the key: the job may run."""
+        return self.ending is None
+
+    def facts(self, now: float) -> Facts:
+        """What the decision needs to know of a delivery whose claim did not take the key."""
+        assert self.ending is not None
+        if self.ending is Ending.KEY_CONFLICT:
+            return Facts(ending=self.ending, error=PermanentError(self.conflict or "key conflict"))
+        if self.ending is Ending.BUSY:
+            return Facts(ending=self.ending, wait=(self.lease_until or now) - now)
+        if self.ending is Ending.STORE_FAILED:
+            return Facts(ending=self.ending, error=RetryableError(f"idempotency store unavailable: {self.error}"))
+        return Facts(ending=self.ending)
 
     @classmethod
     def of(cls, claim: Claim, written: Written) -> ClaimResult:
@@ -154,33 +175,53 @@ class ClaimResult:
         item = written.item
         if written.ok:
             took_over = item is not None and item.state is LeaseState.HELD
-            return cls(key=claim.key, verdict=Verdict.CLAIMED, attempt=attempts_this_episode(item) + 1,
-                       took_over=took_over, previous=item)
+            return cls(key=claim.key, attempt=attempts_this_episode(item) + 1, took_over=took_over, previous=item)
         if written.error is not None:
-            return cls(key=claim.key, verdict=Verdict.ERROR, error=written.error)
+            return cls(key=claim.key, ending=Ending.STORE_FAILED, error=written.error)
         if item is None:  # gone between the condition and the answer: another claim will tell
-            return cls(key=claim.key, verdict=Verdict.BUSY, lease_until=claim.now)
+            return cls(key=claim.key, ending=Ending.BUSY, lease_until=claim.now)
         if item.state is LeaseState.RELEASED and lettered(item, claim.message_id):
-            return cls(key=claim.key, verdict=Verdict.ALREADY_DEAD_LETTERED, previous=item)
+            return cls(key=claim.key, ending=Ending.ALREADY_DEAD_LETTERED, previous=item)
         owner = item.get("job")
-        if owner is not None and owner != claim.job:
-            return cls(key=claim.key, verdict=Verdict.CONFLICT, previous=item)
-        if item.fingerprint is not None and item.fingerprint != claim.fingerprint \
-                and item.fp_version == claim.fp_version:
-            return cls(key=claim.key, verdict=Verdict.CONFLICT, previous=item)
+        if (owner is not None and owner != claim.job) or (
+                item.fingerprint is not None and item.fingerprint != claim.fingerprint
+                and item.fp_version == claim.fp_version):
+            return cls(key=claim.key, ending=Ending.KEY_CONFLICT, previous=item,
+                       conflict=conflict_text(claim.key, claim.job, item, claim.fingerprint))
         cancelled = item.state is LeaseState.DONE and item.get("outcome") == JobState.CANCELLED.value
         if cancelled:
-            return cls(key=claim.key, verdict=Verdict.CANCELLED, previous=item)
+            return cls(key=claim.key, ending=Ending.CANCELLED, previous=item)
         request = claim.request
         if request is not None and request.coalesces and request.completed_in(item):
             # A debounced key remembers the requests it completed, whatever it holds now (another request of
             # it may have failed since, or run): this one is their duplicate.
-            return cls(key=claim.key, verdict=Verdict.DUPLICATE, previous=item)
+            return cls(key=claim.key, ending=Ending.DUPLICATE, previous=item)
         if item.state is LeaseState.DONE:
             if request is not None and request.coalesces:
-                return cls(key=claim.key, verdict=Verdict.ANOTHER_REQUEST, previous=item)
-            return cls(key=claim.key, verdict=Verdict.DUPLICATE, previous=item)
-        return cls(key=claim.key, verdict=Verdict.BUSY, lease_until=item.lease_until, previous=item)
+                return cls(key=claim.key, ending=Ending.ANOTHER_REQUEST, previous=item)
+            return cls(key=claim.key, ending=Ending.DUPLICATE, previous=item)
+        return cls(key=claim.key, ending=Ending.BUSY, lease_until=item.lease_until, previous=item)
+
+
+#: what a group counts a delivery that was not run as, by the outcome of the record its claim found
+RECORD_COUNTS = {"succeeded": "succeeded", "cancelled": "cancelled", "dead_lettered": "dead_lettered"}
+
+
+def answered(d: Delivery, claim: ClaimResult, *, now: float) -> list[tuple[Delivery, Facts]]:
+    """What ``claim``'s answer does to ``d``: it holds its key (claimed, nothing ends), or how it ends unrun.
+
+    A duplicate or a cancelled key counts, for its group, as what the record it found says; a letter already
+    in the DLQ counts as dead-lettered, and is that letter (``letter_of``: a re-send of it carries it).
+    """
+    if not claim.claimed:
+        if claim.ending in (Ending.DUPLICATE, Ending.CANCELLED) and claim.previous:
+            d.counts_as = RECORD_COUNTS.get(str(claim.previous.get("outcome")), "succeeded")
+        if claim.ending is Ending.ALREADY_DEAD_LETTERED:  # whatever the record says now (a redrive may retry it)
+            d.counts_as, d.letter_of = "dead_lettered", letter_of(d) or d.message_id
+            d.notes.append("this message is already in the DLQ (its acknowledgement was lost or withheld)")
+        return [(d, claim.facts(now))]
+    d.claimed(attempt=claim.attempt, took_over=claim.took_over, previous=claim.previous)
+    return []
 
 
 def may_be_new(d: Delivery) -> bool:
@@ -230,6 +271,41 @@ def succeeded(key: str, owner: str, *, now: float, expires_at: float, result: st
     return Complete(key=key, owner=owner, expires_at=expires_at,
                     data={"outcome": JobState.SUCCEEDED.value, "finished_at": now, "updated_at": now,
                           "result": result, "last_error": None, **fields}, add=numbers)
+
+
+def finish_copy(d: Delivery, *, now: float, expires_at: float) -> Complete | None:
+    """A finish copy's claim: the completion its run could not write, with the result it carries, fenced on
+    that run's lease (``worker/_send_back.py`` re-sent it); None for any other delivery."""
+    token = finish_token(d)
+    if token is None:
+        return None
+    return succeeded(d.key, token, now=now, expires_at=expires_at, result=finish_result(d), request=Request.of(d))
+
+
+def finish_token(d: Delivery) -> str | None:
+    """The lease of the run a finish copy completes (``sqsjobs.finish``), or None for any other message."""
+    attr = d.message_attributes.get(ATTR_FINISH)
+    text = attr.get("stringValue") if isinstance(attr, dict) else None
+    return text if isinstance(text, str) and len(text) == 32 and text.isalnum() else None
+
+
+def letter_of(d: Delivery) -> str | None:
+    """The dead-lettered message ``d`` is a copy of (``sqsjobs.letter``), or None for any other message.
+
+    Its claim is refused as that message's would be: a sender who sets it on a
+    message of its own only makes that message wait for (or follow) a letter
+    of the same key with that very id.
+    """
+    attr = d.message_attributes.get(ATTR_LETTER)
+    text = attr.get("stringValue") if isinstance(attr, dict) else None
+    return text if isinstance(text, str) and 0 < len(text) <= 128 else None
+
+
+def finish_result(d: Delivery) -> str | None:
+    """The stored result a finish copy carries (``sqsjobs.result``)."""
+    attr = d.message_attributes.get(ATTR_RESULT)
+    text = attr.get("stringValue") if isinstance(attr, dict) else None
+    return text if isinstance(text, str) and len(text.encode()) <= MAX_RESULT_BYTES else None
 
 
 def retrying(key: str, owner: str, *, now: float, expires_at: float, error: BaseException) -> Release:

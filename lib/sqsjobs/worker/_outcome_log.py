@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sqsjobs.worker._delivery import loggable
+
 if TYPE_CHECKING:
     from sqsjobs.worker._delivery import BatchResult
 
@@ -46,7 +48,7 @@ def log_outcomes(logger: Any, result: BatchResult) -> None:
     for d in result.deliveries:
         if d.outcome is None:
             continue
-        fields: dict[str, Any] = {"job": _loggable(d.job_name), "key": _loggable(d.key), "message_id": d.message_id,
+        fields: dict[str, Any] = {"job": loggable(d.job_name), "key": loggable(d.key), "message_id": d.message_id,
                                   "attempt": d.attempt or None, "outcome": d.outcome.value}
         runs = (d.previous.attempts if d.previous is not None else 0) + 1
         if d.attempt and runs != d.attempt:
@@ -56,10 +58,5 @@ def log_outcomes(logger: Any, result: BatchResult) -> None:
         if d.outcome.value == "retry":
             fields["delay"] = round(d.delay, 1)
         if d.error is not None:
-            fields["error"] = _loggable(f"{type(d.error).__name__}: {d.error}")[:256]
+            fields["error"] = loggable(f"{type(d.error).__name__}: {d.error}")[:256]
         logger.debug(OUTCOME_MESSAGE, extra=fields)
-
-
-def _loggable(text: str) -> str:
-    """``text`` with lone surrogates escaped (they come from message bodies and cannot be written as JSON)."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sqsjobs.worker._batch_handler import ItemRunner, end_call, gather_call, invoke_call
 from sqsjobs.worker._budget import remaining_seconds
-from sqsjobs.worker._decision import Ending
+from sqsjobs.worker._decision import Ending, Facts
 from sqsjobs.worker._delivery import State
 
 if TYPE_CHECKING:
@@ -95,9 +95,7 @@ class Runner(ItemRunner, Protocol):
 
     def _follow(self, batch: Batch, d: Delivery, first: Delivery | None) -> None: ...
 
-    def _fields(self, d: Delivery) -> dict[str, Any]: ...
-
-    def _unstarted(self, batch: Batch, d: Delivery, ending: Ending, **known: Any) -> None: ...
+    def _unstarted(self, batch: Batch, d: Delivery, facts: Facts) -> None: ...
 
 
 
@@ -290,7 +288,7 @@ class RunStep:
             self.taken.add(d.index)
             args = d.args
             return Unit(deliveries=[d], mode=mode, invoke=lambda: job.fn(**args),
-                        fields=self.consumer._fields(d))
+                        fields=d.log_fields)
         candidates = [o for o in self.waiting if o.index >= d.index and o.job is job and o.state is State.CLAIMED
                       and o.decision is None and o.index not in self.taken
                       and (o.group_id is None or heads.get(o.group_id, o.index) >= o.index)]
@@ -300,7 +298,7 @@ class RunStep:
             return None
         self.taken.update(o.index for o in items)
         return Unit(deliveries=items, mode=mode, invoke=invoke_call(job, items), is_call=True,
-                    fields={**self.consumer._fields(items[0]), "batch_items": len(items)})
+                    fields={**items[0].log_fields, "batch_items": len(items)})
 
     # ------------------------------------------------------------------ running
     def _context(self, unit: Unit) -> contextvars.Context:
@@ -408,7 +406,7 @@ class RunStep:
     def _conclude_unstarted(self) -> None:
         for d in self.waiting:
             if d.state is State.CLAIMED and d.decision is None and d.index not in self.taken:
-                self.consumer._unstarted(self.batch, d, Ending.NO_TIME)
+                self.consumer._unstarted(self.batch, d, Facts(ending=Ending.NO_TIME))
         self.waiting = [d for d in self.waiting if d.decision is None]  # a copy that follows one stays
 
 

@@ -1,9 +1,15 @@
-"""Step 7 of ``Consumer.run`` (``worker/_consumer.py``): acknowledge, re-send, schedule or return each delivery.
+"""Steps 5 and 7 of ``Consumer.run`` (``worker/_consumer.py``): what the batch sends, and how each delivery leaves.
 
 What the batch decided is carried out here, and nothing is decided:
 
-- **re-send** what must not return at its backstop receive (SQS's redrive
-  would move it to the DLQ): a fresh copy on its own queue
+- **dead-letter** (step 5, ``dead_letters``) what failed for good: one
+  ``SendMessageBatch`` to the DLQ with the worker's reason
+  (``worker/_dead_letters.py``), then the records, and the evidence
+  ``dlq#<copy id>`` of each letter the DLQ accepted; a letter it refused goes
+  back (``settle``, step 6);
+- **acknowledge** (step 7, ``run``) what leaves, and **re-send** what must
+  not return at its backstop receive (SQS's redrive would move it to the
+  DLQ): a fresh copy on its own queue
   (``resend_entry``; one more re-send counted, a deferral not), its redrive
   count carried in the idempotency table (``carry_redrive_counts``);
 - **schedule** the retries SQS cannot hold back that long (over 12 hours):
@@ -17,16 +23,18 @@ What the batch decided is carried out here, and nothing is decided:
 A *finish copy* is a re-sent success whose completion could not be written:
 it carries the lease of the run that succeeded (``sqsjobs.finish``) and its
 stored result (``sqsjobs.result``), and its next delivery only writes that
-completion (``finish_token``, ``finish_result``; the claim step reads them).
+completion (``worker/_job_records.py``'s ``finish_copy``: the claim step's).
 Nothing here raises out of a batch for a record's sake: a failed call is
 logged and the message comes back.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from sqsjobs import _otel
@@ -44,10 +52,10 @@ from sqsjobs.enqueue._message import (
     ATTR_TRACE_ID,
     MAX_DELAY_SECONDS,
 )
-from sqsjobs.store._lease import expiry
+from sqsjobs.store._lease import Written, expiry
 from sqsjobs.worker import _job_records as records
 from sqsjobs.worker._batch import resends
-from sqsjobs.worker._dead_letters import NAMESPACE, carry_redrive_counts, sqs_attribute
+from sqsjobs.worker._dead_letters import NAMESPACE, DeadLetter, carry_redrive_counts, evidence_of, sqs_attribute
 from sqsjobs.worker._decision import Action
 from sqsjobs.worker._delivery import Delivery, Outcome, State
 
@@ -60,7 +68,8 @@ if TYPE_CHECKING:
 
 
 class SendBack:
-    """Sends a batch's deliveries back to SQS (the consumer builds one, and gives it what it needs)."""
+    """Sends what a batch sends: its dead letters, re-sends and schedules, and its returns' delays (the consumer
+    builds one, and gives it what it needs)."""
 
     def __init__(
         self,
@@ -70,9 +79,10 @@ class SendBack:
         clock: Callable[[], float],
         record_ttl: float,
         schedules: Callable[[], OneTimeSchedules] | None,
-        queue_url: Callable[[Delivery], str],
+        queue_url: str | None,
+        dlq_url: str | None,
+        max_message_bytes: int,
         log: Any,
-        fields: Callable[[Delivery], dict[str, Any]],
     ) -> None:
         #: the SQS client, built on first use: a batch of successes never needs one
         self._sqs = sqs
@@ -82,19 +92,88 @@ class SendBack:
         self.record_ttl = record_ttl
         #: where retries too long for SQS wait (None: no schedule group; they wait 12 hours at most)
         self.schedules = schedules
-        #: the queue a delivery came from
-        self.queue_url = queue_url
+        #: the configured jobs queue (a record without an event source came from it)
+        self.configured_queue_url = queue_url
+        #: the queue URL of each event source ARN met so far
+        self._queue_urls: dict[str, str] = {}
+        self.dlq_url = dlq_url
+        #: the queues' MaximumMessageSize: a dead letter's attributes are cut to fit (``DeadLetter.entry``)
+        self.max_message_bytes = max_message_bytes
         self.log = log
-        #: a delivery's log fields
-        self.fields = fields
 
     @property
     def sqs(self) -> SQSClient:
-        """The SQS client (re-sends, retry delays)."""
+        """The SQS client (dead letters, re-sends, retry delays)."""
         return self._sqs()
 
+    def dead_letters(self, batch: Batch) -> dict[int, str]:
+        """Step 5: send the batch's dead letters, then write their records; the letters the DLQ refused (by index:
+        why: they go back, ``worker/_decision.py``'s ``settle``)."""
+        pending = [d for d in batch.deliveries if d.action is Action.DEAD_LETTER]
+        refused: dict[int, str] = {}
+        if not pending:
+            return refused
+        dlq_url = self.dlq_url
+        letters = [self._letter(d) for d in pending]
+        sent = send_entries(self.sqs, dlq_url, [
+            letter.entry(str(i), dlq_url.endswith(".fifo"), max_bytes=self.max_message_bytes)
+            for i, letter in enumerate(letters)]) if dlq_url else {}
+        unanswered = "no answer" if dlq_url else "no DLQ configured (SQSJOBS_DLQ_URL)"
+        now = self.clock()
+        expires_at = expiry(now, self.record_ttl)
+        evidence: list[tuple[Delivery, Future[Written]]] = []
+        for i, d in enumerate(pending):
+            assert d.decision is not None and d.reason is not None and d.error is not None
+            answer = sent.get(str(i))
+            why = answer.error if answer is not None else unanswered
+            if why is not None:
+                self.log.error("DLQ send failed; leaving the message on its queue", extra={**d.log_fields,
+                                                                                           "error": why})
+                refused[d.index] = why
+                if d.holds_lease:
+                    batch.writes.submit(d, records.retrying(d.key, batch.owner, now=now, expires_at=expires_at,
+                                                            error=d.error))
+                continue
+            d.letter_of = d.message_id  # the DLQ has it: a copy held back for a follow-up is this letter
+            self.log.warning("dead-lettered", extra={**d.log_fields, "reason": d.reason.value})
+            if answer is not None and answer.message_id:  # the proof that the reason is the worker's
+                op = evidence_of(letters[i], answer.message_id, now=now, expires_at=expires_at)
+                evidence.append((d, self.store.run(functools.partial(batch.writes.write_now, op))))
+            if d.holds_lease:
+                batch.writes.submit(d, records.dead_lettered(
+                    d.key, batch.owner, now=now, expires_at=expires_at, error=d.error, reason=d.reason.value,
+                    message_id=d.message_id, ran=d.duration_ms is not None, previous=d.previous))
+        batch.writes.wait()
+        for d, future in evidence:
+            written = future.result()
+            # A FIFO DLQ that deduplicated a second send names the first copy: its evidence is there already.
+            if not written.ok and not (written.item and written.item.get("original_message_id") == d.message_id):
+                self.log.error("could not write a dead letter's evidence: status and redrive will show its reason "
+                               "as none", extra={**d.log_fields, "error": written.error or "refused"})
+        return refused
+
+    def _letter(self, d: Delivery) -> DeadLetter:
+        assert d.reason is not None and d.error is not None
+        return DeadLetter(
+            message_id=d.message_id, body=d.body or "", reason=d.reason, error_type=type(d.error).__name__,
+            error_message=str(d.error), job=d.job_name, attempts=d.attempt or d.receive_count,
+            first_receive_time=d.first_receive_ms, source_queue=self.queue_url(d),
+            source_attributes=d.message_attributes, group_id=d.group_id, key=d.key or None,
+        )
+
+    def queue_url(self, d: Delivery) -> str:
+        """The queue ``d`` came from (its event source's; the configured queue when the record names none)."""
+        arn = d.event_source_arn
+        if not arn:
+            return self.configured_queue_url or ""
+        url = self._queue_urls.get(arn)
+        if url is None:
+            url = queue_url_from_arn(arn, self.configured_queue_url, self.sqs.meta.endpoint_url)
+            self._queue_urls[arn] = url
+        return url
+
     def run(self, batch: Batch) -> None:
-        """Finish every delivery: acknowledge, schedule, re-send, or return it with its delay."""
+        """Step 7: finish every delivery: acknowledge, schedule, re-send, or return it with its delay."""
         for d in batch.deliveries:
             if d.action in (Action.ACK, Action.DEAD_LETTER):
                 d.finished()
@@ -132,10 +211,10 @@ class SendBack:
                 ))
             except (ScheduleError, ConfigurationError) as error:
                 self.log.error("could not schedule a long retry; the message comes back in at most 12 hours",
-                               extra={**self.fields(d), "error": str(error)})
+                               extra={**d.log_fields, "error": str(error)})
                 d.finished(sent=False, why=str(error))
                 continue
-            self.log.info("retry scheduled", extra={**self.fields(d), "schedule": scheduled.name,
+            self.log.info("retry scheduled", extra={**d.log_fields, "schedule": scheduled.name,
                                                     "due": scheduled.due.isoformat()})
             d.finished()
 
@@ -157,7 +236,7 @@ class SendBack:
                 answer = sent.get(str(i))
                 why = answer.error if answer is not None else "no answer"
                 if why is not None:
-                    self.log.error("could not re-send a message", extra={**self.fields(d), "error": why})
+                    self.log.error("could not re-send a message", extra={**d.log_fields, "error": why})
                 d.finished(sent=why is None, why=why or "")
 
     def _finish_of(self, batch: Batch, d: Delivery) -> str | None:
@@ -165,7 +244,7 @@ class SendBack:
         finish copy's own, kept)."""
         if d.outcome is Outcome.SUCCEEDED and batch.writes.failure(d) is not None:
             return batch.owner
-        return finish_token(d)
+        return records.finish_token(d)
 
     def _set_visibility(self, deliveries: Sequence[Delivery]) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -185,33 +264,7 @@ class SendBack:
                     continue
                 for bad in response.get("Failed", []):
                     self.log.error("could not set a retry delay",
-                                   extra={**self.fields(chunk[int(bad["Id"])]), "error": bad.get("Message")})
-
-
-def finish_token(d: Delivery) -> str | None:
-    """The lease of the run a finish copy completes (``sqsjobs.finish``), or None for any other message."""
-    attr = d.message_attributes.get(ATTR_FINISH)
-    text = attr.get("stringValue") if isinstance(attr, dict) else None
-    return text if isinstance(text, str) and len(text) == 32 and text.isalnum() else None
-
-
-def letter_of(d: Delivery) -> str | None:
-    """The dead-lettered message ``d`` is a copy of (``sqsjobs.letter``), or None for any other message.
-
-    Its claim is refused as that message's would be: a sender who sets it on a
-    message of its own only makes that message wait for (or follow) a letter
-    of the same key with that very id.
-    """
-    attr = d.message_attributes.get(ATTR_LETTER)
-    text = attr.get("stringValue") if isinstance(attr, dict) else None
-    return text if isinstance(text, str) and 0 < len(text) <= 128 else None
-
-
-def finish_result(d: Delivery) -> str | None:
-    """The stored result a finish copy carries (``sqsjobs.result``)."""
-    attr = d.message_attributes.get(ATTR_RESULT)
-    text = attr.get("stringValue") if isinstance(attr, dict) else None
-    return text if isinstance(text, str) and len(text.encode()) <= records.MAX_RESULT_BYTES else None
+                                   extra={**chunk[int(bad["Id"])].log_fields, "error": bad.get("Message")})
 
 
 #: the ``sqsjobs.*`` attributes a re-send keeps: the producer's own two (it writes the worker's itself)
@@ -252,10 +305,10 @@ def resend_entry(d: Delivery, entry_id: str, fifo: bool, *, finish: str | None =
     if finish is not None:
         attributes[ATTR_FINISH] = {"DataType": "String", "StringValue": finish}
         ran = d.outcome is Outcome.SUCCEEDED and d.job is not None and d.job.options.store_result
-        stored = json.dumps(d.result, separators=(",", ":")) if ran else finish_result(d)
+        stored = json.dumps(d.result, separators=(",", ":")) if ran else records.finish_result(d)
         if stored is not None:
             attributes[ATTR_RESULT] = {"DataType": "String", "StringValue": stored}
-    letter = d.letter_of or letter_of(d)
+    letter = d.letter_of or records.letter_of(d)
     if letter is not None:  # a dead letter held back for a follow-up: its copy is that letter, never a new run
         attributes[ATTR_LETTER] = {"DataType": "String", "StringValue": letter}
     reservation = d.decision.reservation if d.decision is not None else None
@@ -270,3 +323,19 @@ def resend_entry(d: Delivery, entry_id: str, fifo: bool, *, finish: str | None =
         if d.tenant is not None:
             entry["MessageGroupId"] = d.tenant
     return entry
+
+
+def queue_url_from_arn(arn: str, configured_url: str | None, endpoint_url: str) -> str:
+    """The queue URL for an event source ARN (the configured URL when it names the same queue).
+
+    Example:
+        >>> queue_url_from_arn("arn:aws:sqs:eu-west-1:123456789012:jobs", None, "https://sqs.eu-west-1.amazonaws.com")
+        'https://sqs.eu-west-1.amazonaws.com/123456789012/jobs'
+    """
+    parts = arn.split(":")
+    if len(parts) < 6:
+        return configured_url or ""
+    account, name = parts[4], parts[5]
+    if configured_url and configured_url.rstrip("/").endswith(f"/{account}/{name}"):
+        return configured_url
+    return f"{endpoint_url.rstrip('/')}/{account}/{name}"

@@ -105,8 +105,10 @@ class Stage:
         """Whether the stage has business with ``d``: what its failure ends (every delivery, unless it says)."""
         return True
 
-    def before_claim(self, batch: Batch) -> None:
-        """Every record is decoded: conclude those that must not be claimed (``batch.conclude``)."""
+    def before_claim(self, batch: Batch) -> Iterable[tuple[Delivery, Facts]]:
+        """Every record is decoded: yields each delivery that must not be claimed, with the facts that keep it
+        from it (``Stages`` concludes it as it is yielded, so the stage's later checks see it decided)."""
+        return ()
 
     def claim_data(self, d: Delivery) -> Mapping[str, Any]:
         """Fields ``d``'s claim writes with it, in the same conditional write (a debounced burst's token)."""
@@ -217,10 +219,9 @@ class OnDemand(Stage):
     def concerns(self, d: Delivery) -> bool:
         return self._stage.concerns(d) if self._stage is not None else self._concerns(d)
 
-    def before_claim(self, batch: Batch) -> None:
+    def before_claim(self, batch: Batch) -> Iterable[tuple[Delivery, Facts]]:
         stage = self._for_batch(batch)
-        if stage is not None:
-            stage.before_claim(batch)
+        return stage.before_claim(batch) if stage is not None else ()
 
     def claim_data(self, d: Delivery) -> Mapping[str, Any]:
         stage = self._for(d)
@@ -319,15 +320,18 @@ class Stages(Stage):
             batch.followups_failed.setdefault(d.index, str(failed))
 
     # ------------------------------------------------------------ the hooks
-    def before_claim(self, batch: Batch) -> None:
+    def before_claim(self, batch: Batch) -> Iterable[tuple[Delivery, Facts]]:
+        """Each stage's ``before_claim``, in order; what one ends is concluded before the next one looks."""
         for stage in self.stages:
             try:
-                stage.before_claim(batch)
+                for d, facts in stage.before_claim(batch) or ():
+                    batch.conclude(d, facts)  # at once: the stage's own later checks, and the next stage, see it
             except Exception as error:
                 failed = self._failed(batch, stage, "before_claim", error)
                 undecided = [d for d in batch.deliveries if d.state is State.DECODED]
                 for d in self._concerned(stage, undecided):
-                    batch.conclude(d, Ending.STAGE_FAILED, error=failed.retryable())
+                    batch.conclude(d, Facts(ending=Ending.STAGE_FAILED, error=failed.retryable()))
+        return ()
 
     def claim_data(self, d: Delivery) -> Mapping[str, Any]:
         """Every stage's fields for ``d``'s claim; raises ``StageFailed`` when one raised (``d`` is not claimed)."""
