@@ -88,14 +88,16 @@ def _paired(a: Stat, b: Stat) -> Stat:
 #: where sqsjobs' CPU goes with the Stubber (a cProfile of 300 batches of bench/figures.py's successful batches,
 #: pinned, on the tree issue 35's second pass measured: see the git log): the profile behind the Stubber row's verdict
 STUBBER_PROFILE = (
-    "Where sqsjobs' CPU goes with the Stubber (a CPU profile of 300 such batches, the calling thread; the "
-    "completions' call is sent from the record writer's thread, which it does not see): the claim step 36% "
-    "(of it botocore serializing the claims' `BatchExecuteStatement`, some 120 attribute values, 13%, and "
-    "binding the statements 5%), running the jobs 33% (the job's call, its record's ending, the stages' "
-    "hooks), decoding the event and the envelopes 8%, the arguments' digest 4% (worked out three times a "
+    "Where sqsjobs' CPU goes with the Stubber (a CPU profile of 300 such batches on the tree this report was "
+    "written from, the calling thread; the completions' call is sent from the record writer's thread, which "
+    "it does not see): the claim step 34% (of it botocore serializing the claims' `BatchExecuteStatement`, "
+    "some 120 attribute values, 12%, and binding the statements 5%), running the jobs 34% (the job's call, "
+    "its record's ending, the stages' hooks), reading the event and decoding the envelopes 13%, the checks "
+    "before a start 7% (`_consumer._kept_from_start`), the arguments' digest 4% (worked out three times a "
     "message: the fingerprint, and the request at the claim and at the completion), the batch's metrics 4%. "
-    "The ratio moves with the load between runs (0.66x to 0.80x this session, 0.72x on the tree before it) "
-    "around the 0.75x goal; no one part left is more than a few percent of it.",
+    "The ratio moves with the load between runs around the 0.75x goal (0.66x to 0.89x in this session's runs, "
+    "two full `make bench` runs among them: 0.80x and 0.89x); no one part left is more than a few percent of "
+    "it.",
 )
 #: issue 24's goals, sqsjobs over Powertools (the HTTP one as issue 35 tightened it)
 HTTP_CPU_GOAL = 0.20
