@@ -36,7 +36,7 @@ def test_a_burst_of_edits_runs_one_reindex_with_the_last_edit(local_cloud: Local
 def test_a_second_export_while_one_is_queued_is_refused_at_the_producer(local_cloud: LocalCloudSession) -> None:
     account = 70_000 + next(_ids)
     before = len(local_cloud.logs)
-    with local_cloud.use_app() as app:
+    with local_cloud.use_app() as app, local_cloud.paused():  # both requests meet the first one queued
         first = app.jobs["account-export"].enqueue(account_id=account)
         again = app.jobs["account-export"].enqueue(account_id=account)
     local_cloud.drain(timeout=300)

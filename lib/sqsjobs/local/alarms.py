@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -90,9 +91,21 @@ class AlarmEvaluator:
         self.clock = clock
         self.states: dict[str, str] = {a.name: "INSUFFICIENT_DATA" for a in alarms}
         self.history: list[AlarmTransition] = []
+        #: one evaluation at a time, its notifications included: whoever calls ``evaluate_all`` (a test, after
+        #: the cloud's own tick changed a state) returns only once every transition so far is published
+        self._evaluating = threading.Lock()
+
+    def set_state(self, name: str, state: str) -> None:
+        """Put ``name`` in ``state`` until the next evaluation (``SetAlarmState``), between evaluations."""
+        with self._evaluating:
+            self.states[name] = state
 
     def evaluate_all(self) -> list[AlarmTransition]:
         """Evaluate every alarm once; return (and report) the transitions."""
+        with self._evaluating:
+            return self._evaluate_all()
+
+    def _evaluate_all(self) -> list[AlarmTransition]:
         changes: list[AlarmTransition] = []
         for alarm in self.alarms:
             new, reason = self.state_of(alarm)

@@ -346,7 +346,7 @@ class LocalCloud(StackQueues):
             if name in (alarm.name, alarm.logical_id):
                 self.clients.get("cloudwatch").set_alarm_state(AlarmName=alarm.name, StateValue=state,
                                                                StateReason=reason)
-                self.alarms.states[alarm.name] = state
+                self.alarms.set_state(alarm.name, state)
                 return
         raise KeyError(f"no alarm {name!r}; alarms: {', '.join(a.logical_id for a in self.deployment.alarms)}")
 
@@ -371,6 +371,21 @@ class LocalCloud(StackQueues):
         self.output.log(function, line)
 
     # -- the stack's queues and messages: StackQueues (local/stack.py) -------------
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """No function is invoked from a queue inside the block (Lambda's mapping disabled, then enabled again).
+
+        A test sets up what must be queued at once (two requests of a deduplicated key) without a poller
+        running the first in between: deterministic on a loaded machine, where it otherwise may.
+        """
+        for poller in self.sqs_pollers:
+            poller.pause()
+        try:
+            yield
+        finally:
+            for poller in self.sqs_pollers:
+                poller.resume()
 
     def drain(self, timeout: float = 120.0, *, settle_checks: int = 3) -> None:
         """Block until every mapped queue and stream is empty and no invocation runs.

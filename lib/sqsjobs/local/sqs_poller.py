@@ -144,6 +144,8 @@ class SqsPoller:
         self.stats = MappingStats()
         self._slots = threading.BoundedSemaphore(max(1, mapping.max_concurrency))
         self._stop = threading.Event()
+        #: set while a test holds the mapping (``LocalCloud.paused``): no batch is taken, one in hand goes back
+        self._paused = threading.Event()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._receiver = threading.Thread(target=self._run, name=f"sqs-{mapping.logical_id}", daemon=True)
@@ -155,6 +157,14 @@ class SqsPoller:
     def halt(self) -> None:
         """Take no new batches from now on (the current long poll may still end)."""
         self._stop.set()
+
+    def pause(self) -> None:
+        """Start no invocation until ``resume()`` (a batch a long poll brings meanwhile goes straight back)."""
+        self._paused.set()
+
+    def resume(self) -> None:
+        """Take batches again after ``pause()``."""
+        self._paused.clear()
 
     def stop(self) -> None:
         """Stop receiving and wait for the invocations in flight."""
@@ -171,8 +181,8 @@ class SqsPoller:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            if not self.healthy():
-                self._stop.wait(0.5)
+            if not self.healthy() or self._paused.is_set():
+                self._stop.wait(0.1 if self._paused.is_set() else 0.5)
                 continue
             if self.pool.init_error is not None and not self._import_recovered():
                 self._stop.wait(_IMPORT_RETRY_S)
@@ -189,8 +199,8 @@ class SqsPoller:
             if not messages:
                 self._slots.release()
                 continue
-            if self._stop.is_set():
-                # Stopping: hand the batch straight back instead of starting an invocation.
+            if self._stop.is_set() or self._paused.is_set():
+                # Stopping or paused: hand the batch straight back instead of starting an invocation.
                 self._slots.release()
                 self._make_visible(messages)
                 continue

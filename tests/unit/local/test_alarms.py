@@ -108,3 +108,23 @@ def test_emf_lines_with_both_dimension_sets_give_two_points_each() -> None:
                                               frozenset({("service", "s")})}
     assert parse_emf("plain log line") == []
     assert parse_emf('{"_aws": "broken"}') == []
+
+
+def test_a_transition_is_notified_inside_its_evaluation() -> None:
+    """Another evaluation (a test's ``evaluate_alarms`` beside the cloud's tick) or ``SetAlarmState`` waits for
+    the notification: whoever finds the state already changed returns only once its page is published."""
+    store, held = MetricStore(clock=lambda: NOW), []
+    store.add([point(2, NOW - 5)])
+
+    def notify(_: AlarmSpec, change: AlarmTransition) -> None:
+        free = e._evaluating.acquire(blocking=False)
+        held.append(not free)
+        if free:
+            e._evaluating.release()
+
+    e = AlarmEvaluator([dlq_alarm()], store, on_transition=notify, clock=lambda: NOW)
+    e.evaluate_all()
+    e.set_state("dlq-alarm", "OK")
+    e.evaluate_all()
+
+    assert held == [True, True] and e.states["dlq-alarm"] == "ALARM"
