@@ -38,8 +38,7 @@ from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 
-from sqsjobs import __version__
-from sqsjobs._errors import ConfigurationError
+from sqsjobs import ConfigurationError, __version__
 from sqsjobs.scaffold.names import check_name, suggest_name
 from sqsjobs.scaffold.source import VENDORED, SqsjobsSource, running_source
 

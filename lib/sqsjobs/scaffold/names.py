@@ -34,7 +34,7 @@ import re
 from functools import lru_cache
 from importlib import metadata
 
-from sqsjobs._errors import ConfigurationError
+from sqsjobs import ConfigurationError
 
 #: lower-case words of letters and digits joined by single '-', a letter first
 PROJECT_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")

@@ -38,7 +38,7 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from sqsjobs._errors import ConfigurationError
+from sqsjobs import ConfigurationError
 
 NAME = "sqsjobs"
 #: where a vendored wheel goes, relative to the project (inside layer/: sam build copies only that directory)
